@@ -1,0 +1,47 @@
+/*
+ * commands.h -- the subcommands of the cpuprof CLI and their usage texts.
+ * main.c dispatches on argv[1] to one of the cmd_* functions; each returns
+ * the process exit status.
+ */
+#ifndef CPUPROF_CLI_COMMANDS_H
+#define CPUPROF_CLI_COMMANDS_H
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define CPUPROF_CLI_VERSION "0.1.0"
+
+/* Exit status for bad usage, unreadable input and unusable options. */
+#define EXIT_USAGE 2
+
+/* `cpuprof record [options] -- CMD [ARGS...]`; argv[0] is "record".
+ * Returns CMD's exit status (128+N if a signal killed it), 126/127 if CMD
+ * could not be run, EXIT_USAGE for bad options. */
+int cmd_record(int argc, char **argv);
+
+/* `cpuprof report [--top N] FILE`; argv[0] is "report".  Returns 0, or
+ * EXIT_USAGE for bad usage or a missing, unreadable or corrupt FILE. */
+int cmd_report(int argc, char **argv);
+
+/* Parses the whole of s as a decimal integer in [min, max] into *out;
+ * false (and *out untouched) for anything else. */
+static inline bool parse_int_arg(const char *s, long min, long max, long *out)
+{
+	char *end;
+	if (!s || !(*s == '-' || (*s >= '0' && *s <= '9')))
+		return false;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end != '\0' || v < min || v > max)
+		return false;
+	*out = v;
+	return true;
+}
+
+/* The usage lines of each subcommand, written to f. */
+void record_usage(FILE *f);
+void report_usage(FILE *f);
+
+#endif

@@ -1,0 +1,1272 @@
+/*
+ * profile.c -- reads pprof profiles for the CLI.  Three stages: the file is
+ * read whole (at most PROFILE_MAX_FILE bytes) and gunzipped with zlib if it
+ * starts with the gzip magic; a bounds-checked protobuf decoder turns the
+ * bytes into "raw" records that still hold string indexes and ids (every
+ * read is checked against the end of its enclosing message, unknown fields
+ * are skipped, repeated scalars may be packed or not); then a resolve pass
+ * checks every string index and id and builds the pointer-linked struct
+ * profile of profile.h.  Field numbers are those of profile.proto.
+ */
+#include "profile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* Protobuf wire types. */
+enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
+
+/* profile.proto field numbers, by message. */
+enum {
+	PROFILE_SAMPLE_TYPE = 1,	/* ValueType, repeated */
+	PROFILE_SAMPLE = 2,		/* Sample, repeated */
+	PROFILE_MAPPING = 3,		/* Mapping, repeated */
+	PROFILE_LOCATION = 4,		/* Location, repeated */
+	PROFILE_FUNCTION = 5,		/* Function, repeated */
+	PROFILE_STRING_TABLE = 6,	/* string, repeated */
+	PROFILE_DROP_FRAMES = 7,	/* int64 string index */
+	PROFILE_KEEP_FRAMES = 8,	/* int64 string index */
+	PROFILE_TIME_NANOS = 9,		/* int64 */
+	PROFILE_DURATION_NANOS = 10,	/* int64 */
+	PROFILE_PERIOD_TYPE = 11,	/* ValueType */
+	PROFILE_PERIOD = 12,		/* int64 */
+	PROFILE_COMMENT = 13,		/* int64 string index, repeated */
+	PROFILE_DEFAULT_SAMPLE_TYPE = 14, /* int64 string index */
+};
+enum { VALUETYPE_TYPE = 1, VALUETYPE_UNIT = 2 };
+enum { SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2 };
+enum {
+	MAPPING_ID = 1, MAPPING_MEMORY_START, MAPPING_MEMORY_LIMIT,
+	MAPPING_FILE_OFFSET, MAPPING_FILENAME, MAPPING_BUILD_ID,
+	MAPPING_HAS_FUNCTIONS, MAPPING_HAS_FILENAMES, MAPPING_HAS_LINE_NUMBERS,
+	MAPPING_HAS_INLINE_FRAMES,
+};
+enum {
+	LOCATION_ID = 1, LOCATION_MAPPING_ID, LOCATION_ADDRESS, LOCATION_LINE,
+	LOCATION_IS_FOLDED,
+};
+enum { LINE_FUNCTION_ID = 1, LINE_LINE = 2 };
+enum {
+	FUNCTION_ID = 1, FUNCTION_NAME, FUNCTION_SYSTEM_NAME, FUNCTION_FILENAME,
+	FUNCTION_START_LINE,
+};
+
+/* Where an error message goes; fail() fills it once. */
+struct ctx {
+	char *err;
+	size_t errlen;
+	bool failed;
+};
+
+/* Formats the first error into c->err; later ones are dropped so the
+ * innermost (most precise) reason wins.  Always returns -1. */
+__attribute__((format(printf, 2, 3))) static int
+fail(struct ctx *c, const char *fmt, ...)
+{
+	if (!c->failed && c->errlen > 0) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(c->err, c->errlen, fmt, ap);
+		va_end(ap);
+	}
+	c->failed = true;
+	return -1;
+}
+
+/* ---- growable arrays ---------------------------------------------------- */
+
+struct vec {
+	void *a;
+	size_t n, cap;
+};
+
+/* Appends one zeroed element of `size` bytes to v and returns it, or fails
+ * with "out of memory" and returns NULL. */
+static void *vec_push(struct ctx *c, struct vec *v, size_t size)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 16;
+		if (cap > SIZE_MAX / size) {
+			fail(c, "out of memory");
+			return NULL;
+		}
+		void *a = realloc(v->a, cap * size);
+		if (!a) {
+			fail(c, "out of memory");
+			return NULL;
+		}
+		v->a = a;
+		v->cap = cap;
+	}
+	void *e = (char *)v->a + v->n * size;
+	memset(e, 0, size);
+	v->n++;
+	return e;
+}
+
+/* Hands v's storage to the caller (a valid pointer even when v is empty, so
+ * that `array + 0` is always defined) and resets v.  NULL if out of memory. */
+static void *vec_take(struct ctx *c, struct vec *v)
+{
+	void *a = v->a ? v->a : malloc(1);
+	if (!a)
+		fail(c, "out of memory");
+	v->a = NULL;
+	v->n = v->cap = 0;
+	return a;
+}
+
+/* ---- protobuf decoding -------------------------------------------------- */
+
+/* A window [p, end) of the decoded buffer; base is the buffer's start, for
+ * offsets in error messages. */
+struct reader {
+	const uint8_t *p, *end, *base;
+};
+
+/* One decoded field: its number, wire type and value (u for numeric wire
+ * types, data/len for length-delimited ones). */
+struct field {
+	uint32_t num;
+	int wt;
+	uint64_t u;
+	const uint8_t *data;
+	size_t len;
+	size_t off; /* offset of the field's key, for messages */
+};
+
+/* The offset of r's position in the whole decoded buffer. */
+static size_t offset_of(const struct reader *r)
+{
+	return (size_t)(r->p - r->base);
+}
+
+/* Reads a base-128 varint of at most 10 bytes that fits 64 bits. */
+static int read_varint(struct ctx *c, struct reader *r, uint64_t *v)
+{
+	size_t start = offset_of(r);
+	uint64_t x = 0;
+	for (unsigned shift = 0; shift < 70; shift += 7) {
+		if (r->p >= r->end)
+			return fail(c, "truncated varint at offset %zu", start);
+		uint8_t b = *r->p++;
+		if (shift == 63 && b > 1)
+			return fail(c, "varint overflows 64 bits at offset %zu",
+				    start);
+		x |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*v = x;
+			return 0;
+		}
+	}
+	return fail(c, "varint longer than 10 bytes at offset %zu", start);
+}
+
+/* Reads `n` (4 or 8) little-endian bytes. */
+static int read_fixed(struct ctx *c, struct reader *r, unsigned n,
+		      uint64_t *v)
+{
+	if ((size_t)(r->end - r->p) < n)
+		return fail(c, "truncated %u-byte field at offset %zu", n,
+			    offset_of(r));
+	uint64_t x = 0;
+	for (unsigned i = 0; i < n; i++)
+		x |= (uint64_t)r->p[i] << (8 * i);
+	r->p += n;
+	*v = x;
+	return 0;
+}
+
+/* Reads the next key and value from r into f.  Any wire type other than
+ * varint, 64-bit, length-delimited and 32-bit is an error (groups are not
+ * used by profile.proto). */
+static int next_field(struct ctx *c, struct reader *r, struct field *f)
+{
+	uint64_t key, len;
+	f->off = offset_of(r);
+	if (read_varint(c, r, &key))
+		return -1;
+	if (key >> 3 == 0 || key >> 3 > 0x1fffffff)
+		return fail(c, "invalid field number %llu at offset %zu",
+			    (unsigned long long)(key >> 3), f->off);
+	f->num = (uint32_t)(key >> 3);
+	f->wt = (int)(key & 7);
+	f->data = NULL;
+	f->len = 0;
+	f->u = 0;
+	switch (f->wt) {
+	case WT_VARINT:
+		return read_varint(c, r, &f->u);
+	case WT_I64:
+		return read_fixed(c, r, 8, &f->u);
+	case WT_I32:
+		return read_fixed(c, r, 4, &f->u);
+	case WT_LEN:
+		if (read_varint(c, r, &len))
+			return -1;
+		if (len > (uint64_t)(r->end - r->p))
+			return fail(c, "field %u at offset %zu: length %llu runs "
+				    "past the end of its message (truncated?)",
+				    f->num, f->off, (unsigned long long)len);
+		f->data = r->p;
+		f->len = (size_t)len;
+		r->p += len;
+		return 0;
+	default:
+		return fail(c, "unsupported wire type %d for field %u at offset "
+			    "%zu", f->wt, f->num, f->off);
+	}
+}
+
+/* Fails unless field f has wire type wt; `what` names it for the message. */
+static int expect(struct ctx *c, const struct field *f, int wt,
+		  const char *what)
+{
+	if (f->wt == wt)
+		return 0;
+	return fail(c, "%s at offset %zu has wire type %d, expected %d", what,
+		    f->off, f->wt, wt);
+}
+
+/* A reader over the contents of length-delimited field f. */
+static struct reader sub_reader(const struct reader *r, const struct field *f)
+{
+	struct reader s = { f->data, f->data + f->len, r->base };
+	return s;
+}
+
+/* ---- raw records: what the decoder produces ----------------------------- */
+
+struct raw_vt {
+	int64_t type, unit;
+};
+
+struct raw_sample {
+	size_t loc_off, nloc; /* into builder.loc_ids */
+	size_t val_off, nval; /* into builder.values */
+	size_t off;           /* file offset, for messages */
+};
+
+struct raw_mapping {
+	uint64_t id, start, limit, file_offset;
+	int64_t filename, build_id;
+	bool has_functions, has_filenames, has_line_numbers, has_inline_frames;
+};
+
+struct raw_location {
+	uint64_t id, mapping_id, address;
+	size_t line_off, nline; /* into builder.lines */
+	bool is_folded;
+};
+
+struct raw_line {
+	uint64_t function_id;
+	int64_t line;
+};
+
+struct raw_function {
+	uint64_t id;
+	int64_t name, system_name, filename, start_line;
+};
+
+struct raw_string {
+	const uint8_t *p;
+	size_t len;
+};
+
+/* Everything decoded from one Profile message. */
+struct builder {
+	struct vec sample_types; /* struct raw_vt */
+	struct vec samples;      /* struct raw_sample */
+	struct vec loc_ids;      /* uint64_t, all samples' location ids */
+	struct vec values;       /* uint64_t (int64 bits), all samples' values */
+	struct vec mappings;     /* struct raw_mapping */
+	struct vec locations;    /* struct raw_location */
+	struct vec lines;        /* struct raw_line, all locations' lines */
+	struct vec functions;    /* struct raw_function */
+	struct vec strings;      /* struct raw_string */
+	struct vec comments;     /* uint64_t (int64 string indexes) */
+	int64_t drop_frames, keep_frames, default_sample_type;
+	int64_t time_nanos, duration_nanos, period;
+	struct raw_vt period_type;
+};
+
+/* Frees the builder's arrays (not the builder itself). */
+static void builder_free(struct builder *b)
+{
+	free(b->sample_types.a);
+	free(b->samples.a);
+	free(b->loc_ids.a);
+	free(b->values.a);
+	free(b->mappings.a);
+	free(b->locations.a);
+	free(b->lines.a);
+	free(b->functions.a);
+	free(b->strings.a);
+	free(b->comments.a);
+}
+
+/* Appends the integer(s) of repeated scalar field f to v (uint64_t
+ * elements): one varint, or a packed run of varints. */
+static int push_ints(struct ctx *c, const struct reader *r,
+		     const struct field *f, struct vec *v, const char *what)
+{
+	uint64_t *e;
+	if (f->wt == WT_VARINT) {
+		if (!(e = vec_push(c, v, sizeof *e)))
+			return -1;
+		*e = f->u;
+		return 0;
+	}
+	if (f->wt != WT_LEN)
+		return expect(c, f, WT_VARINT, what);
+	struct reader s = sub_reader(r, f);
+	while (s.p < s.end) {
+		uint64_t x;
+		if (read_varint(c, &s, &x))
+			return -1;
+		if (!(e = vec_push(c, v, sizeof *e)))
+			return -1;
+		*e = x;
+	}
+	return 0;
+}
+
+/* Stores varint field f into *dst, after checking its wire type. */
+static int get_u64(struct ctx *c, const struct field *f, uint64_t *dst,
+		   const char *what)
+{
+	if (expect(c, f, WT_VARINT, what))
+		return -1;
+	*dst = f->u;
+	return 0;
+}
+
+/* Stores varint field f into *dst as a signed (two's complement) value. */
+static int get_i64(struct ctx *c, const struct field *f, int64_t *dst,
+		   const char *what)
+{
+	if (expect(c, f, WT_VARINT, what))
+		return -1;
+	*dst = (int64_t)f->u;
+	return 0;
+}
+
+/* Stores varint field f into *dst as a bool (non-zero is true). */
+static int get_bool(struct ctx *c, const struct field *f, bool *dst,
+		    const char *what)
+{
+	if (expect(c, f, WT_VARINT, what))
+		return -1;
+	*dst = f->u != 0;
+	return 0;
+}
+
+/* Decodes a ValueType message into *vt (fields present overwrite). */
+static int decode_value_type(struct ctx *c, struct reader r,
+			     struct raw_vt *vt)
+{
+	struct field f;
+	while (r.p < r.end) {
+		if (next_field(c, &r, &f))
+			return -1;
+		int rc = 0;
+		switch (f.num) {
+		case VALUETYPE_TYPE:
+			rc = get_i64(c, &f, &vt->type, "ValueType.type");
+			break;
+		case VALUETYPE_UNIT:
+			rc = get_i64(c, &f, &vt->unit, "ValueType.unit");
+			break;
+		}
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+/* Decodes a Sample message; its location ids and values are appended to
+ * the builder's shared pools (labels are skipped). */
+static int decode_sample(struct ctx *c, struct builder *b, struct reader r,
+			 size_t off)
+{
+	struct raw_sample *s = vec_push(c, &b->samples, sizeof *s);
+	if (!s)
+		return -1;
+	size_t si = b->samples.n - 1;
+	size_t loc_off = b->loc_ids.n, val_off = b->values.n;
+	struct field f;
+	while (r.p < r.end) {
+		if (next_field(c, &r, &f))
+			return -1;
+		int rc = 0;
+		switch (f.num) {
+		case SAMPLE_LOCATION_ID:
+			rc = push_ints(c, &r, &f, &b->loc_ids,
+				       "Sample.location_id");
+			break;
+		case SAMPLE_VALUE:
+			rc = push_ints(c, &r, &f, &b->values, "Sample.value");
+			break;
+		}
+		if (rc)
+			return -1;
+	}
+	s = (struct raw_sample *)b->samples.a + si;
+	s->loc_off = loc_off;
+	s->nloc = b->loc_ids.n - loc_off;
+	s->val_off = val_off;
+	s->nval = b->values.n - val_off;
+	s->off = off;
+	return 0;
+}
+
+/* Decodes a Mapping message and appends it to b->mappings. */
+static int decode_mapping(struct ctx *c, struct builder *b, struct reader r)
+{
+	struct raw_mapping *m = vec_push(c, &b->mappings, sizeof *m);
+	if (!m)
+		return -1;
+	struct field f;
+	while (r.p < r.end) {
+		if (next_field(c, &r, &f))
+			return -1;
+		int rc = 0;
+		switch (f.num) {
+		case MAPPING_ID:
+			rc = get_u64(c, &f, &m->id, "Mapping.id");
+			break;
+		case MAPPING_MEMORY_START:
+			rc = get_u64(c, &f, &m->start, "Mapping.memory_start");
+			break;
+		case MAPPING_MEMORY_LIMIT:
+			rc = get_u64(c, &f, &m->limit, "Mapping.memory_limit");
+			break;
+		case MAPPING_FILE_OFFSET:
+			rc = get_u64(c, &f, &m->file_offset,
+				     "Mapping.file_offset");
+			break;
+		case MAPPING_FILENAME:
+			rc = get_i64(c, &f, &m->filename, "Mapping.filename");
+			break;
+		case MAPPING_BUILD_ID:
+			rc = get_i64(c, &f, &m->build_id, "Mapping.build_id");
+			break;
+		case MAPPING_HAS_FUNCTIONS:
+			rc = get_bool(c, &f, &m->has_functions,
+				      "Mapping.has_functions");
+			break;
+		case MAPPING_HAS_FILENAMES:
+			rc = get_bool(c, &f, &m->has_filenames,
+				      "Mapping.has_filenames");
+			break;
+		case MAPPING_HAS_LINE_NUMBERS:
+			rc = get_bool(c, &f, &m->has_line_numbers,
+				      "Mapping.has_line_numbers");
+			break;
+		case MAPPING_HAS_INLINE_FRAMES:
+			rc = get_bool(c, &f, &m->has_inline_frames,
+				      "Mapping.has_inline_frames");
+			break;
+		}
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+/* Decodes a Line message and appends it to b->lines. */
+static int decode_line(struct ctx *c, struct builder *b, struct reader r)
+{
+	struct raw_line *l = vec_push(c, &b->lines, sizeof *l);
+	if (!l)
+		return -1;
+	struct field f;
+	while (r.p < r.end) {
+		if (next_field(c, &r, &f))
+			return -1;
+		int rc = 0;
+		switch (f.num) {
+		case LINE_FUNCTION_ID:
+			rc = get_u64(c, &f, &l->function_id,
+				     "Line.function_id");
+			break;
+		case LINE_LINE:
+			rc = get_i64(c, &f, &l->line, "Line.line");
+			break;
+		}
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+/* Decodes a Location message; its lines are appended to b->lines. */
+static int decode_location(struct ctx *c, struct builder *b, struct reader r)
+{
+	if (!vec_push(c, &b->locations, sizeof(struct raw_location)))
+		return -1;
+	size_t li = b->locations.n - 1;
+	size_t line_off = b->lines.n;
+	struct raw_location loc = { 0 };
+	struct field f;
+	while (r.p < r.end) {
+		if (next_field(c, &r, &f))
+			return -1;
+		int rc = 0;
+		switch (f.num) {
+		case LOCATION_ID:
+			rc = get_u64(c, &f, &loc.id, "Location.id");
+			break;
+		case LOCATION_MAPPING_ID:
+			rc = get_u64(c, &f, &loc.mapping_id,
+				     "Location.mapping_id");
+			break;
+		case LOCATION_ADDRESS:
+			rc = get_u64(c, &f, &loc.address, "Location.address");
+			break;
+		case LOCATION_LINE:
+			rc = expect(c, &f, WT_LEN, "Location.line");
+			if (!rc)
+				rc = decode_line(c, b, sub_reader(&r, &f));
+			break;
+		case LOCATION_IS_FOLDED:
+			rc = get_bool(c, &f, &loc.is_folded,
+				      "Location.is_folded");
+			break;
+		}
+		if (rc)
+			return -1;
+	}
+	loc.line_off = line_off;
+	loc.nline = b->lines.n - line_off;
+	((struct raw_location *)b->locations.a)[li] = loc;
+	return 0;
+}
+
+/* Decodes a Function message and appends it to b->functions. */
+static int decode_function(struct ctx *c, struct builder *b, struct reader r)
+{
+	struct raw_function *fn = vec_push(c, &b->functions, sizeof *fn);
+	if (!fn)
+		return -1;
+	struct field f;
+	while (r.p < r.end) {
+		if (next_field(c, &r, &f))
+			return -1;
+		int rc = 0;
+		switch (f.num) {
+		case FUNCTION_ID:
+			rc = get_u64(c, &f, &fn->id, "Function.id");
+			break;
+		case FUNCTION_NAME:
+			rc = get_i64(c, &f, &fn->name, "Function.name");
+			break;
+		case FUNCTION_SYSTEM_NAME:
+			rc = get_i64(c, &f, &fn->system_name,
+				     "Function.system_name");
+			break;
+		case FUNCTION_FILENAME:
+			rc = get_i64(c, &f, &fn->filename, "Function.filename");
+			break;
+		case FUNCTION_START_LINE:
+			rc = get_i64(c, &f, &fn->start_line,
+				     "Function.start_line");
+			break;
+		}
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+/* Decodes the top-level Profile message in r into b. */
+static int decode_profile(struct ctx *c, struct builder *b, struct reader r)
+{
+	struct field f;
+	while (r.p < r.end) {
+		if (next_field(c, &r, &f))
+			return -1;
+		int rc = 0;
+		struct raw_vt *vt;
+		struct raw_string *s;
+		switch (f.num) {
+		case PROFILE_SAMPLE_TYPE:
+			if ((rc = expect(c, &f, WT_LEN, "Profile.sample_type")))
+				break;
+			if (!(vt = vec_push(c, &b->sample_types, sizeof *vt)))
+				return -1;
+			rc = decode_value_type(c, sub_reader(&r, &f), vt);
+			break;
+		case PROFILE_SAMPLE:
+			rc = expect(c, &f, WT_LEN, "Profile.sample");
+			if (!rc)
+				rc = decode_sample(c, b, sub_reader(&r, &f),
+						   f.off);
+			break;
+		case PROFILE_MAPPING:
+			rc = expect(c, &f, WT_LEN, "Profile.mapping");
+			if (!rc)
+				rc = decode_mapping(c, b, sub_reader(&r, &f));
+			break;
+		case PROFILE_LOCATION:
+			rc = expect(c, &f, WT_LEN, "Profile.location");
+			if (!rc)
+				rc = decode_location(c, b, sub_reader(&r, &f));
+			break;
+		case PROFILE_FUNCTION:
+			rc = expect(c, &f, WT_LEN, "Profile.function");
+			if (!rc)
+				rc = decode_function(c, b, sub_reader(&r, &f));
+			break;
+		case PROFILE_STRING_TABLE:
+			if ((rc = expect(c, &f, WT_LEN, "Profile.string_table")))
+				break;
+			if (!(s = vec_push(c, &b->strings, sizeof *s)))
+				return -1;
+			s->p = f.data;
+			s->len = f.len;
+			break;
+		case PROFILE_DROP_FRAMES:
+			rc = get_i64(c, &f, &b->drop_frames,
+				     "Profile.drop_frames");
+			break;
+		case PROFILE_KEEP_FRAMES:
+			rc = get_i64(c, &f, &b->keep_frames,
+				     "Profile.keep_frames");
+			break;
+		case PROFILE_TIME_NANOS:
+			rc = get_i64(c, &f, &b->time_nanos, "Profile.time_nanos");
+			break;
+		case PROFILE_DURATION_NANOS:
+			rc = get_i64(c, &f, &b->duration_nanos,
+				     "Profile.duration_nanos");
+			break;
+		case PROFILE_PERIOD_TYPE:
+			rc = expect(c, &f, WT_LEN, "Profile.period_type");
+			if (!rc)
+				rc = decode_value_type(c, sub_reader(&r, &f),
+						       &b->period_type);
+			break;
+		case PROFILE_PERIOD:
+			rc = get_i64(c, &f, &b->period, "Profile.period");
+			break;
+		case PROFILE_COMMENT:
+			rc = push_ints(c, &r, &f, &b->comments,
+				       "Profile.comment");
+			break;
+		case PROFILE_DEFAULT_SAMPLE_TYPE:
+			rc = get_i64(c, &f, &b->default_sample_type,
+				     "Profile.default_sample_type");
+			break;
+		}
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- resolving indexes and ids ------------------------------------------ */
+
+/* An id and the position of the object that has it, for binary search. */
+struct idref {
+	uint64_t id;
+	size_t i;
+};
+
+/* qsort order of struct idref: by id. */
+static int idref_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct idref *)a)->id;
+	uint64_t y = ((const struct idref *)b)->id;
+	return x < y ? -1 : x > y;
+}
+
+/* Builds a sorted id index over n objects of `stride` bytes at arr whose
+ * uint64_t id is at byte `idoff`.  Fails on id 0 or a duplicate id; `what`
+ * names the kind of object.  Returns NULL on failure. */
+static struct idref *index_ids(struct ctx *c, const void *arr, size_t n,
+			       size_t stride, size_t idoff, const char *what)
+{
+	struct idref *ix = malloc((n ? n : 1) * sizeof *ix);
+	if (!ix) {
+		fail(c, "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *e = (const char *)arr + i * stride + idoff;
+		memcpy(&ix[i].id, e, sizeof ix[i].id);
+		ix[i].i = i;
+		if (ix[i].id == 0) {
+			fail(c, "%s #%zu has id 0", what, i + 1);
+			free(ix);
+			return NULL;
+		}
+	}
+	if (n > 1)
+		qsort(ix, n, sizeof *ix, idref_cmp);
+	for (size_t i = 1; i < n; i++) {
+		if (ix[i].id == ix[i - 1].id) {
+			fail(c, "duplicate %s id %llu", what,
+			     (unsigned long long)ix[i].id);
+			free(ix);
+			return NULL;
+		}
+	}
+	return ix;
+}
+
+/* Position of the object with `id` in an index of n entries, or SIZE_MAX. */
+static size_t lookup_id(const struct idref *ix, size_t n, uint64_t id)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ix[mid].id == id)
+			return ix[mid].i;
+		if (ix[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return SIZE_MAX;
+}
+
+/* Resolves string index idx of p's string table into *out; `what` names
+ * the field for the message. */
+static int get_string(struct ctx *c, const struct profile *p, int64_t idx,
+		      const char **out, const char *what)
+{
+	if (idx < 0 || (uint64_t)idx >= p->nstrings)
+		return fail(c, "%s: string index %lld out of range (the string "
+			    "table has %zu entries)", what, (long long)idx,
+			    p->nstrings);
+	*out = p->strings[idx];
+	return 0;
+}
+
+/* Copies the string table into one NUL-separated block. */
+static int resolve_strings(struct ctx *c, struct profile *p,
+			   struct builder *b)
+{
+	const struct raw_string *rs = b->strings.a;
+	size_t n = b->strings.n, total = 0;
+	if (n == 0)
+		return fail(c, "the string table is empty (not a pprof "
+			    "profile?)");
+	if (rs[0].len != 0)
+		return fail(c, "string_table[0] is not the empty string (not a "
+			    "pprof profile?)");
+	for (size_t i = 0; i < n; i++)
+		total += rs[i].len + 1; /* bounded by the decoded size */
+	char *text = malloc(total);
+	p->strings = malloc(n * sizeof *p->strings);
+	p->priv_.text = text;
+	if (!text || !p->strings)
+		return fail(c, "out of memory");
+	p->nstrings = n;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(text, rs[i].p, rs[i].len);
+		text[rs[i].len] = '\0';
+		p->strings[i] = text;
+		text += rs[i].len + 1;
+	}
+	return 0;
+}
+
+/* Resolves the two string indexes of a ValueType. */
+static int resolve_value_type(struct ctx *c, struct profile *p,
+			      const struct raw_vt *in,
+			      struct profile_value_type *out, const char *what)
+{
+	if (get_string(c, p, in->type, &out->type, what) ||
+	    get_string(c, p, in->unit, &out->unit, what))
+		return -1;
+	return 0;
+}
+
+/* Builds p->functions (ids are checked when locations are linked). */
+static int resolve_functions(struct ctx *c, struct profile *p,
+			     struct builder *b)
+{
+	const struct raw_function *rf = b->functions.a;
+	size_t n = b->functions.n;
+	p->functions = calloc(n ? n : 1, sizeof *p->functions);
+	if (!p->functions)
+		return fail(c, "out of memory");
+	p->nfunctions = n;
+	for (size_t i = 0; i < n; i++) {
+		struct profile_function *f = &p->functions[i];
+		f->id = rf[i].id;
+		f->start_line = rf[i].start_line;
+		if (get_string(c, p, rf[i].name, &f->name, "Function.name") ||
+		    get_string(c, p, rf[i].system_name, &f->system_name,
+			       "Function.system_name") ||
+		    get_string(c, p, rf[i].filename, &f->filename,
+			       "Function.filename"))
+			return -1;
+	}
+	return 0;
+}
+
+/* Builds p->mappings (ids are checked when locations are linked). */
+static int resolve_mappings(struct ctx *c, struct profile *p,
+			    struct builder *b)
+{
+	const struct raw_mapping *rm = b->mappings.a;
+	size_t n = b->mappings.n;
+	p->mappings = calloc(n ? n : 1, sizeof *p->mappings);
+	if (!p->mappings)
+		return fail(c, "out of memory");
+	p->nmappings = n;
+	for (size_t i = 0; i < n; i++) {
+		struct profile_mapping *m = &p->mappings[i];
+		m->id = rm[i].id;
+		m->memory_start = rm[i].start;
+		m->memory_limit = rm[i].limit;
+		m->file_offset = rm[i].file_offset;
+		m->has_functions = rm[i].has_functions;
+		m->has_filenames = rm[i].has_filenames;
+		m->has_line_numbers = rm[i].has_line_numbers;
+		m->has_inline_frames = rm[i].has_inline_frames;
+		if (get_string(c, p, rm[i].filename, &m->filename,
+			       "Mapping.filename") ||
+		    get_string(c, p, rm[i].build_id, &m->build_id,
+			       "Mapping.build_id"))
+			return -1;
+	}
+	return 0;
+}
+
+/* Links locations to their mapping and their lines to functions. */
+static int resolve_locations(struct ctx *c, struct profile *p,
+			     struct builder *b)
+{
+	const struct raw_location *rl = b->locations.a;
+	const struct raw_line *rline = b->lines.a;
+	size_t n = b->locations.n, nlines = b->lines.n;
+	int rc = -1;
+	struct idref *fix = NULL, *mix = NULL;
+	struct profile_line *lines = calloc(nlines ? nlines : 1, sizeof *lines);
+	p->priv_.lines = lines;
+	p->locations = calloc(n ? n : 1, sizeof *p->locations);
+	if (!lines || !p->locations) {
+		fail(c, "out of memory");
+		goto out;
+	}
+	p->nlocations = n;
+	fix = index_ids(c, p->functions, p->nfunctions, sizeof *p->functions,
+			offsetof(struct profile_function, id), "function");
+	mix = index_ids(c, p->mappings, p->nmappings, sizeof *p->mappings,
+			offsetof(struct profile_mapping, id), "mapping");
+	if (!fix || !mix)
+		goto out;
+	for (size_t i = 0; i < nlines; i++) {
+		lines[i].line = rline[i].line;
+		if (rline[i].function_id == 0)
+			continue;
+		size_t k = lookup_id(fix, p->nfunctions, rline[i].function_id);
+		if (k == SIZE_MAX) {
+			fail(c, "a location refers to function id %llu, which "
+			     "is not defined",
+			     (unsigned long long)rline[i].function_id);
+			goto out;
+		}
+		lines[i].function = &p->functions[k];
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct profile_location *l = &p->locations[i];
+		l->id = rl[i].id;
+		l->address = rl[i].address;
+		l->is_folded = rl[i].is_folded;
+		l->lines = lines + rl[i].line_off;
+		l->nlines = rl[i].nline;
+		if (rl[i].mapping_id == 0)
+			continue;
+		size_t k = lookup_id(mix, p->nmappings, rl[i].mapping_id);
+		if (k == SIZE_MAX) {
+			fail(c, "location id %llu refers to mapping id %llu, "
+			     "which is not defined",
+			     (unsigned long long)rl[i].id,
+			     (unsigned long long)rl[i].mapping_id);
+			goto out;
+		}
+		l->mapping = &p->mappings[k];
+	}
+	rc = 0;
+out:
+	free(fix);
+	free(mix);
+	return rc;
+}
+
+/* Links samples to their locations and checks one value per sample type. */
+static int resolve_samples(struct ctx *c, struct profile *p,
+			   struct builder *b)
+{
+	const struct raw_sample *rs = b->samples.a;
+	const uint64_t *ids = b->loc_ids.a;
+	size_t n = b->samples.n, nids = b->loc_ids.n;
+	int rc = -1;
+	const struct profile_location **ptrs =
+		malloc((nids ? nids : 1) * sizeof *ptrs);
+	p->priv_.locptrs = ptrs;
+	p->samples = calloc(n ? n : 1, sizeof *p->samples);
+	if (!ptrs || !p->samples)
+		return fail(c, "out of memory");
+	struct idref *lix = index_ids(c, p->locations, p->nlocations,
+				      sizeof *p->locations,
+				      offsetof(struct profile_location, id),
+				      "location");
+	if (!lix)
+		return -1;
+	for (size_t i = 0; i < nids; i++) {
+		size_t k = lookup_id(lix, p->nlocations, ids[i]);
+		if (k == SIZE_MAX) {
+			fail(c, "a sample refers to location id %llu, which is "
+			     "not defined", (unsigned long long)ids[i]);
+			goto out;
+		}
+		ptrs[i] = &p->locations[k];
+	}
+	int64_t *values = vec_take(c, &b->values);
+	p->priv_.values = values;
+	if (!values)
+		goto out;
+	p->nsamples = n;
+	for (size_t i = 0; i < n; i++) {
+		if (rs[i].nval != p->nsample_types) {
+			fail(c, "sample #%zu (offset %zu) has %zu values for "
+			     "%zu sample types", i + 1, rs[i].off, rs[i].nval,
+			     p->nsample_types);
+			goto out;
+		}
+		p->samples[i].locations = ptrs + rs[i].loc_off;
+		p->samples[i].nlocations = rs[i].nloc;
+		p->samples[i].values = values + rs[i].val_off;
+	}
+	rc = 0;
+out:
+	free(lix);
+	return rc;
+}
+
+/* Turns the decoded records into p, checking every reference. */
+static int resolve(struct ctx *c, struct profile *p, struct builder *b)
+{
+	if (resolve_strings(c, p, b))
+		return -1;
+	size_t n = b->sample_types.n;
+	const struct raw_vt *vt = b->sample_types.a;
+	p->sample_types = calloc(n ? n : 1, sizeof *p->sample_types);
+	if (!p->sample_types)
+		return fail(c, "out of memory");
+	p->nsample_types = n;
+	for (size_t i = 0; i < n; i++)
+		if (resolve_value_type(c, p, &vt[i], &p->sample_types[i],
+				       "Profile.sample_type"))
+			return -1;
+	if (resolve_value_type(c, p, &b->period_type, &p->period_type,
+			       "Profile.period_type") ||
+	    get_string(c, p, b->drop_frames, &p->drop_frames,
+		       "Profile.drop_frames") ||
+	    get_string(c, p, b->keep_frames, &p->keep_frames,
+		       "Profile.keep_frames") ||
+	    get_string(c, p, b->default_sample_type, &p->default_sample_type,
+		       "Profile.default_sample_type"))
+		return -1;
+	const uint64_t *cm = b->comments.a;
+	p->comments = calloc(b->comments.n ? b->comments.n : 1,
+			     sizeof *p->comments);
+	if (!p->comments)
+		return fail(c, "out of memory");
+	p->ncomments = b->comments.n;
+	for (size_t i = 0; i < b->comments.n; i++)
+		if (get_string(c, p, (int64_t)cm[i], &p->comments[i],
+			       "Profile.comment"))
+			return -1;
+	p->time_nanos = b->time_nanos;
+	p->duration_nanos = b->duration_nanos;
+	p->period = b->period;
+	if (resolve_functions(c, p, b) || resolve_mappings(c, p, b) ||
+	    resolve_locations(c, p, b) || resolve_samples(c, p, b))
+		return -1;
+	return 0;
+}
+
+/* ---- gzip --------------------------------------------------------------- */
+
+/* True if d starts with the gzip magic bytes. */
+static bool is_gzip(const uint8_t *d, size_t len)
+{
+	return len >= 2 && d[0] == 0x1f && d[1] == 0x8b;
+}
+
+/* Inflates the gzip data at in[inlen] (one or more members, nothing after
+ * them) into a new buffer *out of *outlen bytes, refusing to produce more
+ * than PROFILE_MAX_DECODED bytes. */
+static int gunzip(struct ctx *c, const uint8_t *in, size_t inlen,
+		  uint8_t **out, size_t *outlen)
+{
+	z_stream zs;
+	memset(&zs, 0, sizeof zs);
+	if (inlen > UINT_MAX)
+		return fail(c, "compressed input too large");
+	if (inflateInit2(&zs, 15 + 32) != Z_OK)
+		return fail(c, "zlib initialisation failed");
+	size_t cap = inlen < (1u << 20) ? 64u << 10 : inlen * 4;
+	if (cap > PROFILE_MAX_DECODED)
+		cap = PROFILE_MAX_DECODED;
+	size_t n = 0;
+	uint8_t *buf = malloc(cap);
+	if (!buf) {
+		inflateEnd(&zs);
+		return fail(c, "out of memory");
+	}
+	zs.next_in = (Bytef *)in;
+	zs.avail_in = (uInt)inlen;
+	for (;;) {
+		if (n == cap) {
+			if (cap >= PROFILE_MAX_DECODED) {
+				fail(c, "gzip data inflates to more than %llu "
+				     "GiB; refusing",
+				     (unsigned long long)(PROFILE_MAX_DECODED >> 30));
+				goto err;
+			}
+			size_t ncap = cap * 2;
+			if (ncap > PROFILE_MAX_DECODED)
+				ncap = PROFILE_MAX_DECODED;
+			uint8_t *nb = realloc(buf, ncap);
+			if (!nb) {
+				fail(c, "out of memory");
+				goto err;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		size_t room = cap - n;
+		zs.next_out = buf + n;
+		zs.avail_out = room > UINT_MAX ? UINT_MAX : (uInt)room;
+		uInt before = zs.avail_out;
+		int rc = inflate(&zs, Z_NO_FLUSH);
+		n += before - zs.avail_out;
+		switch (rc) {
+		case Z_OK:
+			continue;
+		case Z_STREAM_END:
+			if (zs.avail_in == 0)
+				goto done;
+			if (!is_gzip(zs.next_in, zs.avail_in)) {
+				fail(c, "unexpected data after the end of the "
+				     "gzip stream");
+				goto err;
+			}
+			inflateReset(&zs); /* another gzip member follows */
+			continue;
+		case Z_BUF_ERROR:
+			if (zs.avail_out == 0)
+				continue; /* grow the buffer */
+			fail(c, "truncated gzip data");
+			goto err;
+		case Z_MEM_ERROR:
+			fail(c, "out of memory");
+			goto err;
+		default: /* Z_DATA_ERROR, Z_NEED_DICT, Z_STREAM_ERROR */
+			fail(c, "corrupt gzip data (%s)",
+			     zs.msg ? zs.msg : "bad stream");
+			goto err;
+		}
+	}
+done:
+	inflateEnd(&zs);
+	*out = buf;
+	*outlen = n;
+	return 0;
+err:
+	inflateEnd(&zs);
+	free(buf);
+	return -1;
+}
+
+/* ---- public entry points ------------------------------------------------ */
+
+int profile_parse(const void *data, size_t len, struct profile **out,
+		  char *err, size_t errlen)
+{
+	struct ctx c = { err, errlen, false };
+	struct builder b;
+	uint8_t *plain = NULL;
+	size_t plen = len;
+	const uint8_t *bytes = data;
+	bool gz = is_gzip(bytes, len);
+	struct profile *p = NULL;
+
+	*out = NULL;
+	if (errlen > 0)
+		err[0] = '\0';
+	memset(&b, 0, sizeof b);
+	if (len > PROFILE_MAX_FILE)
+		return fail(&c, "input larger than %llu GiB; refusing",
+			    (unsigned long long)(PROFILE_MAX_FILE >> 30));
+	if (gz) {
+		if (gunzip(&c, bytes, len, &plain, &plen))
+			return -1;
+		bytes = plain;
+	}
+	struct reader r = { bytes, bytes + plen, bytes };
+	if (plen == 0) {
+		fail(&c, gz ? "gzip data decompresses to nothing"
+			    : "empty file");
+		goto err;
+	}
+	p = calloc(1, sizeof *p);
+	if (!p) {
+		fail(&c, "out of memory");
+		goto err;
+	}
+	if (decode_profile(&c, &b, r) || resolve(&c, p, &b))
+		goto err;
+	builder_free(&b);
+	free(plain);
+	*out = p;
+	return 0;
+err:
+	if (p && p->nstrings == 0 && errlen > 0) {
+		/* Failed before the string table: most likely not a profile
+		 * at all, so say that first. */
+		char why[256];
+		snprintf(why, sizeof why, "%s", err);
+		snprintf(err, errlen, "%s: %s",
+			 gz ? "the gzip data is not a valid pprof protobuf"
+			    : "not gzip-compressed and not a valid pprof protobuf",
+			 why);
+	}
+	builder_free(&b);
+	free(plain);
+	profile_free(p);
+	return -1;
+}
+
+int profile_read_file(const char *path, struct profile **out, char *err,
+		      size_t errlen)
+{
+	struct ctx c = { err, errlen, false };
+	struct stat st;
+	uint8_t *buf = NULL;
+	size_t n = 0, cap = 0;
+	int fd;
+
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return fail(&c, "%s", strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		fail(&c, "%s", strerror(errno));
+		goto err;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		fail(&c, "is a directory");
+		goto err;
+	}
+	if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > PROFILE_MAX_FILE) {
+		fail(&c, "file larger than %llu GiB; refusing",
+		     (unsigned long long)(PROFILE_MAX_FILE >> 30));
+		goto err;
+	}
+	if (S_ISREG(st.st_mode))
+		cap = (size_t)st.st_size + 1; /* +1 sees growth at EOF */
+	for (;;) {
+		if (n == cap) {
+			if (cap > PROFILE_MAX_FILE) {
+				fail(&c, "file larger than %llu GiB; refusing",
+				     (unsigned long long)(PROFILE_MAX_FILE >> 30));
+				goto err;
+			}
+			size_t ncap = cap < 65536 ? 65536 : cap * 2;
+			if (ncap > PROFILE_MAX_FILE + 1)
+				ncap = PROFILE_MAX_FILE + 1;
+			uint8_t *nb = realloc(buf, ncap);
+			if (!nb) {
+				fail(&c, "out of memory");
+				goto err;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		if (!buf && !(buf = malloc(cap))) {
+			fail(&c, "out of memory");
+			goto err;
+		}
+		ssize_t k = read(fd, buf + n, cap - n);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			fail(&c, "%s", strerror(errno));
+			goto err;
+		}
+		if (k == 0)
+			break;
+		n += (size_t)k;
+	}
+	close(fd);
+	fd = -1;
+	if (n == 0) {
+		free(buf);
+		return fail(&c, "empty file");
+	}
+	int rc = profile_parse(buf, n, out, err, errlen);
+	free(buf);
+	return rc;
+err:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return -1;
+}
+
+void profile_free(struct profile *p)
+{
+	if (!p)
+		return;
+	free(p->sample_types);
+	free(p->samples);
+	free(p->mappings);
+	free(p->locations);
+	free(p->functions);
+	free(p->strings);
+	free(p->comments);
+	free(p->priv_.text);
+	free(p->priv_.lines);
+	free(p->priv_.locptrs);
+	free(p->priv_.values);
+	free(p);
+}
+
+const char *profile_comment(const struct profile *p, const char *key)
+{
+	size_t klen = strlen(key);
+	for (size_t i = 0; i < p->ncomments; i++) {
+		const char *s = p->comments[i];
+		if (strncmp(s, key, klen) == 0 && s[klen] == '=')
+			return s + klen + 1;
+	}
+	return NULL;
+}
+
+int profile_find_sample_type(const struct profile *p, const char *type,
+			     const char *unit)
+{
+	for (size_t i = 0; i < p->nsample_types && i < INT_MAX; i++)
+		if (strcmp(p->sample_types[i].type, type) == 0 &&
+		    strcmp(p->sample_types[i].unit, unit) == 0)
+			return (int)i;
+	return -1;
+}

@@ -1,0 +1,117 @@
+/*
+ * profile.h -- the CLI's reader of pprof profiles (profile.proto, gzipped
+ * or not).  profile_read_file() loads a file into a struct profile whose
+ * every cross-reference has been checked and resolved to a pointer: string
+ * indexes become C strings, ids become pointers to the object they name.
+ * Any malformed input yields an error message, never a crash.  Used by
+ * `cpuprof report` and by `cpuprof record` for its summary line.
+ */
+#ifndef CPUPROF_CLI_PROFILE_H
+#define CPUPROF_CLI_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Largest file profile_read_file() accepts, and the largest protobuf it
+ * will inflate a gzipped file to. */
+#define PROFILE_MAX_FILE (1ull << 30)
+#define PROFILE_MAX_DECODED (4ull << 30)
+
+/* Strings below are NUL-terminated copies of string-table entries (an
+ * entry containing a NUL byte is cut there); never NULL. */
+struct profile_value_type {
+	const char *type; /* e.g. "cpu" */
+	const char *unit; /* e.g. "nanoseconds" */
+};
+
+struct profile_function {
+	uint64_t id;
+	const char *name;
+	const char *system_name;
+	const char *filename;
+	int64_t start_line;
+};
+
+struct profile_mapping {
+	uint64_t id;
+	uint64_t memory_start, memory_limit, file_offset;
+	const char *filename;
+	const char *build_id;
+	bool has_functions, has_filenames, has_line_numbers, has_inline_frames;
+};
+
+/* One frame of a location; a location with inlined calls has several. */
+struct profile_line {
+	const struct profile_function *function; /* NULL if function_id was 0 */
+	int64_t line;
+};
+
+struct profile_location {
+	uint64_t id;
+	const struct profile_mapping *mapping; /* NULL if mapping_id was 0 */
+	uint64_t address;
+	const struct profile_line *lines; /* lines[0] is the innermost frame */
+	size_t nlines;
+	bool is_folded;
+};
+
+struct profile_sample {
+	const struct profile_location *const *locations; /* [0] is the leaf */
+	size_t nlocations;
+	const int64_t *values; /* exactly profile.nsample_types of them */
+};
+
+struct profile {
+	struct profile_value_type *sample_types;
+	size_t nsample_types;
+	struct profile_sample *samples;
+	size_t nsamples;
+	struct profile_mapping *mappings; /* in file order */
+	size_t nmappings;
+	struct profile_location *locations; /* in file order */
+	size_t nlocations;
+	struct profile_function *functions; /* in file order */
+	size_t nfunctions;
+	const char **strings; /* the string table; strings[0] is "" */
+	size_t nstrings;
+	const char **comments;
+	size_t ncomments;
+	const char *drop_frames, *keep_frames, *default_sample_type;
+	int64_t time_nanos, duration_nanos;
+	struct profile_value_type period_type;
+	int64_t period;
+
+	/* Private: pools the arrays above point into; see profile_free(). */
+	struct {
+		void *text, *lines, *locptrs, *values;
+	} priv_;
+};
+
+/* Reads the pprof file `path` (gzip-compressed or a plain protobuf).  On
+ * success returns 0 and stores a new profile in *out (free it with
+ * profile_free()).  On failure returns -1, leaves *out NULL and writes a
+ * one-line reason without the file name (e.g. "truncated gzip data") to
+ * err[errlen]. */
+int profile_read_file(const char *path, struct profile **out, char *err,
+		      size_t errlen);
+
+/* Like profile_read_file() on the `len` bytes at `data`, which the caller
+ * keeps ownership of. */
+int profile_parse(const void *data, size_t len, struct profile **out,
+		  char *err, size_t errlen);
+
+/* Releases a profile from profile_read_file() or profile_parse(); NULL is
+ * allowed. */
+void profile_free(struct profile *p);
+
+/* Returns the value of the first comment of the form "key=value" in `p`, or
+ * NULL if there is none.  The pointer is into p and lives as long as p. */
+const char *profile_comment(const struct profile *p, const char *key);
+
+/* Returns the index of the sample type type/unit in p->sample_types, or -1
+ * if there is none. */
+int profile_find_sample_type(const struct profile *p, const char *type,
+			     const char *unit);
+
+#endif

@@ -1,0 +1,9 @@
+#!/bin/sh
+# demo.sh -- builds cpuprof and its demo program, profiles the demo with
+# `cpuprof record` and prints the report.  Run from the repository root.
+set -e
+cd "$(dirname "$0")/.."
+sh scripts/deps.sh gcc make libc6-dev zlib1g-dev
+make -s all build/demo
+build/cpuprof record -o demo.pb.gz -- build/demo
+build/cpuprof report demo.pb.gz

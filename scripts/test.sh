@@ -1,0 +1,9 @@
+#!/bin/sh
+# test.sh -- installs what the test suite needs (as root; otherwise names
+# it) and runs `make check`.  Run from anywhere.
+set -e
+cd "$(dirname "$0")/.."
+# golang-go brings `go tool pprof`, which reads our profiles back;
+# google-perftools is the peer profiler some tests compare with.
+sh scripts/deps.sh gcc make libc6-dev zlib1g-dev golang-go google-perftools ca-certificates
+make -s check

@@ -1,0 +1,431 @@
+/*
+ * cpuprof.c -- the profile's life: cpuprof_start() picks an engine, installs
+ * the handler and arms every thread; a drain thread moves samples from the
+ * ring into the stack table; cpuprof_stop() disarms, waits out every
+ * running handler, hands the signal back and writes the pprof file.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpuprof.h"
+#include "engine.h"
+#include "pprof_write.h"
+#include "rwmap.h"
+#include "stacktab.h"
+#include "threads.h"
+
+#define API __attribute__((visibility("default")))
+
+#define DEFAULT_HZ 1000
+#define MAX_HZ 100000
+#define DEFAULT_DEPTH 128
+#define MAX_DEPTH 1024
+/* Ring cells: half of them absorb a burst while the drain thread wakes. */
+#define RING_CELLS 2048
+#define DRAIN_INTERVAL_MS 100
+#define SWEEP_INTERVAL_NS 1000000000ll
+
+static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Serialises the ring's consumer side and the stack table. */
+static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static struct {
+	int running;
+	char *path;
+	const struct cp_engine *engine;
+	char engine_reason[512];
+	int hz;
+	struct cp_stacktab tab;
+	uint64_t dropped, dropped_ns; /* drained but not stored (no memory) */
+	pthread_t drain;
+	_Atomic int drain_quit;
+	int64_t wall0, mono0, cpu0;
+} P;
+
+static int64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+API const char *cpuprof_strerror(int code)
+{
+	switch (code) {
+	case 0: return "success";
+	case -EBUSY: return "a profile is already running";
+	case -ESRCH: return "no profile is running";
+	case -EINVAL: return "invalid option";
+	case -ENODEV: return "no sampling engine works here";
+	case -ENOMEM: return "out of memory";
+	}
+	return code < 0 ? strerror(-code) : "unknown code";
+}
+
+/* Moves every committed sample from the ring into the table.  Under
+ * tab_lock. */
+static void drain_locked(void)
+{
+	struct cp_ring *r = cp_sig.ring;
+	struct cp_sample *s;
+	while ((s = cp_ring_peek(r)) != NULL) {
+		if (stacktab_add(&P.tab, s->pcs, s->n, s->flags, 1, s->weight_ns) < 0) {
+			P.dropped++;
+			P.dropped_ns += s->weight_ns;
+		}
+		cp_ring_release(r, s);
+	}
+}
+
+static void *drain_main(void *unused)
+{
+	int64_t last_sweep = clock_ns(CLOCK_MONOTONIC);
+	struct pollfd pfd = { .fd = cp_sig.wake_fd, .events = POLLIN };
+	while (!atomic_load(&P.drain_quit)) {
+		if (poll(&pfd, 1, DRAIN_INTERVAL_MS) > 0) {
+			uint64_t v;
+			if (read(cp_sig.wake_fd, &v, sizeof v) < 0) {
+				/* EAGAIN: another wake-up raced us; nothing to do */
+			}
+		}
+		atomic_store(&cp_sig.wake_pending, 0);
+		pthread_mutex_lock(&tab_lock);
+		drain_locked();
+		pthread_mutex_unlock(&tab_lock);
+		int64_t now = clock_ns(CLOCK_MONOTONIC);
+		if (now - last_sweep >= SWEEP_INTERVAL_NS) {
+			threads_sweep();
+			last_sweep = now;
+		}
+	}
+	return NULL;
+}
+
+/* Picks the engine named `want` ("auto" tries them best first), recording
+ * why each better one was not used. */
+static const struct cp_engine *choose_engine(const char *want, int signo, uint64_t period)
+{
+	static const struct cp_engine *const order[] = { &cp_engine_perf, &cp_engine_timer, &cp_engine_itimer };
+	size_t used = 0;
+	P.engine_reason[0] = '\0';
+	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+		const struct cp_engine *e = order[i];
+		if (strcmp(want, "auto") != 0 && strcmp(want, e->name) != 0)
+			continue;
+		char why[256] = "";
+		if (e->probe(signo, period, why, sizeof why) == 0)
+			return e;
+		int n = snprintf(P.engine_reason + used, sizeof P.engine_reason - used, "%s%s: %s",
+				 used ? "; " : "", e->name, why);
+		if (n > 0 && (size_t)n < sizeof P.engine_reason - used)
+			used += (size_t)n;
+	}
+	return NULL;
+}
+
+static int check_options(const struct cpuprof_options *o, int *hz, const char **engine, int *signo,
+			 unsigned *depth)
+{
+	*hz = o && o->hz ? o->hz : DEFAULT_HZ;
+	*engine = o && o->engine ? o->engine : "auto";
+	*signo = o && o->signal ? o->signal : SIGPROF;
+	*depth = o && o->max_depth ? (unsigned)o->max_depth : DEFAULT_DEPTH;
+	if (*hz < 1 || *hz > MAX_HZ || (o && o->max_depth < 0) || *depth > MAX_DEPTH)
+		return -EINVAL;
+	if (strcmp(*engine, "auto") && strcmp(*engine, "perf") && strcmp(*engine, "timer") &&
+	    strcmp(*engine, "itimer"))
+		return -EINVAL;
+	/* Signals that cannot be caught or that mean a fault are refused. */
+	if (*signo < 1 || *signo > SIGRTMAX || *signo == SIGKILL || *signo == SIGSTOP || *signo == SIGSEGV ||
+	    *signo == SIGBUS || *signo == SIGILL || *signo == SIGFPE)
+		return -EINVAL;
+	return 0;
+}
+
+/* Frees what start allocated; the handler must be unable to see it. */
+static void release_resources(void)
+{
+	cp_ring_destroy(cp_sig.ring);
+	cp_sig.ring = NULL;
+	rwmap_free((struct cp_rwmap *)cp_sig.rwmap);
+	cp_sig.rwmap = NULL;
+	if (cp_sig.wake_fd >= 0)
+		close(cp_sig.wake_fd);
+	cp_sig.wake_fd = -1;
+	stacktab_free(&P.tab);
+	free(P.path);
+	P.path = NULL;
+}
+
+/* Lowers `active` and waits until no handler is past its entry check.
+ * Handlers never block, so this is short unless a thread is stopped in
+ * one (a debugger); returns 0 if handlers are still running after a
+ * generous wait, and the caller must then leak what they may read. */
+static int quiesce_handlers(void)
+{
+	atomic_store(&cp_sig.active, 0);
+	for (int i = 0; i < 20000; i++) {
+		if (atomic_load(&cp_sig.inflight) == 0)
+			return 1;
+		if (i < 100)
+			sched_yield();
+		else
+			nanosleep(&(struct timespec){ 0, 100000 }, NULL);
+	}
+	return 0;
+}
+
+/* Discards sampling signals still pending in any thread (setting SIG_IGN
+ * does that), then restores the disposition found at start if ours is
+ * still installed. */
+static void hand_back_signal(void)
+{
+	struct sigaction cur, ign;
+	if (sigaction(cp_sig.signo, NULL, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+	    cur.sa_sigaction == cp_sig_handler) {
+		memset(&ign, 0, sizeof ign);
+		ign.sa_handler = SIG_IGN;
+		sigaction(cp_sig.signo, &ign, NULL);
+		sigaction(cp_sig.signo, &cp_sig.prev, NULL);
+	}
+}
+
+API int cpuprof_start(const char *path, const struct cpuprof_options *opts)
+{
+	int hz, signo, rc;
+	unsigned depth;
+	const char *want;
+
+	if (!path || !*path)
+		return -EINVAL;
+	if ((rc = check_options(opts, &hz, &want, &signo, &depth)) < 0)
+		return rc;
+	pthread_mutex_lock(&api_lock);
+	if (P.running) {
+		pthread_mutex_unlock(&api_lock);
+		return -EBUSY;
+	}
+	uint64_t period = 1000000000u / (unsigned)hz;
+	if ((rc = threads_init()) < 0)
+		goto out;
+	P.engine = choose_engine(want, signo, period);
+	if (!P.engine) {
+		rc = -ENODEV;
+		goto out;
+	}
+	P.path = strdup(path);
+	stacktab_init(&P.tab);
+	cp_sig.ring = cp_ring_create(RING_CELLS, depth);
+	cp_sig.rwmap = rwmap_snapshot();
+	cp_sig.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!P.path || !cp_sig.ring || cp_sig.wake_fd < 0) {
+		rc = -ENOMEM;
+		release_resources();
+		goto out;
+	}
+	cp_sig.engine = P.engine->kind;
+	cp_sig.signo = signo;
+	cp_sig.period_ns = period;
+	cp_sig.max_depth = depth;
+	atomic_store(&cp_sig.samples, 0);
+	atomic_store(&cp_sig.lost, 0);
+	atomic_store(&cp_sig.lost_ns, 0);
+	atomic_store(&cp_sig.foreign, 0);
+	atomic_store(&cp_sig.wake_pending, 0);
+	P.dropped = P.dropped_ns = 0;
+	P.hz = hz;
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_sigaction = cp_sig_handler;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	sigaddset(&sa.sa_mask, signo);
+	if (sigaction(signo, &sa, &cp_sig.prev) < 0) {
+		rc = -errno;
+		release_resources();
+		goto out;
+	}
+	atomic_store(&cp_sig.active, 1);
+	P.wall0 = clock_ns(CLOCK_REALTIME);
+	P.mono0 = clock_ns(CLOCK_MONOTONIC);
+	P.cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	threads_begin(P.engine, signo, period);
+	if (P.engine->start && (rc = P.engine->start(signo, period)) < 0)
+		goto undo;
+	atomic_store(&P.drain_quit, 0);
+	if ((rc = threads_spawn_internal(&P.drain, drain_main, NULL)) < 0) {
+		if (P.engine->stop)
+			P.engine->stop();
+		goto undo;
+	}
+	P.running = 1;
+	pthread_mutex_unlock(&api_lock);
+	return 0;
+undo:
+	threads_end();
+	if (quiesce_handlers()) {
+		hand_back_signal();
+		release_resources();
+	} else {
+		hand_back_signal();
+	}
+out:
+	pthread_mutex_unlock(&api_lock);
+	return rc;
+}
+
+/* Writes the profile collected so far.  Under api_lock with a profile
+ * running or just stopped. */
+static int write_profile(void)
+{
+	char c_engine[64], c_reason[600], c_hz[32], c_samples[48], c_lost[48], c_cov[48], c_cpu[64],
+		c_pcpu[64], c_threads[64], c_unarmed[128], c_depth[32];
+	const char *comments[16];
+	size_t nc = 0;
+
+	pthread_mutex_lock(&tab_lock);
+	drain_locked();
+	uint64_t lost = atomic_load(&cp_sig.lost) + P.dropped;
+	uint64_t lost_ns = atomic_load(&cp_sig.lost_ns) + P.dropped_ns;
+	uint64_t prof_ns = P.tab.total_ns + lost_ns;
+	int64_t pcpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - P.cpu0;
+	double cov = pcpu > 0 ? (double)prof_ns / (double)pcpu : 0.0;
+	struct cp_thread_stats ts = threads_stats();
+
+	snprintf(c_engine, sizeof c_engine, "engine=%s", P.engine->name);
+	comments[nc++] = c_engine;
+	if (P.engine_reason[0]) {
+		snprintf(c_reason, sizeof c_reason, "engine_reason=%s", P.engine_reason);
+		comments[nc++] = c_reason;
+	}
+	snprintf(c_hz, sizeof c_hz, "hz=%d", P.hz);
+	comments[nc++] = c_hz;
+	snprintf(c_samples, sizeof c_samples, "samples=%llu", (unsigned long long)P.tab.total_count);
+	comments[nc++] = c_samples;
+	snprintf(c_lost, sizeof c_lost, "lost=%llu", (unsigned long long)lost);
+	comments[nc++] = c_lost;
+	snprintf(c_cov, sizeof c_cov, "coverage=%.3f", cov);
+	comments[nc++] = c_cov;
+	snprintf(c_cpu, sizeof c_cpu, "profile_cpu_ns=%llu", (unsigned long long)prof_ns);
+	comments[nc++] = c_cpu;
+	snprintf(c_pcpu, sizeof c_pcpu, "process_cpu_ns=%lld", (long long)pcpu);
+	comments[nc++] = c_pcpu;
+	comments[nc++] = "unwind=fp";
+	snprintf(c_depth, sizeof c_depth, "max_depth=%u", cp_sig.max_depth);
+	comments[nc++] = c_depth;
+	snprintf(c_threads, sizeof c_threads, "threads=%llu", (unsigned long long)ts.armed);
+	comments[nc++] = c_threads;
+	if (ts.unarmed) {
+		snprintf(c_unarmed, sizeof c_unarmed, "unarmed_threads=%llu (%s)", (unsigned long long)ts.unarmed,
+			 strerror(-ts.first_error));
+		comments[nc++] = c_unarmed;
+	}
+
+	struct cp_profile_meta meta = {
+		.period_ns = cp_sig.period_ns,
+		.time_nanos = P.wall0,
+		.duration_nanos = clock_ns(CLOCK_MONOTONIC) - P.mono0,
+		.lost = lost,
+		.lost_ns = lost_ns,
+		.comments = comments,
+		.ncomments = nc,
+	};
+	char err[256] = "";
+	int rc = pprof_write(P.path, &P.tab, &meta, err, sizeof err);
+	pthread_mutex_unlock(&tab_lock);
+	if (rc < 0) {
+		fprintf(stderr, "cpuprof: cannot write %s: %s\n", P.path, err[0] ? err : strerror(-rc));
+		return rc;
+	}
+	/* Judge coverage only once the run has used enough CPU for a few
+	 * dozen periods per thread; below that one period is already 3%. */
+	if (cov < 0.9 && pcpu >= (int64_t)(32 * cp_sig.period_ns * (ts.armed ? ts.armed : 1))) {
+		char why[256];
+		if (P.engine->kind == CP_ENGINE_ITIMER)
+			snprintf(why, sizeof why, "engine=itimer: setitimer fires only at the kernel tick and counts no missed periods");
+		else if (lost)
+			snprintf(why, sizeof why, "%llu samples lost: the ring was full", (unsigned long long)lost);
+		else if (ts.unarmed)
+			snprintf(why, sizeof why, "%llu threads could not be armed: %s", (unsigned long long)ts.unarmed,
+				 strerror(-ts.first_error));
+		else
+			snprintf(why, sizeof why, "engine=%s: CPU time was used by threads or moments no sample saw (threads shorter than a period, the profiler's own thread)", P.engine->name);
+		fprintf(stderr, "cpuprof: warning: %s covers only %.1f%% of the process's CPU time (%s)\n", P.path,
+			cov * 100, why);
+	}
+	return 0;
+}
+
+API int cpuprof_stop(void)
+{
+	pthread_mutex_lock(&api_lock);
+	if (!P.running) {
+		pthread_mutex_unlock(&api_lock);
+		return -ESRCH;
+	}
+	if (P.engine->stop)
+		P.engine->stop();
+	int quiet = quiesce_handlers();
+	threads_end();
+	hand_back_signal();
+	atomic_store(&P.drain_quit, 1);
+	uint64_t one = 1;
+	if (write(cp_sig.wake_fd, &one, sizeof one) < 0) {
+		/* the drain thread also wakes on its own */
+	}
+	pthread_join(P.drain, NULL);
+	int rc = write_profile();
+	if (quiet) {
+		release_resources();
+	} else {
+		/* A handler is stuck (a stopped thread): leave the ring and map
+		 * it may still read mapped. */
+		stacktab_free(&P.tab);
+		fprintf(stderr, "cpuprof: warning: a signal handler did not finish; keeping its buffers\n");
+		cp_sig.ring = NULL;
+		cp_sig.rwmap = NULL;
+	}
+	P.running = 0;
+	pthread_mutex_unlock(&api_lock);
+	return rc;
+}
+
+API int cpuprof_flush(void)
+{
+	pthread_mutex_lock(&api_lock);
+	int rc = P.running ? write_profile() : -ESRCH;
+	pthread_mutex_unlock(&api_lock);
+	return rc;
+}
+
+API int cpuprof_register_thread(void)
+{
+	int rc = threads_init();
+	return rc < 0 ? rc : threads_register_self();
+}
+
+/* In a child after fork() the parent's profile is not ours to continue or
+ * write: forget it without touching the parent's timers and events. */
+static void after_fork_child(void)
+{
+	pthread_mutex_init(&api_lock, NULL);
+	pthread_mutex_init(&tab_lock, NULL);
+	atomic_store(&cp_sig.active, 0);
+	threads_forget_after_fork();
+	P.running = 0;
+}
+
+__attribute__((constructor)) static void cpuprof_init(void)
+{
+	pthread_atfork(NULL, NULL, after_fork_child);
+}

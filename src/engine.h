@@ -1,0 +1,33 @@
+/*
+ * engine.h -- the sampling engines: each makes the kernel send the sampling
+ * signal to a thread after every period of that thread's CPU time.  One
+ * file per engine (engine_perf.c, engine_timer.c, engine_itimer.c), each
+ * exporting one ops table; cpuprof.c tries them best first.
+ */
+#ifndef CPUPROF_ENGINE_H
+#define CPUPROF_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sig/sigstate.h"
+
+struct cp_engine {
+	const char *name;
+	enum cp_engine_kind kind;
+	/* Checks that the engine works here, before anything is armed.
+	 * Returns 0, or a negative errno with the reason in why[len]. */
+	int (*probe)(int signo, uint64_t period_ns, char *why, size_t len);
+	/* Makes the kernel signal thread t->tid every period of its CPU time.
+	 * Called with the registry lock held, after the handler is installed. */
+	int (*arm)(struct cp_thread *t, int signo, uint64_t period_ns);
+	/* Undoes arm(); no signal from this thread's arming follows it. */
+	void (*disarm)(struct cp_thread *t);
+	/* Process-wide start and stop (NULL when the engine has none). */
+	int (*start)(int signo, uint64_t period_ns);
+	void (*stop)(void);
+};
+
+extern const struct cp_engine cp_engine_perf, cp_engine_timer, cp_engine_itimer;
+
+#endif

@@ -1,0 +1,631 @@
+/*
+ * pprof_write.c -- writes the aggregated profile (stacktab.h) as a gzipped
+ * profile.proto file (pprof_write.h).  A builder in the manner of Go's
+ * runtime/pprof: a string table with "" at index 0, one Location per
+ * distinct address (return addresses moved back into the call
+ * instruction), one Function per symbol, one Mapping per executable
+ * segment that some Location falls in; names come from symbols.h, so the
+ * profile reads without the binaries.  Samples are encoded as the stacks
+ * are walked, the tables after them, the string table last.  Runs outside
+ * signal context and touches nothing a sampling signal handler uses.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "pprof_write.h"
+#include "protobuf.h"
+#include "symbols.h"
+
+/* profile.proto field numbers.  Wire type 0 (varint) where marked, else
+ * 2 (length-delimited: a message, a string or a packed repeated field). */
+enum {
+	PROFILE_SAMPLE_TYPE = 1,     /* repeated ValueType */
+	PROFILE_SAMPLE = 2,          /* repeated Sample */
+	PROFILE_MAPPING = 3,         /* repeated Mapping */
+	PROFILE_LOCATION = 4,        /* repeated Location */
+	PROFILE_FUNCTION = 5,        /* repeated Function */
+	PROFILE_STRING_TABLE = 6,    /* repeated string */
+	PROFILE_TIME_NANOS = 9,      /* int64, varint */
+	PROFILE_DURATION_NANOS = 10, /* int64, varint */
+	PROFILE_PERIOD_TYPE = 11,    /* ValueType */
+	PROFILE_PERIOD = 12,         /* int64, varint */
+	PROFILE_COMMENT = 13,        /* repeated int64 (string index), packed */
+
+	VALUE_TYPE_TYPE = 1, /* int64 string index, varint */
+	VALUE_TYPE_UNIT = 2, /* int64 string index, varint */
+
+	SAMPLE_LOCATION_ID = 1, /* repeated uint64, packed; leaf first */
+	SAMPLE_VALUE = 2,       /* repeated int64, packed */
+
+	MAPPING_ID = 1,            /* uint64, varint */
+	MAPPING_MEMORY_START = 2,  /* uint64, varint */
+	MAPPING_MEMORY_LIMIT = 3,  /* uint64, varint */
+	MAPPING_FILE_OFFSET = 4,   /* uint64, varint */
+	MAPPING_FILENAME = 5,      /* int64 string index, varint */
+	MAPPING_BUILD_ID = 6,      /* int64 string index, varint */
+	MAPPING_HAS_FUNCTIONS = 7, /* bool, varint */
+
+	LOCATION_ID = 1,         /* uint64, varint */
+	LOCATION_MAPPING_ID = 2, /* uint64, varint */
+	LOCATION_ADDRESS = 3,    /* uint64, varint */
+	LOCATION_LINE = 4,       /* repeated Line */
+
+	LINE_FUNCTION_ID = 1, /* uint64, varint */
+
+	FUNCTION_ID = 1,          /* uint64, varint */
+	FUNCTION_NAME = 2,        /* int64 string index, varint */
+	FUNCTION_SYSTEM_NAME = 3, /* int64 string index, varint */
+	FUNCTION_FILENAME = 4,    /* int64 string index, varint */
+};
+
+/* Open-addressing map from a 64-bit key to a non-zero 32-bit value (0
+ * marks an empty slot), kept at most half full. */
+struct idmap {
+	uint64_t *keys;
+	uint32_t *vals;
+	size_t cap, len; /* cap is 0 or a power of two */
+};
+
+static size_t hash64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return (size_t)k;
+}
+
+static uint32_t idmap_get(const struct idmap *m, uint64_t key)
+{
+	if (m->cap == 0)
+		return 0;
+	for (size_t i = hash64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1))
+		if (m->vals[i] == 0 || m->keys[i] == key)
+			return m->vals[i];
+}
+
+/* Inserts key (not present) with val != 0.  Returns 0 or -ENOMEM. */
+static int idmap_put(struct idmap *m, uint64_t key, uint32_t val)
+{
+	if ((m->len + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 1024;
+		uint64_t *keys = malloc(cap * sizeof *keys);
+		uint32_t *vals = calloc(cap, sizeof *vals);
+		if (!keys || !vals) {
+			free(keys);
+			free(vals);
+			return -ENOMEM;
+		}
+		for (size_t j = 0; j < m->cap; j++) {
+			if (m->vals[j] == 0)
+				continue;
+			size_t i = hash64(m->keys[j]) & (cap - 1);
+			while (vals[i] != 0)
+				i = (i + 1) & (cap - 1);
+			keys[i] = m->keys[j];
+			vals[i] = m->vals[j];
+		}
+		free(m->keys);
+		free(m->vals);
+		m->keys = keys;
+		m->vals = vals;
+		m->cap = cap;
+	}
+	size_t i = hash64(key) & (m->cap - 1);
+	while (m->vals[i] != 0)
+		i = (i + 1) & (m->cap - 1);
+	m->keys[i] = key;
+	m->vals[i] = val;
+	m->len++;
+	return 0;
+}
+
+static void idmap_free(struct idmap *m)
+{
+	free(m->keys);
+	free(m->vals);
+}
+
+struct location {
+	uint64_t addr;
+	uint32_t mapping, function;
+};
+
+struct function {
+	uint32_t name, system_name, filename; /* string indexes */
+};
+
+struct builder {
+	struct cp_symbols *syms;
+	struct pb_buf pb;
+	int err; /* ENOMEM once anything failed */
+
+	char **strs; /* string table; strs[0] is "" */
+	size_t nstrs, capstrs;
+	uint32_t *strindex; /* open addressing: 1 + string index, 0 empty */
+	size_t nstrindex, nindexed;
+
+	struct location *locs; /* location id i + 1 is locs[i] */
+	size_t nlocs, caplocs;
+	struct idmap locmap; /* address -> location id */
+
+	struct function *fns; /* function id i + 1 is fns[i] */
+	size_t nfns, capfns;
+	struct idmap fnmap; /* symbol name pointer -> function id */
+
+	uint32_t *segmapping; /* per symbols segment: mapping id or 0 */
+	uint32_t nmappings;
+	/* Pseudo-frame locations, or 0 until used. */
+	uint32_t truncated_loc, lost_loc, nostack_loc;
+};
+
+/* Grows *arr (of *cap elements of size elem) to hold need; 0 or -1. */
+static int grow(void **arr, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap * 2 : 256;
+	while (n < need)
+		n *= 2;
+	void *p = realloc(*arr, n * elem);
+	if (!p)
+		return -1;
+	*arr = p;
+	*cap = n;
+	return 0;
+}
+
+static size_t hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return (size_t)(h ^ h >> 32);
+}
+
+/* Appends a copy of s to the string table without indexing it (for a
+ * string known to be new that is never looked up again) and returns its
+ * index.  On failure sets b->err and returns 0. */
+static uint32_t str_append(struct builder *b, const char *s)
+{
+	char *copy = strdup(s);
+	if (!copy || grow((void **)&b->strs, &b->capstrs, b->nstrs + 1,
+			  sizeof *b->strs)) {
+		free(copy);
+		b->err = ENOMEM;
+		return 0;
+	}
+	b->strs[b->nstrs] = copy;
+	return (uint32_t)b->nstrs++;
+}
+
+/* Index of s in the string table, adding a copy if new.  On failure sets
+ * b->err and returns 0. */
+static uint32_t str_intern(struct builder *b, const char *s)
+{
+	if (!*s)
+		return 0;
+	if ((b->nindexed + 1) * 2 > b->nstrindex) {
+		size_t n = b->nstrindex ? b->nstrindex * 2 : 1024;
+		uint32_t *index = calloc(n, sizeof *index);
+		if (!index) {
+			b->err = ENOMEM;
+			return 0;
+		}
+		for (size_t k = 0; k < b->nstrindex; k++) {
+			uint32_t v = b->strindex[k];
+			if (!v)
+				continue;
+			size_t i = hash_str(b->strs[v - 1]) & (n - 1);
+			while (index[i])
+				i = (i + 1) & (n - 1);
+			index[i] = v;
+		}
+		free(b->strindex);
+		b->strindex = index;
+		b->nstrindex = n;
+	}
+	size_t mask = b->nstrindex - 1, i = hash_str(s) & mask;
+	for (; b->strindex[i]; i = (i + 1) & mask)
+		if (strcmp(b->strs[b->strindex[i] - 1], s) == 0)
+			return b->strindex[i] - 1;
+	uint32_t k = str_append(b, s);
+	if (k) {
+		b->strindex[i] = k + 1;
+		b->nindexed++;
+	}
+	return k;
+}
+
+/* A new Function; returns its id, or 0 with b->err set.  If `unique`, the
+ * name is known to be new (it names one address). */
+static uint32_t function_new(struct builder *b, const char *name,
+			     const char *system_name, const char *filename,
+			     int unique)
+{
+	if (grow((void **)&b->fns, &b->capfns, b->nfns + 1, sizeof *b->fns)) {
+		b->err = ENOMEM;
+		return 0;
+	}
+	struct function *f = &b->fns[b->nfns];
+	f->name = unique ? str_append(b, name) : str_intern(b, name);
+	f->system_name = system_name == name ? f->name :
+					       str_intern(b, system_name);
+	f->filename = str_intern(b, filename);
+	return (uint32_t)++b->nfns;
+}
+
+/* A new Location; returns its id, or 0 with b->err set. */
+static uint32_t location_new(struct builder *b, uint64_t addr,
+			     uint32_t mapping, uint32_t function)
+{
+	if (!function || grow((void **)&b->locs, &b->caplocs, b->nlocs + 1,
+			      sizeof *b->locs)) {
+		b->err = ENOMEM;
+		return 0;
+	}
+	b->locs[b->nlocs] = (struct location){ addr, mapping, function };
+	return (uint32_t)++b->nlocs;
+}
+
+/* The Function for symbol `name` (a pointer into the symbols snapshot,
+ * so it identifies the symbol) of object o; 0 with b->err on failure. */
+static uint32_t function_for_sym(struct builder *b, const char *name,
+				 const struct cp_object *o)
+{
+	uint32_t id = idmap_get(&b->fnmap, (uintptr_t)name);
+	if (id)
+		return id;
+	char *demangled = symbols_demangle(b->syms, name);
+	id = function_new(b, demangled ? demangled : name, name, o->path,
+			  0);
+	free(demangled);
+	if (id && idmap_put(&b->fnmap, (uintptr_t)name, id) != 0) {
+		b->err = ENOMEM;
+		return 0;
+	}
+	return id;
+}
+
+/* The Location id for the (already adjusted) address addr, creating the
+ * Location, its Function and its Mapping on first sight; 0 with b->err
+ * set on failure. */
+static uint32_t location_for(struct builder *b, uint64_t addr)
+{
+	uint32_t id = idmap_get(&b->locmap, addr);
+	if (id)
+		return id;
+	const struct cp_segment *g = symbols_segment_for(b->syms, addr);
+	uint32_t mapping = 0, fn;
+	if (g) {
+		size_t k = (size_t)(g - b->syms->segs);
+		if (!b->segmapping[k])
+			b->segmapping[k] = ++b->nmappings;
+		mapping = b->segmapping[k];
+		const char *name = symbols_name_for(b->syms, addr, NULL);
+		if (name) {
+			fn = function_for_sym(b, name, g->obj);
+		} else {
+			/* Unique per address: no need to look it up. */
+			const char *base = strrchr(g->obj->path, '/');
+			char *s = NULL;
+			if (asprintf(&s, "%s+0x%llx",
+				     base ? base + 1 : g->obj->path,
+				     (unsigned long long)(addr - g->start +
+							  g->file_offset)) < 0)
+				s = NULL;
+			fn = s ? function_new(b, s, s, g->obj->path, 1) : 0;
+			free(s);
+		}
+	} else {
+		char s[24];
+		snprintf(s, sizeof s, "0x%llx", (unsigned long long)addr);
+		fn = function_new(b, s, s, "", 1);
+	}
+	id = location_new(b, addr, mapping, fn);
+	if (id && idmap_put(&b->locmap, addr, id) != 0) {
+		b->err = ENOMEM;
+		return 0;
+	}
+	return id;
+}
+
+/* A Location without mapping or address whose function is `name`. */
+static uint32_t pseudo_location(struct builder *b, uint32_t *cache,
+				const char *name)
+{
+	if (!*cache)
+		*cache = location_new(b, 0, 0,
+				      function_new(b, name, name, "", 1));
+	return *cache;
+}
+
+static void put_value_type(struct pb_buf *pb, uint32_t field,
+			   uint32_t type, uint32_t unit)
+{
+	size_t m = pb_start(pb);
+	pb_int64_opt(pb, VALUE_TYPE_TYPE, type);
+	pb_int64_opt(pb, VALUE_TYPE_UNIT, unit);
+	pb_end(pb, field, m);
+}
+
+static void put_sample(struct pb_buf *pb, const uint64_t *ids, size_t n,
+		       uint64_t count, uint64_t ns)
+{
+	int64_t values[2] = { (int64_t)count, (int64_t)ns };
+	size_t m = pb_start(pb);
+	pb_packed_uint64(pb, SAMPLE_LOCATION_ID, ids, n);
+	pb_packed_int64(pb, SAMPLE_VALUE, values, 2);
+	pb_end(pb, PROFILE_SAMPLE, m);
+}
+
+/* Encodes the whole profile into b->pb.  Returns 0 or -ENOMEM. */
+static int build(struct builder *b, const struct cp_stacktab *tab,
+		 const struct cp_profile_meta *meta)
+{
+	struct pb_buf *pb = &b->pb;
+	uint32_t s_samples = str_intern(b, "samples");
+	uint32_t s_count = str_intern(b, "count");
+	uint32_t s_cpu = str_intern(b, "cpu");
+	uint32_t s_ns = str_intern(b, "nanoseconds");
+	put_value_type(pb, PROFILE_SAMPLE_TYPE, s_samples, s_count);
+	put_value_type(pb, PROFILE_SAMPLE_TYPE, s_cpu, s_ns);
+
+	size_t maxn = 2;
+	for (size_t i = 0; i < tab->len; i++)
+		if ((size_t)tab->items[i]->n + 1 > maxn)
+			maxn = (size_t)tab->items[i]->n + 1;
+	uint64_t *ids = malloc(maxn * sizeof *ids);
+	if (!ids)
+		return -ENOMEM;
+	for (size_t i = 0; i < tab->len && !b->err && !pb->err; i++) {
+		const struct cp_stack *s = tab->items[i];
+		size_t n = 0;
+		for (uint32_t k = 0; k < s->n; k++) {
+			uint64_t pc = s->pcs[k];
+			/* A caller's frame: point into the call instruction. */
+			ids[n++] = location_for(b, k > 0 && pc > 0 ? pc - 1 : pc);
+		}
+		/* pprof hides a sample without locations from its reports
+		 * (it only counts in the total): give it a frame. */
+		if (s->n == 0)
+			ids[n++] = pseudo_location(b, &b->nostack_loc,
+						   "[no stack]");
+		if (s->flags & CP_STACK_TRUNCATED)
+			ids[n++] = pseudo_location(b, &b->truncated_loc,
+						   "[truncated]");
+		put_sample(pb, ids, n, s->count, s->ns);
+	}
+	free(ids);
+	if (meta->lost > 0) {
+		uint64_t lost = pseudo_location(b, &b->lost_loc, "[lost]");
+		put_sample(pb, &lost, 1, meta->lost, meta->lost_ns);
+	}
+
+	for (size_t i = 0; i < b->syms->nsegs; i++) {
+		const struct cp_segment *g = &b->syms->segs[i];
+		if (!b->segmapping[i])
+			continue;
+		size_t m = pb_start(pb);
+		pb_uint64(pb, MAPPING_ID, b->segmapping[i]);
+		pb_uint64_opt(pb, MAPPING_MEMORY_START, g->start);
+		pb_uint64_opt(pb, MAPPING_MEMORY_LIMIT, g->limit);
+		pb_uint64_opt(pb, MAPPING_FILE_OFFSET, g->file_offset);
+		pb_int64_opt(pb, MAPPING_FILENAME, str_intern(b, g->obj->path));
+		pb_int64_opt(pb, MAPPING_BUILD_ID,
+			     str_intern(b, g->obj->build_id));
+		pb_bool(pb, MAPPING_HAS_FUNCTIONS, 1);
+		pb_end(pb, PROFILE_MAPPING, m);
+	}
+	for (size_t i = 0; i < b->nlocs; i++) {
+		const struct location *l = &b->locs[i];
+		size_t m = pb_start(pb);
+		pb_uint64(pb, LOCATION_ID, i + 1);
+		pb_uint64_opt(pb, LOCATION_MAPPING_ID, l->mapping);
+		pb_uint64_opt(pb, LOCATION_ADDRESS, l->addr);
+		size_t line = pb_start(pb);
+		pb_uint64(pb, LINE_FUNCTION_ID, l->function);
+		pb_end(pb, LOCATION_LINE, line);
+		pb_end(pb, PROFILE_LOCATION, m);
+	}
+	for (size_t i = 0; i < b->nfns; i++) {
+		const struct function *f = &b->fns[i];
+		size_t m = pb_start(pb);
+		pb_uint64(pb, FUNCTION_ID, i + 1);
+		pb_int64_opt(pb, FUNCTION_NAME, f->name);
+		pb_int64_opt(pb, FUNCTION_SYSTEM_NAME, f->system_name);
+		pb_int64_opt(pb, FUNCTION_FILENAME, f->filename);
+		pb_end(pb, PROFILE_FUNCTION, m);
+	}
+
+	pb_int64_opt(pb, PROFILE_TIME_NANOS, meta->time_nanos);
+	pb_int64_opt(pb, PROFILE_DURATION_NANOS, meta->duration_nanos);
+	put_value_type(pb, PROFILE_PERIOD_TYPE, s_cpu, s_ns);
+	pb_int64_opt(pb, PROFILE_PERIOD, (int64_t)meta->period_ns);
+	if (meta->ncomments) {
+		int64_t *c = malloc(meta->ncomments * sizeof *c);
+		if (!c)
+			return -ENOMEM;
+		for (size_t i = 0; i < meta->ncomments; i++)
+			c[i] = str_intern(b, meta->comments[i] ?
+						     meta->comments[i] : "");
+		pb_packed_int64(pb, PROFILE_COMMENT, c, meta->ncomments);
+		free(c);
+	}
+
+	/* Last, now that every string is in it. */
+	for (size_t i = 0; i < b->nstrs; i++)
+		pb_string(pb, PROFILE_STRING_TABLE, b->strs[i]);
+	return b->err || pb->err ? -ENOMEM : 0;
+}
+
+static void builder_free(struct builder *b)
+{
+	pb_free(&b->pb);
+	for (size_t i = 0; i < b->nstrs; i++)
+		free(b->strs[i]);
+	free(b->strs);
+	free(b->strindex);
+	free(b->locs);
+	idmap_free(&b->locmap);
+	free(b->fns);
+	idmap_free(&b->fnmap);
+	free(b->segmapping);
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Writes data[0..len) gzipped to fd.  Returns 0 or a negative errno. */
+static int write_gzip(int fd, const uint8_t *data, size_t len)
+{
+	enum { CHUNK = 1 << 16 };
+	z_stream z;
+	memset(&z, 0, sizeof z);
+	unsigned char *out = malloc(CHUNK);
+	if (!out)
+		return -ENOMEM;
+	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(out);
+		return -ENOMEM;
+	}
+	int rc = 0, flush;
+	size_t off = 0;
+	do {
+		size_t chunk = len - off > (1u << 30) ? (1u << 30) : len - off;
+		z.next_in = (unsigned char *)(uintptr_t)(data + off);
+		z.avail_in = (uInt)chunk;
+		off += chunk;
+		flush = off == len ? Z_FINISH : Z_NO_FLUSH;
+		do {
+			z.next_out = out;
+			z.avail_out = CHUNK;
+			deflate(&z, flush); /* cannot fail with valid state */
+			rc = write_all(fd, out, CHUNK - z.avail_out);
+		} while (rc == 0 && z.avail_out == 0);
+	} while (rc == 0 && flush != Z_FINISH);
+	deflateEnd(&z);
+	free(out);
+	return rc;
+}
+
+/* Creates a new temporary file beside path; returns its fd and name (in
+ * *tmp, malloc'd) or a negative errno. */
+static int open_temp(const char *path, char **tmp)
+{
+	static unsigned seq;
+	size_t n = strlen(path) + 48;
+	char *name = malloc(n);
+	if (!name)
+		return -ENOMEM;
+	for (int tries = 0; tries < 100; tries++) {
+		snprintf(name, n, "%s.tmp.%ld.%u", path, (long)getpid(),
+			 __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+		int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+			      0666);
+		if (fd >= 0) {
+			*tmp = name;
+			return fd;
+		}
+		if (errno != EEXIST)
+			break;
+	}
+	int rc = -errno;
+	free(name);
+	return rc;
+}
+
+/* Formats an error message into err[errlen] (either may be empty). */
+__attribute__((format(printf, 3, 4)))
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (!err || !errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+int pprof_write(const char *path, const struct cp_stacktab *tab,
+		const struct cp_profile_meta *meta, char *err, size_t errlen)
+{
+	static const struct cp_profile_meta no_meta;
+	struct builder b;
+	char *tmp = NULL;
+	int rc, fd = -1;
+
+	if (!meta)
+		meta = &no_meta;
+	if (err && errlen)
+		err[0] = '\0';
+	memset(&b, 0, sizeof b);
+	pb_init(&b.pb);
+	b.syms = symbols_load();
+	if (!b.syms ||
+	    !(b.segmapping = calloc(b.syms->nsegs + 1, sizeof *b.segmapping)) ||
+	    grow((void **)&b.strs, &b.capstrs, 1, sizeof *b.strs) ||
+	    !(b.strs[0] = strdup(""))) {
+		rc = -ENOMEM;
+		set_err(err, errlen, "pprof: out of memory");
+		goto out;
+	}
+	b.nstrs = 1;
+	if ((rc = build(&b, tab, meta)) != 0) {
+		set_err(err, errlen, "pprof: out of memory");
+		goto out;
+	}
+	if ((fd = open_temp(path, &tmp)) < 0) {
+		rc = fd;
+		set_err(err, errlen, "pprof: create %s.tmp.*: %s", path,
+			 strerror(-rc));
+		goto out;
+	}
+	if ((rc = write_gzip(fd, b.pb.data, b.pb.len)) != 0) {
+		set_err(err, errlen, "pprof: write %s: %s", tmp, strerror(-rc));
+		goto out;
+	}
+	if (close(fd) != 0) {
+		fd = -1;
+		rc = -errno;
+		set_err(err, errlen, "pprof: close %s: %s", tmp, strerror(-rc));
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, path) != 0) {
+		rc = -errno;
+		set_err(err, errlen, "pprof: rename %s to %s: %s", tmp, path,
+			 strerror(-rc));
+		goto out;
+	}
+	free(tmp);
+	tmp = NULL;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (tmp) {
+		unlink(tmp);
+		free(tmp);
+	}
+	symbols_free(b.syms);
+	builder_free(&b);
+	return rc;
+}

@@ -1,0 +1,31 @@
+/*
+ * pprof_write.h -- writes an aggregated profile as a gzipped pprof
+ * (profile.proto) file, symbolizing every PC in-process from the ELF
+ * symbol tables of the loaded objects.  Not for signal context.
+ */
+#ifndef CPUPROF_PPROF_WRITE_H
+#define CPUPROF_PPROF_WRITE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stacktab.h"
+
+struct cp_profile_meta {
+	uint64_t period_ns;     /* sampling period: 1e9 / hz */
+	int64_t time_nanos;     /* wall clock at start, ns since the epoch */
+	int64_t duration_nanos; /* wall time covered */
+	uint64_t lost;          /* samples lost (ring full or contended) */
+	uint64_t lost_ns;       /* CPU ns those lost samples stood for */
+	const char *const *comments; /* written as profile comments, in order */
+	size_t ncomments;
+};
+
+/* Writes `tab` to `path` (replacing it atomically: a temporary file in the
+ * same directory, then rename).  Lost samples appear as one sample whose
+ * only frame is a function named "[lost]".  Returns 0, or a negative errno
+ * with a message in err[errlen]. */
+int pprof_write(const char *path, const struct cp_stacktab *tab,
+		const struct cp_profile_meta *meta, char *err, size_t errlen);
+
+#endif

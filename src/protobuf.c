@@ -1,0 +1,166 @@
+/*
+ * protobuf.c -- the minimal protocol-buffer encoder of protobuf.h.  Fields
+ * are appended to one growable buffer; a nested message is encoded in
+ * place and its key and length are inserted in front of it when it ends
+ * (nested messages in a profile are small, so the move is cheap).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "protobuf.h"
+
+void pb_init(struct pb_buf *b)
+{
+	memset(b, 0, sizeof *b);
+}
+
+void pb_free(struct pb_buf *b)
+{
+	free(b->data);
+	pb_init(b);
+}
+
+/* Makes room for `more` bytes past b->len; returns 0, or -1 with the sticky
+ * error set. */
+static int pb_reserve(struct pb_buf *b, size_t more)
+{
+	if (b->err)
+		return -1;
+	if (more <= b->cap - b->len)
+		return 0;
+	size_t cap = b->cap ? b->cap : 4096;
+	while (cap - b->len < more) {
+		if (cap > SIZE_MAX / 2)
+			goto fail;
+		cap *= 2;
+	}
+	uint8_t *p = realloc(b->data, cap);
+	if (!p)
+		goto fail;
+	b->data = p;
+	b->cap = cap;
+	return 0;
+fail:
+	b->err = ENOMEM;
+	return -1;
+}
+
+/* Bytes a varint encoding of v takes. */
+static size_t pb_varint_len(uint64_t v)
+{
+	size_t n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+/* Encodes v into p (at least 10 bytes); returns the bytes written. */
+static size_t pb_put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+void pb_varint(struct pb_buf *b, uint64_t v)
+{
+	if (pb_reserve(b, 10) == 0)
+		b->len += pb_put_varint(b->data + b->len, v);
+}
+
+static void pb_key(struct pb_buf *b, uint32_t field, int wire)
+{
+	pb_varint(b, (uint64_t)field << 3 | (uint64_t)wire);
+}
+
+void pb_uint64(struct pb_buf *b, uint32_t field, uint64_t v)
+{
+	pb_key(b, field, PB_WIRE_VARINT);
+	pb_varint(b, v);
+}
+
+void pb_uint64_opt(struct pb_buf *b, uint32_t field, uint64_t v)
+{
+	if (v)
+		pb_uint64(b, field, v);
+}
+
+/* int64 is encoded as the two's-complement uint64 (not zigzag). */
+void pb_int64(struct pb_buf *b, uint32_t field, int64_t v)
+{
+	pb_uint64(b, field, (uint64_t)v);
+}
+
+void pb_int64_opt(struct pb_buf *b, uint32_t field, int64_t v)
+{
+	if (v)
+		pb_int64(b, field, v);
+}
+
+void pb_bool(struct pb_buf *b, uint32_t field, int v)
+{
+	pb_uint64(b, field, v ? 1 : 0);
+}
+
+void pb_bytes(struct pb_buf *b, uint32_t field, const void *p, size_t n)
+{
+	pb_key(b, field, PB_WIRE_BYTES);
+	pb_varint(b, n);
+	if (n && pb_reserve(b, n) == 0) {
+		memcpy(b->data + b->len, p, n);
+		b->len += n;
+	}
+}
+
+void pb_string(struct pb_buf *b, uint32_t field, const char *s)
+{
+	pb_bytes(b, field, s, strlen(s));
+}
+
+void pb_packed_uint64(struct pb_buf *b, uint32_t field, const uint64_t *v,
+		      size_t n)
+{
+	if (n == 0)
+		return;
+	size_t len = 0;
+	for (size_t i = 0; i < n; i++)
+		len += pb_varint_len(v[i]);
+	pb_key(b, field, PB_WIRE_BYTES);
+	pb_varint(b, len);
+	if (pb_reserve(b, len) != 0)
+		return;
+	for (size_t i = 0; i < n; i++)
+		b->len += pb_put_varint(b->data + b->len, v[i]);
+}
+
+void pb_packed_int64(struct pb_buf *b, uint32_t field, const int64_t *v,
+		     size_t n)
+{
+	/* Same bits, same encoding. */
+	pb_packed_uint64(b, field, (const uint64_t *)(const void *)v, n);
+}
+
+size_t pb_start(struct pb_buf *b)
+{
+	return b->len;
+}
+
+void pb_end(struct pb_buf *b, uint32_t field, size_t start)
+{
+	uint8_t head[20];
+	size_t body = b->len - start;
+	size_t h = pb_put_varint(head, (uint64_t)field << 3 | PB_WIRE_BYTES);
+	h += pb_put_varint(head + h, body);
+	if (pb_reserve(b, h) != 0)
+		return;
+	memmove(b->data + start + h, b->data + start, body);
+	memcpy(b->data + start, head, h);
+	b->len += h;
+}

@@ -1,0 +1,172 @@
+/*
+ * handler.c -- SIGNAL CONTEXT.  The sampling signal handler.  It decides
+ * whether the signal came from the armed engine (anything else goes to the
+ * handler that was installed before ours), weighs the sample by the CPU
+ * time it stands for, walks the stack into a ring cell and commits it.
+ * No allocation, no stdio, no locks; errno is preserved; every memory read
+ * is bounded by the thread's stack or by our own tables.
+ */
+#include <errno.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "arch.h"
+#include "sigstate.h"
+
+struct cp_sigstate cp_sig = { .wake_fd = -1 };
+__thread struct cp_thread *cp_tls_slot __attribute__((tls_model("initial-exec")));
+__thread uint32_t cp_tls_gen __attribute__((tls_model("initial-exec")));
+
+/* The value the timer engine attaches to its signals. */
+#define TIMER_COOKIE ((void *)&cp_sig)
+
+/* The calling thread's live slot, or NULL.  Tries the thread's cached slot,
+ * then scans the table by thread id and caches what it finds. */
+static struct cp_thread *own_slot(void)
+{
+	struct cp_thread *t = cp_tls_slot;
+	if (t && atomic_load_explicit(&t->state, memory_order_acquire) == CP_T_LIVE &&
+	    atomic_load_explicit(&t->gen, memory_order_relaxed) == cp_tls_gen)
+		return t;
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	size_t hwm = atomic_load_explicit(&cp_sig.hwm, memory_order_acquire);
+	for (size_t i = 0; i < hwm; i++) {
+		t = &cp_sig.threads[i];
+		if (t->tid == tid && atomic_load_explicit(&t->state, memory_order_acquire) == CP_T_LIVE) {
+			cp_tls_gen = atomic_load_explicit(&t->gen, memory_order_relaxed);
+			cp_tls_slot = t;
+			return t;
+		}
+	}
+	return NULL;
+}
+
+/* Finds the readable+writable mapping that holds sp in the start-time
+ * snapshot; 0 if none. */
+static int rwmap_find(uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
+{
+	const struct cp_rwmap *m = cp_sig.rwmap;
+	if (!m)
+		return 0;
+	size_t a = 0, b = m->n;
+	while (a < b) {
+		size_t mid = a + (b - a) / 2;
+		if (sp < m->range[mid][0])
+			b = mid;
+		else if (sp >= m->range[mid][1])
+			a = mid + 1;
+		else {
+			*lo = m->range[mid][0];
+			*hi = m->range[mid][1];
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Is this signal one the armed engine sent?  Returns 1 and the sample's
+ * weight if so, 0 if it is foreign, -1 if it is ours but must be dropped
+ * (a stale engine signal: the thread was disarmed, or no profile runs). */
+static int classify(const siginfo_t *si, struct cp_thread *t, uint64_t *weight)
+{
+	int active = atomic_load_explicit(&cp_sig.active, memory_order_acquire);
+	switch (cp_sig.engine) {
+	case CP_ENGINE_PERF:
+		if (si->si_code != POLL_IN && si->si_code != POLL_HUP)
+			return 0;
+		if (!active || !t || t->perf_fd < 0 || si->si_fd != t->perf_fd)
+			return -1;
+		uint64_t now;
+		if (read(t->perf_fd, &now, sizeof now) != (ssize_t)sizeof now)
+			return -1;
+		*weight = now - t->last_ns;
+		t->last_ns = now;
+		return 1;
+	case CP_ENGINE_TIMER:
+		if (si->si_code != SI_TIMER || si->si_value.sival_ptr != TIMER_COOKIE)
+			return 0;
+		if (!active)
+			return -1;
+		*weight = (1 + (uint64_t)(si->si_overrun > 0 ? si->si_overrun : 0)) * cp_sig.period_ns;
+		return 1;
+	case CP_ENGINE_ITIMER:
+		if (si->si_code != SI_KERNEL)
+			return 0;
+		if (!active)
+			return -1;
+		*weight = cp_sig.period_ns;
+		return 1;
+	}
+	return 0;
+}
+
+static void pass_on(int sig, siginfo_t *si, void *uc)
+{
+	const struct sigaction *p = &cp_sig.prev;
+	atomic_fetch_add_explicit(&cp_sig.foreign, 1, memory_order_relaxed);
+	if (p->sa_flags & SA_SIGINFO) {
+		if (p->sa_sigaction)
+			p->sa_sigaction(sig, si, uc);
+	} else if (p->sa_handler != SIG_DFL && p->sa_handler != SIG_IGN) {
+		p->sa_handler(sig);
+	}
+	/* SIG_DFL / SIG_IGN: a stray profiling signal is dropped rather than
+	 * allowed to terminate the program. */
+}
+
+static void sample(const ucontext_t *uc, struct cp_thread *t, uint64_t weight)
+{
+	struct cp_ring *r = cp_sig.ring;
+	atomic_fetch_add_explicit(&cp_sig.samples, 1, memory_order_relaxed);
+	struct cp_sample *s = cp_ring_claim(r);
+	if (!s) {
+		atomic_fetch_add_explicit(&cp_sig.lost, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&cp_sig.lost_ns, weight, memory_order_relaxed);
+		return;
+	}
+	uintptr_t pc = cp_uc_pc(uc), sp = cp_uc_sp(uc), lo = 0, hi = 0;
+	if (t && t->stack_hi && sp >= t->stack_lo && sp < t->stack_hi) {
+		lo = sp;
+		hi = t->stack_hi;
+	} else if (rwmap_find(sp, &lo, &hi)) {
+		if (t && !t->stack_hi) {
+			t->stack_lo = lo;
+			t->stack_hi = hi;
+		}
+		lo = sp;
+	}
+	int truncated;
+	s->n = cp_unwind_fp(pc, cp_uc_fp(uc), lo, hi, s->pcs, cp_sig.max_depth, &truncated);
+	s->flags = truncated ? 1u : 0u;
+	s->weight_ns = weight;
+	cp_ring_commit(r, s);
+
+	/* Wake the drain thread once the ring is half full. */
+	if (cp_ring_used(r) >= r->cells / 2 &&
+	    !atomic_exchange_explicit(&cp_sig.wake_pending, 1, memory_order_relaxed)) {
+		uint64_t one = 1;
+		if (write(cp_sig.wake_fd, &one, sizeof one) < 0) {
+			/* Nothing to do: the drain thread also wakes on a timer. */
+		}
+	}
+}
+
+void cp_sig_handler(int sig, siginfo_t *si, void *ucontext)
+{
+	int saved_errno = errno;
+	atomic_fetch_add_explicit(&cp_sig.inflight, 1, memory_order_seq_cst);
+
+	struct cp_thread *t = NULL;
+	if (atomic_load_explicit(&cp_sig.active, memory_order_seq_cst))
+		t = own_slot();
+
+	uint64_t weight = 0;
+	int c = classify(si, t, &weight);
+	if (c > 0)
+		sample(ucontext, t, weight);
+
+	atomic_fetch_sub_explicit(&cp_sig.inflight, 1, memory_order_seq_cst);
+	if (c == 0)
+		pass_on(sig, si, ucontext);
+	errno = saved_errno;
+}

@@ -1,0 +1,99 @@
+/*
+ * ring.c -- SIGNAL CONTEXT.  The sample ring: a bounded multi-producer queue
+ * in the manner of Vyukov's, each cell carrying a sequence number that says
+ * whose turn it is.  cell.seq == pos: free for the producer claiming pos;
+ * pos + 1: committed, for the consumer; pos + cells: free for the next lap.
+ */
+#include "ring.h"
+
+#include <sys/mman.h>
+
+/* Bounded retries when producers race for the same cell: past them the
+ * sample is lost rather than spun for. */
+#define CLAIM_TRIES 8
+
+static struct cp_sample *cell_at(struct cp_ring *r, uint64_t pos)
+{
+	return (struct cp_sample *)(r->mem + (pos & (r->cells - 1)) * r->cell_size);
+}
+
+struct cp_ring *cp_ring_create(size_t cells, unsigned depth)
+{
+	size_t n = 1;
+	while (n < cells)
+		n <<= 1;
+	size_t cell_size = (sizeof(struct cp_sample) + depth * sizeof(uintptr_t) + 63) & ~(size_t)63;
+	size_t size = sizeof(struct cp_ring) + n * cell_size;
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	struct cp_ring *r = p;
+	r->cells = n;
+	r->cell_size = cell_size;
+	r->depth = depth;
+	r->map_size = size;
+	atomic_store_explicit(&r->head, 0, memory_order_relaxed);
+	r->tail = 0;
+	for (size_t i = 0; i < n; i++)
+		atomic_store_explicit(&cell_at(r, i)->seq, i, memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);
+	return r;
+}
+
+void cp_ring_destroy(struct cp_ring *r)
+{
+	if (r)
+		munmap(r, r->map_size);
+}
+
+/* Signal context. */
+struct cp_sample *cp_ring_claim(struct cp_ring *r)
+{
+	uint64_t pos = atomic_load_explicit(&r->head, memory_order_relaxed);
+	for (int i = 0; i < CLAIM_TRIES; i++) {
+		struct cp_sample *c = cell_at(r, pos);
+		uint64_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+		int64_t diff = (int64_t)(seq - pos);
+		if (diff == 0) {
+			if (atomic_compare_exchange_weak_explicit(&r->head, &pos, pos + 1,
+								  memory_order_relaxed,
+								  memory_order_relaxed))
+				return c;
+			/* pos now holds the current head: try again there. */
+		} else if (diff < 0) {
+			return NULL; /* full: the consumer has not freed this cell */
+		} else {
+			pos = atomic_load_explicit(&r->head, memory_order_relaxed);
+		}
+	}
+	return NULL;
+}
+
+/* Signal context.  The claimer owns the cell, whose seq is still its pos. */
+void cp_ring_commit(struct cp_ring *r, struct cp_sample *s)
+{
+	(void)r;
+	uint64_t pos = atomic_load_explicit(&s->seq, memory_order_relaxed);
+	atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
+}
+
+struct cp_sample *cp_ring_peek(struct cp_ring *r)
+{
+	struct cp_sample *c = cell_at(r, r->tail);
+	uint64_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
+	return seq == r->tail + 1 ? c : NULL;
+}
+
+void cp_ring_release(struct cp_ring *r, struct cp_sample *s)
+{
+	atomic_store_explicit(&s->seq, r->tail + r->cells, memory_order_release);
+	r->tail++;
+}
+
+/* Signal context. */
+size_t cp_ring_used(const struct cp_ring *r)
+{
+	uint64_t head = atomic_load_explicit(&((struct cp_ring *)r)->head, memory_order_relaxed);
+	uint64_t tail = *(volatile const uint64_t *)&r->tail;
+	return head > tail ? (size_t)(head - tail) : 0;
+}

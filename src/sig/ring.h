@@ -1,0 +1,49 @@
+/*
+ * ring.h -- SIGNAL CONTEXT.  A fixed-size, lock-free, multi-producer ring of
+ * samples (a bounded queue with a sequence number per cell).  Producers are
+ * signal handlers on any thread: they never block and never retry without
+ * bound; a full or contended ring makes the caller count a lost sample.
+ * The single consumer (the drain, serialised by its caller) never blocks
+ * either: a cell claimed but not yet committed ends that drain.
+ */
+#ifndef CPUPROF_RING_H
+#define CPUPROF_RING_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct cp_sample {
+	_Atomic uint64_t seq;
+	uint64_t weight_ns;
+	uint32_t n;
+	uint32_t flags;
+	uintptr_t pcs[];
+};
+
+struct cp_ring {
+	_Alignas(64) _Atomic uint64_t head; /* next cell to claim */
+	_Alignas(64) uint64_t tail;         /* next cell to consume */
+	size_t cells;                       /* power of two */
+	size_t cell_size;                   /* bytes */
+	unsigned depth;                     /* pcs per cell */
+	size_t map_size;
+	_Alignas(64) unsigned char mem[];
+};
+
+/* Maps a ring able to hold at least `cells` samples of `depth` pcs (not
+ * signal context, but async-signal-safe: mmap only).  NULL on failure. */
+struct cp_ring *cp_ring_create(size_t cells, unsigned depth);
+void cp_ring_destroy(struct cp_ring *r);
+
+/* Claims a cell to fill, or NULL if the ring is full or contended. */
+struct cp_sample *cp_ring_claim(struct cp_ring *r);
+/* Publishes a claimed cell to the consumer. */
+void cp_ring_commit(struct cp_ring *r, struct cp_sample *s);
+/* The oldest committed sample, or NULL; release it with cp_ring_release. */
+struct cp_sample *cp_ring_peek(struct cp_ring *r);
+void cp_ring_release(struct cp_ring *r, struct cp_sample *s);
+/* Samples claimed but not yet consumed (approximate while producers run). */
+size_t cp_ring_used(const struct cp_ring *r);
+
+#endif

@@ -1,0 +1,96 @@
+/*
+ * sigstate.h -- SIGNAL CONTEXT.  The state the sampling signal handler
+ * reads, and the per-thread slots it samples into.  Everything here is set
+ * up by normal code while the handler cannot see it (before `active` is
+ * raised, or after it is lowered and `inflight` has drained to zero); while
+ * a profile runs the handler only reads it, except for the fields marked
+ * "handler" below, which only the owning thread's handler writes.
+ *
+ * Files under src/sig/ include nothing from the rest of cpuprof.
+ */
+#ifndef CPUPROF_SIGSTATE_H
+#define CPUPROF_SIGSTATE_H
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ring.h"
+
+enum cp_engine_kind { CP_ENGINE_PERF = 1, CP_ENGINE_TIMER, CP_ENGINE_ITIMER };
+
+/* Thread slot states. */
+enum { CP_T_FREE = 0, CP_T_LIVE = 1 };
+
+/* One sampled thread.  Slots live in one table that is allocated once and
+ * never unmapped, so a stale pointer to a slot is always readable; `gen`
+ * changes every time a slot is released so that stale users can tell. */
+struct cp_thread {
+	_Atomic int state;
+	_Atomic uint32_t gen;
+	pid_t tid;
+	int perf_fd;         /* perf engine: the thread's task-clock event, or -1 */
+	timer_t timer;       /* timer engine */
+	int has_timer;
+	int own;             /* registered by the thread itself (wrapper or API) */
+	uintptr_t stack_lo;  /* stack bounds, 0/0 while unknown (handler may fill) */
+	uintptr_t stack_hi;
+	uint64_t last_ns;    /* handler: task clock at the previous sample */
+};
+
+/* Read-only snapshot of the process's readable+writable mappings, sorted,
+ * adjacent ranges merged: where a thread's stack bounds are looked up when
+ * the thread did not record them itself. */
+struct cp_rwmap {
+	size_t n;
+	uintptr_t range[][2];
+};
+
+struct cp_sigstate {
+	_Atomic int active;   /* a profile is running: the handler may sample */
+	_Atomic int inflight; /* handlers currently past the entry check */
+
+	/* Configuration, fixed while a profile runs. */
+	int engine;
+	int signo;
+	uint64_t period_ns;
+	unsigned max_depth;
+	struct cp_ring *ring;
+	const struct cp_rwmap *rwmap;
+	int wake_fd;          /* eventfd of the drain thread */
+
+	/* The thread table (never unmapped once allocated). */
+	struct cp_thread *threads;
+	size_t nthreads;      /* capacity */
+	_Atomic size_t hwm;   /* slots [0, hwm) have ever been used */
+
+	/* Where signals that are not ours go. */
+	struct sigaction prev;
+
+	/* Counters, reset at start. */
+	_Atomic uint64_t samples;  /* samples taken (pushed or lost) */
+	_Atomic uint64_t lost;     /* ring full or contended */
+	_Atomic uint64_t lost_ns;
+	_Atomic uint64_t foreign;  /* signals passed on to the previous handler */
+	_Atomic int wake_pending;
+};
+
+extern struct cp_sigstate cp_sig;
+
+/* The calling thread's slot and its generation when it was taken, cached
+ * by the thread itself or by its handler.  initial-exec TLS needs no
+ * allocation on access, so the handler may read it. */
+extern __thread struct cp_thread *cp_tls_slot __attribute__((tls_model("initial-exec")));
+extern __thread uint32_t cp_tls_gen __attribute__((tls_model("initial-exec")));
+
+/* The sampling signal handler (SA_SIGINFO). */
+void cp_sig_handler(int sig, siginfo_t *info, void *ucontext);
+
+/* Walks frame pointers from (pc, fp) reading only words inside [lo, hi).
+ * Writes at most max pcs, pcs[0] = pc; sets *truncated when more frames
+ * existed.  Returns the number of pcs written. */
+unsigned cp_unwind_fp(uintptr_t pc, uintptr_t fp, uintptr_t lo, uintptr_t hi,
+		      uintptr_t *pcs, unsigned max, int *truncated);
+
+#endif

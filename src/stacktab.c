@@ -1,0 +1,146 @@
+/*
+ * stacktab.c -- the aggregated profile of stacktab.h: distinct stacks in
+ * insertion order plus an open-addressing index (linear probing, kept at
+ * most half full) from a 64-bit hash of (pcs, n, flags) to their position.
+ * Each stack is one malloc with its pcs in the flexible array.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stacktab.h"
+
+void stacktab_init(struct cp_stacktab *t)
+{
+	memset(t, 0, sizeof *t);
+}
+
+void stacktab_clear(struct cp_stacktab *t)
+{
+	for (size_t i = 0; i < t->len; i++)
+		free(t->items[i]);
+	t->len = 0;
+	if (t->index)
+		memset(t->index, 0, t->nindex * sizeof *t->index);
+	t->total_count = 0;
+	t->total_ns = 0;
+}
+
+void stacktab_free(struct cp_stacktab *t)
+{
+	stacktab_clear(t);
+	free(t->items);
+	free(t->index);
+	stacktab_init(t);
+}
+
+/* A multiply-xorshift hash over the words of a stack. */
+static uint64_t stack_hash(const uintptr_t *pcs, uint32_t n, uint32_t flags)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)n << 32 | flags);
+	for (uint32_t i = 0; i < n; i++) {
+		h ^= (uint64_t)pcs[i];
+		h *= 0xff51afd7ed558ccdull;
+		h ^= h >> 32;
+	}
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 29;
+	return h;
+}
+
+static int stack_equal(const struct cp_stack *s, const uintptr_t *pcs,
+		       uint32_t n, uint32_t flags)
+{
+	return s->n == n && s->flags == flags &&
+	       (n == 0 || memcmp(s->pcs, pcs, n * sizeof *pcs) == 0);
+}
+
+/* Slot of the index where (pcs, n, flags) is, or the empty slot where it
+ * would go.  The index must have at least one empty slot. */
+static size_t stacktab_slot(const struct cp_stacktab *t, uint64_t h,
+			    const uintptr_t *pcs, uint32_t n, uint32_t flags)
+{
+	size_t mask = t->nindex - 1;
+	size_t i = (size_t)h & mask;
+	while (t->index[i] != 0) {
+		const struct cp_stack *s = t->items[t->index[i] - 1];
+		if (stack_equal(s, pcs, n, flags))
+			break;
+		i = (i + 1) & mask;
+	}
+	return i;
+}
+
+/* Replaces the index with one of nindex slots; on failure the old index
+ * stays.  Returns 0 or -ENOMEM. */
+static int stacktab_rehash(struct cp_stacktab *t, size_t nindex)
+{
+	uint32_t *index = calloc(nindex, sizeof *index);
+	if (!index)
+		return -ENOMEM;
+	free(t->index);
+	t->index = index;
+	t->nindex = nindex;
+	for (size_t k = 0; k < t->len; k++) {
+		const struct cp_stack *s = t->items[k];
+		uint64_t h = stack_hash(s->pcs, s->n, s->flags);
+		size_t i = (size_t)h & (nindex - 1);
+		while (index[i] != 0)
+			i = (i + 1) & (nindex - 1);
+		index[i] = (uint32_t)(k + 1);
+	}
+	return 0;
+}
+
+int stacktab_add(struct cp_stacktab *t, const uintptr_t *pcs, uint32_t n,
+		 uint32_t flags, uint64_t count, uint64_t ns)
+{
+	uint64_t h = stack_hash(pcs, n, flags);
+	size_t i = 0;
+	if (t->nindex) {
+		i = stacktab_slot(t, h, pcs, n, flags);
+		if (t->index[i] != 0) {
+			struct cp_stack *s = t->items[t->index[i] - 1];
+			s->count += count;
+			s->ns += ns;
+			t->total_count += count;
+			t->total_ns += ns;
+			return 0;
+		}
+	}
+
+	/* A new stack.  Grow what must grow first: each step either fails
+	 * leaving the table as it was or succeeds without changing its
+	 * contents. */
+	if (t->len >= UINT32_MAX - 1)
+		return -ENOMEM;
+	if (t->len == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 64;
+		struct cp_stack **items = realloc(t->items, cap * sizeof *items);
+		if (!items)
+			return -ENOMEM;
+		t->items = items;
+		t->cap = cap;
+	}
+	if ((t->len + 1) * 2 > t->nindex) {
+		size_t nindex = t->nindex ? t->nindex * 2 : 128;
+		if (nindex > SIZE_MAX / sizeof *t->index ||
+		    stacktab_rehash(t, nindex) != 0)
+			return -ENOMEM;
+		i = stacktab_slot(t, h, pcs, n, flags);
+	}
+	struct cp_stack *s = malloc(sizeof *s + (size_t)n * sizeof *pcs);
+	if (!s)
+		return -ENOMEM;
+	s->count = count;
+	s->ns = ns;
+	s->n = n;
+	s->flags = flags;
+	if (n)
+		memcpy(s->pcs, pcs, (size_t)n * sizeof *pcs);
+	t->items[t->len++] = s;
+	t->index[i] = (uint32_t)t->len;
+	t->total_count += count;
+	t->total_ns += ns;
+	return 0;
+}

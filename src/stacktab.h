@@ -1,0 +1,43 @@
+/*
+ * stacktab.h -- the aggregated profile: a table from call stack to
+ * (sample count, CPU nanoseconds).  Filled by the drain thread and by
+ * cpuprof_stop(); read by the pprof writer.  Not for signal context (it
+ * allocates); callers serialise access themselves.
+ */
+#ifndef CPUPROF_STACKTAB_H
+#define CPUPROF_STACKTAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* One distinct stack.  pcs[0] is the interrupted PC (leaf); pcs[1..n-1] are
+ * return addresses, innermost first, exactly as the unwinder found them. */
+struct cp_stack {
+	uint64_t count; /* samples */
+	uint64_t ns;    /* CPU nanoseconds those samples stand for */
+	uint32_t n;     /* number of pcs (0 is allowed: a sample with no PC) */
+	uint32_t flags; /* CP_STACK_* */
+	uintptr_t pcs[];
+};
+
+/* The stack was cut at the depth limit; more frames existed. */
+#define CP_STACK_TRUNCATED 1u
+
+struct cp_stacktab {
+	struct cp_stack **items; /* distinct stacks, in insertion order */
+	size_t len, cap;
+	uint32_t *index; /* open-addressing hash: 1 + position in items, 0 = empty */
+	size_t nindex;   /* power of two */
+	uint64_t total_count, total_ns;
+};
+
+void stacktab_init(struct cp_stacktab *t);
+void stacktab_free(struct cp_stacktab *t);
+/* Drops every stack but keeps the memory for reuse. */
+void stacktab_clear(struct cp_stacktab *t);
+/* Adds count/ns to the entry for (pcs, n, flags), creating it if needed.
+ * Returns 0 or -ENOMEM (the table is then unchanged). */
+int stacktab_add(struct cp_stacktab *t, const uintptr_t *pcs, uint32_t n,
+		 uint32_t flags, uint64_t count, uint64_t ns);
+
+#endif

@@ -1,0 +1,99 @@
+/*
+ * symbols.h -- in-process symbolization: a snapshot of the objects loaded
+ * in this process (main executable, shared libraries, the vDSO) with their
+ * executable segments, GNU build IDs and function symbols read from the
+ * ELF files (.symtab, else .dynsym).  Built and queried outside signal
+ * context (it opens files and allocates); a snapshot is immutable, so
+ * lookups need no lock.
+ */
+#ifndef CPUPROF_SYMBOLS_H
+#define CPUPROF_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest build ID kept, in bytes (SHA-1 IDs are 20); longer ones are
+ * ignored. */
+#define SYMBOLS_BUILD_ID_MAX 64
+
+/* One function symbol; start is the link-time address (st_value).  A
+ * symbol the table gives no size (an assembler label) is taken to extend
+ * to the next symbol or the end of its section, whichever comes first. */
+struct cp_sym {
+	uintptr_t start;
+	uintptr_t size;
+	const char *name;
+};
+
+/* The function symbols of one ELF file, sorted by start, one per address
+ * (of several aliases the best-named is kept). */
+struct cp_symtab {
+	struct cp_sym *syms;
+	size_t n;
+	char *names; /* storage the names point into */
+};
+
+struct cp_object {
+	char *path;      /* file path, "[vdso]" for the vDSO */
+	char build_id[2 * SYMBOLS_BUILD_ID_MAX + 1]; /* lowercase hex, "" if none */
+	uintptr_t bias;  /* load bias: run-time address - link-time address */
+	struct cp_symtab symtab;
+};
+
+/* One executable PT_LOAD segment of an object, page-aligned as in
+ * /proc/self/maps: [start, limit) in memory maps to file_offset onwards. */
+struct cp_segment {
+	uintptr_t start, limit;
+	uint64_t file_offset;
+	const struct cp_object *obj;
+};
+
+struct cp_symbols {
+	struct cp_object *objs;
+	size_t nobjs;
+	struct cp_segment *segs; /* sorted by start */
+	size_t nsegs;
+	char *(*demangle)(const char *, char *, size_t *, int *);
+};
+
+/* Takes a snapshot of the loaded objects and reads their symbols.  Objects
+ * whose file cannot be read (or is malformed, or whose build ID differs
+ * from the loaded one) are kept without symbols.  Returns NULL only when
+ * out of memory.  Free with symbols_free(). */
+struct cp_symbols *symbols_load(void);
+void symbols_free(struct cp_symbols *s);
+
+/* The executable segment containing pc, or NULL. */
+const struct cp_segment *symbols_segment_for(const struct cp_symbols *s,
+					     uintptr_t pc);
+
+/* The name of the function containing pc (as in the symbol table, maybe
+ * mangled), or NULL: the symbol with pc in [start, start + size), the
+ * innermost if symbols nest.  If sym_start is not NULL it receives the
+ * symbol's run-time address.  The name lives as long as s. */
+const char *symbols_name_for(const struct cp_symbols *s, uintptr_t pc,
+			     uintptr_t *sym_start);
+
+/* The demangled form of a C++ symbol name, as a malloc'd string the caller
+ * frees, or NULL if the name is not mangled or no demangler (libstdc++'s
+ * __cxa_demangle, looked up at run time) is loaded. */
+char *symbols_demangle(const struct cp_symbols *s, const char *name);
+
+/* Internal, exposed for tests: reads the function symbols of the ELF file
+ * at `path` (or of the ELF image in memory at image[0..size)) into *out,
+ * and its GNU build ID as hex into build_id if that is not NULL ("" if
+ * none).  Every offset is checked against the file size: a truncated or
+ * malformed file gives -ENOEXEC (or an open/read error), never a crash.
+ * On success *out may hold zero symbols.  Free with symbols_symtab_free. */
+int symbols_read_file(const char *path, struct cp_symtab *out,
+		      char *build_id);
+int symbols_read_image(const void *image, size_t size, struct cp_symtab *out,
+		       char *build_id);
+void symbols_symtab_free(struct cp_symtab *t);
+
+/* Internal, exposed for tests: the symbol of t containing the link-time
+ * address addr by the rule of symbols_name_for, or NULL. */
+const struct cp_sym *symbols_symtab_lookup(const struct cp_symtab *t,
+					   uintptr_t addr);
+
+#endif

@@ -1,0 +1,321 @@
+/*
+ * threads.c -- the registry of sampled threads.  Each sampled thread owns
+ * a slot in a table that is mapped once and never unmapped (the handler may
+ * hold a stale slot pointer; `gen` tells it so).  Threads made with
+ * pthread_create() arm themselves in a trampoline and disarm in a
+ * thread-specific-data destructor when they exit; threads found in
+ * /proc/self/task at start, which we cannot hook, are released by
+ * threads_sweep() once they are gone.
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "threads.h"
+
+#define MAX_THREADS 32768
+
+static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
+static const struct cp_engine *reg_engine; /* non-NULL while arming; under reg_lock */
+static int reg_signo;
+static uint64_t reg_period;
+static struct cp_thread_stats reg_stats;
+static size_t reg_live, reg_fd_budget;
+/* Read without the lock by pthread_create() as a hint. */
+static _Atomic int arming;
+
+static pthread_key_t exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+static void on_thread_exit(void *unused);
+static void make_exit_key(void)
+{
+	if (pthread_key_create(&exit_key, on_thread_exit) != 0)
+		exit_key = (pthread_key_t)-1;
+}
+
+int threads_init(void)
+{
+	pthread_once(&exit_key_once, make_exit_key);
+	if (cp_sig.threads)
+		return 0;
+	void *p = mmap(NULL, MAX_THREADS * sizeof(struct cp_thread), PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return -ENOMEM;
+	cp_sig.threads = p;
+	cp_sig.nthreads = MAX_THREADS;
+	return 0;
+}
+
+/* A free slot, made visible to the handler's scan; NULL if the table is
+ * full.  Under reg_lock. */
+static struct cp_thread *slot_alloc(void)
+{
+	size_t hwm = atomic_load(&cp_sig.hwm);
+	for (size_t i = 0; i < hwm; i++)
+		if (atomic_load(&cp_sig.threads[i].state) == CP_T_FREE)
+			return &cp_sig.threads[i];
+	if (hwm == cp_sig.nthreads)
+		return NULL;
+	struct cp_thread *t = &cp_sig.threads[hwm];
+	atomic_store(&cp_sig.hwm, hwm + 1);
+	return t;
+}
+
+static struct cp_thread *slot_by_tid(pid_t tid)
+{
+	size_t hwm = atomic_load(&cp_sig.hwm);
+	for (size_t i = 0; i < hwm; i++) {
+		struct cp_thread *t = &cp_sig.threads[i];
+		if (atomic_load(&t->state) == CP_T_LIVE && t->tid == tid)
+			return t;
+	}
+	return NULL;
+}
+
+/* Arms thread tid with the current engine; `self` says it is the calling
+ * thread, whose stack bounds can be read directly.  Under reg_lock. */
+static struct cp_thread *arm_locked(pid_t tid, int self)
+{
+	struct cp_thread *t = slot_by_tid(tid);
+	if (t)
+		return t;
+	int err = -ENOSPC;
+	if (reg_engine->kind == CP_ENGINE_PERF && reg_live >= reg_fd_budget)
+		err = -EMFILE;
+	else if ((t = slot_alloc()) != NULL) {
+		t->tid = tid;
+		t->perf_fd = -1;
+		t->has_timer = 0;
+		t->own = self;
+		t->stack_lo = t->stack_hi = 0;
+		t->last_ns = 0;
+		pthread_attr_t a;
+		if (self && pthread_getattr_np(pthread_self(), &a) == 0) {
+			void *addr;
+			size_t size;
+			if (pthread_attr_getstack(&a, &addr, &size) == 0) {
+				t->stack_lo = (uintptr_t)addr;
+				t->stack_hi = (uintptr_t)addr + size;
+			}
+			pthread_attr_destroy(&a);
+		}
+		err = reg_engine->arm(t, reg_signo, reg_period);
+		if (err == 0) {
+			atomic_store_explicit(&t->state, CP_T_LIVE, memory_order_release);
+			reg_live++;
+			reg_stats.armed++;
+			return t;
+		}
+	}
+	reg_stats.unarmed++;
+	if (!reg_stats.first_error)
+		reg_stats.first_error = err;
+	return NULL;
+}
+
+/* Under reg_lock; the handler cannot be sampling into t (it is the
+ * calling thread with the signal blocked, a dead thread, or the profile is
+ * inactive). */
+static void release_locked(struct cp_thread *t)
+{
+	reg_engine->disarm(t);
+	atomic_fetch_add(&t->gen, 1);
+	atomic_store_explicit(&t->state, CP_T_FREE, memory_order_release);
+	reg_live--;
+}
+
+static void arm_self_locked(void)
+{
+	struct cp_thread *t = arm_locked((pid_t)syscall(SYS_gettid), 1);
+	if (t) {
+		cp_tls_gen = atomic_load(&t->gen);
+		cp_tls_slot = t;
+		if (exit_key != (pthread_key_t)-1)
+			pthread_setspecific(exit_key, t);
+	}
+}
+
+void threads_begin(const struct cp_engine *e, int signo, uint64_t period_ns)
+{
+	pthread_mutex_lock(&reg_lock);
+	reg_engine = e;
+	reg_signo = signo;
+	reg_period = period_ns;
+	memset(&reg_stats, 0, sizeof reg_stats);
+	reg_live = 0;
+	struct rlimit rl;
+	reg_fd_budget = 256;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 2 > 256)
+		reg_fd_budget = rl.rlim_cur / 2;
+	atomic_store(&arming, 1);
+
+	arm_self_locked();
+	DIR *d = opendir("/proc/self/task");
+	if (d) {
+		struct dirent *de;
+		while ((de = readdir(d)) != NULL) {
+			char *end;
+			long tid = strtol(de->d_name, &end, 10);
+			if (*end == '\0' && tid > 0)
+				arm_locked((pid_t)tid, 0);
+		}
+		closedir(d);
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+void threads_end(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	atomic_store(&arming, 0);
+	size_t hwm = atomic_load(&cp_sig.hwm);
+	for (size_t i = 0; i < hwm; i++)
+		if (atomic_load(&cp_sig.threads[i].state) == CP_T_LIVE)
+			release_locked(&cp_sig.threads[i]);
+	reg_engine = NULL;
+	pthread_mutex_unlock(&reg_lock);
+}
+
+int threads_register_self(void)
+{
+	int rc = 0;
+	pthread_mutex_lock(&reg_lock);
+	if (reg_engine) {
+		uint64_t before = reg_stats.unarmed;
+		arm_self_locked();
+		if (reg_stats.unarmed != before)
+			rc = reg_stats.first_error ? reg_stats.first_error : -EAGAIN;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	return rc;
+}
+
+void threads_sweep(void)
+{
+	pid_t pid = getpid();
+	pthread_mutex_lock(&reg_lock);
+	size_t hwm = atomic_load(&cp_sig.hwm);
+	for (size_t i = 0; reg_engine && i < hwm; i++) {
+		struct cp_thread *t = &cp_sig.threads[i];
+		if (atomic_load(&t->state) == CP_T_LIVE && syscall(SYS_tgkill, pid, t->tid, 0) < 0 &&
+		    errno == ESRCH)
+			release_locked(t);
+	}
+	pthread_mutex_unlock(&reg_lock);
+}
+
+struct cp_thread_stats threads_stats(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	struct cp_thread_stats s = reg_stats;
+	pthread_mutex_unlock(&reg_lock);
+	return s;
+}
+
+void threads_forget_after_fork(void)
+{
+	pthread_mutex_init(&reg_lock, NULL);
+	atomic_store(&arming, 0);
+	reg_engine = NULL;
+	reg_live = 0;
+	size_t hwm = atomic_load(&cp_sig.hwm);
+	for (size_t i = 0; i < hwm; i++) {
+		struct cp_thread *t = &cp_sig.threads[i];
+		if (atomic_load(&t->state) == CP_T_LIVE && t->perf_fd >= 0)
+			close(t->perf_fd); /* our copy; the parent's event lives on */
+		atomic_fetch_add(&t->gen, 1);
+		atomic_store(&t->state, CP_T_FREE);
+	}
+	cp_tls_slot = NULL;
+}
+
+/* Thread-specific-data destructor of threads that armed themselves: runs
+ * in the exiting thread.  The sampling signal is blocked meanwhile so that
+ * the handler never sees a half-released slot. */
+static void on_thread_exit(void *unused)
+{
+	sigset_t block, old;
+	sigemptyset(&block);
+	pthread_mutex_lock(&reg_lock);
+	if (reg_engine)
+		sigaddset(&block, reg_signo);
+	pthread_sigmask(SIG_BLOCK, &block, &old);
+	struct cp_thread *t = cp_tls_slot;
+	if (reg_engine && t && atomic_load(&t->state) == CP_T_LIVE && atomic_load(&t->gen) == cp_tls_gen &&
+	    t->tid == (pid_t)syscall(SYS_gettid))
+		release_locked(t);
+	cp_tls_slot = NULL;
+	pthread_mutex_unlock(&reg_lock);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* ---- pthread_create interposition ---- */
+
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+static _Atomic(create_fn) real_create;
+
+static create_fn resolve_create(void)
+{
+	create_fn f = atomic_load_explicit(&real_create, memory_order_acquire);
+	if (!f) {
+		f = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
+		atomic_store_explicit(&real_create, f, memory_order_release);
+	}
+	return f;
+}
+
+struct start {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void *trampoline(void *p)
+{
+	struct start s = *(struct start *)p;
+	free(p);
+	if (atomic_load_explicit(&arming, memory_order_relaxed))
+		threads_register_self();
+	return s.fn(s.arg);
+}
+
+__attribute__((visibility("default"))) int pthread_create(pthread_t *th, const pthread_attr_t *attr,
+							   void *(*fn)(void *), void *arg)
+{
+	create_fn real = resolve_create();
+	if (!real)
+		return EAGAIN;
+	if (!atomic_load_explicit(&arming, memory_order_relaxed))
+		return real(th, attr, fn, arg);
+	struct start *s = malloc(sizeof *s);
+	if (!s)
+		return real(th, attr, fn, arg);
+	s->fn = fn;
+	s->arg = arg;
+	int rc = real(th, attr, trampoline, s);
+	if (rc != 0)
+		free(s);
+	return rc;
+}
+
+int threads_spawn_internal(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	create_fn real = resolve_create();
+	if (!real)
+		return -EAGAIN;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = real(th, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -rc;
+}

@@ -1,0 +1,76 @@
+/*
+ * test_churn.c -- 100,000 short-lived threads during a profile leave no
+ * timer or file descriptor behind, with the perf and the timer engine;
+ * and after the profile every fd and timer is gone.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "cpuprof.h"
+
+#define THREADS 100000
+#define BATCH 16
+
+static void *tiny(void *arg)
+{
+	static volatile int sink;
+	for (int i = 0; i < 1000; i++)
+		sink += i;
+	return NULL;
+}
+
+static void *exits_early(void *arg)
+{
+	pthread_exit(NULL);
+}
+
+static void churn(const char *engine, const char *dir)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/churn-%s.pb.gz", dir, engine);
+	int fds0 = count_fds(), timers0 = count_timers();
+	struct cpuprof_options o = { .engine = engine };
+	int rc = cpuprof_start(path, &o);
+	if (rc == -ENODEV) {
+		fprintf(stderr, "engine %s does not work here; not tested\n", engine);
+		return;
+	}
+	CHECK(rc == 0, "start: %s", cpuprof_strerror(rc));
+	int fds_run = count_fds(), timers_run = count_timers();
+
+	pthread_t th[BATCH];
+	for (int done = 0; done < THREADS; done += BATCH) {
+		for (int i = 0; i < BATCH; i++)
+			CHECK_EQ(pthread_create(&th[i], NULL, i % 4 ? tiny : exits_early, NULL), 0);
+		for (int i = 0; i < BATCH; i++)
+			pthread_join(th[i], NULL);
+		if (done % 20000 == 0) {
+			/* Live threads: only main (and our own drain thread). */
+			CHECK(count_fds() <= fds_run, "%s: %d fds after %d threads, %d at start", engine,
+			      count_fds(), done, fds_run);
+			CHECK(count_timers() <= timers_run, "%s: %d timers after %d threads, %d at start", engine,
+			      count_timers(), done, timers_run);
+		}
+	}
+	CHECK(count_fds() <= fds_run, "%s: %d fds at the end, %d at start", engine, count_fds(), fds_run);
+	CHECK(count_timers() <= timers_run, "%s: %d timers at the end", engine, count_timers());
+	CHECK_EQ(cpuprof_stop(), 0);
+	CHECK(count_fds() == fds0, "%s: %d fds after stop, %d before start", engine, count_fds(), fds0);
+	CHECK(count_timers() == timers0, "%s: %d timers after stop, %d before", engine, count_timers(), timers0);
+	fprintf(stderr, "%s: %d threads; fds %d -> %d -> %d, timers %d -> %d -> %d\n", engine, THREADS, fds0,
+		fds_run, count_fds(), timers0, timers_run, count_timers());
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/cpuprof-test-XXXXXX";
+	CHECK(mkdtemp(dir), "mkdtemp");
+	churn("perf", dir);
+	churn("timer", dir);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd) != 0;
+}

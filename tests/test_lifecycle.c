@@ -1,0 +1,135 @@
+/*
+ * test_lifecycle.c -- the API's contract: bad options are refused, a
+ * second start is EBUSY, stop without a profile is ESRCH, flush writes a
+ * readable profile while sampling goes on, a thread made by other means
+ * than pthread_create is sampled once it registers, and start/stop
+ * repeated many times leaks no descriptor or timer.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "cpuprof.h"
+
+DEFINE_BURNER(hot_loop)
+DEFINE_BURNER(registered_thread_work)
+DEFINE_BURNER(unregistered_thread_work)
+
+static char dir[] = "/tmp/cpuprof-test-XXXXXX";
+
+static void bad_options(void)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/bad.pb.gz", dir);
+	struct cpuprof_options bad[] = {
+		{ .hz = -1 }, { .hz = 100001 }, { .engine = "bogus" }, { .max_depth = -3 },
+		{ .max_depth = 5000 }, { .signal = SIGKILL }, { .signal = SIGSEGV }, { .signal = 99 },
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		CHECK(cpuprof_start(path, &bad[i]) == -EINVAL, "bad option set %zu accepted", i);
+	CHECK_EQ(cpuprof_start(NULL, NULL), -EINVAL);
+	CHECK_EQ(cpuprof_start("", NULL), -EINVAL);
+	CHECK(access(path, F_OK) != 0, "a refused start wrote a file");
+	CHECK_EQ(cpuprof_stop(), -ESRCH);
+	CHECK_EQ(cpuprof_flush(), -ESRCH);
+	CHECK(strlen(cpuprof_strerror(-EBUSY)) > 0, "no error text");
+}
+
+static void busy_and_flush(void)
+{
+	char path[600], name[256];
+	snprintf(path, sizeof path, "%s/flush.pb.gz", dir);
+	CHECK_EQ(cpuprof_start(path, NULL), 0);
+	CHECK_EQ(cpuprof_start(path, NULL), -EBUSY);
+	hot_loop(200);
+	CHECK_EQ(cpuprof_flush(), 0);
+	CHECK(pprof_top_row(path, 0, name, sizeof name) == 0 && !strcmp(name, "hot_loop"),
+	      "flushed profile leads with %s", name);
+	hot_loop(50);
+	CHECK_EQ(cpuprof_stop(), 0);
+	CHECK_EQ(cpuprof_stop(), -ESRCH);
+}
+
+/* pthread_create as libc has it, bypassing cpuprof's interposition: a
+ * stand-in for threads made by other means. */
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+static void *foreign_registered(void *arg)
+{
+	CHECK_EQ(cpuprof_register_thread(), 0);
+	CHECK_EQ(cpuprof_register_thread(), 0); /* twice is harmless */
+	registered_thread_work(300);
+	return NULL;
+}
+
+static void *foreign_unregistered(void *arg)
+{
+	unregistered_thread_work(300);
+	return NULL;
+}
+
+static void registration(void)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/register.pb.gz", dir);
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	CHECK(libc, "libc handle");
+	create_fn real = (create_fn)dlsym(libc, "pthread_create");
+	CHECK(real, "libc's pthread_create");
+	struct cpuprof_options o = { .engine = "perf" };
+	int rc = cpuprof_start(path, &o);
+	if (rc == -ENODEV) {
+		o.engine = "timer";
+		rc = cpuprof_start(path, &o);
+	}
+	CHECK_EQ(rc, 0);
+	pthread_t a, b;
+	CHECK_EQ(real(&a, NULL, foreign_registered, NULL), 0);
+	CHECK_EQ(real(&b, NULL, foreign_unregistered, NULL), 0);
+	pthread_join(a, NULL);
+	pthread_join(b, NULL);
+	CHECK_EQ(cpuprof_stop(), 0);
+	char *top = pprof_run("-top", path);
+	CHECK(top && strstr(top, "registered_thread_work"), "registered thread not sampled");
+	/* Per-thread engines cannot see a thread nobody told them about. */
+	CHECK(!strstr(top, "unregistered_thread_work"), "unregistered thread sampled?");
+	free(top);
+	dlclose(libc);
+}
+
+static void cycles(void)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/cycle.pb.gz", dir);
+	int fds0 = count_fds(), timers0 = count_timers();
+	static const char *engines[] = { "perf", "timer", "itimer", "auto" };
+	for (int i = 0; i < 400; i++) {
+		struct cpuprof_options o = { .engine = engines[i % 4], .hz = 5000 };
+		int rc = cpuprof_start(path, &o);
+		if (rc == -ENODEV)
+			continue;
+		CHECK(rc == 0, "cycle %d: %s", i, cpuprof_strerror(rc));
+		hot_loop(1);
+		CHECK(cpuprof_stop() == 0, "cycle %d", i);
+	}
+	CHECK(count_fds() == fds0, "%d fds after 400 cycles, %d before", count_fds(), fds0);
+	CHECK(count_timers() == timers0, "%d timers after 400 cycles, %d before", count_timers(), timers0);
+}
+
+int main(void)
+{
+	require_pprof();
+	CHECK(mkdtemp(dir), "mkdtemp");
+	bad_options();
+	busy_and_flush();
+	registration();
+	cycles();
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd) != 0;
+}

@@ -1,0 +1,110 @@
+/*
+ * work_hot.c -- a workload with known hot spots, run under `cpuprof record`
+ * by the end-to-end tests.  Each of THREADS threads (the main thread
+ * included when THREADS is 1) spends MS milliseconds of its own CPU time,
+ * three quarters in hot_leaf() and one quarter in warm_leaf(), each called
+ * through a chain of three functions (main or worker -> *_top -> *_mid ->
+ * *_leaf).
+ *
+ * Usage: work_hot [THREADS [MS [EXIT_STATUS [how]]]]
+ *   how: "return" (default), "exit-thread" (exit() from a worker thread),
+ *        "scribble" (clobber the frame-pointer register while working)
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int ms = 500, status, exit_from_thread, scribble;
+
+static double thread_cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static volatile uint64_t sink;
+
+__attribute__((always_inline)) static inline uint64_t spin(uint64_t n)
+{
+	uint64_t x = n;
+	for (uint64_t i = 0; i < n; i++)
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+	return x;
+}
+
+__attribute__((noinline)) uint64_t hot_leaf(void) { return spin(300000); }
+__attribute__((noinline)) uint64_t warm_leaf(void) { return spin(100000); }
+__attribute__((noinline)) uint64_t hot_mid(void) { return hot_leaf() + 1; }
+__attribute__((noinline)) uint64_t warm_mid(void) { return warm_leaf() + 1; }
+__attribute__((noinline)) uint64_t hot_top(void) { return hot_mid() + 1; }
+__attribute__((noinline)) uint64_t warm_top(void) { return warm_mid() + 1; }
+
+/* Runs the hot and warm chains with rbp holding garbage: a profiler that
+ * trusts frame pointers must not crash here. */
+__attribute__((noinline)) static void scribbled_round(void)
+{
+#if defined(__x86_64__)
+	/* Keep rbp/rbx, skip the red zone, align the stack for the calls. */
+	__asm__ volatile("push %%rbp\n\t"
+			 "push %%rbx\n\t"
+			 "mov %%rsp, %%rbx\n\t"
+			 "sub $128, %%rsp\n\t"
+			 "and $-16, %%rsp\n\t"
+			 "mov $0x10, %%rbp\n\t"
+			 "call hot_top\n\t"
+			 "mov $0xdeadbeef0, %%rbp\n\t"
+			 "call warm_top\n\t"
+			 "mov %%rbx, %%rsp\n\t"
+			 "pop %%rbx\n\t"
+			 "pop %%rbp\n\t"
+			 :
+			 :
+			 : "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "memory", "cc");
+#else
+	sink += hot_top() + warm_top();
+#endif
+}
+
+static void *worker(void *arg)
+{
+	double end = thread_cpu_ms() + ms;
+	while (thread_cpu_ms() < end) {
+		if (scribble)
+			scribbled_round();
+		else
+			sink += hot_top() + warm_top();
+	}
+	if (exit_from_thread && arg == (void *)1)
+		exit(status);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	int threads = argc > 1 ? atoi(argv[1]) : 1;
+	if (argc > 2)
+		ms = atoi(argv[2]);
+	if (argc > 3)
+		status = atoi(argv[3]);
+	if (argc > 4) {
+		exit_from_thread = !strcmp(argv[4], "exit-thread");
+		scribble = !strcmp(argv[4], "scribble");
+	}
+	if (threads <= 1 && !exit_from_thread) {
+		worker(NULL);
+	} else {
+		pthread_t th[256];
+		if (threads > 256)
+			threads = 256;
+		for (int i = 0; i < threads; i++)
+			pthread_create(&th[i], NULL, worker, (void *)(intptr_t)(i + 1));
+		for (int i = 0; i < threads; i++)
+			pthread_join(th[i], NULL);
+	}
+	printf("work_hot done\n");
+	return status;
+}
