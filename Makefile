@@ -1,11 +1,50 @@
 # cpuprof -- GNU Makefile.  `make` builds the library and the CLI into build/,
 # `make check` runs the test suite, `make install PREFIX=DIR` installs.
+#
+# Cross-building: `make ARCH=aarch64` (Debian's aarch64-linux-gnu-gcc) or
+# `make CC=aarch64-linux-gnu-gcc` builds into build-aarch64/, and
+# `make check ARCH=aarch64` runs that build's tests under qemu-user.
 
-ARCH    ?= $(shell uname -m)
-CC      ?= cc
-AR      ?= ar
+HOST_ARCH := $(shell uname -m)
+# Debian and kernel names for the same CPUs.
+arch_name = $(patsubst arm64,aarch64,$(patsubst amd64,x86_64,$(1)))
+ifneq ($(ARCH),)
+override ARCH := $(call arch_name,$(ARCH))
+# A foreign ARCH with make's default CC: Debian's cross compiler for it.
+ifeq ($(origin CC),default)
+ifneq ($(ARCH),$(HOST_ARCH))
+CC := $(ARCH)-linux-gnu-gcc
+endif
+endif
+else
+# No ARCH: the one the compiler builds for.
+ARCH := $(firstword $(subst -, ,$(shell $(CC) -dumpmachine 2>/dev/null)) $(HOST_ARCH))
+endif
+ifeq ($(wildcard src/arch/$(ARCH)/arch.h),)
+$(error cpuprof does not support ARCH=$(ARCH) (supported: $(notdir $(wildcard src/arch/*))))
+endif
+# Binutils of a cross compiler named PREFIX-gcc are PREFIX-ar, PREFIX-nm.
+CROSS   := $(patsubst %gcc,%,$(filter %-gcc,$(notdir $(CC))))
+ifeq ($(origin AR),default)
+AR      := $(CROSS)ar
+endif
+NM      ?= $(CROSS)nm
 PREFIX  ?= /usr/local
+ifeq ($(ARCH),$(HOST_ARCH))
 B       := build
+else
+B       := build-$(ARCH)
+# Foreign binaries run under qemu-user.  The statically linked qemu, so
+# that the LD_PRELOAD of a foreign library, which `cpuprof record` puts
+# into the environment of the command it runs (a qemu process), means
+# nothing to the host's dynamic loader and reaches the emulated program
+# unchanged.  No -L: the programs run on Debian's multiarch runtime
+# (libc6:$(ARCH) in /lib/$(ARCH)-linux-gnu, which zlib1g:$(ARCH) needs
+# anyway).  With -L /usr/$(ARCH)-linux-gnu the loader would come from the
+# cross toolchain's libc, another build of glibc than the multiarch
+# libc.so.6 it then finds first, and that mix hangs in pthread_create.
+EMU     ?= qemu-$(ARCH)-static
+endif
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
@@ -65,10 +104,10 @@ tests: all $(TEST_BINS) $(B)/demo
 
 # Signal-context objects may call nothing that can allocate, lock or use stdio.
 check-sigsafe: $(SIG_SRCS:%.c=$(B)/%.o)
-	@sh tests/sigsafe.sh $^
+	@NM='$(NM)' sh tests/sigsafe.sh $^
 
 check: tests check-sigsafe
-	@sh tests/run.sh
+	@B='$(B)' ARCH='$(ARCH)' EMU='$(EMU)' sh tests/run.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include

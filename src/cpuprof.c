@@ -71,6 +71,10 @@ API const char *cpuprof_strerror(int code)
 	return code < 0 ? strerror(-code) : "unknown code";
 }
 
+/* The stack table keeps the samples' flags as they are. */
+_Static_assert(CP_SAMPLE_TRUNCATED == CP_STACK_TRUNCATED && CP_SAMPLE_LINK_REG == CP_STACK_LINK_REG,
+	       "sample and stack flags differ");
+
 /* Moves every committed sample from the ring into the table.  Under
  * tab_lock. */
 static void drain_locked(void)

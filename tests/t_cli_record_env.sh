@@ -30,7 +30,7 @@ unset LD_PRELOAD CPUPROF CPUPROF_HZ CPUPROF_ENGINE CPUPROF_DEPTH CPUPROF_SIGNAL
 record() {
 	want=$1
 	shift
-	"$CP" record "$@" 2>err
+	$EMU "$CP" record "$@" 2>err
 	rc=$?
 	[ "$rc" -eq "$want" ] ||
 		{ cat err >&2; fail "record $*: exit $rc, expected $want"; }
@@ -68,7 +68,7 @@ record 0 -o p.pb.gz -- sh -c 'test ! -e p.pb.gz || echo still there >seen'
 
 # --- summaries: a good profile (a string table and three comments) ---
 printf '\062\000\062\011samples=5\062\013engine=perf\062\016coverage=0.990\150\001\150\002\150\003' >mini.pb
-"$CP" report mini.pb >/dev/null || fail "report rejects the hand-made profile"
+$EMU "$CP" report mini.pb >/dev/null || fail "report rejects the hand-made profile"
 record 0 -o p.pb.gz -- sh -c 'cp mini.pb "$CPUPROF"'
 has err "cpuprof: wrote p.pb.gz: 5 samples, engine=perf, coverage=0.990"
 [ "$(grep -c '^cpuprof: wrote' err)" -eq 1 ] || fail "not one summary line"
@@ -88,8 +88,14 @@ lacks err '\.12x'
 # --- SIGINT and SIGQUIT: ignored by record, default again in the command ---
 record 4 -o p.pb.gz -- sh -c 'kill -INT $PPID; kill -QUIT $PPID; sleep 1; exit 4'
 sh -c 'grep ^SigIgn: /proc/$$/status' >ign.direct
-"$CP" record -o p.pb.gz -- sh -c 'grep ^SigIgn: /proc/$$/status' >ign.record 2>/dev/null ||
+$EMU "$CP" record -o p.pb.gz -- sh -c 'grep ^SigIgn: /proc/$$/status' >ign.record 2>/dev/null ||
 	fail "record of grep failed"
+if [ -n "$EMU" ]; then
+	# qemu-user ignores some host real-time signals for its own use, and
+	# every program an emulated one starts inherits that; record changes
+	# only standard signals, so compare signals 1 to 32 (the last 8 digits).
+	sed -i 's/\(SigIgn:[[:space:]]*\).*\(........\)$/\1\2/' ign.direct ign.record
+fi
 cmp -s ign.direct ign.record ||
 	fail "the command's ignored signals differ: $(cat ign.direct) vs $(cat ign.record)"
 echo "ok"

@@ -22,7 +22,7 @@ export CPUPROF_LIB
 run() {
 	want=$1
 	shift
-	"$CP" "$@" >out 2>err
+	$EMU "$CP" "$@" >out 2>err
 	rc=$?
 	[ "$rc" -eq "$want" ] ||
 		{ cat out err >&2; fail "cpuprof $*: exit $rc, expected $want"; }

@@ -8,7 +8,9 @@
  *
  * Usage: work_hot [THREADS [MS [EXIT_STATUS [how]]]]
  *   how: "return" (default), "exit-thread" (exit() from a worker thread),
- *        "scribble" (clobber the frame-pointer register while working)
+ *        "scribble" (clobber the frame-pointer register while working),
+ *        "main-too" (main works as well, beside THREADS threads, so that
+ *        main -> worker -> hot_top -> ... is one of the stacks)
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -17,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-static int ms = 500, status, exit_from_thread, scribble;
+static int ms = 500, status, exit_from_thread, scribble, main_too;
 
 static double thread_cpu_ms(void)
 {
@@ -69,7 +71,7 @@ __attribute__((noinline)) static void scribbled_round(void)
 #endif
 }
 
-static void *worker(void *arg)
+__attribute__((noinline)) static void *worker(void *arg)
 {
 	double end = thread_cpu_ms() + ms;
 	while (thread_cpu_ms() < end) {
@@ -93,6 +95,7 @@ int main(int argc, char **argv)
 	if (argc > 4) {
 		exit_from_thread = !strcmp(argv[4], "exit-thread");
 		scribble = !strcmp(argv[4], "scribble");
+		main_too = !strcmp(argv[4], "main-too");
 	}
 	if (threads <= 1 && !exit_from_thread) {
 		worker(NULL);
@@ -102,6 +105,8 @@ int main(int argc, char **argv)
 			threads = 256;
 		for (int i = 0; i < threads; i++)
 			pthread_create(&th[i], NULL, worker, (void *)(intptr_t)(i + 1));
+		if (main_too)
+			worker(NULL);
 		for (int i = 0; i < threads; i++)
 			pthread_join(th[i], NULL);
 	}

@@ -135,9 +135,9 @@ static void sample(const ucontext_t *uc, struct cp_thread *t, uint64_t weight)
 		}
 		lo = sp;
 	}
-	int truncated;
-	s->n = cp_unwind_fp(pc, cp_uc_fp(uc), lo, hi, s->pcs, cp_sig.max_depth, &truncated);
-	s->flags = truncated ? 1u : 0u;
+	uint32_t flags;
+	s->n = cp_unwind_fp(pc, cp_uc_fp(uc), cp_uc_lr(uc), lo, hi, s->pcs, cp_sig.max_depth, &flags);
+	s->flags = flags;
 	s->weight_ns = weight;
 	cp_ring_commit(r, s);
 

@@ -87,10 +87,17 @@ extern __thread uint32_t cp_tls_gen __attribute__((tls_model("initial-exec")));
 /* The sampling signal handler (SA_SIGINFO). */
 void cp_sig_handler(int sig, siginfo_t *info, void *ucontext);
 
+/* Sample flags (struct cp_sample.flags); the stack table keeps them. */
+#define CP_SAMPLE_TRUNCATED 1u /* cut at the depth limit: more frames existed */
+#define CP_SAMPLE_LINK_REG 2u  /* pcs[1] is the link register, unconfirmed */
+
 /* Walks frame pointers from (pc, fp) reading only words inside [lo, hi).
- * Writes at most max pcs, pcs[0] = pc; sets *truncated when more frames
- * existed.  Returns the number of pcs written. */
-unsigned cp_unwind_fp(uintptr_t pc, uintptr_t fp, uintptr_t lo, uintptr_t hi,
-		      uintptr_t *pcs, unsigned max, int *truncated);
+ * lr is the link register at the interrupt (0 if the architecture has
+ * none); unless the record at fp already holds it, it becomes pcs[1] and
+ * CP_SAMPLE_LINK_REG is set.  Writes at most max pcs, pcs[0] = pc, and
+ * sets CP_SAMPLE_TRUNCATED when more frames existed.  Returns the number
+ * of pcs written. */
+unsigned cp_unwind_fp(uintptr_t pc, uintptr_t fp, uintptr_t lr, uintptr_t lo, uintptr_t hi,
+		      uintptr_t *pcs, unsigned max, uint32_t *flags);
 
 #endif

@@ -14,6 +14,9 @@ static inline uintptr_t cp_uc_pc(const ucontext_t *uc) { return (uintptr_t)uc->u
 static inline uintptr_t cp_uc_sp(const ucontext_t *uc) { return (uintptr_t)uc->uc_mcontext.gregs[REG_RSP]; }
 static inline uintptr_t cp_uc_fp(const ucontext_t *uc) { return (uintptr_t)uc->uc_mcontext.gregs[REG_RBP]; }
 
+/* x86_64 has no link register: call pushes the return address. */
+static inline uintptr_t cp_uc_lr(const ucontext_t *uc) { return 0; }
+
 /* With frame pointers, a frame record is {saved caller fp, return address}
  * at the address held in rbp. */
 #define CP_FRAME_FP_SLOT 0
