@@ -23,6 +23,11 @@ endif
 ifeq ($(wildcard src/arch/$(ARCH)/arch.h),)
 $(error cpuprof does not support ARCH=$(ARCH) (supported: $(notdir $(wildcard src/arch/*))))
 endif
+ifeq ($(shell command -v $(CC) 2>/dev/null),)
+ifneq ($(MAKECMDGOALS),clean)
+$(error $(CC) is not installed; `sh scripts/test.sh $(ARCH)` (as root) installs the cross toolchain and runs the suite)
+endif
+endif
 # Binutils of a cross compiler named PREFIX-gcc are PREFIX-ar, PREFIX-nm.
 CROSS   := $(patsubst %gcc,%,$(filter %-gcc,$(notdir $(CC))))
 ifeq ($(origin AR),default)
