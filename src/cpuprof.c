@@ -437,6 +437,8 @@ int session_write_locked(void)
 		char why[256];
 		if (P.engine->kind == CP_ENGINE_ITIMER)
 			snprintf(why, sizeof why, "engine=itimer: setitimer fires only at the kernel tick and counts no missed periods");
+		else if (P.engine->kind == CP_ENGINE_TIMER && !lost && !ts.unarmed)
+			snprintf(why, sizeof why, "engine=timer: CPU timers fire only at kernel ticks that find the thread running; the CPU a thread used after its last sample is not in the profile");
 		else if (lost)
 			snprintf(why, sizeof why, "%llu samples lost: the ring was full", (unsigned long long)lost);
 		else if (ts.unarmed)

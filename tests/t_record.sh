@@ -50,8 +50,11 @@ for engine in perf timer itimer auto; do
 	cov=$(comment $engine.pb.gz coverage)
 	threads=$(comment $engine.pb.gz threads)
 	echo "$engine: engine=$e coverage=$cov threads=$threads"
+	# Generous bands: on a loaded machine the tick-driven timer engine
+	# fires seldom, and the CPU after each thread's last sample is lost.
 	case $e in
-	perf|timer) awk "BEGIN { exit !($cov > 0.8 && $cov < 1.25) }" || fail "$engine: coverage $cov" ;;
+	perf) awk "BEGIN { exit !($cov > 0.8 && $cov < 1.25) }" || fail "$engine: coverage $cov" ;;
+	timer) awk "BEGIN { exit !($cov > 0.4 && $cov < 1.25) }" || fail "$engine: coverage $cov" ;;
 	itimer) awk "BEGIN { exit !($cov > 0.05 && $cov < 1.25) }" || fail "$engine: coverage $cov" ;;
 	*) fail "unknown engine '$e'" ;;
 	esac

@@ -40,8 +40,20 @@ __attribute__((always_inline)) static inline uint64_t spin(uint64_t n)
 	return x;
 }
 
-__attribute__((noinline)) uint64_t hot_leaf(void) { return spin(300000); }
-__attribute__((noinline)) uint64_t warm_leaf(void) { return spin(100000); }
+/* Call lengths vary at random around 3:1, so that no rhythm of the work
+ * can lock to the rhythm of a tick-driven timer: a strict 0.4 ms cycle
+ * against a 4 ms tick would sample the same phase of it every time. */
+static __thread uint64_t rng = 88172645463325252ull;
+static uint64_t jitter(uint64_t mean)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return mean / 2 + rng % mean; /* uniform in [mean/2, 3*mean/2) */
+}
+
+__attribute__((noinline)) uint64_t hot_leaf(void) { return spin(jitter(300000)); }
+__attribute__((noinline)) uint64_t warm_leaf(void) { return spin(jitter(100000)); }
 __attribute__((noinline)) uint64_t hot_mid(void) { return hot_leaf() + 1; }
 __attribute__((noinline)) uint64_t warm_mid(void) { return warm_leaf() + 1; }
 __attribute__((noinline)) uint64_t hot_top(void) { return hot_mid() + 1; }
