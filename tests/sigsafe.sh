@@ -10,7 +10,7 @@
 # atomics they stand for.
 # NM names the nm to use (a cross build's objects need its own binutils).
 NM=${NM:-nm}
-allowed='__errno_location read write syscall mmap munmap _GLOBAL_OFFSET_TABLE_'
+allowed='__errno_location read write syscall clock_gettime mmap munmap _GLOBAL_OFFSET_TABLE_'
 outline_atomic() {
 	case $1 in
 	__aarch64_cas[0-9]*_* | __aarch64_swp[0-9]*_* | __aarch64_ldadd[0-9]*_* | \
