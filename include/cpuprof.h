@@ -20,6 +20,10 @@ struct cpuprof_options {
 	const char *engine; /* "auto" (default), "perf", "timer" or "itimer" */
 	int signal;         /* sampling signal (default SIGPROF) */
 	int max_depth;      /* frames kept per sample (default 128, 1..1024) */
+	const char *unwind; /* how stacks are walked: "auto" (default: each object's
+			       .eh_frame unwind tables, frame pointers where an
+			       object has none), "dwarf" (tables only) or "fp"
+			       (frame pointers only) */
 };
 
 /* Starts profiling the whole process into the pprof file `path` (written by

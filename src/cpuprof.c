@@ -22,6 +22,7 @@
 #include "rwmap.h"
 #include "stacktab.h"
 #include "threads.h"
+#include "unwind.h"
 
 #define API __attribute__((visibility("default")))
 
@@ -33,6 +34,10 @@
 #define RING_CELLS 2048
 #define DRAIN_INTERVAL_MS 100
 #define SWEEP_INTERVAL_NS 1000000000ll
+/* How often the drain thread looks for objects loaded or unloaded, and
+ * how soon after a sample whose pc no unwind table covers. */
+#define UNWIND_CHECK_NS 100000000ll
+#define UNWIND_MISS_CHECK_NS 10000000ll
 
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 /* Serialises the ring's consumer side and the stack table. */
@@ -88,10 +93,15 @@ static void drain_locked(void)
 
 static void *drain_main(void *unused)
 {
-	int64_t last_sweep = clock_ns(CLOCK_MONOTONIC);
+	int64_t last_sweep = clock_ns(CLOCK_MONOTONIC), last_unwind = last_sweep;
 	struct pollfd pfd = { .fd = cp_sig.wake_fd, .events = POLLIN };
 	while (!atomic_load(&P.drain_quit)) {
-		if (poll(&pfd, 1, DRAIN_INTERVAL_MS) > 0) {
+		int timeout = DRAIN_INTERVAL_MS;
+		if (atomic_load(&cp_sig.unwind_miss)) {
+			int64_t left = last_unwind + UNWIND_MISS_CHECK_NS - clock_ns(CLOCK_MONOTONIC);
+			timeout = left > 0 ? (int)(left / 1000000) + 1 : 0;
+		}
+		if (poll(&pfd, 1, timeout) > 0) {
 			uint64_t v;
 			if (read(cp_sig.wake_fd, &v, sizeof v) < 0) {
 				/* EAGAIN: another wake-up raced us; nothing to do */
@@ -106,6 +116,17 @@ static void *drain_main(void *unused)
 			threads_sweep();
 			last_sweep = now;
 		}
+		/* New or unloaded objects: look every UNWIND_CHECK_NS, and soon
+		 * after a sample fell outside every table (rate-limited, as
+		 * code without tables may well be hot). */
+		int miss = atomic_load(&cp_sig.unwind_miss);
+		if (now - last_unwind >= UNWIND_CHECK_NS || (miss && now - last_unwind >= UNWIND_MISS_CHECK_NS)) {
+			unwind_refresh();
+			last_unwind = now;
+			if (miss)
+				atomic_store(&cp_sig.unwind_miss, 0);
+		}
+		unwind_reclaim();
 	}
 	return NULL;
 }
@@ -133,8 +154,11 @@ static const struct cp_engine *choose_engine(const char *want, int signo, uint64
 }
 
 static int check_options(const struct cpuprof_options *o, int *hz, const char **engine, int *signo,
-			 unsigned *depth)
+			 unsigned *depth, int *unwind)
 {
+	*unwind = unwind_mode_parse(o && o->unwind ? o->unwind : "auto");
+	if (*unwind < 0)
+		return -EINVAL;
 	*hz = o && o->hz ? o->hz : DEFAULT_HZ;
 	*engine = o && o->engine ? o->engine : "auto";
 	*signo = o && o->signal ? o->signal : SIGPROF;
@@ -154,6 +178,7 @@ static int check_options(const struct cpuprof_options *o, int *hz, const char **
 /* Frees what start allocated; the handler must be unable to see it. */
 static void release_resources(void)
 {
+	unwind_stop(1);
 	cp_ring_destroy(cp_sig.ring);
 	cp_sig.ring = NULL;
 	rwmap_free((struct cp_rwmap *)cp_sig.rwmap);
@@ -201,13 +226,13 @@ static void hand_back_signal(void)
 
 API int cpuprof_start(const char *path, const struct cpuprof_options *opts)
 {
-	int hz, signo, rc;
+	int hz, signo, rc, unwind;
 	unsigned depth;
 	const char *want;
 
 	if (!path || !*path)
 		return -EINVAL;
-	if ((rc = check_options(opts, &hz, &want, &signo, &depth)) < 0)
+	if ((rc = check_options(opts, &hz, &want, &signo, &depth, &unwind)) < 0)
 		return rc;
 	pthread_mutex_lock(&api_lock);
 	if (P.running) {
@@ -243,6 +268,8 @@ API int cpuprof_start(const char *path, const struct cpuprof_options *opts)
 	atomic_store(&cp_sig.wake_pending, 0);
 	P.dropped = P.dropped_ns = 0;
 	P.hz = hz;
+	/* The tables are built before the first sample can be taken. */
+	unwind_start(unwind);
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -284,13 +311,33 @@ out:
 	return rc;
 }
 
+/* What the profile says about the unwind tables. */
+#define MAX_REJECTED_COMMENTS 4
+struct unwind_summary {
+	size_t tables, bytes, rejected;
+	char rejected_text[MAX_REJECTED_COMMENTS][320];
+};
+
+static void summarise_object(const struct unwind_object *o, void *arg)
+{
+	struct unwind_summary *u = arg;
+	if (o->has_table) {
+		u->tables++;
+		u->bytes += o->table_bytes;
+	}
+	if (o->rejected && u->rejected < MAX_REJECTED_COMMENTS)
+		snprintf(u->rejected_text[u->rejected++], sizeof u->rejected_text[0], "unwind_rejected=%s: %s",
+			 o->name, o->why);
+}
+
 /* Writes the profile collected so far.  Under api_lock with a profile
  * running or just stopped. */
 static int write_profile(void)
 {
 	char c_engine[64], c_reason[600], c_hz[32], c_samples[48], c_lost[48], c_cov[48], c_cpu[64],
-		c_pcpu[64], c_threads[64], c_unarmed[128], c_depth[32];
-	const char *comments[16];
+		c_pcpu[64], c_threads[64], c_unarmed[128], c_depth[32], c_unwind[32], c_tables[64];
+	const char *comments[16 + MAX_REJECTED_COMMENTS];
+	struct unwind_summary us = { 0 };
 	size_t nc = 0;
 
 	pthread_mutex_lock(&tab_lock);
@@ -320,7 +367,15 @@ static int write_profile(void)
 	comments[nc++] = c_cpu;
 	snprintf(c_pcpu, sizeof c_pcpu, "process_cpu_ns=%lld", (long long)pcpu);
 	comments[nc++] = c_pcpu;
-	comments[nc++] = "unwind=fp";
+	snprintf(c_unwind, sizeof c_unwind, "unwind=%s", unwind_mode_name(cp_sig.unwind_mode));
+	comments[nc++] = c_unwind;
+	if (cp_sig.unwind_mode != CP_UNWIND_FP) {
+		unwind_each_object(summarise_object, &us);
+		snprintf(c_tables, sizeof c_tables, "unwind_tables=%zu objects, %zu bytes", us.tables, us.bytes);
+		comments[nc++] = c_tables;
+		for (size_t i = 0; i < us.rejected; i++)
+			comments[nc++] = us.rejected_text[i];
+	}
 	snprintf(c_depth, sizeof c_depth, "max_depth=%u", cp_sig.max_depth);
 	comments[nc++] = c_depth;
 	snprintf(c_threads, sizeof c_threads, "threads=%llu", (unsigned long long)ts.armed);
@@ -394,6 +449,7 @@ API int cpuprof_stop(void)
 		fprintf(stderr, "cpuprof: warning: a signal handler did not finish; keeping its buffers\n");
 		cp_sig.ring = NULL;
 		cp_sig.rwmap = NULL;
+		unwind_stop(0);
 	}
 	P.running = 0;
 	pthread_mutex_unlock(&api_lock);
@@ -422,6 +478,7 @@ static void after_fork_child(void)
 	pthread_mutex_init(&tab_lock, NULL);
 	atomic_store(&cp_sig.active, 0);
 	threads_forget_after_fork();
+	unwind_after_fork();
 	P.running = 0;
 }
 
