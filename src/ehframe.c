@@ -83,6 +83,7 @@ struct cur {
 	int bad;
 };
 
+/* Writes the reason into err and returns -1. */
 static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -94,11 +95,13 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
+/* The address of the next byte c reads. */
 static uint64_t cur_addr(const struct cur *c)
 {
 	return c->addr + (uint64_t)(c->p - c->base);
 }
 
+/* Whether n more bytes are there; if not, marks c bad and exhausted. */
 static int need(struct cur *c, size_t n)
 {
 	if (c->bad || (size_t)(c->end - c->p) < n) {
@@ -109,6 +112,7 @@ static int need(struct cur *c, size_t n)
 	return 1;
 }
 
+/* Reads an n-byte unsigned little-endian number (0 past the end). */
 static uint64_t get_u(struct cur *c, size_t n)
 {
 	if (!need(c, n))
@@ -120,6 +124,8 @@ static uint64_t get_u(struct cur *c, size_t n)
 	return v;
 }
 
+/* Reads an unsigned LEB128 number; one that does not fit 64 bits marks
+ * c bad. */
 static uint64_t get_uleb(struct cur *c)
 {
 	uint64_t v = 0;
@@ -137,6 +143,7 @@ static uint64_t get_uleb(struct cur *c)
 	}
 }
 
+/* Reads a signed LEB128 number; one that does not fit marks c bad. */
 static int64_t get_sleb(struct cur *c)
 {
 	uint64_t v = 0;
@@ -295,6 +302,7 @@ static int push_row(struct builder *b, uint64_t pc, const struct cp_urule *rule)
 	return 0;
 }
 
+/* Whether v fits a rule's 32-bit offset. */
 static int fits32(int64_t v)
 {
 	return v >= INT32_MIN && v <= INT32_MAX;
@@ -658,6 +666,7 @@ static int parse_cie(struct cur *c, size_t offset, struct cie *cie, char *err, s
 	return 0;
 }
 
+/* qsort order of FDEs: by start, then by position in the section. */
 static int fde_cmp(const void *a, const void *b)
 {
 	const struct ehf_fde *x = a, *y = b;
@@ -666,6 +675,7 @@ static int fde_cmp(const void *a, const void *b)
 	return x->first < y->first ? -1 : x->first > y->first;
 }
 
+/* Whether [lo, hi) lies inside one of the ranges. */
 static int in_text(const struct ehf_range *text, size_t ntext, uint64_t lo, uint64_t hi)
 {
 	for (size_t i = 0; i < ntext; i++)
@@ -838,7 +848,8 @@ int ehframe_parse(const uint8_t *data, size_t size, uint64_t addr, size_t fde_co
 
 	/* Sort by start; where FDEs overlap the earlier one is cut short, and
 	 * of two at one address the first in the section wins. */
-	qsort(out->fdes, out->nfdes, sizeof *out->fdes, fde_cmp);
+	if (out->nfdes > 1)
+		qsort(out->fdes, out->nfdes, sizeof *out->fdes, fde_cmp);
 	size_t k = 0;
 	for (size_t i = 0; i < out->nfdes; i++) {
 		struct ehf_fde *f = &out->fdes[i];

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +63,7 @@ static struct {
 	size_t nretired, capretired;
 } U;
 
+/* CLOCK_MONOTONIC in ns. */
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -121,6 +123,7 @@ static struct uobj *find_obj(uintptr_t addr, const void *phdr, const char *key)
 	return NULL;
 }
 
+/* The main program's path (dl_iterate_phdr names it ""), malloc'd. */
 static char *exe_name(void)
 {
 	char buf[4096];
@@ -165,30 +168,30 @@ static void take_object(struct uobj *o, const struct dl_phdr_info *info)
 	const ElfW(Phdr) *hdr_seg = NULL, *eh_seg = NULL;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_LOAD && eh->p_vaddr >= ph->p_vaddr &&
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && eh->p_vaddr >= ph->p_vaddr &&
 		    eh->p_vaddr + eh->p_memsz <= ph->p_vaddr + ph->p_filesz)
 			hdr_seg = ph;
 	}
 	if (!hdr_seg) {
-		snprintf(o->why, sizeof o->why, "rejected: .eh_frame_hdr outside its loaded segments");
+		snprintf(o->why, sizeof o->why, ".eh_frame_hdr outside its readable segments");
 		o->rejected = 1;
 		return;
 	}
 	uint64_t eh_frame;
 	char err[128];
 	if (ehframe_hdr_parse((const uint8_t *)hdr, eh->p_memsz, hdr, &eh_frame, &o->fde_count, err, sizeof err) < 0) {
-		snprintf(o->why, sizeof o->why, "rejected: %s", err);
+		snprintf(o->why, sizeof o->why, "%s", err);
 		o->rejected = 1;
 		return;
 	}
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-		if (ph->p_type == PT_LOAD && eh_frame >= lo && eh_frame < lo + ph->p_filesz)
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && eh_frame >= lo && eh_frame < lo + ph->p_filesz)
 			eh_seg = ph;
 	}
 	if (!eh_seg) {
-		snprintf(o->why, sizeof o->why, "rejected: .eh_frame outside its loaded segments");
+		snprintf(o->why, sizeof o->why, ".eh_frame outside its readable segments");
 		o->rejected = 1;
 		return;
 	}
@@ -205,6 +208,9 @@ static void take_object(struct uobj *o, const struct dl_phdr_info *info)
 	o->eh_addr = (uintptr_t)eh_frame;
 }
 
+/* dl_iterate_phdr callback: the counters, then one listing entry per
+ * object (a known one keeps its table; a new one gets a copy of its
+ * .eh_frame).  Runs under the loader's lock: no parsing here. */
 static int list_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct listing *l = arg;
@@ -270,7 +276,7 @@ static void build_object(struct uobj *o)
 	o->eh_bytes = o->eh_copy_size;
 	if (ehframe_parse(o->eh_copy, o->eh_copy_size, o->eh_addr, o->fde_count, o->text, o->ntext, &r, err,
 			  sizeof err) < 0) {
-		snprintf(o->why, sizeof o->why, "rejected: %s", err);
+		snprintf(o->why, sizeof o->why, "%s", err);
 		o->rejected = 1;
 	} else {
 		o->eh_bytes = r.used;
@@ -286,6 +292,7 @@ static void build_object(struct uobj *o)
 	o->build_ns = now_ns() - t0;
 }
 
+/* qsort order of tables: by start address. */
 static int tab_cmp(const void *a, const void *b)
 {
 	const struct cp_utab *x = *(const struct cp_utab *const *)a, *y = *(const struct cp_utab *const *)b;
@@ -316,6 +323,8 @@ static void rebuild_locked(void)
 		listing_free(&l);
 		return;
 	}
+	static uint64_t generation;
+	set->gen = ++generation;
 	set->n = 0;
 	for (size_t i = 0; i < l.n; i++)
 		if (l.objs[i].tab)
@@ -356,8 +365,12 @@ void unwind_start(int mode)
 	pthread_mutex_lock(&lock);
 	cp_sig.unwind_mode = mode;
 	atomic_store(&cp_sig.unwind_miss, 0);
-	if (mode != CP_UNWIND_FP)
+	if (mode != CP_UNWIND_FP) {
+		/* Without the cache (no memory) every lookup searches. */
+		void *c = mmap(NULL, sizeof(struct cp_ucache), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		cp_sig.ucache = c == MAP_FAILED ? NULL : c;
 		rebuild_locked();
+	}
 	pthread_mutex_unlock(&lock);
 }
 
@@ -393,6 +406,8 @@ void unwind_stop(int quiet)
 	pthread_mutex_lock(&lock);
 	atomic_store(&cp_sig.unwind, NULL);
 	if (quiet) {
+		if (cp_sig.ucache)
+			munmap(cp_sig.ucache, sizeof(struct cp_ucache));
 		for (size_t i = 0; i < U.nretired; i++)
 			free(U.retired[i]);
 		free(U.set);
@@ -400,6 +415,7 @@ void unwind_stop(int quiet)
 			free(U.objs[i].tab);
 	}
 	/* Otherwise a stuck handler may still read them: leak them all. */
+	cp_sig.ucache = NULL;
 	free(U.retired);
 	for (size_t i = 0; i < U.n; i++) {
 		free(U.objs[i].key);
@@ -414,6 +430,7 @@ void unwind_after_fork(void)
 {
 	pthread_mutex_init(&lock, NULL);
 	atomic_store(&cp_sig.unwind, NULL);
+	cp_sig.ucache = NULL;
 	memset(&U, 0, sizeof U); /* the parent's tables leak in the child */
 }
 

@@ -26,6 +26,7 @@ struct buf {
 	int oom;
 };
 
+/* Appends a byte. */
 static void put(struct buf *b, uint8_t v)
 {
 	if (b->n == b->cap) {
@@ -41,6 +42,7 @@ static void put(struct buf *b, uint8_t v)
 	b->p[b->n++] = v;
 }
 
+/* Appends an unsigned LEB128 number. */
 static void put_uleb(struct buf *b, uint64_t v)
 {
 	do {
@@ -50,6 +52,7 @@ static void put_uleb(struct buf *b, uint64_t v)
 	} while (v);
 }
 
+/* Appends a signed LEB128 number. */
 static void put_sleb(struct buf *b, int64_t v)
 {
 	for (;;) {
@@ -63,6 +66,7 @@ static void put_sleb(struct buf *b, int64_t v)
 	}
 }
 
+/* Appends a full rule (the format is in unwind_table.h). */
 static void put_full(struct buf *b, const struct cp_urule *r)
 {
 	put(b, (uint8_t)(r->cfa | r->fp << 3 | r->ra << 5));
@@ -76,6 +80,7 @@ static void put_full(struct buf *b, const struct cp_urule *r)
 		put(b, r->plt);
 }
 
+/* Whether two rules say the same (unused fields are zero). */
 static int same(const struct cp_urule *a, const struct cp_urule *b)
 {
 	return !memcmp(a, b, sizeof *a);
@@ -201,18 +206,23 @@ struct cp_utab *unwind_build_blocks(const struct ehf_result *r, unsigned block_f
 		uint32_t nops = 0;
 		while (nops + 1 < f->nrows && rows[nops + 1].pc < f->end)
 			nops++;
-		put(&code, (uint8_t)((nops < CP_UT_NOPS_ESC ? nops : CP_UT_NOPS_ESC) << CP_UT_SHIFT | flags));
-		if (nops >= CP_UT_NOPS_ESC)
-			put_uleb(&code, nops - CP_UT_NOPS_ESC);
+		struct buf ops = { 0 };
+		struct cp_ustate st = { .cur = rows[0].rule, .init = rows[0].rule, .body = rows[0].rule,
+					.below = rows[0].rule };
+		for (uint32_t j = 1; j <= nops; j++)
+			put_op(&ops, &st, &rows[j].rule, rows[j].pc - rows[j - 1].pc);
+		code.oom |= ops.oom;
+		put(&code, (uint8_t)((ops.n < CP_UT_LEN_ESC ? ops.n : CP_UT_LEN_ESC) << CP_UT_SHIFT | flags));
+		if (ops.n >= CP_UT_LEN_ESC)
+			put_uleb(&code, ops.n - CP_UT_LEN_ESC);
 		put_uleb(&code, span);
 		if (gap)
 			put_uleb(&code, gap);
 		if (flags & CP_UT_INIT)
 			put_full(&code, &rows[0].rule);
-		struct cp_ustate st = { .cur = rows[0].rule, .init = rows[0].rule, .body = rows[0].rule,
-					.below = rows[0].rule };
-		for (uint32_t j = 1; j <= nops; j++)
-			put_op(&code, &st, &rows[j].rule, rows[j].pc - rows[j - 1].pc);
+		for (size_t j = 0; j < ops.n; j++)
+			put(&code, ops.p[j]);
+		free(ops.p);
 	}
 	if (code.oom || code.n >= UINT32_MAX) {
 		free(blk);
@@ -222,7 +232,9 @@ struct cp_utab *unwind_build_blocks(const struct ehf_result *r, unsigned block_f
 	}
 
 	size_t idx = 2 * nblocks * sizeof(uint32_t);
-	size_t total = sizeof(struct cp_utab) + idx + code.n;
+	size_t npages = nblocks <= UINT16_MAX ? (size_t)((end - start - 1) >> CP_UT_PAGE_SHIFT) + 1 : 0;
+	size_t pages = npages * sizeof(uint16_t);
+	size_t total = sizeof(struct cp_utab) + idx + pages + code.n;
 	struct cp_utab *t = malloc(total);
 	if (!t) {
 		free(blk);
@@ -231,12 +243,21 @@ struct cp_utab *unwind_build_blocks(const struct ehf_result *r, unsigned block_f
 		return NULL;
 	}
 	uint32_t *ix = (uint32_t *)(t + 1);
-	uint8_t *c = (uint8_t *)ix + idx;
+	uint16_t *pg = (uint16_t *)((uint8_t *)ix + idx);
+	uint8_t *c = (uint8_t *)pg + pages;
 	memcpy(ix, blk, idx);
+	for (size_t p = 0, b = 0; p < npages; p++) {
+		uint64_t at = (uint64_t)p << CP_UT_PAGE_SHIFT;
+		while (b + 1 < nblocks && blk[b + 1] <= at)
+			b++;
+		pg[p] = (uint16_t)b;
+	}
 	memcpy(c, code.p, code.n);
 	t->start = (uintptr_t)start;
 	t->end = (uintptr_t)end;
 	t->nblocks = (uint32_t)nblocks;
+	t->npages = (uint32_t)npages;
+	t->page_blk = pg;
 	t->code_size = (uint32_t)code.n;
 	t->init = init;
 	t->blk_pc = ix;

@@ -13,7 +13,7 @@
 
 /* FDEs per block of the table's index: a lookup decodes at most this many
  * FDE records after its binary search. */
-#define UNWIND_BLOCK_FDES 8
+#define UNWIND_BLOCK_FDES 16
 
 /* Builds the table of r (whose addresses are run-time addresses) as one
  * malloc'd block, its size in *bytes.  Returns NULL with a reason in err

@@ -313,7 +313,8 @@ static void sleb(struct sec *s, int64_t v)
 }
 static void bytes(struct sec *s, const void *p, size_t n)
 {
-	memcpy(s->b + s->n, p, n);
+	if (n)
+		memcpy(s->b + s->n, p, n);
 	s->n += n;
 }
 
@@ -579,9 +580,9 @@ static void mutations(const char *path)
 	struct ehf_result r;
 
 	/* Every truncation short of the last FDE is rejected: every cut
-	 * point in the first 2 KiB, then every 97th byte. */
+	 * point in the first 2 KiB, then every 397th byte. */
 	size_t ntrunc = 0;
-	for (size_t cut = 0; cut < size - 8; cut += cut < 2048 ? 1 : 97) {
+	for (size_t cut = 0; cut < size - 8; cut += cut < 2048 ? 1 : 397) {
 		memcpy(buf, orig, cut);
 		int rc = ehframe_parse(buf, cut, ehf->sh_addr, count, text, ntext, &r, err, sizeof err);
 		CHECK(rc < 0, "%s cut at %zu of %zu accepted", path, cut, size);

@@ -71,6 +71,7 @@ struct cp_sigstate {
 	 * by normal code while a profile runs; a set it replaces is freed only
 	 * once `inflight` has been seen at zero after the swap. */
 	_Atomic(const struct cp_unwind_set *) unwind;
+	struct cp_ucache *ucache; /* NULL: none; fixed while a profile runs */
 	/* Handler: a sample's pc was in no table (maybe a new object). */
 	_Atomic int unwind_miss;
 
@@ -91,6 +92,11 @@ struct cp_sigstate {
 };
 
 extern struct cp_sigstate cp_sig;
+
+/* On functions that read the interrupted thread's stack: those words lie
+ * inside its bounds but may be in a sanitizer's poisoned redzones, which
+ * is fine for us; only a sanitizer build notices the difference. */
+#define CP_READS_STACK __attribute__((no_sanitize_address))
 
 /* The calling thread's slot and its generation when it was taken, cached
  * by the thread itself or by its handler.  initial-exec TLS needs no

@@ -72,43 +72,6 @@ static void get_full(const uint8_t **p, const uint8_t *end, struct cp_urule *r)
 		r->plt = *p < end ? *(*p)++ : 0;
 }
 
-/* Signal context. */
-void cp_ustate_apply(struct cp_ustate *s, unsigned k, uint32_t operand, const struct cp_urule *full)
-{
-	struct cp_urule prev = s->cur;
-	const int32_t w = (int32_t)WORD;
-	switch (k) {
-	case CP_UT_POP: s->cur.cfa_off -= w; break;
-	case CP_UT_PUSH: s->cur.cfa_off += w; break;
-	case CP_UT_POP2: s->cur.cfa_off -= 2 * w; break;
-	case CP_UT_PUSH2: s->cur.cfa_off += 2 * w; break;
-	case CP_UT_PUSH_FP:
-		s->cur.cfa_off += w;
-		s->cur.fp = CP_REG_AT_CFA;
-		s->cur.fp_off = -s->cur.cfa_off;
-		break;
-	case CP_UT_SET_OFF: s->cur.cfa_off = (int32_t)(operand * (uint32_t)w); break;
-	case CP_UT_TO_FP: s->cur.cfa = CP_CFA_FP; break;
-	case CP_UT_TO_SP:
-		s->cur.cfa = CP_CFA_SP;
-		s->cur.cfa_off = (int32_t)(operand * (uint32_t)w);
-		break;
-	case CP_UT_RESET: s->cur = s->init; break;
-	case CP_UT_BODY: s->cur = s->body; break;
-	case CP_UT_UNALLOC: s->cur = s->below; break;
-	case CP_UT_FULL: s->cur = *full; break;
-	}
-	if (s->cur.cfa_off < prev.cfa_off) {
-		if (!s->falling)
-			s->body = prev;
-		s->falling = 1;
-	} else {
-		s->falling = 0;
-		if (s->cur.cfa_off > prev.cfa_off + 2 * w)
-			s->below = prev;
-	}
-}
-
 /* Reads op k's operand at *p into *operand or *full; signal context. */
 static void get_operand(unsigned k, const uint8_t **p, const uint8_t *end, uint32_t *operand, struct cp_urule *full)
 {
@@ -142,8 +105,13 @@ int cp_utab_lookup(const struct cp_utab *t, uintptr_t pc, struct cp_urule *r)
 		return 0;
 	uint32_t off = (uint32_t)(pc - t->start);
 
-	/* The last block starting at or before off. */
-	uint32_t a = 0, n = t->nblocks;
+	/* The last block starting at or before off: between the blocks of
+	 * this page's and the next page's first bytes. */
+	uint32_t a = 0, n = t->nblocks, page = off >> CP_UT_PAGE_SHIFT;
+	if (page < t->npages) {
+		a = t->page_blk[page];
+		n = (page + 1 < t->npages ? t->page_blk[page + 1] : t->nblocks - 1) + 1 - a;
+	}
 	while (n > 1) {
 		uint32_t half = n / 2;
 		if (t->blk_pc[a + half] <= off)
@@ -157,57 +125,97 @@ int cp_utab_lookup(const struct cp_utab *t, uintptr_t pc, struct cp_urule *r)
 	uint32_t cur = t->blk_pc[a];
 	while (p < end) {
 		uint32_t h = *p++;
-		uint32_t nops = h >> CP_UT_SHIFT;
-		if (nops == CP_UT_NOPS_ESC)
-			nops += get_uleb(&p, end);
+		uint32_t len = h >> CP_UT_SHIFT;
+		if (len == CP_UT_LEN_ESC)
+			len += get_uleb(&p, end);
 		uint32_t span = get_uleb(&p, end) * ((h & CP_UT_UNIT16) ? 16u : 1u);
 		uint32_t gap = (h & CP_UT_HOLE) ? get_uleb(&p, end) : 0;
+		struct cp_ustate st;
+		st.init = t->init;
+		if (h & CP_UT_INIT)
+			get_full(&p, end, &st.init);
+		if ((size_t)(end - p) < len)
+			return 0;
+		const uint8_t *ops_end = p + len;
 		if (off - cur < span) {
 			/* This FDE: run its ops up to off. */
-			struct cp_ustate st;
-			st.init = t->init;
-			if (h & CP_UT_INIT)
-				get_full(&p, end, &st.init);
 			st.cur = st.body = st.below = st.init;
 			st.falling = 0;
 			uint32_t at = cur;
-			for (uint32_t i = 0; i < nops && p < end; i++) {
+			while (p < ops_end) {
 				uint8_t op = *p++;
 				unsigned k = op >> CP_UT_KIND_SHIFT;
 				uint32_t adv = op & CP_UT_ADV_MAX, operand = 0;
 				struct cp_urule full;
 				if (adv == 0)
-					adv = get_uleb(&p, end);
+					adv = get_uleb(&p, ops_end);
 				if (off - at < adv)
 					break;
 				at += adv;
-				get_operand(k, &p, end, &operand, &full);
+				get_operand(k, &p, ops_end, &operand, &full);
 				cp_ustate_apply(&st, k, operand, &full);
 			}
 			*r = st.cur;
 			return 1;
 		}
-		/* Not this one: skip its initial rule and ops. */
-		if (h & CP_UT_INIT) {
-			struct cp_urule tmp;
-			get_full(&p, end, &tmp);
-		}
-		for (uint32_t i = 0; i < nops && p < end; i++) {
-			uint8_t op = *p++;
-			uint32_t operand;
-			struct cp_urule full;
-			if ((op & CP_UT_ADV_MAX) == 0)
-				(void)get_uleb(&p, end);
-			get_operand(op >> CP_UT_KIND_SHIFT, &p, end, &operand, &full);
-		}
+		/* Not this one. */
+		p = ops_end;
 		cur += span;
 		if (off - cur < gap)
 			return 0;
 		cur += gap;
-		if (cur > off)
-			return 0;
 	}
 	return 0;
+}
+
+/* The rule for pc: from the cache, else from the set's tables (and then
+ * cached).  Returns 1 with *r, or 0 if no table has a rule for pc (which
+ * is cached too).  Signal context. */
+static int lookup_rule(const struct cp_unwind_set *set, uintptr_t pc, struct cp_urule *r)
+{
+	_Static_assert(sizeof(struct cp_urule) == 2 * sizeof(uint64_t), "a rule is two words");
+	struct cp_ucache *c = cp_sig.ucache;
+	struct cp_ucache_entry *e = NULL;
+	union {
+		struct cp_urule r;
+		uint64_t w[2];
+	} u;
+
+	if (c) {
+		uint64_t h = (uint64_t)pc * 0x9e3779b97f4a7c15ull;
+		e = &c->e[(h >> 40) & (CP_UCACHE_ENTRIES - 1)];
+		uint64_t s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
+		if (!(s1 & 1) && atomic_load_explicit(&e->pc, memory_order_relaxed) == pc &&
+		    atomic_load_explicit(&e->gen, memory_order_relaxed) == set->gen) {
+			u.w[0] = atomic_load_explicit(&e->rule[0], memory_order_relaxed);
+			u.w[1] = atomic_load_explicit(&e->rule[1], memory_order_relaxed);
+			atomic_thread_fence(memory_order_acquire);
+			if (atomic_load_explicit(&e->seq, memory_order_relaxed) == s1) {
+				*r = u.r;
+				return r->cfa != CP_CFA_NONE;
+			}
+		}
+	}
+
+	const struct cp_utab *t = cp_uset_find(set, pc);
+	if (!t || !cp_utab_lookup(t, pc, &u.r)) {
+		struct cp_urule none = { 0 };
+		u.r = none;
+	}
+	*r = u.r;
+
+	if (e) {
+		uint64_t s = atomic_load_explicit(&e->seq, memory_order_relaxed);
+		if (!(s & 1) && atomic_compare_exchange_strong_explicit(&e->seq, &s, s + 1, memory_order_acquire,
+									 memory_order_relaxed)) {
+			atomic_store_explicit(&e->pc, pc, memory_order_relaxed);
+			atomic_store_explicit(&e->gen, set->gen, memory_order_relaxed);
+			atomic_store_explicit(&e->rule[0], u.w[0], memory_order_relaxed);
+			atomic_store_explicit(&e->rule[1], u.w[1], memory_order_relaxed);
+			atomic_store_explicit(&e->seq, s + 2, memory_order_release);
+		}
+	}
+	return r->cfa != CP_CFA_NONE;
 }
 
 /* The state of one frame during the walk. */
@@ -228,7 +236,7 @@ struct walk {
 enum { STEP_OK, STEP_END, STEP_FAIL };
 
 /* Reads the aligned word at a if it lies inside [lo, hi); signal context. */
-static int read_word(const struct walk *w, uintptr_t a, uintptr_t *out)
+CP_READS_STACK static int read_word(const struct walk *w, uintptr_t a, uintptr_t *out)
 {
 	if ((a & (WORD - 1)) || a < w->lo || w->hi - w->lo < WORD || a > w->hi - WORD)
 		return 0;
@@ -387,8 +395,7 @@ unsigned cp_unwind_dwarf(const ucontext_t *uc, const struct cp_thread *t, int fp
 	for (;;) {
 		struct cp_urule r;
 		uintptr_t look = f.exact ? f.pc : f.pc - 1;
-		const struct cp_utab *tab = w.set ? cp_uset_find(w.set, look) : NULL;
-		int have = tab && cp_utab_lookup(tab, look, &r) && r.cfa != CP_CFA_NONE;
+		int have = w.set && lookup_rule(w.set, look, &r);
 		int s = STEP_FAIL;
 		if (n == 1)
 			*first_known = have;

@@ -20,10 +20,14 @@
  *
  * Encoding.  The FDEs (one per function, sorted) are grouped in blocks of
  * a few; blk_pc[] and blk_off[] give each block's first pc (as an offset
- * from `start`) and where its first FDE record begins in code[].  An FDE
+ * from `start`) and where its first FDE record begins in code[].  The
+ * binary search over blocks starts from page_blk[]: for each 4 KiB page
+ * of code, the block holding the page's first byte (a small array that
+ * stays in cache, where a search of the whole index misses it).  An FDE
  * record is
  *   byte H = n << 3 | HOLE << 2 | UNIT16 << 1 | INIT, where n is the
- *     number of ops (31: 31 + a uleb), then
+ *     length in bytes of the ops that end the record (31: 31 + a uleb),
+ *     so that a lookup skips a record without decoding it, then
  *   uleb span    in bytes, or in 16-byte units with UNIT16: the distance
  *                to the next FDE's start, or with HOLE the FDE's length;
  *   [uleb gap]   with HOLE: bytes after the FDE that no FDE covers;
@@ -81,7 +85,7 @@ struct cp_urule {
 #define CP_UT_UNIT16 2u
 #define CP_UT_HOLE 4u
 #define CP_UT_SHIFT 3
-#define CP_UT_NOPS_ESC 31u
+#define CP_UT_LEN_ESC 31u
 
 /* Ops. */
 enum {
@@ -114,24 +118,81 @@ struct cp_ustate {
 /* Applies op k with its operand (a uleb, or for CP_UT_FULL the rule in
  * *full) to s.  The encoder runs it too, so both sides agree by
  * construction.  Signal context. */
-void cp_ustate_apply(struct cp_ustate *s, unsigned k, uint32_t operand, const struct cp_urule *full);
+static inline void cp_ustate_apply(struct cp_ustate *s, unsigned k, uint32_t operand, const struct cp_urule *full)
+{
+	struct cp_urule prev = s->cur;
+	const int32_t w = (int32_t)sizeof(uintptr_t);
+	switch (k) {
+	case CP_UT_POP: s->cur.cfa_off -= w; break;
+	case CP_UT_PUSH: s->cur.cfa_off += w; break;
+	case CP_UT_POP2: s->cur.cfa_off -= 2 * w; break;
+	case CP_UT_PUSH2: s->cur.cfa_off += 2 * w; break;
+	case CP_UT_PUSH_FP:
+		s->cur.cfa_off += w;
+		s->cur.fp = CP_REG_AT_CFA;
+		s->cur.fp_off = -s->cur.cfa_off;
+		break;
+	case CP_UT_SET_OFF: s->cur.cfa_off = (int32_t)(operand * (uint32_t)w); break;
+	case CP_UT_TO_FP: s->cur.cfa = CP_CFA_FP; break;
+	case CP_UT_TO_SP:
+		s->cur.cfa = CP_CFA_SP;
+		s->cur.cfa_off = (int32_t)(operand * (uint32_t)w);
+		break;
+	case CP_UT_RESET: s->cur = s->init; break;
+	case CP_UT_BODY: s->cur = s->body; break;
+	case CP_UT_UNALLOC: s->cur = s->below; break;
+	case CP_UT_FULL: s->cur = *full; break;
+	}
+	if (s->cur.cfa_off < prev.cfa_off) {
+		if (!s->falling)
+			s->body = prev;
+		s->falling = 1;
+	} else {
+		s->falling = 0;
+		if (s->cur.cfa_off > prev.cfa_off + 2 * w)
+			s->below = prev;
+	}
+}
+
+#define CP_UT_PAGE_SHIFT 12
 
 /* The table of one object: pcs [start, end). */
 struct cp_utab {
 	uintptr_t start, end;
 	uint32_t nblocks;
 	uint32_t code_size;
+	uint32_t npages;          /* 0: no page index (more than 65535 blocks) */
 	struct cp_urule init;
 	const uint32_t *blk_pc;
 	const uint32_t *blk_off;
+	const uint16_t *page_blk;
 	const uint8_t *code;
 };
 
 /* What the handler sees: the tables of the loaded objects, sorted by
  * start, ranges disjoint. */
 struct cp_unwind_set {
+	uint64_t gen;  /* never the same for two sets of one process */
 	size_t n;
 	const struct cp_utab *tab[];
+};
+
+/* A cache of rules recently looked up, shared by all threads' handlers:
+ * repeated stacks (the common case for hot code) then cost a hash probe
+ * per frame instead of a table search.  Each entry is a small seqlock:
+ * a writer takes it with a compare-and-swap from even to odd (and skips
+ * caching if that fails: it never waits), a reader retries nothing and
+ * treats an odd or changed sequence as a miss.  Entries are tagged with
+ * the generation of the set they came from, so a swap of sets invalidates
+ * them all at once. */
+#define CP_UCACHE_ENTRIES 2048u /* a power of two */
+struct cp_ucache_entry {
+	_Alignas(64) _Atomic uint64_t seq;
+	_Atomic uint64_t pc, gen;
+	_Atomic uint64_t rule[2]; /* a struct cp_urule */
+};
+struct cp_ucache {
+	struct cp_ucache_entry e[CP_UCACHE_ENTRIES];
 };
 
 /* The rule for pc in t, which must satisfy t->start <= pc < t->end.

@@ -18,6 +18,15 @@ static inline uintptr_t cp_uc_pc(const ucontext_t *uc) { return (uintptr_t)uc->u
 static inline uintptr_t cp_uc_sp(const ucontext_t *uc) { return (uintptr_t)uc->uc_mcontext.sp; }
 static inline uintptr_t cp_uc_fp(const ucontext_t *uc) { return (uintptr_t)uc->uc_mcontext.regs[29]; }
 
+/* Setters, for tests that build contexts by hand. */
+static inline void cp_uc_set(ucontext_t *uc, uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t lr)
+{
+	uc->uc_mcontext.pc = pc;
+	uc->uc_mcontext.sp = sp;
+	uc->uc_mcontext.regs[29] = fp;
+	uc->uc_mcontext.regs[30] = lr;
+}
+
 /* An AAPCS64 frame record is {saved x29, saved x30} at the address in x29. */
 #define CP_FRAME_FP_SLOT 0
 #define CP_FRAME_RA_SLOT 1

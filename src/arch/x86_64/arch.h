@@ -17,6 +17,15 @@ static inline uintptr_t cp_uc_pc(const ucontext_t *uc) { return (uintptr_t)uc->u
 static inline uintptr_t cp_uc_sp(const ucontext_t *uc) { return (uintptr_t)uc->uc_mcontext.gregs[REG_RSP]; }
 static inline uintptr_t cp_uc_fp(const ucontext_t *uc) { return (uintptr_t)uc->uc_mcontext.gregs[REG_RBP]; }
 
+/* Setters, for tests that build contexts by hand. */
+static inline void cp_uc_set(ucontext_t *uc, uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t lr)
+{
+	uc->uc_mcontext.gregs[REG_RIP] = (greg_t)pc;
+	uc->uc_mcontext.gregs[REG_RSP] = (greg_t)sp;
+	uc->uc_mcontext.gregs[REG_RBP] = (greg_t)fp;
+	(void)lr;
+}
+
 /* With frame pointers, a frame record is {saved caller fp, return address}
  * at the address held in rbp. */
 #define CP_FRAME_FP_SLOT 0
