@@ -367,8 +367,10 @@ static int step_rule(struct walk *w, struct frame *f, const struct cp_urule *r)
 unsigned cp_unwind_dwarf(const ucontext_t *uc, const struct cp_thread *t, int fp_fallback, uintptr_t lo,
 			 uintptr_t hi, uintptr_t *pcs, unsigned max, int *truncated, int *first_known)
 {
+	/* seq_cst: after the handler's in-flight increment in the one total
+	 * order, which is what lets unwind_reclaim() free a replaced set. */
 	struct walk w = {
-		.set = atomic_load_explicit(&cp_sig.unwind, memory_order_acquire),
+		.set = atomic_load_explicit(&cp_sig.unwind, memory_order_seq_cst),
 		.thread = t,
 		.lo = lo,
 		.hi = hi,
