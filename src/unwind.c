@@ -28,6 +28,11 @@
 #include "unwind.h"
 #include "unwind_build.h"
 
+/* How often unwind_tick() looks for objects loaded or unloaded, and how
+ * soon after a sample whose pc no table covers. */
+#define CHECK_NS 100000000ll
+#define MISS_CHECK_NS 10000000ll
+
 /* Most executable segments an object is described with. */
 #define MAX_TEXT 8
 
@@ -62,6 +67,8 @@ static struct {
 	void **retired;             /* to free once no handler can see them */
 	size_t nretired, capretired;
 } U;
+/* When unwind_tick() last looked (CLOCK_MONOTONIC ns). */
+static _Atomic uint64_t last_check;
 
 /* CLOCK_MONOTONIC in ns. */
 static uint64_t now_ns(void)
@@ -365,6 +372,7 @@ void unwind_start(int mode)
 	pthread_mutex_lock(&lock);
 	cp_sig.unwind_mode = mode;
 	atomic_store(&cp_sig.unwind_miss, 0);
+	atomic_store(&last_check, now_ns());
 	if (mode != CP_UNWIND_FP) {
 		/* Without the cache (no memory) every lookup searches. */
 		void *c = mmap(NULL, sizeof(struct cp_ucache), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -399,6 +407,29 @@ void unwind_reclaim(void)
 		U.nretired = 0;
 	}
 	pthread_mutex_unlock(&lock);
+}
+
+void unwind_tick(void)
+{
+	uint64_t now = now_ns(), last = atomic_load(&last_check);
+	int miss = atomic_load(&cp_sig.unwind_miss);
+	if (now - last >= CHECK_NS || (miss && now - last >= MISS_CHECK_NS)) {
+		atomic_store(&last_check, now);
+		/* Cleared first: a miss after this look asks for another. */
+		if (miss)
+			atomic_store(&cp_sig.unwind_miss, 0);
+		unwind_refresh();
+	}
+	unwind_reclaim();
+}
+
+int unwind_timeout_ms(int max)
+{
+	if (!atomic_load(&cp_sig.unwind_miss))
+		return max;
+	int64_t left = (int64_t)(atomic_load(&last_check) + MISS_CHECK_NS - now_ns());
+	int ms = left > 0 ? (int)(left / 1000000) + 1 : 0;
+	return ms < max ? ms : max;
 }
 
 void unwind_stop(int quiet)

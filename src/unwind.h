@@ -26,6 +26,16 @@ int unwind_refresh(void);
 /* Frees replaced tables once no handler can be reading them. */
 void unwind_reclaim(void);
 
+/* For whoever drains the ring (the drain thread, a stream's reader), after
+ * each wake-up: looks for loaded or unloaded objects when it is time --
+ * every 100 ms, and 10 ms after a sample whose pc no table covered (rate-
+ * limited: code without tables may well be hot) -- and reclaims. */
+void unwind_tick(void);
+
+/* How long (ms, at most max) the drainer may sleep before unwind_tick
+ * wants to run again. */
+int unwind_timeout_ms(int max);
+
 /* Unpublishes the tables and, if `quiet` (no handler is running or can
  * start sampling), frees them; otherwise leaves them allocated. */
 void unwind_stop(int quiet);
