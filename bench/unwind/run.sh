@@ -96,11 +96,13 @@ echo "Samples whose leaf is the hot function; each frame is compared as"
 echo "function@object, runs of libc frames as one (perf names libc's internal"
 echo "functions from debug information, cpuprof from its symbol table only)."
 echo "*chain share*: samples with the expected caller chain up to main;"
+echo "*frames*: mean frames from the leaf to main, uncollapsed (qsort's merge"
+echo "sort recurses; both tools see the recursion);"
 echo "*overlap*: Σ min(p_cpuprof, p_perf) over the distinct collapsed chains"
 echo "(1 = the same distribution)."
 echo
-echo "| program | hot function | cpuprof samples | cpuprof chain share | perf samples | perf chain share | overlap |"
-echo "|---|---|---|---|---|---|---|"
+echo "| program | hot function | cpuprof samples | cpuprof chain share | cpuprof frames | perf samples | perf chain share | perf frames | overlap |"
+echo "|---|---|---|---|---|---|---|---|---|"
 
 # fold_perf FILE: perf samples as "1 FRAME;FRAME;..." (leaf first, physical
 # frames only), each frame name@object.
@@ -132,9 +134,12 @@ compare() { # NAME LEAF REGEX ARGS...
 	perf record -q -o "$tmp/p.data" -e cpu-clock -F 999 --call-graph dwarf -- "$@" >/dev/null 2>&1
 	fold_perf "$tmp/p.data" >"$tmp/p.fold"
 	for t in c p; do
-		awk -v leaf="$leaf" '{ split($2, f, ";"); sub(/@.*/, "", f[1]); if (f[1] == leaf) print }' "$tmp/$t.fold" |
-			collapse >"$tmp/$t.hot"
+		awk -v leaf="$leaf" '{ split($2, f, ";"); sub(/@.*/, "", f[1]); if (f[1] == leaf) print }' "$tmp/$t.fold" \
+			>"$tmp/$t.leaf"
+		collapse <"$tmp/$t.leaf" >"$tmp/$t.hot"
 	done
+	depth() { awk '{ n = split($2, f, ";"); d = n; for (i = 1; i <= n; i++) if (f[i] ~ /^main@/) { d = i; break }
+		s += $1 * d; c += $1 } END { if (c) printf "%.1f", s / c; else printf "-" }' "$1"; }
 	cn=$(awk '{ t += $1 } END { print t + 0 }' "$tmp/c.hot")
 	pn=$(awk '{ t += $1 } END { print t + 0 }' "$tmp/p.hot")
 	cg=$(grep -E "^[0-9]+ ($re)" "$tmp/c.hot" | awk '{ t += $1 } END { print t + 0 }')
@@ -142,7 +147,8 @@ compare() { # NAME LEAF REGEX ARGS...
 	ov=$(awk -v cn="$cn" -v pn="$pn" 'FNR == NR { c[$2] += $1 / cn; next } { p[$2] += $1 / pn }
 		END { for (k in c) if (k in p) s += (c[k] < p[k] ? c[k] : p[k]); printf "%.3f", s }' "$tmp/c.hot" "$tmp/p.hot")
 	share() { awk -v g="$1" -v n="$2" 'BEGIN { if (n) printf "%.3f", g / n; else printf "-" }'; }
-	echo "| $name | $leaf | $cn | $(share "$cg" "$cn") | $pn | $(share "$pg" "$pn") | $ov |"
+	echo "| $name | $leaf | $cn | $(share "$cg" "$cn") | $(depth "$tmp/c.leaf") | $pn | $(share "$pg" "$pn") |" \
+		"$(depth "$tmp/p.leaf") | $ov |"
 }
 
 cd "$tmp"
