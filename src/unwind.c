@@ -67,8 +67,10 @@ static struct {
 	void **retired;             /* to free once no handler can see them */
 	size_t nretired, capretired;
 } U;
-/* When unwind_tick() last looked (CLOCK_MONOTONIC ns). */
-static _Atomic uint64_t last_check;
+/* When unwind_tick() last looked, and last looked because of a miss
+ * (CLOCK_MONOTONIC ns): the first miss is looked into at once, later ones
+ * at most every MISS_CHECK_NS. */
+static _Atomic uint64_t last_check, last_miss_check;
 
 /* CLOCK_MONOTONIC in ns. */
 static uint64_t now_ns(void)
@@ -373,6 +375,7 @@ void unwind_start(int mode)
 	cp_sig.unwind_mode = mode;
 	atomic_store(&cp_sig.unwind_miss, 0);
 	atomic_store(&last_check, now_ns());
+	atomic_store(&last_miss_check, 0);
 	if (mode != CP_UNWIND_FP) {
 		/* Without the cache (no memory) every lookup searches. */
 		void *c = mmap(NULL, sizeof(struct cp_ucache), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -411,13 +414,16 @@ void unwind_reclaim(void)
 
 void unwind_tick(void)
 {
-	uint64_t now = now_ns(), last = atomic_load(&last_check);
-	int miss = atomic_load(&cp_sig.unwind_miss);
-	if (now - last >= CHECK_NS || (miss && now - last >= MISS_CHECK_NS)) {
+	uint64_t now = now_ns();
+	int periodic = now - atomic_load(&last_check) >= CHECK_NS;
+	int missed = atomic_load(&cp_sig.unwind_miss) && now - atomic_load(&last_miss_check) >= MISS_CHECK_NS;
+	if (periodic || missed) {
 		atomic_store(&last_check, now);
-		/* Cleared first: a miss after this look asks for another. */
-		if (miss)
+		if (missed) {
+			atomic_store(&last_miss_check, now);
+			/* Cleared first: a miss after this look asks for another. */
 			atomic_store(&cp_sig.unwind_miss, 0);
+		}
 		unwind_refresh();
 	}
 	unwind_reclaim();
@@ -427,7 +433,7 @@ int unwind_timeout_ms(int max)
 {
 	if (!atomic_load(&cp_sig.unwind_miss))
 		return max;
-	int64_t left = (int64_t)(atomic_load(&last_check) + MISS_CHECK_NS - now_ns());
+	int64_t left = (int64_t)(atomic_load(&last_miss_check) + MISS_CHECK_NS - now_ns());
 	int ms = left > 0 ? (int)(left / 1000000) + 1 : 0;
 	return ms < max ? ms : max;
 }
