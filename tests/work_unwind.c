@@ -11,18 +11,21 @@
  *   dlopen LIB      main -> dl_driver -> dl_entry -> dl_mid -> dl_hot, the
  *                   last three in LIB, loaded once profiling runs
  *   signal          main -> sig_outer -> interrupted_leaf, interrupted by
- *                   SIGVTALRM (a CPU-time timer, so the handler cannot
- *                   starve the loop): on_signal -> sig_hot on the same stack
+ *                   SIGUSR1 from a helper thread every 2 ms of wall time
+ *                   once the previous one is handled (no timer the
+ *                   profiler's could alias with, no pile-up under load):
+ *                   on_signal -> sig_hot, on the same stack
  *
  * Usage: work_unwind SCENARIO [ARG] [MS]
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
 
 #define NOINLINE __attribute__((noinline, noipa))
@@ -109,10 +112,29 @@ NOINLINE uint64_t sig_hot(uint64_t n)
 	return x;
 }
 
+static _Atomic unsigned handled;
+static _Atomic int signal_stop;
+
 static void on_signal(int sig)
 {
 	(void)sig;
 	sink = sig_hot(1000000);
+	atomic_fetch_add(&handled, 1);
+}
+
+/* Signals the main thread every 2 ms, once it has handled the last one. */
+static void *signaller(void *arg)
+{
+	pthread_t main_thread = *(pthread_t *)arg;
+	unsigned sent = 0;
+	while (!atomic_load(&signal_stop)) {
+		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+		if (atomic_load(&handled) == sent) {
+			sent++;
+			pthread_kill(main_thread, SIGUSR1);
+		}
+	}
+	return NULL;
 }
 
 NOINLINE uint64_t interrupted_leaf(uint64_t n)
@@ -165,12 +187,12 @@ int main(int argc, char **argv)
 		struct sigaction sa;
 		memset(&sa, 0, sizeof sa);
 		sa.sa_handler = on_signal;
-		sigaction(SIGVTALRM, &sa, NULL);
-		struct itimerval it = { { 0, 4000 }, { 0, 4000 } };
-		setitimer(ITIMER_VIRTUAL, &it, NULL);
+		sigaction(SIGUSR1, &sa, NULL);
+		pthread_t self = pthread_self(), th;
+		pthread_create(&th, NULL, signaller, &self);
 		sig_outer(end);
-		struct itimerval off = { { 0, 0 }, { 0, 0 } };
-		setitimer(ITIMER_VIRTUAL, &off, NULL);
+		atomic_store(&signal_stop, 1);
+		pthread_join(th, NULL);
 	} else {
 		fprintf(stderr, "usage: work_unwind leaf|deep [N]|qsort|dlopen LIB|signal [ARG] [MS]\n");
 		return 2;
