@@ -10,6 +10,8 @@
  * been seen at zero after the store: a handler that could have loaded the
  * old pointer had already counted itself in.  The dlpi_adds / dlpi_subs
  * counters of dl_iterate_phdr say cheaply whether anything changed.
+ * Tables outlive a profile: the next one reuses those of objects still
+ * loaded (same name, address, headers and .eh_frame_hdr checksum).
  */
 #include <elf.h>
 #include <errno.h>
@@ -37,9 +39,10 @@
 #define MAX_TEXT 8
 
 struct uobj {
-	char *key;             /* identity: dlpi_name, load bias, program headers */
+	char *key;             /* identity: dlpi_name, load bias, program headers, */
 	uintptr_t addr;
 	const void *phdr;
+	uint64_t hdr_sum;      /* and a checksum of its .eh_frame_hdr */
 	char *name;            /* for people: the main program gets its path */
 	struct cp_utab *tab;   /* NULL: none */
 	size_t tab_bytes, eh_bytes, fdes, rows;
@@ -124,12 +127,49 @@ static void retire(void *p)
 }
 
 /* Finds the object with this identity among the current ones. */
-static struct uobj *find_obj(uintptr_t addr, const void *phdr, const char *key)
+static struct uobj *find_obj(uintptr_t addr, const void *phdr, const char *key, uint64_t hdr_sum)
 {
 	for (size_t i = 0; i < U.n; i++)
-		if (U.objs[i].addr == addr && U.objs[i].phdr == phdr && !strcmp(U.objs[i].key, key))
+		if (U.objs[i].addr == addr && U.objs[i].phdr == phdr && U.objs[i].hdr_sum == hdr_sum &&
+		    !strcmp(U.objs[i].key, key))
 			return &U.objs[i];
 	return NULL;
+}
+
+/* The object's .eh_frame_hdr in memory (its PT_GNU_EH_FRAME, if that lies
+ * inside a readable loaded segment) into *hdr, *size; 0 if none. */
+static int find_hdr(const struct dl_phdr_info *info, const ElfW(Phdr) **eh, const uint8_t **hdr, size_t *size)
+{
+	*eh = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
+			*eh = &info->dlpi_phdr[i];
+	if (!*eh)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && (*eh)->p_vaddr >= ph->p_vaddr &&
+		    (*eh)->p_vaddr + (*eh)->p_memsz <= ph->p_vaddr + ph->p_filesz) {
+			*hdr = (const uint8_t *)(info->dlpi_addr + (*eh)->p_vaddr);
+			*size = (*eh)->p_memsz;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* FNV-1a of the .eh_frame_hdr: a library unloaded and another (or a
+ * rebuilt one) loaded at the same address gets a new table. */
+static uint64_t hdr_checksum(const struct dl_phdr_info *info)
+{
+	const ElfW(Phdr) *eh;
+	const uint8_t *hdr;
+	size_t size;
+	uint64_t h = 0xcbf29ce484222325ull;
+	if (find_hdr(info, &eh, &hdr, &size))
+		for (size_t i = 0; i < size; i++)
+			h = (h ^ hdr[i]) * 0x100000001b3ull;
+	return h;
 }
 
 /* The main program's path (dl_iterate_phdr names it ""), malloc'd. */
@@ -158,6 +198,8 @@ struct listing {
 static void take_object(struct uobj *o, const struct dl_phdr_info *info)
 {
 	const ElfW(Phdr) *eh = NULL;
+	const uint8_t *hdr_mem;
+	size_t hdr_size;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
 		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && o->ntext < MAX_TEXT) {
@@ -165,30 +207,22 @@ static void take_object(struct uobj *o, const struct dl_phdr_info *info)
 			o->text[o->ntext].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
 			o->ntext++;
 		}
-		if (ph->p_type == PT_GNU_EH_FRAME)
-			eh = ph;
 	}
+	int have_hdr = find_hdr(info, &eh, &hdr_mem, &hdr_size);
 	if (!eh) {
 		snprintf(o->why, sizeof o->why, "no .eh_frame_hdr");
 		return;
 	}
-	/* The header must lie inside a loaded segment to be read at all. */
-	uintptr_t hdr = info->dlpi_addr + eh->p_vaddr;
-	const ElfW(Phdr) *hdr_seg = NULL, *eh_seg = NULL;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && eh->p_vaddr >= ph->p_vaddr &&
-		    eh->p_vaddr + eh->p_memsz <= ph->p_vaddr + ph->p_filesz)
-			hdr_seg = ph;
-	}
-	if (!hdr_seg) {
+	if (!have_hdr) {
 		snprintf(o->why, sizeof o->why, ".eh_frame_hdr outside its readable segments");
 		o->rejected = 1;
 		return;
 	}
+	uintptr_t hdr = (uintptr_t)hdr_mem;
+	const ElfW(Phdr) *eh_seg = NULL;
 	uint64_t eh_frame;
 	char err[128];
-	if (ehframe_hdr_parse((const uint8_t *)hdr, eh->p_memsz, hdr, &eh_frame, &o->fde_count, err, sizeof err) < 0) {
+	if (ehframe_hdr_parse(hdr_mem, hdr_size, hdr, &eh_frame, &o->fde_count, err, sizeof err) < 0) {
 		snprintf(o->why, sizeof o->why, "%s", err);
 		o->rejected = 1;
 		return;
@@ -243,7 +277,8 @@ static int list_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		l->cap = cap;
 	}
 	const char *key = info->dlpi_name ? info->dlpi_name : "";
-	struct uobj *old = find_obj(info->dlpi_addr, info->dlpi_phdr, key);
+	uint64_t sum = hdr_checksum(info);
+	struct uobj *old = find_obj(info->dlpi_addr, info->dlpi_phdr, key, sum);
 	struct uobj *o = &l->objs[l->n];
 	if (old) {
 		*o = *old;
@@ -253,6 +288,7 @@ static int list_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		memset(o, 0, sizeof *o);
 		o->addr = info->dlpi_addr;
 		o->phdr = info->dlpi_phdr;
+		o->hdr_sum = sum;
 		o->name = key[0] ? strdup(key) : exe_name();
 		take_object(o, info);
 	}
@@ -442,24 +478,33 @@ void unwind_stop(int quiet)
 {
 	pthread_mutex_lock(&lock);
 	atomic_store(&cp_sig.unwind, NULL);
-	if (quiet) {
-		if (cp_sig.ucache)
-			munmap(cp_sig.ucache, sizeof(struct cp_ucache));
-		for (size_t i = 0; i < U.nretired; i++)
-			free(U.retired[i]);
-		free(U.set);
-		for (size_t i = 0; i < U.n; i++)
-			free(U.objs[i].tab);
+	if (!quiet) {
+		/* A stuck handler may still read any of it: leak it all. */
+		cp_sig.ucache = NULL;
+		free(U.retired);
+		for (size_t i = 0; i < U.n; i++) {
+			free(U.objs[i].key);
+			free(U.objs[i].name);
+		}
+		free(U.objs);
+		memset(&U, 0, sizeof U);
+		pthread_mutex_unlock(&lock);
+		return;
 	}
-	/* Otherwise a stuck handler may still read them: leak them all. */
+	/* No handler can see anything now.  The objects' tables stay for
+	 * the next profile to reuse (those of objects still loaded then):
+	 * starting again parses nothing twice. */
+	if (cp_sig.ucache)
+		munmap(cp_sig.ucache, sizeof(struct cp_ucache));
 	cp_sig.ucache = NULL;
+	for (size_t i = 0; i < U.nretired; i++)
+		free(U.retired[i]);
 	free(U.retired);
-	for (size_t i = 0; i < U.n; i++) {
-		free(U.objs[i].key);
-		free(U.objs[i].name);
-	}
-	free(U.objs);
-	memset(&U, 0, sizeof U);
+	U.retired = NULL;
+	U.nretired = U.capretired = 0;
+	free(U.set);
+	U.set = NULL;
+	U.have_counts = 0;
 	pthread_mutex_unlock(&lock);
 }
 

@@ -37,8 +37,10 @@ void unwind_tick(void);
  * wants to run again. */
 int unwind_timeout_ms(int max);
 
-/* Unpublishes the tables and, if `quiet` (no handler is running or can
- * start sampling), frees them; otherwise leaves them allocated. */
+/* Unpublishes the tables.  If `quiet` (no handler is running or can start
+ * sampling) frees what only this profile needed; the objects' tables stay,
+ * for the next profile to reuse while the objects stay loaded.  Otherwise
+ * leaves everything allocated: a stuck handler may still read it. */
 void unwind_stop(int quiet);
 
 /* In a child after fork(): forget the parent's state. */
