@@ -244,7 +244,8 @@ CP_READS_STACK static int read_word(const struct walk *w, uintptr_t a, uintptr_t
 	return 1;
 }
 
-/* One step by the frame-pointer rule; signal context. */
+/* One step by the frame-pointer rule; f changes only if it succeeds.
+ * Signal context. */
 static int step_fp(struct walk *w, struct frame *f)
 {
 	uintptr_t ra, next, fp = f->fp;
@@ -266,7 +267,8 @@ static int step_fp(struct walk *w, struct frame *f)
 }
 
 /* Steps out of the signal trampoline: the interrupted registers are in the
- * kernel's ucontext on the stack.  Signal context. */
+ * kernel's ucontext on the stack.  f and w change only if it succeeds.
+ * Signal context. */
 static int step_sigframe(struct walk *w, struct frame *f)
 {
 	if (!f->sp_ok || f->sp > UINTPTR_MAX - 4096)
@@ -300,7 +302,8 @@ static int step_sigframe(struct walk *w, struct frame *f)
 	return STEP_OK;
 }
 
-/* One step by the table rule r; signal context. */
+/* One step by the table rule r; f changes only if it succeeds.  Signal
+ * context. */
 static int step_rule(struct walk *w, struct frame *f, const struct cp_urule *r)
 {
 	uintptr_t cfa, ra, fp = f->fp;
@@ -402,12 +405,10 @@ unsigned cp_unwind_dwarf(const ucontext_t *uc, const struct cp_thread *t, int fp
 		if (n == 1)
 			*first_known = have;
 		if (have) {
-			struct frame save = f;
+			/* A failed step leaves f as it was. */
 			s = step_rule(&w, &f, &r);
-			if (s == STEP_FAIL && w.fp_fallback) {
-				f = save;
+			if (s == STEP_FAIL && w.fp_fallback)
 				s = step_fp(&w, &f);
-			}
 		} else if (w.fp_fallback) {
 			s = step_fp(&w, &f);
 		}
