@@ -26,6 +26,17 @@ trap 'rm -rf "$tmp"' EXIT
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 cpu=$(sed -n 's/^model name[^:]*: *//p' /proc/cpuinfo | head -1)
 load0=$(load)
+"$BENCH" handler >"$tmp/handler"
+"$BENCH" memory >"$tmp/mem"
+"$BENCH" build >"$tmp/build"
+"$BENCH" blocks >"$tmp/blocks"
+col() { awk -F'|' -v m="$1" -v w="$2" -v c="$3" '$2 ~ "^ "m" $" && $3 == " "w" " { gsub(/ /, "", $c); print $c; exit }' "$4"; }
+h_dwarf=$(col dwarf "whole handler (itimer engine, ring push)" 6 "$tmp/handler")
+h_cold=$(col dwarf "whole handler (itimer engine, ring push), rule cache off" 6 "$tmp/handler")
+h_fp=$(col fp "whole handler (itimer engine, ring push)" 6 "$tmp/handler")
+m_all=$(awk -F'|' '$5 ~ /[0-9]/ { e += $5; t += $6 } END { if (e) printf "%.3f", t / e }' "$tmp/mem")
+m_libc=$(awk -F'|' '$2 ~ /libc\.so/ { gsub(/ /, "", $7); print $7 }' "$tmp/mem")
+b_libc=$(awk -F'|' '{ split($6, p, "/"); split($7, e, "/"); printf "%.1f", p[2] + e[2] }' "$tmp/build")
 
 echo "## Unwinding"
 echo
@@ -34,6 +45,12 @@ echo "**The machine was shared with other jobs** (load average $load0 at the sta
 echo "times are CPU time of the measuring thread (time stolen by other processes is"
 echo "not counted, but caches and frequency are shared), minimum and median of 7 runs;"
 echo "expect them to move by tens of percent between runs. Command: \`sh bench/unwind/run.sh\`."
+echo
+echo "In short: the whole handler in dwarf mode takes ${h_dwarf} ns (median) per sample of"
+echo "53 frames once the rule cache knows the stack (goal ≤ 1000 ns; ${h_cold} ns when every frame"
+echo "is a table search; ${h_fp} ns with frame pointers); the tables take ${m_all} of the"
+echo ".eh_frame bytes of the process's objects (libc ${m_libc}; goal ≤ 0.25); libc's table is built"
+echo "in ${b_libc} ms of CPU; caller chains agree with perf's DWARF unwinding (last table)."
 echo
 
 echo "### Handler time per sample, 48-deep stack"
@@ -48,7 +65,7 @@ echo "every frame: a table search each. Goal: dwarf ≤ 1 µs."
 echo
 echo "| mode | what | frames | min ns | median ns | ns/frame |"
 echo "|---|---|---|---|---|---|"
-"$BENCH" handler
+cat "$tmp/handler"
 echo
 
 echo "### Table memory per object"
@@ -59,7 +76,7 @@ echo "and code), their ratio (goal ≤ 1/4) and the wall time to copy, parse and
 echo
 echo "| object | FDEs | rows | .eh_frame bytes | table bytes | table / .eh_frame | build time |"
 echo "|---|---|---|---|---|---|---|"
-"$BENCH" memory | tee "$tmp/mem"
+cat "$tmp/mem"
 awk -F'|' '$5 ~ /[0-9]/ { e += $5; t += $6 } END { if (e) printf "| **all** | | | %d | %d | %.3f | |\n", e, t, t / e }' "$tmp/mem"
 echo
 
@@ -70,7 +87,7 @@ echo ".eh_frame read from the file, 21 times; CPU ms, minimum / median."
 echo
 echo "| file | .eh_frame bytes | FDEs | rows | parse ms | encode ms |"
 echo "|---|---|---|---|---|---|"
-"$BENCH" build
+cat "$tmp/build"
 echo
 
 echo "### Index block size"
@@ -80,7 +97,7 @@ echo "CPU time of one lookup (no rule cache) for 4096 pcs spread over all FDEs."
 echo
 echo "| FDEs per block | table bytes | table / .eh_frame | min ns/lookup | median ns/lookup |"
 echo "|---|---|---|---|---|"
-"$BENCH" blocks
+cat "$tmp/blocks"
 echo
 
 echo "### Agreement with perf --call-graph dwarf"
