@@ -6,9 +6,9 @@
  * other secure-exec programs are never profiled.
  *
  * Environment: CPUPROF (output file), CPUPROF_HZ, CPUPROF_ENGINE,
- * CPUPROF_DEPTH, CPUPROF_SIGNAL, CPUPROF_UNWIND.  A process started by a profiled process
- * (fork+exec, which inherits the environment) writes FILE.<pid> so that
- * nothing is overwritten.
+ * CPUPROF_DEPTH, CPUPROF_SIGNAL, CPUPROF_UNWIND.  A process started by a
+ * profiled process (fork+exec, which inherits the environment) writes
+ * FILE.<pid> so that nothing is overwritten.
  */
 #include <errno.h>
 #include <limits.h>
