@@ -74,30 +74,35 @@ traces() {
 		s != "" && NF == 1 { s = s ";" $1 }
 		END { if (s != "") print s }'
 }
-$EMU "$CP" record -o chain.pb.gz -F 1000 -- $EMU ./work 3 400 0 main-too >/dev/null 2>err ||
-	{ cat err; fail "main-too: record failed"; }
-traces chain.pb.gz >chains
-# A frame of ours twice in a row would be a return address taken twice.
-awk -F'[ ;]' '{ for (i = 3; i <= NF; i++) if ($i == $(i - 1) && $i ~ /^(hot|warm)_|^worker$|^main$/) { print; exit 1 } }' \
-	chains || fail "a function follows itself in a stack"
-case $ARCH in
-aarch64)
-	# The caller of the leaf is only in the link register: it must be
-	# there (in nearly every sample of hot_leaf), and never duplicated.
-	grep -q ' hot_leaf;hot_mid;hot_top;worker;main;' chains ||
-		{ cat chains; fail "no stack hot_leaf <- hot_mid <- hot_top <- worker <- main"; }
-	grep -Eq ' hot_leaf;hot_mid;hot_top;worker;[^m]' chains ||
-		{ cat chains; fail "no thread's stack hot_leaf <- hot_mid <- hot_top <- worker"; }
-	awk '$2 ~ /^hot_leaf(;|$)/ { all += $1; if ($2 ~ /^hot_leaf;hot_mid;/) mid += $1 }
-		END { printf "hot_leaf samples: %d, %d of them with hot_mid as caller\n", all, mid
-		      exit !(all > 0 && mid >= 0.9 * all) }' chains ||
-		{ cat chains; fail "hot_leaf's caller hot_mid is missing from many samples"; } ;;
-*)
-	# Without a link register the walk cannot see a leaf's caller before
-	# the DWARF unwinder: hot_mid may be missing, the rest must be there.
-	grep -Eq ' hot_leaf;(hot_mid;)?hot_top;worker;main;' chains ||
-		{ cat chains; fail "no stack hot_leaf <- hot_top <- worker <- main"; } ;;
-esac
+# chain MODE: checks the stacks of a profile taken with --unwind MODE.
+chain() {
+	$EMU "$CP" record -o chain.pb.gz -F 1000 --unwind "$1" -- $EMU ./work 3 400 0 main-too >/dev/null 2>err ||
+		{ cat err; fail "main-too, --unwind $1: record failed"; }
+	traces chain.pb.gz >chains
+	# A frame of ours twice in a row would be a return address taken twice.
+	awk -F'[ ;]' '{ for (i = 3; i <= NF; i++) if ($i == $(i - 1) && $i ~ /^(hot|warm)_|^worker$|^main$/) { print; exit 1 } }' \
+		chains || fail "--unwind $1: a function follows itself in a stack"
+	if [ "$1" = auto ] || [ "$ARCH" = aarch64 ]; then
+		# The leaf's caller: from the tables; or, on aarch64 with frame
+		# pointers only, from the link register, where it is the only
+		# place it is.  In nearly every sample of hot_leaf.
+		grep -q ' hot_leaf;hot_mid;hot_top;worker;main;' chains ||
+			{ cat chains; fail "--unwind $1: no stack hot_leaf <- hot_mid <- hot_top <- worker <- main"; }
+		grep -Eq ' hot_leaf;hot_mid;hot_top;worker;[^m]' chains ||
+			{ cat chains; fail "--unwind $1: no thread's stack hot_leaf <- hot_mid <- hot_top <- worker"; }
+		awk -v m="$1" '$2 ~ /^hot_leaf(;|$)/ { all += $1; if ($2 ~ /^hot_leaf;hot_mid;/) mid += $1 }
+			END { printf "--unwind %s: hot_leaf samples: %d, %d of them with hot_mid as caller\n", m, all, mid
+			      exit !(all > 0 && mid >= 0.9 * all) }' chains ||
+			{ cat chains; fail "--unwind $1: hot_leaf's caller hot_mid is missing from many samples"; }
+	else
+		# Frame pointers alone cannot see the caller of a frameless leaf
+		# whose return address is on the stack: hot_mid may be missing.
+		grep -Eq ' hot_leaf;(hot_mid;)?hot_top;worker;main;' chains ||
+			{ cat chains; fail "--unwind $1: no stack hot_leaf <- hot_top <- worker <- main"; }
+	fi
+}
+chain auto
+chain fp
 
 # Exit statuses pass through.
 $EMU "$CP" record -o s.pb.gz -- $EMU ./work 1 50 7 >/dev/null 2>err; rc=$?
@@ -141,7 +146,7 @@ done
 # Bad settings: one warning line, program output and status unchanged.
 lib=$ROOT/$B/libcpuprof.so
 for bad in "CPUPROF_HZ=0" "CPUPROF_HZ=abc" "CPUPROF_HZ=1000000" "CPUPROF_ENGINE=fast" \
-	"CPUPROF_DEPTH=0" "CPUPROF_SIGNAL=9999" "CPUPROF_SIGNAL=9"; do
+	"CPUPROF_DEPTH=0" "CPUPROF_SIGNAL=9999" "CPUPROF_SIGNAL=9" "CPUPROF_UNWIND=frames"; do
 	env LD_PRELOAD="$lib" CPUPROF=$tmp/bad.pb.gz "$bad" $EMU ./work 1 20 3 >out 2>err; rc=$?
 	[ $rc -eq 3 ] || fail "$bad: status $rc, expected 3"
 	grep -qx "work_hot done" out || fail "$bad: output changed"

@@ -24,8 +24,9 @@ static int record_ok(uintptr_t fp, uintptr_t lo, uintptr_t hi)
 	return fp >= lo && hi - lo >= rec && fp <= hi - rec && (fp & (sizeof(uintptr_t) - 1)) == 0;
 }
 
-unsigned cp_unwind_fp(uintptr_t pc, uintptr_t fp, uintptr_t lr, uintptr_t lo, uintptr_t hi,
-		      uintptr_t *pcs, unsigned max, uint32_t *flags)
+/* Signal context. */
+CP_READS_STACK unsigned cp_unwind_fp(uintptr_t pc, uintptr_t fp, uintptr_t lr, uintptr_t lo, uintptr_t hi,
+				     uintptr_t *pcs, unsigned max, uint32_t *flags)
 {
 	unsigned n = 0;
 

@@ -1,21 +1,14 @@
 /*
- * arch.h (aarch64) -- register access in a signal's ucontext and the frame
- * record layout.  The only place that names AArch64 registers.
- *
- * AAPCS64: x29 is the frame pointer, x30 the link register.  A bl/blr puts
- * the return address in x30, not on the stack; a function that calls
- * others stores {x29, x30} as a 16-byte frame record and points x29 at it.
- * So at a leaf (gcc builds leaves without a frame record, even with
- * -fno-omit-frame-pointer), at a function's first instructions before
- * `mov x29, sp`, and after the epilogue's `ldp x29, x30`, the caller's
- * return address is only in x30 and x29 still points at the caller's own
- * record.  Everywhere else x30 is stale (it points into the function
- * itself after a call returned) or holds scratch data.  The generic walk
- * cannot tell these apart from registers alone: see cp_uc_lr.
+ * arch.h (aarch64) -- register access in a signal's ucontext, the frame
+ * record layout, the DWARF register numbers the unwind tables speak of and
+ * where the kernel's signal frame keeps the interrupted context.  The only
+ * place that names AArch64 registers.
  */
 #ifndef CPUPROF_ARCH_H
 #define CPUPROF_ARCH_H
 
+#include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <ucontext.h>
 
@@ -25,34 +18,53 @@ static inline uintptr_t cp_uc_pc(const ucontext_t *uc) { return (uintptr_t)uc->u
 static inline uintptr_t cp_uc_sp(const ucontext_t *uc) { return (uintptr_t)uc->uc_mcontext.sp; }
 static inline uintptr_t cp_uc_fp(const ucontext_t *uc) { return (uintptr_t)uc->uc_mcontext.regs[29]; }
 
-/* The link register (x30) at the interrupt: the return address of the
- * interrupted function while it has not stored it in its frame record (a
- * leaf, a prologue, an epilogue).  The frame-pointer walk offers it as the
- * caller of frame 0 unless it equals the return address in the record at
- * x29; the profile writer keeps it only if it lies outside the function
- * that contains the pc (else it is stale).  Architectures whose calls push
- * the return address return 0 here. */
-static inline uintptr_t cp_uc_lr(const ucontext_t *uc) { return (uintptr_t)uc->uc_mcontext.regs[30]; }
+/* Setters, for tests that build contexts by hand. */
+static inline void cp_uc_set(ucontext_t *uc, uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t lr)
+{
+	uc->uc_mcontext.pc = pc;
+	uc->uc_mcontext.sp = sp;
+	uc->uc_mcontext.regs[29] = fp;
+	uc->uc_mcontext.regs[30] = lr;
+}
 
 /* An AAPCS64 frame record is {saved x29, saved x30} at the address in x29. */
 #define CP_FRAME_FP_SLOT 0
 #define CP_FRAME_RA_SLOT 1
+/* Where the record sits in its frame is up to the compiler: the caller's
+ * stack pointer cannot be derived from x29. */
+#define CP_FRAME_CFA_OFFSET (-1)
 
-/* DWARF register numbers (DWARF for the Arm 64-bit Architecture): x0-x30
- * are 0-30, sp is 31; the return address column of .eh_frame CIEs is 30
- * (x30), whose rule is "same value" at a leaf and until the prologue
- * stores it.  pc has no DWARF number: a step's new pc is the return
- * address. */
+/* DWARF register numbers (AAPCS64 DWARF): sp, x29, and x30, which is both
+ * the return-address column and the link register. */
+#define CP_DWARF_SP 31
 #define CP_DWARF_FP 29
 #define CP_DWARF_RA 30
-#define CP_DWARF_SP 31
+/* A frameless function's return address is still in x30 (the link
+ * register): the unwind rule for it is "same value", usable only in a
+ * frame whose registers are all known (the interrupted one). */
+#define CP_HAS_LINK_REGISTER 1
+/* Without a rule (frame pointers only), registers alone cannot tell where
+ * x30 is the return address: at a leaf (gcc builds leaves without a frame
+ * record, even with -fno-omit-frame-pointer), before the prologue's
+ * `mov x29, sp` and after the epilogue's `ldp x29, x30`, x30 holds the
+ * caller's return address and x29 still points at the caller's record;
+ * anywhere else x30 is stale (it points into the function itself once a
+ * call returned) or scratch.  The frame-pointer walk offers x30 as frame
+ * 1 unless the record at x29 holds the same address, and the profile
+ * writer keeps it only if it lies outside the function of the pc. */
+static inline uintptr_t cp_uc_lr(const ucontext_t *uc) { return (uintptr_t)uc->uc_mcontext.regs[30]; }
 
-/* The value of DWARF register `reg` (0-31) in uc; 0 for other numbers. */
-static inline uintptr_t cp_uc_dwarf_reg(const ucontext_t *uc, unsigned reg)
-{
-	if (reg < 31)
-		return (uintptr_t)uc->uc_mcontext.regs[reg];
-	return reg == CP_DWARF_SP ? (uintptr_t)uc->uc_mcontext.sp : 0;
-}
+/* PLT entries carry no CFI expressions here. */
+#define CP_HAS_PLT_EXPRESSION 0
+
+/* The kernel's rt_sigframe is {siginfo_t info; struct ucontext uc; ...} at
+ * the stack pointer the trampoline (__kernel_rt_sigreturn in the vDSO)
+ * runs with; glibc's ucontext_t matches the kernel's up to uc_mcontext
+ * (its 128-byte sigset_t covers the kernel's sigmask and padding). */
+#define CP_SIGFRAME_UC_OFFSET sizeof(siginfo_t)
+#define CP_UC_PC_OFFSET offsetof(ucontext_t, uc_mcontext.pc)
+#define CP_UC_SP_OFFSET offsetof(ucontext_t, uc_mcontext.sp)
+#define CP_UC_FP_OFFSET offsetof(ucontext_t, uc_mcontext.regs[29])
+#define CP_UC_LR_OFFSET offsetof(ucontext_t, uc_mcontext.regs[30])
 
 #endif
