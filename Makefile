@@ -48,7 +48,7 @@ $(B)/cpuprof: $(CLI_OBJS)
 # workload run under `cpuprof record` and links nothing of ours.
 $(B)/tests/test_%: tests/test_%.c tests/check.h $(B)/libcpuprof.so
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE) -o $@ $< -L$(B) -Wl,-rpath,$(abspath $(B)) -lcpuprof -pthread -lm
+	$(CC) $(CFLAGS) $(BASE) -rdynamic -o $@ $< -L$(B) -Wl,-rpath,$(abspath $(B)) -lcpuprof -pthread -lm -ldl
 
 $(B)/tests/unit_%: tests/unit_%.c tests/check.h $(B)/libcpuprof.a
 	@mkdir -p $(dir $@)

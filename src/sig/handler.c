@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "arch.h"
@@ -87,7 +88,17 @@ static int classify(const siginfo_t *si, struct cp_thread *t, uint64_t *weight)
 			return 0;
 		if (!active)
 			return -1;
-		*weight = (1 + (uint64_t)(si->si_overrun > 0 ? si->si_overrun : 0)) * cp_sig.period_ns;
+		/* The thread's CPU clock says exactly what this sample stands
+		 * for, however late the tick-driven timer fired; the overrun
+		 * count is the fallback for a thread we have no slot for. */
+		struct timespec ts;
+		if (t && clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0) {
+			uint64_t cpu = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+			*weight = cpu - t->last_ns;
+			t->last_ns = cpu;
+		} else {
+			*weight = (1 + (uint64_t)(si->si_overrun > 0 ? si->si_overrun : 0)) * cp_sig.period_ns;
+		}
 		return 1;
 	case CP_ENGINE_ITIMER:
 		if (si->si_code != SI_KERNEL)
