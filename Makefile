@@ -20,8 +20,14 @@ CLI_SRCS := $(wildcard cli/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o) $(SIG_SRCS:%.c=$(B)/%.o)
 CLI_OBJS := $(CLI_SRCS:%.c=$(B)/%.o)
 
-TEST_SRCS := $(wildcard tests/*.c)
+# tests/lib_*.c are libraries a workload loads, tests/tool_*.c helpers of
+# the test scripts: neither is a test or workload of its own.
+TEST_SRCS := $(filter-out tests/lib_%.c tests/tool_%.c,$(wildcard tests/*.c))
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
+# The unwinding tests run work_unwind and its library built both with and
+# without frame pointers.
+UNWIND_BINS := $(B)/tests/work_unwind_nofp $(B)/tests/libunwind_dl.so $(B)/tests/libunwind_dl_nofp.so \
+	$(B)/tests/tool_fold
 
 all: $(B)/libcpuprof.so $(B)/libcpuprof.a $(B)/cpuprof
 
@@ -58,10 +64,26 @@ $(B)/tests/%: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -pthread -lm -ldl
 
+$(B)/tests/work_unwind_nofp: tests/work_unwind.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -fomit-frame-pointer -o $@ $< -pthread -lm -ldl
+
+$(B)/tests/libunwind_dl.so: tests/lib_unwind_dl.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -fPIC -shared -o $@ $<
+
+$(B)/tests/libunwind_dl_nofp.so: tests/lib_unwind_dl.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -fomit-frame-pointer -fPIC -shared -o $@ $<
+
+$(B)/tests/tool_fold: tests/tool_fold.c cli/profile.c cli/profile.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -Icli -o $@ tests/tool_fold.c cli/profile.c -lz
+
 $(B)/demo: demo/demo.c
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -pthread
 
-tests: all $(TEST_BINS) $(B)/demo
+tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/demo
 
 # Signal-context objects may call nothing that can allocate, lock or use stdio.
 check-sigsafe: $(SIG_SRCS:%.c=$(B)/%.o)

@@ -23,6 +23,7 @@
 #include "rwmap.h"
 #include "session.h"
 #include "threads.h"
+#include "unwind.h"
 
 #define API __attribute__((visibility("default")))
 
@@ -85,7 +86,7 @@ static void *drain_main(void *unused)
 	int64_t last_sweep = cp_clock_ns(CLOCK_MONOTONIC);
 	struct pollfd pfd = { .fd = cp_sig.wake_fd, .events = POLLIN };
 	while (!atomic_load(&P.drain_quit)) {
-		if (poll(&pfd, 1, DRAIN_INTERVAL_MS) > 0) {
+		if (poll(&pfd, 1, unwind_timeout_ms(DRAIN_INTERVAL_MS)) > 0) {
 			uint64_t v;
 			if (read(cp_sig.wake_fd, &v, sizeof v) < 0) {
 				/* EAGAIN: another wake-up raced us; nothing to do */
@@ -100,6 +101,7 @@ static void *drain_main(void *unused)
 			threads_sweep();
 			last_sweep = now;
 		}
+		unwind_tick();
 	}
 	return NULL;
 }
@@ -171,8 +173,11 @@ static const struct cp_engine *choose_engine(const char *want, int asked_signo, 
 }
 
 static int check_options(const struct cpuprof_options *o, int *hz, const char **engine, int *signo,
-			 unsigned *depth)
+			 unsigned *depth, int *unwind)
 {
+	*unwind = unwind_mode_parse(o && o->unwind ? o->unwind : "auto");
+	if (*unwind < 0)
+		return -EINVAL;
 	*hz = o && o->hz ? o->hz : DEFAULT_HZ;
 	*engine = o && o->engine ? o->engine : "auto";
 	*signo = o ? o->signal : 0;
@@ -191,6 +196,7 @@ static int check_options(const struct cpuprof_options *o, int *hz, const char **
 
 void session_release(void)
 {
+	unwind_stop(1);
 	cp_ring_destroy(cp_sig.ring);
 	cp_sig.ring = NULL;
 	rwmap_free((struct cp_rwmap *)cp_sig.rwmap);
@@ -264,11 +270,11 @@ static int stop_sampling(void)
 /* Starts a profile into path (NULL: none), in stream mode or not. */
 static int start(const char *path, int stream, const struct cpuprof_options *opts)
 {
-	int hz, signo, asked, rc;
+	int hz, signo, asked, rc, unwind;
 	unsigned depth;
 	const char *want;
 
-	if ((rc = check_options(opts, &hz, &want, &asked, &depth)) < 0)
+	if ((rc = check_options(opts, &hz, &want, &asked, &depth, &unwind)) < 0)
 		return rc;
 	pthread_mutex_lock(&api_lock);
 	pthread_mutex_lock(&cp_tab_lock);
@@ -312,6 +318,8 @@ static int start(const char *path, int stream, const struct cpuprof_options *opt
 	P.lost_sent = 0;
 	P.carry_ns = 0;
 	P.mono1 = P.cpu1 = 0;
+	/* The unwind tables are built before the first sample can be taken. */
+	unwind_start(unwind);
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -368,11 +376,31 @@ API int cpuprof_start_stream(const char *path, const struct cpuprof_options *opt
 	return start(path, 1, opts);
 }
 
+/* What the profile says about the unwind tables. */
+#define MAX_REJECTED_COMMENTS 4
+struct unwind_summary {
+	size_t tables, bytes, rejected;
+	char rejected_text[MAX_REJECTED_COMMENTS][320];
+};
+
+static void summarise_object(const struct unwind_object *o, void *arg)
+{
+	struct unwind_summary *u = arg;
+	if (o->has_table) {
+		u->tables++;
+		u->bytes += o->table_bytes;
+	}
+	if (o->rejected && u->rejected < MAX_REJECTED_COMMENTS)
+		snprintf(u->rejected_text[u->rejected++], sizeof u->rejected_text[0], "unwind_rejected=%s: %s",
+			 o->name, o->why);
+}
+
 int session_write_locked(void)
 {
 	char c_engine[64], c_reason[600], c_hz[32], c_signal[32], c_samples[48], c_lost[48], c_cov[48],
-		c_cpu[64], c_pcpu[64], c_threads[64], c_unarmed[128], c_depth[32];
-	const char *comments[16];
+		c_cpu[64], c_pcpu[64], c_threads[64], c_unarmed[128], c_depth[32], c_unwind[32], c_tables[64];
+	const char *comments[16 + MAX_REJECTED_COMMENTS];
+	struct unwind_summary us = { 0 };
 	size_t nc = 0;
 
 	uint64_t lost = atomic_load(&cp_sig.lost) + P.dropped;
@@ -402,7 +430,15 @@ int session_write_locked(void)
 	comments[nc++] = c_cpu;
 	snprintf(c_pcpu, sizeof c_pcpu, "process_cpu_ns=%lld", (long long)pcpu);
 	comments[nc++] = c_pcpu;
-	comments[nc++] = "unwind=fp";
+	snprintf(c_unwind, sizeof c_unwind, "unwind=%s", unwind_mode_name(cp_sig.unwind_mode));
+	comments[nc++] = c_unwind;
+	if (cp_sig.unwind_mode != CP_UNWIND_FP) {
+		unwind_each_object(summarise_object, &us);
+		snprintf(c_tables, sizeof c_tables, "unwind_tables=%zu objects, %zu bytes", us.tables, us.bytes);
+		comments[nc++] = c_tables;
+		for (size_t i = 0; i < us.rejected; i++)
+			comments[nc++] = us.rejected_text[i];
+	}
 	snprintf(c_depth, sizeof c_depth, "max_depth=%u", cp_sig.max_depth);
 	comments[nc++] = c_depth;
 	snprintf(c_threads, sizeof c_threads, "threads=%llu", (unsigned long long)ts.armed);
@@ -481,6 +517,7 @@ API int cpuprof_stop(void)
 			fprintf(stderr, "cpuprof: warning: a signal handler did not finish; keeping its buffers\n");
 			cp_sig.ring = NULL;
 			cp_sig.rwmap = NULL;
+			unwind_stop(0);
 			session_release();
 		}
 	}
@@ -518,6 +555,7 @@ static void after_fork_child(void)
 	pthread_mutex_init(&cp_tab_lock, NULL);
 	atomic_store(&cp_sig.active, 0);
 	threads_forget_after_fork();
+	unwind_after_fork(); /* before session_release: its lock may be held */
 	if (P.running || P.stream_open)
 		session_release(); /* the child's copies: memory and the eventfd */
 	P.running = 0;

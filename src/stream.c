@@ -16,6 +16,7 @@
 #include "cpuprof.h"
 #include "session.h"
 #include "threads.h"
+#include "unwind.h"
 
 #define API __attribute__((visibility("default")))
 #define P cp_session
@@ -106,12 +107,14 @@ API int cpuprof_read_stream(uint64_t *words, size_t cap, size_t *nwords, int fla
 		pthread_mutex_unlock(&cp_tab_lock);
 		if (sweep)
 			threads_sweep();
+		if (!stopped)
+			unwind_tick(); /* new objects' tables; reclaim: no drain thread here */
 		if (n || (flags & CPUPROF_NONBLOCK)) {
 			*nwords = n;
 			return 0;
 		}
 		struct pollfd pfd = { .fd = wake_fd, .events = POLLIN };
-		if (poll(&pfd, 1, READ_WAIT_MS) > 0) {
+		if (poll(&pfd, 1, unwind_timeout_ms(READ_WAIT_MS)) > 0) {
 			uint64_t v;
 			if (read(wake_fd, &v, sizeof v) < 0) {
 				/* EAGAIN: raced with another wake-up */

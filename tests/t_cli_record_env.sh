@@ -23,7 +23,7 @@ cc -shared -fPIC -o libstub.so stub.c || fail "cannot build the stand-in library
 cp libstub.so libother.so
 CPUPROF_LIB=$tmp/libstub.so
 export CPUPROF_LIB
-unset LD_PRELOAD CPUPROF CPUPROF_HZ CPUPROF_ENGINE CPUPROF_DEPTH CPUPROF_SIGNAL
+unset LD_PRELOAD CPUPROF CPUPROF_HZ CPUPROF_ENGINE CPUPROF_DEPTH CPUPROF_SIGNAL CPUPROF_UNWIND
 
 # record EXPECTED-STATUS ARGS...: runs cpuprof record ARGS, checks the
 # status; stderr is left in ./err
@@ -40,7 +40,7 @@ has() { grep -qxF -- "$2" "$1" || { cat "$1" >&2; fail "$1 lacks the line '$2'";
 lacks() { grep -q -- "$2" "$1" && { cat "$1" >&2; fail "$1 has '$2'"; }; :; }
 
 # --- environment, with every option, and with none ---
-record 0 -o p.pb.gz -F 250 --engine timer --depth 7 --signal 40 -- \
+record 0 -o p.pb.gz -F 250 --engine timer --depth 7 --signal 40 --unwind dwarf -- \
 	sh -c 'env >env1'
 has env1 "LD_PRELOAD=$tmp/libstub.so"
 has env1 "CPUPROF=$tmp/p.pb.gz"
@@ -48,12 +48,13 @@ has env1 "CPUPROF_HZ=250"
 has env1 "CPUPROF_ENGINE=timer"
 has env1 "CPUPROF_DEPTH=7"
 has env1 "CPUPROF_SIGNAL=40"
+has env1 "CPUPROF_UNWIND=dwarf"
 grep -q '^cpuprof: no profile written (sh exited before' err ||
 	fail "no 'no profile written' line"
 LD_PRELOAD=$tmp/libother.so record 0 -- sh -c 'env >env2'
 has env2 "LD_PRELOAD=$tmp/libstub.so:$tmp/libother.so"
 has env2 "CPUPROF=$tmp/cpu.pb.gz"
-for v in HZ ENGINE DEPTH SIGNAL; do lacks env2 "^CPUPROF_$v="; done
+for v in HZ ENGINE DEPTH SIGNAL UNWIND; do lacks env2 "^CPUPROF_$v="; done
 
 # --- exit statuses ---
 record 3 -o p.pb.gz -- sh -c 'exit 3'

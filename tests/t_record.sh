@@ -98,7 +98,7 @@ done
 # Bad settings: one warning line, program output and status unchanged.
 lib=$ROOT/$B/libcpuprof.so
 for bad in "CPUPROF_HZ=0" "CPUPROF_HZ=abc" "CPUPROF_HZ=1000000" "CPUPROF_ENGINE=fast" \
-	"CPUPROF_DEPTH=0" "CPUPROF_SIGNAL=9999" "CPUPROF_SIGNAL=9"; do
+	"CPUPROF_DEPTH=0" "CPUPROF_SIGNAL=9999" "CPUPROF_SIGNAL=9" "CPUPROF_UNWIND=frames"; do
 	env LD_PRELOAD="$lib" CPUPROF=$tmp/bad.pb.gz "$bad" ./work 1 20 3 >out 2>err; rc=$?
 	[ $rc -eq 3 ] || fail "$bad: status $rc, expected 3"
 	grep -qx "work_hot done" out || fail "$bad: output changed"

@@ -11,7 +11,8 @@
 /* Return addresses below this are not code: a NULL page, small integers. */
 #define MIN_CODE_ADDR 4096
 
-unsigned cp_unwind_fp(uintptr_t pc, uintptr_t fp, uintptr_t lo, uintptr_t hi,
+/* Signal context. */
+CP_READS_STACK unsigned cp_unwind_fp(uintptr_t pc, uintptr_t fp, uintptr_t lo, uintptr_t hi,
 		      uintptr_t *pcs, unsigned max, int *truncated)
 {
 	const uintptr_t rec = (CP_FRAME_RA_SLOT + 1) * sizeof(uintptr_t);
