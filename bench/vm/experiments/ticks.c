@@ -6,7 +6,8 @@
  * kernel wakes them at its tick only, so the phases cluster), whether
  * hardware perf events open at all, and whether the RTC's periodic
  * interrupt (/dev/rtc0) or the HPET's (/dev/hpet, 64 Hz: the most an
- * unprivileged reader may ask for) wakes a reader off the tick.
+ * unprivileged reader may ask for) wakes a reader off the tick, and what a
+ * sampler thread's basic steps cost.
  *
  *   ticks [ROUNDS]     prints "ticks key=value ..." lines
  */
@@ -18,6 +19,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +112,68 @@ static const char *perf_try(uint32_t type, uint64_t config)
 	}
 	snprintf(buf, sizeof buf, "%s", strerrorname_np(errno) ? strerrorname_np(errno) : "error");
 	return buf;
+}
+
+/* Spins until told to stop: a thread whose CPU clock another reads. */
+static volatile int spin_stop;
+static void *spinner(void *arg)
+{
+	(void)arg;
+	while (!spin_stop)
+		;
+	return NULL;
+}
+
+/* What a sampler thread pays: CPU per read of another thread's CPU clock
+ * (the thread running, and asleep), per tgkill of a thread that ignores
+ * the signal, and per wake-up from a 1 ms clock_nanosleep. */
+static void sampler_cost(void)
+{
+	pthread_t th;
+	clockid_t cid;
+	struct timespec ts;
+	const int n = 20000;
+	pthread_create(&th, NULL, spinner, NULL);
+	pthread_getcpuclockid(th, &cid);
+	uint64_t c0 = 0, c1;
+	struct timespec a;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+	c0 = (uint64_t)a.tv_sec * 1000000000u + (uint64_t)a.tv_nsec;
+	for (int i = 0; i < n; i++)
+		clock_gettime(cid, &ts);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+	c1 = (uint64_t)a.tv_sec * 1000000000u + (uint64_t)a.tv_nsec;
+	double running = (double)(c1 - c0) / n;
+	spin_stop = 1;
+	pthread_join(th, NULL);
+
+	clockid_t self_cid;
+	pthread_getcpuclockid(pthread_self(), &self_cid);
+	c0 = c1;
+	for (int i = 0; i < n; i++)
+		clock_gettime(self_cid, &ts);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+	c1 = (uint64_t)a.tv_sec * 1000000000u + (uint64_t)a.tv_nsec;
+	double own = (double)(c1 - c0) / n;
+
+	signal(SIGURG, SIG_IGN);
+	pid_t pid = getpid(), tid = (pid_t)syscall(SYS_gettid);
+	c0 = c1;
+	for (int i = 0; i < n; i++)
+		syscall(SYS_tgkill, pid, tid, SIGURG);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+	c1 = (uint64_t)a.tv_sec * 1000000000u + (uint64_t)a.tv_nsec;
+	double kill = (double)(c1 - c0) / n;
+
+	const int wakes = 200;
+	struct timespec nap = { 0, 1000000 };
+	c0 = c1;
+	for (int i = 0; i < wakes; i++)
+		clock_nanosleep(CLOCK_MONOTONIC, 0, &nap, NULL);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+	c1 = (uint64_t)a.tv_sec * 1000000000u + (uint64_t)a.tv_nsec;
+	printf("ticks cost_read_running_thread_clock_ns=%.0f cost_read_own_clock_ns=%.0f cost_tgkill_ns=%.0f "
+	       "cost_wake_ns=%.0f\n", running, own, kill, (double)(c1 - c0) / wakes);
 }
 
 /* Reads the RTC's periodic interrupt at 1024 Hz; prints how its wake-ups
@@ -231,5 +295,6 @@ int main(int argc, char **argv)
 	       perf_try(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS));
 	rtc_probe();
 	hpet_probe();
+	sampler_cost();
 	return 0;
 }
