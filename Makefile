@@ -144,6 +144,8 @@ install: all
 	install -m 644 include/cpuprof.h $(DESTDIR)$(PREFIX)/include/cpuprof.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' cpuprof.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cpuprof.pc
 
+include bench/vm/build.mk
+
 clean:
 	rm -rf $(B)
 

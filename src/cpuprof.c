@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +48,11 @@ static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
  * this many cells instead of RING_CELLS, and no drain thread. */
 size_t cp_test_ring_cells;
 int cp_test_no_drain;
+/* ... and a timer resolution to believe instead of the kernel's. */
+long cp_test_timer_resolution_ns;
+
+/* Timers coarser than this make a kernel "tick-bound". */
+#define TICK_BOUND_NS 1000000
 
 int64_t cp_clock_ns(clockid_t c)
 {
@@ -154,16 +160,41 @@ static int signal_for(const struct cp_engine *e, int asked, char *why, size_t le
 	return s;
 }
 
-/* Picks the engine named `want` ("auto" tries them best first) and its
- * signal, recording why each better engine was not used. */
+/* The resolution of the kernel's timers: 1 ns with high-resolution timers,
+ * the tick (4 ms at HZ=250) on a kernel without them, or booted with
+ * highres=off, where every CPU-time timer fires only at the tick. */
+static long timer_resolution_ns(void)
+{
+	struct timespec r;
+	if (cp_test_timer_resolution_ns)
+		return cp_test_timer_resolution_ns;
+	if (clock_getres(CLOCK_MONOTONIC, &r) < 0)
+		return 0;
+	return r.tv_sec * 1000000000l + r.tv_nsec;
+}
+
+/* Picks the engine named `want` and its signal, recording why each better
+ * engine was not used.  "auto" tries perf, timer, itimer; on a tick-bound
+ * kernel timer comes first: there the task clock's hrtimer is tick-bound
+ * too, and a period that ends in the kernel (where a thread that sleeps
+ * often is at the tick) raises no sample, so its CPU lands on whatever
+ * user code runs next, while a CPU timer's signal comes on the way out of
+ * the kernel and charges the call that was running. */
 static const struct cp_engine *choose_engine(const char *want, int asked_signo, uint64_t period, int *signo)
 {
-	static const struct cp_engine *const order[] = { &cp_engine_perf, &cp_engine_timer, &cp_engine_itimer };
+	static const struct cp_engine *const best[] = { &cp_engine_perf, &cp_engine_timer, &cp_engine_itimer };
+	static const struct cp_engine *const ticked[] = { &cp_engine_timer, &cp_engine_perf, &cp_engine_itimer };
+	int auto_ = !strcmp(want, "auto");
+	long res = P.timer_res_ns;
+	const struct cp_engine *const *order = auto_ && res > TICK_BOUND_NS ? ticked : best;
 	size_t used = 0;
 	P.engine_reason[0] = '\0';
-	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+	if (order == ticked)
+		used = (size_t)snprintf(P.engine_reason, sizeof P.engine_reason,
+					"perf: the kernel's timers are tick-bound (resolution %ld ns); timer tried first", res);
+	for (size_t i = 0; i < 3; i++) {
 		const struct cp_engine *e = order[i];
-		if (strcmp(want, "auto") != 0 && strcmp(want, e->name) != 0)
+		if (!auto_ && strcmp(want, e->name) != 0)
 			continue;
 		char why[256] = "";
 		*signo = signal_for(e, asked_signo, why, sizeof why);
@@ -303,6 +334,7 @@ static int start(const char *path, int stream, const struct cpuprof_options *opt
 	uint64_t period = 1000000000u / (unsigned)hz;
 	if ((rc = threads_init()) < 0)
 		goto out;
+	P.timer_res_ns = timer_resolution_ns();
 	P.engine = choose_engine(want, asked, period, &signo);
 	if (!P.engine) {
 		rc = -ENODEV;
@@ -392,11 +424,33 @@ API int cpuprof_start_stream(const char *path, const struct cpuprof_options *opt
 	return start(path, 1, opts);
 }
 
+/* The profile's comments: "key=value" strings in one buffer. */
+#define MAX_COMMENTS 24
+struct comments {
+	const char *list[MAX_COMMENTS];
+	size_t n, used;
+	char buf[4096];
+};
+
+__attribute__((format(printf, 2, 3))) static void comment(struct comments *c, const char *fmt, ...)
+{
+	va_list ap;
+	if (c->n == MAX_COMMENTS || c->used >= sizeof c->buf)
+		return;
+	va_start(ap, fmt);
+	int len = vsnprintf(c->buf + c->used, sizeof c->buf - c->used, fmt, ap);
+	va_end(ap);
+	if (len < 0 || (size_t)len >= sizeof c->buf - c->used)
+		return; /* no room: dropped whole rather than cut */
+	c->list[c->n++] = c->buf + c->used;
+	c->used += (size_t)len + 1;
+}
+
 /* What the profile says about the unwind tables. */
 #define MAX_REJECTED_COMMENTS 4
 struct unwind_summary {
 	size_t tables, bytes, rejected;
-	char rejected_text[MAX_REJECTED_COMMENTS][320];
+	struct comments *c;
 };
 
 static void summarise_object(const struct unwind_object *o, void *arg)
@@ -406,19 +460,14 @@ static void summarise_object(const struct unwind_object *o, void *arg)
 		u->tables++;
 		u->bytes += o->table_bytes;
 	}
-	if (o->rejected && u->rejected < MAX_REJECTED_COMMENTS)
-		snprintf(u->rejected_text[u->rejected++], sizeof u->rejected_text[0], "unwind_rejected=%s: %s",
-			 o->name, o->why);
+	if (o->rejected && u->rejected++ < MAX_REJECTED_COMMENTS)
+		comment(u->c, "unwind_rejected=%s: %s", o->name, o->why);
 }
 
 int session_write_locked(void)
 {
-	char c_engine[64], c_reason[600], c_hz[32], c_signal[32], c_samples[48], c_lost[48], c_cov[48],
-		c_cpu[64], c_pcpu[64], c_threads[64], c_unarmed[128], c_depth[32], c_unwind[32], c_tables[64];
-	const char *comments[16 + MAX_REJECTED_COMMENTS];
-	struct unwind_summary us = { 0 };
-	size_t nc = 0;
-
+	static struct comments c; /* under cp_tab_lock */
+	c.n = c.used = 0;
 	uint64_t lost = atomic_load(&cp_sig.lost) + P.dropped;
 	uint64_t lost_ns = atomic_load(&cp_sig.lost_ns) + P.dropped_ns;
 	uint64_t prof_ns = P.tab.total_ns + lost_ns;
@@ -426,44 +475,30 @@ int session_write_locked(void)
 	double cov = pcpu > 0 ? (double)prof_ns / (double)pcpu : 0.0;
 	struct cp_thread_stats ts = threads_stats();
 
-	snprintf(c_engine, sizeof c_engine, "engine=%s", P.engine->name);
-	comments[nc++] = c_engine;
-	if (P.engine_reason[0]) {
-		snprintf(c_reason, sizeof c_reason, "engine_reason=%s", P.engine_reason);
-		comments[nc++] = c_reason;
-	}
-	snprintf(c_hz, sizeof c_hz, "hz=%d", P.hz);
-	comments[nc++] = c_hz;
-	snprintf(c_signal, sizeof c_signal, "signal=%d", cp_sig.signo);
-	comments[nc++] = c_signal;
-	snprintf(c_samples, sizeof c_samples, "samples=%llu", (unsigned long long)P.tab.total_count);
-	comments[nc++] = c_samples;
-	snprintf(c_lost, sizeof c_lost, "lost=%llu", (unsigned long long)lost);
-	comments[nc++] = c_lost;
-	snprintf(c_cov, sizeof c_cov, "coverage=%.3f", cov);
-	comments[nc++] = c_cov;
-	snprintf(c_cpu, sizeof c_cpu, "profile_cpu_ns=%llu", (unsigned long long)prof_ns);
-	comments[nc++] = c_cpu;
-	snprintf(c_pcpu, sizeof c_pcpu, "process_cpu_ns=%lld", (long long)pcpu);
-	comments[nc++] = c_pcpu;
-	snprintf(c_unwind, sizeof c_unwind, "unwind=%s", unwind_mode_name(cp_sig.unwind_mode));
-	comments[nc++] = c_unwind;
+	comment(&c, "engine=%s", P.engine->name);
+	if (P.engine_reason[0])
+		comment(&c, "engine_reason=%s", P.engine_reason);
+	comment(&c, "hz=%d", P.hz);
+	comment(&c, "signal=%d", cp_sig.signo);
+	comment(&c, "samples=%llu", (unsigned long long)P.tab.total_count);
+	/* What the rate asked for: far more than `samples` means the shares
+	 * rest on fewer samples than the user thinks (a tick-bound kernel). */
+	comment(&c, "expected_samples=%llu", (unsigned long long)(pcpu > 0 ? (uint64_t)pcpu / cp_sig.period_ns : 0));
+	comment(&c, "lost=%llu", (unsigned long long)lost);
+	comment(&c, "coverage=%.3f", cov);
+	comment(&c, "profile_cpu_ns=%llu", (unsigned long long)prof_ns);
+	comment(&c, "process_cpu_ns=%lld", (long long)pcpu);
+	comment(&c, "timer_resolution_ns=%ld", P.timer_res_ns);
+	comment(&c, "unwind=%s", unwind_mode_name(cp_sig.unwind_mode));
 	if (cp_sig.unwind_mode != CP_UNWIND_FP) {
+		struct unwind_summary us = { .c = &c };
 		unwind_each_object(summarise_object, &us);
-		snprintf(c_tables, sizeof c_tables, "unwind_tables=%zu objects, %zu bytes", us.tables, us.bytes);
-		comments[nc++] = c_tables;
-		for (size_t i = 0; i < us.rejected; i++)
-			comments[nc++] = us.rejected_text[i];
+		comment(&c, "unwind_tables=%zu objects, %zu bytes", us.tables, us.bytes);
 	}
-	snprintf(c_depth, sizeof c_depth, "max_depth=%u", cp_sig.max_depth);
-	comments[nc++] = c_depth;
-	snprintf(c_threads, sizeof c_threads, "threads=%llu", (unsigned long long)ts.armed);
-	comments[nc++] = c_threads;
-	if (ts.unarmed) {
-		snprintf(c_unarmed, sizeof c_unarmed, "unarmed_threads=%llu (%s)", (unsigned long long)ts.unarmed,
-			 strerror(-ts.first_error));
-		comments[nc++] = c_unarmed;
-	}
+	comment(&c, "max_depth=%u", cp_sig.max_depth);
+	comment(&c, "threads=%llu", (unsigned long long)ts.armed);
+	if (ts.unarmed)
+		comment(&c, "unarmed_threads=%llu (%s)", (unsigned long long)ts.unarmed, strerror(-ts.first_error));
 
 	struct cp_profile_meta meta = {
 		.period_ns = cp_sig.period_ns,
@@ -471,8 +506,8 @@ int session_write_locked(void)
 		.duration_nanos = (P.mono1 ? P.mono1 : cp_clock_ns(CLOCK_MONOTONIC)) - P.mono0,
 		.lost = lost,
 		.lost_ns = lost_ns,
-		.comments = comments,
-		.ncomments = nc,
+		.comments = c.list,
+		.ncomments = c.n,
 	};
 	char err[256] = "";
 	int rc = pprof_write(P.path, &P.tab, &meta, err, sizeof err);
