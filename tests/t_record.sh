@@ -162,10 +162,10 @@ grep -q "cannot write" err || { cat err; fail "unwritable path: no message"; }
 # replaced: -o /dev/null leaves /dev/null a character device.
 mkfifo fifo
 cat fifo >fifo.out &
-"$CP" record -o fifo -- ./work 1 50 >/dev/null 2>err || { cat err; fail "record into a FIFO: status $?"; }
+$EMU "$CP" record -o fifo -- $EMU ./work 1 50 >/dev/null 2>err || { cat err; fail "record into a FIFO: status $?"; }
 wait
 [ -p fifo ] || fail "the FIFO was replaced"
 [ "$(head -c 2 fifo.out | od -An -tx1 | tr -d ' ')" = 1f8b ] || fail "no gzip came through the FIFO"
-"$CP" record -o /dev/null -- ./work 1 20 >/dev/null 2>err || { cat err; fail "record -o /dev/null: status $?"; }
+$EMU "$CP" record -o /dev/null -- $EMU ./work 1 20 >/dev/null 2>err || { cat err; fail "record -o /dev/null: status $?"; }
 [ -c /dev/null ] || fail "record -o /dev/null replaced /dev/null"
 echo "all record checks passed"
