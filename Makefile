@@ -1,5 +1,6 @@
 # cpuprof -- GNU Makefile.  `make` builds the library and the CLI into build/,
-# `make check` runs the test suite, `make install PREFIX=DIR` installs.
+# `make check` runs the test suite, `make install PREFIX=DIR` installs,
+# `make bench [QUICK=1] [VM=1]` runs the benchmark into docs/benchmarks.md.
 
 ARCH    ?= $(shell uname -m)
 CC      ?= cc
@@ -78,8 +79,47 @@ install: all
 	install -m 644 include/cpuprof.h $(DESTDIR)$(PREFIX)/include/cpuprof.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' cpuprof.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cpuprof.pc
 
-clean:
-	rm -rf $(B)
+# The benchmark (bench/run.py): its workloads, a static launcher, and a
+# second build of the library in $(BB)/ with -DCPUPROF_BENCH, where the
+# handler times itself (handler_ns / handler_calls in the profile's
+# comments).  The profilers compared are the normal build/ library and the
+# peers; the bench library is only used to read the handler's time.
+BB      := build-bench
+PYTHON  ?= /usr/bin/python3
+BENCH_BINS := $(patsubst bench/%.c,$(BB)/bench/%,$(wildcard bench/*.c))
 
-.PHONY: all tests check check-sigsafe install clean
+$(BB)/src/%.o: src/%.c $(wildcard src/*.h src/sig/*.h src/arch/$(ARCH)/*.h include/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LIBFLAGS) -DCPUPROF_BENCH -c -o $@ $<
+
+$(BB)/libcpuprof.so: $(LIB_OBJS:$(B)/%=$(BB)/%)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -o $@ $^ $(LDLIBS)
+
+# Workloads: frame pointers, as every profiler compared walks them.  In
+# scale.c the function that works is also the one that calls: without
+# shrink-wrapping its frame is set up on both paths, so a frame-pointer
+# walk sees every function of the path and each path is its own stack.
+$(BB)/bench/%: bench/%.c bench/clocks.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) $(BENCH_CFLAGS) -o $@ $< -pthread
+
+$(BB)/bench/scale: BENCH_CFLAGS := -fno-shrink-wrap
+
+# The launcher is static so that the workloads inherit almost no RSS.
+$(BB)/bench/spawn: bench/spawn.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -static -o $@ $<
+
+bench-build: all $(BB)/libcpuprof.so $(BENCH_BINS)
+	@SIGSAFE_ALLOW=clock_gettime sh tests/sigsafe.sh $(SIG_SRCS:%.c=$(BB)/%.o) >/dev/null
+
+BENCH_ARGS := $(if $(filter-out 0,$(QUICK)),--quick) $(if $(filter-out 0,$(VM)),--vm)
+bench: bench-build
+	sh scripts/deps.sh python3 gnuplot-nox google-perftools linux-perf golang-go
+	$(PYTHON) bench/run.py $(BENCH_ARGS)
+
+clean:
+	rm -rf $(B) $(BB)
+
+.PHONY: all tests check check-sigsafe install clean bench bench-build
 .DELETE_ON_ERROR:

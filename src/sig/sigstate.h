@@ -74,6 +74,10 @@ struct cp_sigstate {
 	_Atomic uint64_t lost_ns;
 	_Atomic uint64_t foreign;  /* signals passed on to the previous handler */
 	_Atomic int wake_pending;
+#ifdef CPUPROF_BENCH
+	/* Benchmark build only: the handler's own time and calls, summed. */
+	_Atomic uint64_t bench_handler_ns, bench_handler_calls;
+#endif
 };
 
 extern struct cp_sigstate cp_sig;
