@@ -68,7 +68,7 @@ tests: all $(TEST_BINS) $(B)/demo
 check-sigsafe: $(SIG_SRCS:%.c=$(B)/%.o)
 	@sh tests/sigsafe.sh $^
 
-check: tests check-sigsafe
+check: tests check-sigsafe bench-build
 	@sh tests/run.sh
 
 install: all

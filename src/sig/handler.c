@@ -77,9 +77,15 @@ static int classify(const siginfo_t *si, struct cp_thread *t, uint64_t *weight)
 			return 0;
 		if (!active || !t || t->perf_fd < 0 || si->si_fd != t->perf_fd)
 			return -1;
-		uint64_t now;
-		if (read(t->perf_fd, &now, sizeof now) != (ssize_t)sizeof now)
+		/* The weight is the thread's CPU time since its previous sample
+		 * by the kernel's own accounting (the clock getrusage sums), not
+		 * the event's task clock: that one also runs while the
+		 * hypervisor steals the CPU, and read(2) on it costs twice the
+		 * syscall. */
+		struct timespec ts;
+		if (syscall(SYS_clock_gettime, CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
 			return -1;
+		uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 		*weight = now - t->last_ns;
 		t->last_ns = now;
 		return 1;
