@@ -589,8 +589,14 @@ def judge(res):
         if r:
             m, a, b = r["cpu_ratio"]
             w = r["work_cpu_ratio"][0]
+            floor = next((f for f in res.get("sigfloor", []) if f.get("mode") == "perf" and f["hz"] == hz), None)
+            why = ""
+            if floor:
+                why = ("; the kernel alone, an empty handler on a perf task-clock event: %.2f µs per signal, "
+                       "CPU ratio %.4f (signal floor table)" % (floor["us_per_signal"][0], floor["cpu_ratio"][0]))
             out.append(("CPU ratio ≤ %g at %d Hz (48-deep, 1 thread, perf engine)" % (lim, hz),
-                        "%.4f (%.4f–%.4f over %d pairs; work phase alone %.4f)" % (m, a, b, len(r["pairs"]), w),
+                        "%.4f (%.4f–%.4f over %d pairs; work phase alone %.4f; handler %s µs per sample%s)" % (
+                            m, a, b, len(r["pairs"]), w, fmt(r.get("handler_us"), 2), why),
                         "met" if m <= lim else "not met"))
         else:
             out.append(("CPU ratio ≤ %g at %d Hz (48-deep, 1 thread, perf engine)" % (lim, hz), "not run", "not measured"))
