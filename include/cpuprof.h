@@ -9,6 +9,9 @@
 #ifndef CPUPROF_H
 #define CPUPROF_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -18,7 +21,8 @@ extern "C" {
 struct cpuprof_options {
 	int hz;             /* samples per second of thread CPU time (default 1000, 1..100000) */
 	const char *engine; /* "auto" (default), "perf", "timer" or "itimer" */
-	int signal;         /* sampling signal (default SIGPROF) */
+	int signal;         /* sampling signal (default: SIGPROF, or a free real-time
+	                       signal if the program has a SIGPROF handler of its own) */
 	int max_depth;      /* frames kept per sample (default 128, 1..1024) */
 };
 
@@ -42,6 +46,33 @@ int cpuprof_flush(void);
  * automatically; call this from a thread created by other means (raw
  * clone(), a foreign runtime).  Registering twice is harmless. */
 int cpuprof_register_thread(void);
+
+/*
+ * The record stream, for language runtimes that build their own profile:
+ * the words of Go's runtime/pprof profBuf stream.  A header {3, 0, hz}
+ * first and once; a sample {3+n, 0, count, pc[0..n)} with the interrupted
+ * PC first and return addresses after it, count in sampling periods of CPU
+ * time (fractions carry to the next sample); lost samples {4, 0, 0, lost}.
+ *
+ * cpuprof_start_stream() starts a profile whose samples are read with
+ * cpuprof_read_stream() (by one reader at a time) instead of a drain
+ * thread; it writes `path` too, at end of stream, unless path is NULL.
+ * cpuprof_stop() ends sampling; the reader then gets what is left and
+ * CPUPROF_EOF.  Until the reader has seen CPUPROF_EOF no new profile can
+ * start (-EBUSY), so no sample of one profile can reach the next.  A
+ * reader that falls behind makes samples lost, never a handler block.
+ */
+int cpuprof_start_stream(const char *path, const struct cpuprof_options *opts);
+
+#define CPUPROF_NONBLOCK 1 /* flag: return at once when nothing is ready */
+#define CPUPROF_EOF 1      /* return value: end of stream */
+
+/* Reads whole records into words[0..cap) and their length into *nwords.
+ * Returns 0 (with *nwords 0 only under CPUPROF_NONBLOCK), CPUPROF_EOF once
+ * the stream is stopped and drained (and whenever no stream is open), or a
+ * negative code: -EINVAL if cap < max_depth + 4 words.  Blocking reads
+ * wait until a record is ready or the stream ends. */
+int cpuprof_read_stream(uint64_t *words, size_t cap, size_t *nwords, int flags);
 
 /* A static, human-readable description of a code returned above. */
 const char *cpuprof_strerror(int code);

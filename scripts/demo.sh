@@ -3,7 +3,8 @@
 # `cpuprof record` and prints the report.  Run from the repository root.
 set -e
 cd "$(dirname "$0")/.."
-sh scripts/deps.sh gcc make libc6-dev zlib1g-dev
+# libc6-dbg names libc's internal functions (qsort's merge sort, say).
+sh scripts/deps.sh gcc make libc6-dev zlib1g-dev libc6-dbg
 make -s all build/demo
 build/cpuprof record -o demo.pb.gz -- build/demo
 build/cpuprof report demo.pb.gz

@@ -1,8 +1,10 @@
 /*
- * cpuprof.c -- the profile's life: cpuprof_start() picks an engine, installs
- * the handler and arms every thread; a drain thread moves samples from the
- * ring into the stack table; cpuprof_stop() disarms, waits out every
- * running handler, hands the signal back and writes the pprof file.
+ * cpuprof.c -- the profile's life: cpuprof_start() picks an engine and a
+ * signal, installs the handler and arms every thread; a drain thread moves
+ * samples from the ring into the stack table; cpuprof_stop() disarms,
+ * waits out every running handler, hands the signal back and writes the
+ * pprof file.  The record stream's reader (stream.c) replaces the drain
+ * thread in stream mode.
  */
 #include <errno.h>
 #include <poll.h>
@@ -17,10 +19,9 @@
 #include <unistd.h>
 
 #include "cpuprof.h"
-#include "engine.h"
 #include "pprof_write.h"
 #include "rwmap.h"
-#include "stacktab.h"
+#include "session.h"
 #include "threads.h"
 
 #define API __attribute__((visibility("default")))
@@ -34,24 +35,19 @@
 #define DRAIN_INTERVAL_MS 100
 #define SWEEP_INTERVAL_NS 1000000000ll
 
+struct cp_session cp_session;
+pthread_mutex_t cp_tab_lock = PTHREAD_MUTEX_INITIALIZER;
+#define P cp_session
+
+/* Serialises start, stop and flush. */
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Serialises the ring's consumer side and the stack table. */
-static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static struct {
-	int running;
-	char *path;
-	const struct cp_engine *engine;
-	char engine_reason[512];
-	int hz;
-	struct cp_stacktab tab;
-	uint64_t dropped, dropped_ns; /* drained but not stored (no memory) */
-	pthread_t drain;
-	_Atomic int drain_quit;
-	int64_t wall0, mono0, cpu0;
-} P;
+/* Seams for tests (tests/unit_*.c link the static library): a ring of
+ * this many cells instead of RING_CELLS, and no drain thread. */
+size_t cp_test_ring_cells;
+int cp_test_no_drain;
 
-static int64_t clock_ns(clockid_t c)
+int64_t cp_clock_ns(clockid_t c)
 {
 	struct timespec ts;
 	clock_gettime(c, &ts);
@@ -62,7 +58,7 @@ API const char *cpuprof_strerror(int code)
 {
 	switch (code) {
 	case 0: return "success";
-	case -EBUSY: return "a profile is already running";
+	case -EBUSY: return "a profile is already running, or its record stream is not read to its end";
 	case -ESRCH: return "no profile is running";
 	case -EINVAL: return "invalid option";
 	case -ENODEV: return "no sampling engine works here";
@@ -71,9 +67,7 @@ API const char *cpuprof_strerror(int code)
 	return code < 0 ? strerror(-code) : "unknown code";
 }
 
-/* Moves every committed sample from the ring into the table.  Under
- * tab_lock. */
-static void drain_locked(void)
+void session_drain_locked(void)
 {
 	struct cp_ring *r = cp_sig.ring;
 	struct cp_sample *s;
@@ -88,7 +82,7 @@ static void drain_locked(void)
 
 static void *drain_main(void *unused)
 {
-	int64_t last_sweep = clock_ns(CLOCK_MONOTONIC);
+	int64_t last_sweep = cp_clock_ns(CLOCK_MONOTONIC);
 	struct pollfd pfd = { .fd = cp_sig.wake_fd, .events = POLLIN };
 	while (!atomic_load(&P.drain_quit)) {
 		if (poll(&pfd, 1, DRAIN_INTERVAL_MS) > 0) {
@@ -98,10 +92,10 @@ static void *drain_main(void *unused)
 			}
 		}
 		atomic_store(&cp_sig.wake_pending, 0);
-		pthread_mutex_lock(&tab_lock);
-		drain_locked();
-		pthread_mutex_unlock(&tab_lock);
-		int64_t now = clock_ns(CLOCK_MONOTONIC);
+		pthread_mutex_lock(&cp_tab_lock);
+		session_drain_locked();
+		pthread_mutex_unlock(&cp_tab_lock);
+		int64_t now = cp_clock_ns(CLOCK_MONOTONIC);
 		if (now - last_sweep >= SWEEP_INTERVAL_NS) {
 			threads_sweep();
 			last_sweep = now;
@@ -110,9 +104,52 @@ static void *drain_main(void *unused)
 	return NULL;
 }
 
-/* Picks the engine named `want` ("auto" tries them best first), recording
- * why each better one was not used. */
-static const struct cp_engine *choose_engine(const char *want, int signo, uint64_t period)
+/* Does the program have a handler of its own for sig? */
+static int program_handles(int sig)
+{
+	struct sigaction cur;
+	if (sigaction(sig, NULL, &cur) < 0)
+		return 0;
+	if (cur.sa_flags & SA_SIGINFO)
+		return cur.sa_sigaction != cp_sig_handler;
+	return cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN;
+}
+
+/* A real-time signal nobody has a disposition for, searched from the top
+ * (libraries that take one usually start at SIGRTMIN); 0 if none. */
+static int free_rt_signal(void)
+{
+	for (int s = SIGRTMAX; s >= SIGRTMIN; s--) {
+		struct sigaction cur;
+		if (sigaction(s, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL)
+			return s;
+	}
+	return 0;
+}
+
+/* The signal engine e would use: the one asked for, else SIGPROF, else
+ * (the program handles SIGPROF itself) a free real-time signal; the
+ * itimer engine can send nothing but SIGPROF and will not take the
+ * program's.  0 with the reason in why if there is none. */
+static int signal_for(const struct cp_engine *e, int asked, char *why, size_t len)
+{
+	if (asked)
+		return asked;
+	if (!program_handles(SIGPROF))
+		return SIGPROF;
+	if (e->kind == CP_ENGINE_ITIMER) {
+		snprintf(why, len, "the program has its own SIGPROF handler, the only signal setitimer can send");
+		return 0;
+	}
+	int s = free_rt_signal();
+	if (!s)
+		snprintf(why, len, "SIGPROF has the program's handler and no real-time signal is free");
+	return s;
+}
+
+/* Picks the engine named `want` ("auto" tries them best first) and its
+ * signal, recording why each better engine was not used. */
+static const struct cp_engine *choose_engine(const char *want, int asked_signo, uint64_t period, int *signo)
 {
 	static const struct cp_engine *const order[] = { &cp_engine_perf, &cp_engine_timer, &cp_engine_itimer };
 	size_t used = 0;
@@ -122,7 +159,8 @@ static const struct cp_engine *choose_engine(const char *want, int signo, uint64
 		if (strcmp(want, "auto") != 0 && strcmp(want, e->name) != 0)
 			continue;
 		char why[256] = "";
-		if (e->probe(signo, period, why, sizeof why) == 0)
+		*signo = signal_for(e, asked_signo, why, sizeof why);
+		if (*signo && e->probe(*signo, period, why, sizeof why) == 0)
 			return e;
 		int n = snprintf(P.engine_reason + used, sizeof P.engine_reason - used, "%s%s: %s",
 				 used ? "; " : "", e->name, why);
@@ -137,7 +175,7 @@ static int check_options(const struct cpuprof_options *o, int *hz, const char **
 {
 	*hz = o && o->hz ? o->hz : DEFAULT_HZ;
 	*engine = o && o->engine ? o->engine : "auto";
-	*signo = o && o->signal ? o->signal : SIGPROF;
+	*signo = o ? o->signal : 0;
 	*depth = o && o->max_depth ? (unsigned)o->max_depth : DEFAULT_DEPTH;
 	if (*hz < 1 || *hz > MAX_HZ || (o && o->max_depth < 0) || *depth > MAX_DEPTH)
 		return -EINVAL;
@@ -145,14 +183,13 @@ static int check_options(const struct cpuprof_options *o, int *hz, const char **
 	    strcmp(*engine, "itimer"))
 		return -EINVAL;
 	/* Signals that cannot be caught or that mean a fault are refused. */
-	if (*signo < 1 || *signo > SIGRTMAX || *signo == SIGKILL || *signo == SIGSTOP || *signo == SIGSEGV ||
-	    *signo == SIGBUS || *signo == SIGILL || *signo == SIGFPE)
+	if (*signo && (*signo < 1 || *signo > SIGRTMAX || *signo == SIGKILL || *signo == SIGSTOP ||
+		       *signo == SIGSEGV || *signo == SIGBUS || *signo == SIGILL || *signo == SIGFPE))
 		return -EINVAL;
 	return 0;
 }
 
-/* Frees what start allocated; the handler must be unable to see it. */
-static void release_resources(void)
+void session_release(void)
 {
 	cp_ring_destroy(cp_sig.ring);
 	cp_sig.ring = NULL;
@@ -185,8 +222,8 @@ static int quiesce_handlers(void)
 }
 
 /* Discards sampling signals still pending in any thread (setting SIG_IGN
- * does that), then restores the disposition found at start if ours is
- * still installed. */
+ * does that), then restores the disposition found at start, exactly, if
+ * ours is still installed. */
 static void hand_back_signal(void)
 {
 	struct sigaction cur, ign;
@@ -199,37 +236,64 @@ static void hand_back_signal(void)
 	}
 }
 
-API int cpuprof_start(const char *path, const struct cpuprof_options *opts)
+/* Stops sampling: disarms every thread, waits out the handlers and hands
+ * the signal back.  Returns whether the handlers finished (see
+ * quiesce_handlers).  Under api_lock. */
+static int stop_sampling(void)
 {
-	int hz, signo, rc;
+	if (P.engine->stop)
+		P.engine->stop();
+	int quiet = quiesce_handlers();
+	threads_end();
+	hand_back_signal();
+	if (P.has_drain) {
+		atomic_store(&P.drain_quit, 1);
+		uint64_t one = 1;
+		if (write(cp_sig.wake_fd, &one, sizeof one) < 0) {
+			/* the drain thread also wakes on its own */
+		}
+		pthread_join(P.drain, NULL);
+		P.has_drain = 0;
+	}
+	P.mono1 = cp_clock_ns(CLOCK_MONOTONIC);
+	P.cpu1 = cp_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	P.running = 0;
+	return quiet;
+}
+
+/* Starts a profile into path (NULL: none), in stream mode or not. */
+static int start(const char *path, int stream, const struct cpuprof_options *opts)
+{
+	int hz, signo, asked, rc;
 	unsigned depth;
 	const char *want;
 
-	if (!path || !*path)
-		return -EINVAL;
-	if ((rc = check_options(opts, &hz, &want, &signo, &depth)) < 0)
+	if ((rc = check_options(opts, &hz, &want, &asked, &depth)) < 0)
 		return rc;
 	pthread_mutex_lock(&api_lock);
-	if (P.running) {
+	pthread_mutex_lock(&cp_tab_lock);
+	int busy = P.running || P.stream_open;
+	pthread_mutex_unlock(&cp_tab_lock);
+	if (busy) {
 		pthread_mutex_unlock(&api_lock);
 		return -EBUSY;
 	}
 	uint64_t period = 1000000000u / (unsigned)hz;
 	if ((rc = threads_init()) < 0)
 		goto out;
-	P.engine = choose_engine(want, signo, period);
+	P.engine = choose_engine(want, asked, period, &signo);
 	if (!P.engine) {
 		rc = -ENODEV;
 		goto out;
 	}
-	P.path = strdup(path);
+	P.path = path ? strdup(path) : NULL;
 	stacktab_init(&P.tab);
-	cp_sig.ring = cp_ring_create(RING_CELLS, depth);
+	cp_sig.ring = cp_ring_create(cp_test_ring_cells ? cp_test_ring_cells : RING_CELLS, depth);
 	cp_sig.rwmap = rwmap_snapshot();
 	cp_sig.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (!P.path || !cp_sig.ring || cp_sig.wake_fd < 0) {
+	if ((path && !P.path) || !cp_sig.ring || cp_sig.wake_fd < 0) {
 		rc = -ENOMEM;
-		release_resources();
+		session_release();
 		goto out;
 	}
 	cp_sig.engine = P.engine->kind;
@@ -247,6 +311,11 @@ API int cpuprof_start(const char *path, const struct cpuprof_options *opts)
 #endif
 	P.dropped = P.dropped_ns = 0;
 	P.hz = hz;
+	P.stream = stream;
+	P.hdr_sent = 0;
+	P.lost_sent = 0;
+	P.carry_ns = 0;
+	P.mono1 = P.cpu1 = 0;
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -256,53 +325,64 @@ API int cpuprof_start(const char *path, const struct cpuprof_options *opts)
 	sigaddset(&sa.sa_mask, signo);
 	if (sigaction(signo, &sa, &cp_sig.prev) < 0) {
 		rc = -errno;
-		release_resources();
+		session_release();
 		goto out;
 	}
 	atomic_store(&cp_sig.active, 1);
-	P.wall0 = clock_ns(CLOCK_REALTIME);
-	P.mono0 = clock_ns(CLOCK_MONOTONIC);
-	P.cpu0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	P.wall0 = cp_clock_ns(CLOCK_REALTIME);
+	P.mono0 = P.last_sweep = cp_clock_ns(CLOCK_MONOTONIC);
+	P.cpu0 = cp_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	P.running = 1;
 	threads_begin(P.engine, signo, period);
 	if (P.engine->start && (rc = P.engine->start(signo, period)) < 0)
 		goto undo;
+	/* In stream mode the stream's reader drains the ring. */
 	atomic_store(&P.drain_quit, 0);
-	if ((rc = threads_spawn_internal(&P.drain, drain_main, NULL)) < 0) {
-		if (P.engine->stop)
-			P.engine->stop();
-		goto undo;
+	if (!stream && !cp_test_no_drain) {
+		if ((rc = threads_spawn_internal(&P.drain, drain_main, NULL)) < 0)
+			goto undo;
+		P.has_drain = 1;
 	}
-	P.running = 1;
+	if (stream) {
+		pthread_mutex_lock(&cp_tab_lock);
+		P.stream_open = 1;
+		pthread_mutex_unlock(&cp_tab_lock);
+	}
 	pthread_mutex_unlock(&api_lock);
 	return 0;
 undo:
-	threads_end();
-	if (quiesce_handlers()) {
-		hand_back_signal();
-		release_resources();
-	} else {
-		hand_back_signal();
-	}
+	if (stop_sampling())
+		session_release();
 out:
 	pthread_mutex_unlock(&api_lock);
 	return rc;
 }
 
-/* Writes the profile collected so far.  Under api_lock with a profile
- * running or just stopped. */
-static int write_profile(void)
+API int cpuprof_start(const char *path, const struct cpuprof_options *opts)
 {
-	char c_engine[64], c_reason[600], c_hz[32], c_samples[48], c_lost[48], c_cov[48], c_cpu[64],
-		c_pcpu[64], c_threads[64], c_unarmed[128], c_depth[32];
-	const char *comments[16];
+	if (!path || !*path)
+		return -EINVAL;
+	return start(path, 0, opts);
+}
+
+API int cpuprof_start_stream(const char *path, const struct cpuprof_options *opts)
+{
+	if (path && !*path)
+		return -EINVAL;
+	return start(path, 1, opts);
+}
+
+int session_write_locked(void)
+{
+	char c_engine[64], c_reason[600], c_hz[32], c_signal[32], c_samples[48], c_lost[48], c_cov[48],
+		c_cpu[64], c_pcpu[64], c_threads[64], c_unarmed[128], c_depth[32];
+	const char *comments[20];
 	size_t nc = 0;
 
-	pthread_mutex_lock(&tab_lock);
-	drain_locked();
 	uint64_t lost = atomic_load(&cp_sig.lost) + P.dropped;
 	uint64_t lost_ns = atomic_load(&cp_sig.lost_ns) + P.dropped_ns;
 	uint64_t prof_ns = P.tab.total_ns + lost_ns;
-	int64_t pcpu = clock_ns(CLOCK_PROCESS_CPUTIME_ID) - P.cpu0;
+	int64_t pcpu = (P.cpu1 ? P.cpu1 : cp_clock_ns(CLOCK_PROCESS_CPUTIME_ID)) - P.cpu0;
 	double cov = pcpu > 0 ? (double)prof_ns / (double)pcpu : 0.0;
 	struct cp_thread_stats ts = threads_stats();
 
@@ -314,6 +394,8 @@ static int write_profile(void)
 	}
 	snprintf(c_hz, sizeof c_hz, "hz=%d", P.hz);
 	comments[nc++] = c_hz;
+	snprintf(c_signal, sizeof c_signal, "signal=%d", cp_sig.signo);
+	comments[nc++] = c_signal;
 	snprintf(c_samples, sizeof c_samples, "samples=%llu", (unsigned long long)P.tab.total_count);
 	comments[nc++] = c_samples;
 	snprintf(c_lost, sizeof c_lost, "lost=%llu", (unsigned long long)lost);
@@ -347,7 +429,7 @@ static int write_profile(void)
 	struct cp_profile_meta meta = {
 		.period_ns = cp_sig.period_ns,
 		.time_nanos = P.wall0,
-		.duration_nanos = clock_ns(CLOCK_MONOTONIC) - P.mono0,
+		.duration_nanos = (P.mono1 ? P.mono1 : cp_clock_ns(CLOCK_MONOTONIC)) - P.mono0,
 		.lost = lost,
 		.lost_ns = lost_ns,
 		.comments = comments,
@@ -355,17 +437,21 @@ static int write_profile(void)
 	};
 	char err[256] = "";
 	int rc = pprof_write(P.path, &P.tab, &meta, err, sizeof err);
-	pthread_mutex_unlock(&tab_lock);
 	if (rc < 0) {
 		fprintf(stderr, "cpuprof: cannot write %s: %s\n", P.path, err[0] ? err : strerror(-rc));
 		return rc;
 	}
-	/* Judge coverage only once the run has used enough CPU for a few
-	 * dozen periods per thread; below that one period is already 3%. */
-	if (cov < 0.9 && pcpu >= (int64_t)(32 * cp_sig.period_ns * (ts.armed ? ts.armed : 1))) {
+	/* Judge coverage only once the run has used a few dozen periods, or
+	 * kernel ticks (10 ms at most), per thread: the time after a thread's
+	 * last sample is not in the profile, and one period or tick is
+	 * already 3% of that. */
+	uint64_t unit = cp_sig.period_ns > 10000000 ? cp_sig.period_ns : 10000000;
+	if (cov < 0.9 && pcpu >= (int64_t)(32 * unit * (ts.armed ? ts.armed : 1))) {
 		char why[256];
 		if (P.engine->kind == CP_ENGINE_ITIMER)
 			snprintf(why, sizeof why, "engine=itimer: setitimer fires only at the kernel tick and counts no missed periods");
+		else if (P.engine->kind == CP_ENGINE_TIMER && !lost && !ts.unarmed)
+			snprintf(why, sizeof why, "engine=timer: CPU timers fire only at kernel ticks that find the thread running; the CPU a thread used after its last sample is not in the profile");
 		else if (lost)
 			snprintf(why, sizeof why, "%llu samples lost: the ring was full", (unsigned long long)lost);
 		else if (ts.unarmed)
@@ -386,29 +472,31 @@ API int cpuprof_stop(void)
 		pthread_mutex_unlock(&api_lock);
 		return -ESRCH;
 	}
-	if (P.engine->stop)
-		P.engine->stop();
-	int quiet = quiesce_handlers();
-	threads_end();
-	hand_back_signal();
-	atomic_store(&P.drain_quit, 1);
-	uint64_t one = 1;
-	if (write(cp_sig.wake_fd, &one, sizeof one) < 0) {
-		/* the drain thread also wakes on its own */
-	}
-	pthread_join(P.drain, NULL);
-	int rc = write_profile();
-	if (quiet) {
-		release_resources();
+	int quiet = stop_sampling();
+	int rc = 0;
+	if (P.stream) {
+		/* The stream's reader drains what is left, writes the file if
+		 * there is one, and releases everything at end of stream. */
+		uint64_t one = 1;
+		if (write(cp_sig.wake_fd, &one, sizeof one) < 0) {
+			/* a blocked reader also wakes on its own */
+		}
 	} else {
-		/* A handler is stuck (a stopped thread): leave the ring and map
-		 * it may still read mapped. */
-		stacktab_free(&P.tab);
-		fprintf(stderr, "cpuprof: warning: a signal handler did not finish; keeping its buffers\n");
-		cp_sig.ring = NULL;
-		cp_sig.rwmap = NULL;
+		pthread_mutex_lock(&cp_tab_lock);
+		session_drain_locked();
+		rc = session_write_locked();
+		pthread_mutex_unlock(&cp_tab_lock);
+		if (quiet) {
+			session_release();
+		} else {
+			/* A handler is stuck (a stopped thread): leave the ring
+			 * and map it may still read mapped. */
+			fprintf(stderr, "cpuprof: warning: a signal handler did not finish; keeping its buffers\n");
+			cp_sig.ring = NULL;
+			cp_sig.rwmap = NULL;
+			session_release();
+		}
 	}
-	P.running = 0;
 	pthread_mutex_unlock(&api_lock);
 	return rc;
 }
@@ -416,7 +504,15 @@ API int cpuprof_stop(void)
 API int cpuprof_flush(void)
 {
 	pthread_mutex_lock(&api_lock);
-	int rc = P.running ? write_profile() : -ESRCH;
+	int rc = -ESRCH;
+	if (P.running && P.stream) {
+		rc = -EINVAL;
+	} else if (P.running) {
+		pthread_mutex_lock(&cp_tab_lock);
+		session_drain_locked();
+		rc = session_write_locked();
+		pthread_mutex_unlock(&cp_tab_lock);
+	}
 	pthread_mutex_unlock(&api_lock);
 	return rc;
 }
@@ -432,10 +528,14 @@ API int cpuprof_register_thread(void)
 static void after_fork_child(void)
 {
 	pthread_mutex_init(&api_lock, NULL);
-	pthread_mutex_init(&tab_lock, NULL);
+	pthread_mutex_init(&cp_tab_lock, NULL);
 	atomic_store(&cp_sig.active, 0);
 	threads_forget_after_fork();
+	if (P.running || P.stream_open)
+		session_release(); /* the child's copies: memory and the eventfd */
 	P.running = 0;
+	P.stream_open = 0;
+	P.has_drain = 0;
 }
 
 __attribute__((constructor)) static void cpuprof_init(void)

@@ -5,8 +5,9 @@
  * kernel has high-resolution timers.  The overflow signal goes to the
  * owning thread (O_ASYNC, F_SETSIG, F_SETOWN_EX/F_OWNER_TID); the event is
  * enabled once and never refreshed.  The handler weighs each sample by the
- * task clock read from the event, so totals hold whatever the timer
- * resolution.
+ * thread's CPU clock (the kernel's own accounting, which the event's task
+ * clock exceeds while the hypervisor steals the CPU), so totals hold
+ * whatever the timer resolution.
  *
  * The events count kernel mode too where perf_event_paranoid allows it
  * (root, CAP_PERFMON, or paranoid <= 1): a period that ends inside a

@@ -2,8 +2,9 @@
  * engine_timer.c -- the timer engine: a POSIX timer (timer_create) on each
  * thread's own CPU clock, signalling that thread (SIGEV_THREAD_ID).  The
  * kernel checks CPU timers from the scheduler tick only, so at rates above
- * the tick it fires late; the handler weighs each sample by (1 + si_overrun)
- * periods, which keeps the totals right.
+ * the tick it fires late (and under contention seldom); the handler weighs
+ * each sample by the CPU time the thread used since its previous sample,
+ * read from the thread's CPU clock, which keeps the totals right.
  */
 #include <errno.h>
 #include <signal.h>
@@ -62,6 +63,10 @@ static int timer_probe(int signo, uint64_t period_ns, char *why, size_t len)
 
 static int timer_arm(struct cp_thread *t, int signo, uint64_t period_ns)
 {
+	struct timespec now;
+	if (clock_gettime(thread_cpu_clock(t->tid), &now) < 0)
+		return -errno;
+	t->last_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 	int e = make_timer(t->tid, signo, period_ns, &t->timer);
 	if (e == 0)
 		t->has_timer = 1;

@@ -529,6 +529,26 @@ static int seg_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* Reads o's symbols from its separate debug file, found by build ID where
+ * distributions install them (Debian's *-dbg and -dbgsym packages): it has
+ * the full .symtab that the shipped object was stripped of.  0 if found
+ * with a matching build ID and at least one symbol. */
+static int read_debug_file(struct cp_object *o)
+{
+	char path[sizeof "/usr/lib/debug/.build-id//.debug" + sizeof o->build_id];
+	char bid[sizeof o->build_id];
+	size_t len = strlen(o->build_id);
+	if (len < 4)
+		return -ENOENT;
+	snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug", o->build_id, o->build_id + 2);
+	int rc = symbols_read_file(path, &o->symtab, bid);
+	if (rc == 0 && (strcmp(bid, o->build_id) != 0 || o->symtab.n == 0)) {
+		symbols_symtab_free(&o->symtab);
+		rc = -ENOENT;
+	}
+	return rc;
+}
+
 struct cp_symbols *symbols_load(void)
 {
 	struct cp_symbols *s = calloc(1, sizeof *s);
@@ -550,6 +570,8 @@ struct cp_symbols *symbols_load(void)
 			rc = symbols_read_image((const void *)c.vdso_start,
 						c.vdso_end - c.vdso_start,
 						&o->symtab, bid);
+		else if (read_debug_file(o) == 0)
+			continue;
 		else
 			rc = symbols_read_file(i == c.exe ? "/proc/self/exe" :
 							    o->path,

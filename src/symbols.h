@@ -2,7 +2,8 @@
  * symbols.h -- in-process symbolization: a snapshot of the objects loaded
  * in this process (main executable, shared libraries, the vDSO) with their
  * executable segments, GNU build IDs and function symbols read from the
- * ELF files (.symtab, else .dynsym).  Built and queried outside signal
+ * ELF files (.symtab, else .dynsym) or from their separate debug files
+ * (/usr/lib/debug/.build-id/, when installed).  Built and queried outside signal
  * context (it opens files and allocates); a snapshot is immutable, so
  * lookups need no lock.
  */

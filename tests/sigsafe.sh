@@ -3,9 +3,7 @@
 # only outside functions they may call are these async-signal-safe system
 # call wrappers.  Anything else (malloc, stdio, locks, dl*, __tls_get_addr,
 # even memcpy) fails the build's check.
-# SIGSAFE_ALLOW adds names: the benchmark build (-DCPUPROF_BENCH) also calls
-# clock_gettime, which POSIX lists as async-signal-safe.
-allowed="__errno_location read write syscall mmap munmap _GLOBAL_OFFSET_TABLE_ ${SIGSAFE_ALLOW:-}"
+allowed='__errno_location read write syscall clock_gettime mmap munmap _GLOBAL_OFFSET_TABLE_'
 defined=$(nm --defined-only "$@" | awk 'NF == 3 { print $3 }' | sort -u)
 bad=0
 for sym in $(nm -u "$@" | awk 'NF == 2 { print $2 }' | sort -u); do

@@ -50,8 +50,11 @@ for engine in perf timer itimer auto; do
 	cov=$(comment $engine.pb.gz coverage)
 	threads=$(comment $engine.pb.gz threads)
 	echo "$engine: engine=$e coverage=$cov threads=$threads"
+	# Generous bands: on a loaded machine the tick-driven timer engine
+	# fires seldom, and the CPU after each thread's last sample is lost.
 	case $e in
-	perf|timer) awk "BEGIN { exit !($cov > 0.8 && $cov < 1.25) }" || fail "$engine: coverage $cov" ;;
+	perf) awk "BEGIN { exit !($cov > 0.8 && $cov < 1.25) }" || fail "$engine: coverage $cov" ;;
+	timer) awk "BEGIN { exit !($cov > 0.4 && $cov < 1.25) }" || fail "$engine: coverage $cov" ;;
 	itimer) awk "BEGIN { exit !($cov > 0.05 && $cov < 1.25) }" || fail "$engine: coverage $cov" ;;
 	*) fail "unknown engine '$e'" ;;
 	esac
@@ -69,6 +72,20 @@ cp "$WORK" ./work
 "$CP" record -o k.pb.gz -- sh -c 'kill -9 $$' >/dev/null 2>err; rc=$?
 [ $rc -eq 137 ] || fail "killed by SIGKILL: status $rc, expected 137"
 grep -q "no profile" err || { cat err; fail "killed: record did not say no profile was written"; }
+
+# Children: fork+exec is profiled into FILE.<pid>, listed by record; a
+# forked child that exits writes nothing (the parent's FILE is its own).
+"$CP" record -o fx.pb.gz -- ./work 1 100 0 fork-exec >out 2>err || { cat err; fail "fork-exec: status $?"; }
+[ "$(grep -c 'work_hot done' out)" -eq 2 ] || fail "fork-exec: output changed"
+set -- fx.pb.gz.*
+[ $# -eq 1 ] && [ -s "$1" ] || fail "fork-exec: expected one FILE.<pid>, found $*"
+grep -q "also wrote $1" err || { cat err; fail "fork-exec: record did not list $1"; }
+[ "$(leader "$1")" = hot_leaf ] && [ "$(leader fx.pb.gz)" = hot_leaf ] || fail "fork-exec: profiles wrong"
+"$CP" record -o fk.pb.gz -- ./work 1 100 0 fork >out 2>err || { cat err; fail "fork: status $?"; }
+[ "$(grep -c 'work_hot done' out)" -eq 1 ] || fail "fork: output changed"
+set -- fk.pb.gz.*
+[ ! -e "$1" ] || fail "fork without exec wrote $*"
+[ "$(leader fk.pb.gz)" = hot_leaf ] || fail "fork: parent profile wrong"
 
 # A program that scribbles on rbp while sampled, every engine.
 for engine in perf timer itimer; do

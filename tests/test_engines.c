@@ -62,17 +62,20 @@ static void run(const char *engine, const char *dir)
 	CHECK(top && strstr(top, "before_start_thread"), "%s: thread running before start not sampled", engine);
 	CHECK(strstr(top, "after_start_thread"), "%s: thread created after start not sampled", engine);
 	free(top);
-	CHECK(pprof_comment(path, "engine", val, sizeof val) == 0, "%s: no engine comment", engine);
+	char used[64];
+	CHECK(pprof_comment(path, "engine", used, sizeof used) == 0, "%s: no engine comment", engine);
 	if (strcmp(engine, "auto"))
-		CHECK(!strcmp(val, engine), "%s: engine=%s", engine, val);
+		CHECK(!strcmp(used, engine), "%s: engine=%s", engine, used);
 	else
-		CHECK(!strcmp(val, "perf") || !strcmp(val, "timer") || !strcmp(val, "itimer"), "auto: engine=%s", val);
+		CHECK(!strcmp(used, "perf") || !strcmp(used, "timer") || !strcmp(used, "itimer"), "auto: engine=%s", used);
 	CHECK(pprof_comment(path, "coverage", val, sizeof val) == 0, "%s: no coverage comment", engine);
 	double cov = atof(val);
-	/* perf and timer weigh samples by CPU used: near 1 on any machine.
+	/* perf and timer weigh samples by CPU used: near 1 on a quiet machine;
 	 * itimer under-reports above the tick rate, by design. */
-	if (strcmp(engine, "itimer"))
+	if (!strcmp(used, "perf"))
 		CHECK(cov > 0.6 && cov < 1.4, "%s: coverage %.3f", engine, cov);
+	else if (!strcmp(used, "timer")) /* fires seldom on a loaded machine */
+		CHECK(cov > 0.4 && cov < 1.4, "%s: coverage %.3f", engine, cov);
 	else
 		CHECK(cov > 0.05 && cov < 1.4, "%s: coverage %.3f", engine, cov);
 	fprintf(stderr, "%s: coverage %.3f, leader %s\n", engine, cov, name);

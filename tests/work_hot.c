@@ -8,16 +8,20 @@
  *
  * Usage: work_hot [THREADS [MS [EXIT_STATUS [how]]]]
  *   how: "return" (default), "exit-thread" (exit() from a worker thread),
- *        "scribble" (clobber the frame-pointer register while working)
+ *        "scribble" (clobber the frame-pointer register while working),
+ *        "fork" (a forked child works too, then exit()s),
+ *        "fork-exec" (a forked child runs `work_hot 1 MS` by exec)
  */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
-static int ms = 500, status, exit_from_thread, scribble;
+static int ms = 500, status, exit_from_thread, scribble, fork_child, exec_child;
 
 static double thread_cpu_ms(void)
 {
@@ -36,8 +40,20 @@ __attribute__((always_inline)) static inline uint64_t spin(uint64_t n)
 	return x;
 }
 
-__attribute__((noinline)) uint64_t hot_leaf(void) { return spin(300000); }
-__attribute__((noinline)) uint64_t warm_leaf(void) { return spin(100000); }
+/* Call lengths vary at random around 3:1, so that no rhythm of the work
+ * can lock to the rhythm of a tick-driven timer: a strict 0.4 ms cycle
+ * against a 4 ms tick would sample the same phase of it every time. */
+static __thread uint64_t rng = 88172645463325252ull;
+static uint64_t jitter(uint64_t mean)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return mean / 2 + rng % mean; /* uniform in [mean/2, 3*mean/2) */
+}
+
+__attribute__((noinline)) uint64_t hot_leaf(void) { return spin(jitter(300000)); }
+__attribute__((noinline)) uint64_t warm_leaf(void) { return spin(jitter(100000)); }
 __attribute__((noinline)) uint64_t hot_mid(void) { return hot_leaf() + 1; }
 __attribute__((noinline)) uint64_t warm_mid(void) { return warm_leaf() + 1; }
 __attribute__((noinline)) uint64_t hot_top(void) { return hot_mid() + 1; }
@@ -93,6 +109,21 @@ int main(int argc, char **argv)
 	if (argc > 4) {
 		exit_from_thread = !strcmp(argv[4], "exit-thread");
 		scribble = !strcmp(argv[4], "scribble");
+		fork_child = !strcmp(argv[4], "fork");
+		exec_child = !strcmp(argv[4], "fork-exec");
+	}
+	pid_t child = -1;
+	if (fork_child || exec_child) {
+		fflush(stdout);
+		child = fork();
+		if (child == 0 && exec_child) {
+			execl("/proc/self/exe", argv[0], "1", argv[2], (char *)NULL);
+			_exit(127);
+		}
+		if (child == 0) {
+			worker(NULL);
+			exit(0);
+		}
 	}
 	if (threads <= 1 && !exit_from_thread) {
 		worker(NULL);
@@ -104,6 +135,10 @@ int main(int argc, char **argv)
 			pthread_create(&th[i], NULL, worker, (void *)(intptr_t)(i + 1));
 		for (int i = 0; i < threads; i++)
 			pthread_join(th[i], NULL);
+	}
+	if (child > 0) {
+		int st;
+		waitpid(child, &st, 0);
 	}
 	printf("work_hot done\n");
 	return status;

@@ -65,6 +65,19 @@ static int rwmap_find(uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
 	return 0;
 }
 
+/* Signal context.  Sets *weight to the calling thread's CPU time since
+ * t->last_ns and moves t->last_ns to now; 0 if the clock cannot be read. */
+static int take_cpu(struct cp_thread *t, uint64_t *weight)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return 0;
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	*weight = now - t->last_ns;
+	t->last_ns = now;
+	return 1;
+}
+
 /* Is this signal one the armed engine sent?  Returns 1 and the sample's
  * weight if so, 0 if it is foreign, -1 if it is ours but must be dropped
  * (a stale engine signal: the thread was disarmed, or no profile runs). */
@@ -81,20 +94,20 @@ static int classify(const siginfo_t *si, struct cp_thread *t, uint64_t *weight)
 		 * by the kernel's own accounting (the clock getrusage sums), not
 		 * the event's task clock: that one also runs while the
 		 * hypervisor steals the CPU, and read(2) on it costs twice the
-		 * syscall. */
-		struct timespec ts;
-		if (syscall(SYS_clock_gettime, CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		 * clock's syscall. */
+		if (!take_cpu(t, weight))
 			return -1;
-		uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-		*weight = now - t->last_ns;
-		t->last_ns = now;
 		return 1;
 	case CP_ENGINE_TIMER:
 		if (si->si_code != SI_TIMER || si->si_value.sival_ptr != TIMER_COOKIE)
 			return 0;
 		if (!active)
 			return -1;
-		*weight = (1 + (uint64_t)(si->si_overrun > 0 ? si->si_overrun : 0)) * cp_sig.period_ns;
+		/* The thread's CPU clock says exactly what this sample stands
+		 * for, however late the tick-driven timer fired; the overrun
+		 * count is the fallback for a thread we have no slot for. */
+		if (!t || !take_cpu(t, weight))
+			*weight = (1 + (uint64_t)(si->si_overrun > 0 ? si->si_overrun : 0)) * cp_sig.period_ns;
 		return 1;
 	case CP_ENGINE_ITIMER:
 		if (si->si_code != SI_KERNEL)

@@ -36,7 +36,8 @@ struct cp_thread {
 	int own;             /* registered by the thread itself (wrapper or API) */
 	uintptr_t stack_lo;  /* stack bounds, 0/0 while unknown (handler may fill) */
 	uintptr_t stack_hi;
-	uint64_t last_ns;    /* handler: thread CPU time at the previous sample (perf engine) */
+	uint64_t last_ns;    /* handler: the thread's CPU time at its previous
+	                        sample, or when it was armed */
 };
 
 /* Read-only snapshot of the process's readable+writable mappings, sorted,

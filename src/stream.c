@@ -1,0 +1,121 @@
+/*
+ * stream.c -- the record stream for language runtimes that build their own
+ * profile: the words of Go's runtime/pprof profBuf stream, read by
+ * cpuprof_read_stream().  A header {3, 0, hz} comes first, once; each sample
+ * is {3+n, 0, count, pc...} (count in sampling periods: a sample weighed at
+ * two periods of CPU time counts 2; fractions carry over to the next
+ * sample), and lost samples are {4, 0, 0, lost}.  The reader drains the
+ * ring itself: stream mode has no drain thread.  End of stream comes only
+ * after cpuprof_stop() and a full drain; the next profile cannot start
+ * before it, so none of this profile's samples can reach the next one.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include "cpuprof.h"
+#include "session.h"
+#include "threads.h"
+
+#define API __attribute__((visibility("default")))
+#define P cp_session
+
+#define READ_WAIT_MS 100
+#define SWEEP_INTERVAL_NS 1000000000ll
+
+/* Fills w[0..cap) with whole records; returns the words used.  Under
+ * cp_tab_lock. */
+static size_t fill_locked(uint64_t *w, size_t cap)
+{
+	size_t used = 0;
+	if (!P.hdr_sent) {
+		w[used++] = 3;
+		w[used++] = 0;
+		w[used++] = (uint64_t)P.hz;
+		P.hdr_sent = 1;
+	}
+	struct cp_ring *r = cp_sig.ring;
+	struct cp_sample *s;
+	uint64_t period = cp_sig.period_ns;
+	while ((s = cp_ring_peek(r)) != NULL && used + 3 + s->n <= cap) {
+		if (P.path && stacktab_add(&P.tab, s->pcs, s->n, s->flags, 1, s->weight_ns) < 0) {
+			P.dropped++;
+			P.dropped_ns += s->weight_ns;
+		}
+		uint64_t ns = s->weight_ns + P.carry_ns;
+		uint64_t count = ns / period;
+		P.carry_ns = ns % period;
+		if (count) {
+			w[used++] = 3 + s->n;
+			w[used++] = 0;
+			w[used++] = count;
+			for (uint32_t i = 0; i < s->n; i++)
+				w[used++] = s->pcs[i];
+		}
+		cp_ring_release(r, s);
+	}
+	uint64_t lost = atomic_load(&cp_sig.lost) + P.dropped;
+	if (lost > P.lost_sent && used + 4 <= cap) {
+		w[used++] = 4;
+		w[used++] = 0;
+		w[used++] = 0;
+		w[used++] = lost - P.lost_sent;
+		P.lost_sent = lost;
+	}
+	return used;
+}
+
+/* End of stream: stopped, drained, every loss reported.  Writes the file
+ * if the stream has one and releases the profile.  Under cp_tab_lock. */
+static int finish_locked(void)
+{
+	int rc = 0;
+	if (P.path)
+		rc = session_write_locked();
+	session_release();
+	P.stream_open = 0;
+	return rc;
+}
+
+API int cpuprof_read_stream(uint64_t *words, size_t cap, size_t *nwords, int flags)
+{
+	*nwords = 0;
+	for (;;) {
+		pthread_mutex_lock(&cp_tab_lock);
+		if (!P.stream_open) {
+			pthread_mutex_unlock(&cp_tab_lock);
+			return CPUPROF_EOF;
+		}
+		if (cap < 4 + (size_t)cp_sig.max_depth) {
+			pthread_mutex_unlock(&cp_tab_lock);
+			return -EINVAL;
+		}
+		atomic_store(&cp_sig.wake_pending, 0);
+		size_t n = fill_locked(words, cap);
+		int stopped = !P.running;
+		int wake_fd = cp_sig.wake_fd;
+		int64_t now = cp_clock_ns(CLOCK_MONOTONIC);
+		int sweep = !stopped && now - P.last_sweep >= SWEEP_INTERVAL_NS;
+		if (sweep)
+			P.last_sweep = now;
+		if (n == 0 && stopped) {
+			int rc = finish_locked();
+			pthread_mutex_unlock(&cp_tab_lock);
+			return rc < 0 ? rc : CPUPROF_EOF;
+		}
+		pthread_mutex_unlock(&cp_tab_lock);
+		if (sweep)
+			threads_sweep();
+		if (n || (flags & CPUPROF_NONBLOCK)) {
+			*nwords = n;
+			return 0;
+		}
+		struct pollfd pfd = { .fd = wake_fd, .events = POLLIN };
+		if (poll(&pfd, 1, READ_WAIT_MS) > 0) {
+			uint64_t v;
+			if (read(wake_fd, &v, sizeof v) < 0) {
+				/* EAGAIN: raced with another wake-up */
+			}
+		}
+	}
+}

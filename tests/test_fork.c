@@ -1,0 +1,107 @@
+/*
+ * test_fork.c -- a profile survives fork() and exit paths: a child forked
+ * during a profile neither crashes, nor writes the parent's file, nor
+ * leaks its samples into it, and can start a profile of its own; and a
+ * profile stopped from an atexit handler is written whole.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "cpuprof.h"
+
+DEFINE_BURNER(parent_work)
+DEFINE_BURNER(child_work)
+DEFINE_BURNER(child_own_profile_work)
+DEFINE_BURNER(atexit_work)
+
+static char dir[] = "/tmp/cpuprof-test-XXXXXX";
+
+static void fork_during_profile(void)
+{
+	char path[600], cpath[600], name[256];
+	snprintf(path, sizeof path, "%s/parent.pb.gz", dir);
+	snprintf(cpath, sizeof cpath, "%s/child.pb.gz", dir);
+	static const char *engines[] = { "perf", "timer", "itimer" };
+	for (int e = 0; e < 3; e++) {
+		struct cpuprof_options o = { .engine = engines[e], .hz = 2000 };
+		int rc = cpuprof_start(path, &o);
+		if (rc == -ENODEV)
+			continue;
+		CHECK_EQ(rc, 0);
+		pid_t pid = fork();
+		CHECK(pid >= 0, "fork");
+		if (pid == 0) {
+			child_work(200);
+			/* The parent's profile is gone here; a new one works. */
+			if (cpuprof_stop() != -ESRCH)
+				_exit(10);
+			if (cpuprof_start(cpath, NULL) != 0)
+				_exit(11);
+			child_own_profile_work(100);
+			if (cpuprof_stop() != 0)
+				_exit(12);
+			exit(3); /* atexit handlers and destructors run */
+		}
+		parent_work(300);
+		int st;
+		CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3, "%s: child ended with status %#x", engines[e], st);
+		CHECK(access(path, F_OK) != 0, "%s: the child wrote the parent's profile", engines[e]);
+		CHECK_EQ(cpuprof_stop(), 0);
+		char *top = pprof_run("-top", path);
+		CHECK(top && strstr(top, "parent_work"), "%s: parent_work missing", engines[e]);
+		CHECK(!strstr(top, "child_work") && !strstr(top, "child_own"), "%s: child samples in the parent's profile",
+		      engines[e]);
+		free(top);
+		CHECK(pprof_top_row(cpath, 0, name, sizeof name) == 0 && !strcmp(name, "child_own_profile_work"),
+		      "%s: child's own profile leads with %s", engines[e], name);
+		unlink(path);
+		unlink(cpath);
+	}
+}
+
+static void stop_at_exit(void)
+{
+	char marker[600];
+	snprintf(marker, sizeof marker, "%s/stopped", dir);
+	if (cpuprof_stop() == 0) {
+		FILE *f = fopen(marker, "w");
+		if (f)
+			fclose(f);
+	}
+}
+
+static void stop_from_atexit(void)
+{
+	char path[600], marker[600], name[256];
+	snprintf(path, sizeof path, "%s/atexit.pb.gz", dir);
+	snprintf(marker, sizeof marker, "%s/stopped", dir);
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		if (cpuprof_start(path, NULL) != 0)
+			_exit(10);
+		atexit(stop_at_exit);
+		atexit_work(200);
+		exit(0);
+	}
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0, "atexit child: status %#x", st);
+	CHECK(access(marker, F_OK) == 0, "cpuprof_stop() from atexit failed");
+	CHECK(pprof_top_row(path, 0, name, sizeof name) == 0 && !strcmp(name, "atexit_work"), "leader %s", name);
+}
+
+int main(void)
+{
+	require_pprof();
+	CHECK(mkdtemp(dir), "mkdtemp");
+	fork_during_profile();
+	stop_from_atexit();
+	char cmd[700];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd) != 0;
+}
