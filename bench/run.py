@@ -37,10 +37,10 @@ LEAVES = ["leaf_a", "leaf_b", "leaf_c", "leaf_d"]
 # scale: (paths, us of CPU per path, Hz).
 MODES = {
     "full": dict(acc_threads=[1, 4, 16], acc_rates=[100, 1000, 10000], patterns=["busy", "bursty"],
-                 cpu_ms=3000, ovh_threads=[1, 4], ovh_rates=[100, 1000, 10000], pairs=7, msteps=1200,
+                 cpu_ms=3000, ovh_threads=[1, 4], ovh_rates=[100, 1000, 10000], pairs=6, msteps=1000,
                  scale=[(10000, 120, 10000), (100000, 120, 10000)]),
     "quick": dict(acc_threads=[1, 4], acc_rates=[1000, 10000], patterns=["busy", "bursty"],
-                  cpu_ms=1000, ovh_threads=[1, 4], ovh_rates=[1000], pairs=5, msteps=400,
+                  cpu_ms=1000, ovh_threads=[1, 4], ovh_rates=[1000, 10000], pairs=5, msteps=300,
                   scale=[(20000, 120, 10000)]),
     "smoke": dict(acc_threads=[1], acc_rates=[1000], patterns=["busy"], cpu_ms=150,
                   ovh_threads=[1], ovh_rates=[1000], pairs=1, msteps=60,
@@ -223,7 +223,7 @@ def profilers(bench_lib=False):
 # --------------------------------------------------------------- runner --
 
 class Runner:
-    """Runs commands under bench/spawn and keeps the machine-noise books."""
+    """Runs commands under bench/spawn, each with its own files in work/."""
 
     def __init__(self, work):
         self.work = work
@@ -255,6 +255,8 @@ class Runner:
 
 
 def parse_kv(path):
+    """Reads "key value" lines (integers where they parse) and "leaf NAME
+    NS" lines (into d["leaf"])."""
     d = {}
     with open(path) as f:
         for line in f:
@@ -787,8 +789,15 @@ def markdown(res, figs, ext):
       "profiler that charges kernel time to the user code that runs next shows too little here and too much in "
       "every leaf." % cfg["cpu_ms"])
     w("")
+    w("A thread's CPU time after its last sample is in no profile: on average half a period per thread (perf "
+      "engine) or about half a tick (timer engines). With %d ms of CPU split among 16 threads at 100 Hz that alone "
+      "is 16 × 5 ms / %d ms = %.1f%% of the run." % (cfg["cpu_ms"], cfg["cpu_ms"], 100 * 16 * 5 / cfg["cpu_ms"]))
+    w("")
     if "coverage.png" in figs:
         w("![coverage against rate](bench/coverage.png)")
+        w("")
+    if not res["accuracy"]:
+        w("(Not run this time.)")
         w("")
     for pat in cfg["patterns"]:
         rows = [r for r in res["accuracy"] if r["pattern"] == pat]
@@ -823,6 +832,9 @@ def markdown(res, figs, ext):
     w("")
     if "overhead.png" in figs:
         w("![overhead against rate](bench/overhead.png)")
+        w("")
+    if not res["overhead"]:
+        w("(Not run this time.)")
         w("")
     w("| profiler | threads | Hz | samples | CPU ratio | work CPU ratio | wall ratio | µs/sample | handler µs | RSS added (KiB) |")
     w("|---|---:|---:|---:|---|---|---|---:|---:|---:|")
@@ -863,6 +875,9 @@ def markdown(res, figs, ext):
       "profile is written in that time (perf: perf's own post-processing). **stacks** = distinct stacks in "
       "the profile it wrote." % ", ".join(sorted({str(x[1]) for x in cfg["scale"]})))
     w("")
+    if not res["scale"]:
+        w("(Not run this time.)")
+        w("")
     w("| profiler | paths | Hz | samples | stacks | exit (s) | peak RSS (KiB) | added (KiB) | file (KiB) |")
     w("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in res["scale"]:
@@ -943,7 +958,7 @@ def main():
     t0 = time.monotonic()
     books = CpuBooks()
     runner = Runner(a.work)
-    res = dict(mode=mode, machine=machine_info(runner))
+    res = dict(mode=mode, machine=machine_info(runner), accuracy=[], overhead=[], sigfloor=[], scale=[])
     ps = probe_profilers(runner, a.work)
     if a.profilers:
         want = [x.strip() for x in a.profilers.split(",")]
@@ -954,11 +969,27 @@ def main():
     for p in ps:
         if p.missing:
             log("%s: %s" % (p.name, p.missing))
-    res["accuracy"] = accuracy(cfg, runner, ps, a.work) if "accuracy" in parts else []
-    res["overhead"] = overhead(cfg, runner, ps, a.work) if "overhead" in parts else []
-    res["sigfloor"] = sigfloor(cfg, runner, a.work) if "overhead" in parts else []
-    res["scale"] = scale(cfg, runner, ps, a.work) if "scale" in parts else []
-    res["noise"] = books.since()
+
+    def save(figs=(), ext=()):
+        """Writes results.json and the document as they stand: a run that
+        is stopped early still leaves what it measured."""
+        res["noise"] = books.since()
+        res["targets"] = judge(res)
+        with open(os.path.join(outdir, "results.json"), "w") as f:
+            json.dump(res, f, indent=1, default=str)
+        with open(a.out, "w") as f:
+            f.write(markdown(res, figs, ext))
+
+    if "accuracy" in parts:
+        res["accuracy"] = accuracy(cfg, runner, ps, a.work)
+        save()
+    if "overhead" in parts:
+        res["overhead"] = overhead(cfg, runner, ps, a.work)
+        res["sigfloor"] = sigfloor(cfg, runner, a.work)
+        save()
+    if "scale" in parts:
+        res["scale"] = scale(cfg, runner, ps, a.work)
+        save()
     ext = []
     if mode != "smoke" and not a.profilers and len(parts) == 3:
         for name in ("unwind", "vm"):
@@ -967,12 +998,8 @@ def main():
             md = external(name, mode != "full", a.work)
             if md is not None:
                 ext.append((name, md))
-    res["targets"] = judge(res)
     figs = plots(res, outdir, a.work)
-    with open(os.path.join(outdir, "results.json"), "w") as f:
-        json.dump(res, f, indent=1, default=str)
-    with open(a.out, "w") as f:
-        f.write(markdown(res, figs, ext))
+    save(figs, ext)
     log("wrote %s (%s) in %.0f s" % (a.out, ", ".join(["results.json"] + figs), time.monotonic() - t0))
     for t, meas, v in res["targets"]:
         log("target: %s: %s -- %s" % (t, meas, v))
