@@ -406,6 +406,7 @@ def overhead(cfg, runner, ps, work):
                 c = read_pprof(out + ".bench")["comments"]
                 calls = int(c.get("handler_calls", 0))
                 row["handler_us"] = int(c.get("handler_ns", 0)) / 1e3 / calls if calls else None
+                row["handler_preempted"] = int(c.get("handler_preempted", 0))
             log("[overhead %d/%d] %-16s %d thr %5d Hz: CPU x%.4f [%.4f-%.4f], wall x%.3f, %s us/sample, "
                 "RSS +%s KiB" % (i + 1, len(cells), p.name, t, hz, *row["cpu_ratio"], row["wall_ratio"][0],
                                  fmt(row["us_per_sample"][0], 2), fmt(row["rss_added_kb"], 0)))
@@ -669,6 +670,12 @@ def cell_list(rows):
     return ", ".join("%s (%.3f)" % (cell_name(r), r["coverage"]) if "coverage" in r else cell_name(r) for r in rows)
 
 
+# One look per profiler in every plot.
+STYLE = {"cpuprof perf": "lc rgb '#1b9e77' lw 2 pt 7", "cpuprof timer": "lc rgb '#d95f02' lw 2 pt 5",
+         "cpuprof itimer": "lc rgb '#7570b3' lw 2 pt 9", "cpuprof auto": "lc rgb '#e7298a' lw 2 dt 2 pt 6",
+         "gperftools": "lc rgb '#66a61e' lw 2 pt 13", "perf record": "lc rgb '#333333' lw 2 dt 3 pt 2"}
+
+
 def plots(res, outdir, work):
     """Writes coverage.png and overhead.png with gnuplot; returns the file
     names written (none if gnuplot is missing)."""
@@ -698,8 +705,9 @@ def plots(res, outdir, work):
                     f = os.path.join(work, "cov-%s-%d-%d.dat" % (pat, t, k))
                     with open(f, "w") as fh:
                         fh.writelines("%d %f\n" % x for x in pts)
-                    plot.append("'%s' using 1:2 with linespoints title '%s'" % (f, n))
+                    plot.append("'%s' using 1:2 with linespoints %s title '%s'" % (f, STYLE.get(n, ""), n))
                 script.append("set title '%s, %d thread%s'" % (pat, t, "s" if t > 1 else ""))
+                script.append("set key bottom left" if pat == pats[0] and t == thr[0] else "unset key")
                 script.append("plot 1 with lines dt 2 lc 'gray' notitle, " + ", ".join(plot))
         script.append("unset multiplot")
         if run_gnuplot(script, work, "coverage"):
@@ -710,7 +718,7 @@ def plots(res, outdir, work):
                   "set output '%s'" % os.path.join(outdir, "overhead.png"),
                   "set multiplot layout 1,%d title 'CPU time profiled / unprofiled, 48-deep fixed work (median of pairs)'"
                   % len(othr),
-                  "set logscale x", "set logscale y", "set xlabel 'Hz'", "set ylabel 'CPU ratio'",
+                  "set logscale x", "set yrange [0.95:*]", "set xlabel 'Hz'", "set ylabel 'CPU ratio'",
                   "set key top left", "set grid"]
         for t in othr:
             plot = []
@@ -722,8 +730,9 @@ def plots(res, outdir, work):
                 f = os.path.join(work, "ovh-%d-%d.dat" % (t, k))
                 with open(f, "w") as fh:
                     fh.writelines("%d %f %f %f\n" % x for x in pts)
-                plot.append("'%s' using 1:2:3:4 with yerrorlines title '%s'" % (f, n))
+                plot.append("'%s' using 1:2:3:4 with yerrorlines %s title '%s'" % (f, STYLE.get(n, ""), n))
             script.append("set title '%d thread%s'" % (t, "s" if t > 1 else ""))
+            script.append("set key top left" if t == othr[0] else "unset key")
             script.append("plot " + ", ".join(plot))
         script.append("unset multiplot")
         if run_gnuplot(script, work, "overhead"):
@@ -834,8 +843,9 @@ def markdown(res, figs, ext):
       "start-up and writing the profile at exit); **work CPU** is the workload's own process CPU during its "
       "work loop only (without start-up, the write at exit, and perf's process). **µs/sample** = median extra "
       "CPU per pair / samples in the profile: the cost of one sample, comparable across effective rates. "
-      "**handler µs** = cpuprof's signal handler's own time per call, from the benchmark build "
-      "(`-DCPUPROF_BENCH`, build-bench/). **RSS added** = median peak RSS profiled − unprofiled (perf: its own "
+      "**handler µs** = cpuprof's signal handler's own time per call (CLOCK_MONOTONIC around it; calls over "
+      "200 µs were preempted and are left out), from the benchmark build (`-DCPUPROF_BENCH`, build-bench/), "
+      "in one extra run per cell. **RSS added** = median peak RSS profiled − unprofiled (perf: its own "
       "process's peak)." % (cfg["msteps"], cfg["pairs"]))
     w("")
     if "overhead.png" in figs:
@@ -952,15 +962,35 @@ def main():
     ap.add_argument("--work", default=os.path.join(BB, "work"))
     ap.add_argument("--profilers", help="comma-separated subset, e.g. 'cpuprof perf,perf record'")
     ap.add_argument("--parts", default="accuracy,overhead,scale", help="comma-separated subset of the parts")
+    ap.add_argument("--render", action="store_true",
+                    help="measure nothing: rewrite the document and plots from its results.json")
     a = ap.parse_args()
     mode = "smoke" if a.smoke else "quick" if a.quick else "full"
+    outdir = os.path.join(os.path.dirname(os.path.abspath(a.out)), "bench")
+    if a.render:
+        with open(os.path.join(outdir, "results.json")) as f:
+            res = json.load(f)
+        for r in res["overhead"]:
+            for k in ("cpu_ratio", "wall_ratio", "work_cpu_ratio", "us_per_sample"):
+                if k in r:
+                    r[k] = tuple(r[k])
+        for r in res["sigfloor"]:
+            for k in ("us_per_signal", "cpu_ratio"):
+                if k in r:
+                    r[k] = tuple(r[k])
+        os.makedirs(a.work, exist_ok=True)
+        res["targets"] = judge(res)
+        figs = plots(res, outdir, a.work)
+        with open(a.out, "w") as f:
+            f.write(markdown(res, figs, res.get("external", [])))
+        log("rewrote %s from results.json" % a.out)
+        return
     cfg = MODES[mode]
     for f in ("spawn", "accuracy", "overhead", "scale", "tick", "sigfloor"):
         if not os.access(os.path.join(BB, "bench", f), os.X_OK):
             sys.exit("bench/run.py: %s/bench/%s is missing: run `make bench-build` first" % (BB, f))
     shutil.rmtree(a.work, ignore_errors=True)
     os.makedirs(a.work)
-    outdir = os.path.join(os.path.dirname(os.path.abspath(a.out)), "bench")
     os.makedirs(outdir, exist_ok=True)
 
     t0 = time.monotonic()
@@ -1006,6 +1036,7 @@ def main():
             md = external(name, mode != "full", a.work)
             if md is not None:
                 ext.append((name, md))
+    res["external"] = ext
     figs = plots(res, outdir, a.work)
     save(figs, ext)
     log("wrote %s (%s) in %.0f s" % (a.out, ", ".join(["results.json"] + figs), time.monotonic() - t0))

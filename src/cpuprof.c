@@ -308,6 +308,7 @@ static int start(const char *path, int stream, const struct cpuprof_options *opt
 #ifdef CPUPROF_BENCH
 	atomic_store(&cp_sig.bench_handler_ns, 0);
 	atomic_store(&cp_sig.bench_handler_calls, 0);
+	atomic_store(&cp_sig.bench_handler_slow, 0);
 #endif
 	P.dropped = P.dropped_ns = 0;
 	P.hz = hz;
@@ -418,12 +419,15 @@ int session_write_locked(void)
 	}
 #ifdef CPUPROF_BENCH
 	/* Benchmark build only: the handler's own time (bench/run.py). */
-	char c_hns[48], c_hcalls[48];
+	char c_hns[48], c_hcalls[48], c_hslow[48];
 	snprintf(c_hns, sizeof c_hns, "handler_ns=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_ns));
 	comments[nc++] = c_hns;
 	snprintf(c_hcalls, sizeof c_hcalls, "handler_calls=%llu",
 		 (unsigned long long)atomic_load(&cp_sig.bench_handler_calls));
 	comments[nc++] = c_hcalls;
+	snprintf(c_hslow, sizeof c_hslow, "handler_preempted=%llu",
+		 (unsigned long long)atomic_load(&cp_sig.bench_handler_slow));
+	comments[nc++] = c_hslow;
 #endif
 
 	struct cp_profile_meta meta = {

@@ -49,6 +49,11 @@ for p in gperftools "perf record"; do
 	grep -Eq "^\| $p \| 1 \| 1000 \| [0-9]+ \| [0-9.]+ \[" "$doc" || fail "no overhead row for $p"
 done
 
+# The document can be rewritten from its results alone.
+rm -f "$doc"
+$PY bench/run.py --render --out "$doc" --work "$tmp/work" 2>"$tmp/log" || { cat "$tmp/log"; fail "--render failed"; }
+grep -qxF "## Overhead" "$doc" || fail "--render wrote no overhead section"
+
 # The verdict table judges every target.
 n=$(grep -Ec '\*\*(met|not met|not measured)\*\* \|$' "$doc")
 [ "$n" -ge 7 ] || fail "expected a verdict for each of 7 targets, found $n"

@@ -76,8 +76,9 @@ struct cp_sigstate {
 	_Atomic uint64_t foreign;  /* signals passed on to the previous handler */
 	_Atomic int wake_pending;
 #ifdef CPUPROF_BENCH
-	/* Benchmark build only: the handler's own time and calls, summed. */
-	_Atomic uint64_t bench_handler_ns, bench_handler_calls;
+	/* Benchmark build only: the handler's own time and calls, summed,
+	 * and the calls left out because they were preempted. */
+	_Atomic uint64_t bench_handler_ns, bench_handler_calls, bench_handler_slow;
 #endif
 };
 
