@@ -1,12 +1,56 @@
 # cpuprof -- GNU Makefile.  `make` builds the library and the CLI into build/,
 # `make check` runs the test suite, `make install PREFIX=DIR` installs,
 # `make bench [QUICK=1] [VM=1]` runs the benchmark into docs/benchmarks.md.
+#
+# Cross-building: `make ARCH=aarch64` (Debian's aarch64-linux-gnu-gcc) or
+# `make CC=aarch64-linux-gnu-gcc` builds into build-aarch64/, and
+# `make check ARCH=aarch64` runs that build's tests under qemu-user.
 
-ARCH    ?= $(shell uname -m)
-CC      ?= cc
-AR      ?= ar
+HOST_ARCH := $(shell uname -m)
+# Debian and kernel names for the same CPUs.
+arch_name = $(patsubst arm64,aarch64,$(patsubst amd64,x86_64,$(1)))
+ifneq ($(ARCH),)
+override ARCH := $(call arch_name,$(ARCH))
+# A foreign ARCH with make's default CC: Debian's cross compiler for it.
+ifeq ($(origin CC),default)
+ifneq ($(ARCH),$(HOST_ARCH))
+CC := $(ARCH)-linux-gnu-gcc
+endif
+endif
+else
+# No ARCH: the one the compiler builds for.
+ARCH := $(firstword $(subst -, ,$(shell $(CC) -dumpmachine 2>/dev/null)) $(HOST_ARCH))
+endif
+ifeq ($(wildcard src/arch/$(ARCH)/arch.h),)
+$(error cpuprof does not support ARCH=$(ARCH) (supported: $(notdir $(wildcard src/arch/*))))
+endif
+ifeq ($(shell command -v $(CC) 2>/dev/null),)
+ifneq ($(MAKECMDGOALS),clean)
+$(error $(CC) is not installed; `sh scripts/test.sh $(ARCH)` (as root) installs the cross toolchain and runs the suite)
+endif
+endif
+# Binutils of a cross compiler named PREFIX-gcc are PREFIX-ar, PREFIX-nm.
+CROSS   := $(patsubst %gcc,%,$(filter %-gcc,$(notdir $(CC))))
+ifeq ($(origin AR),default)
+AR      := $(CROSS)ar
+endif
+NM      ?= $(CROSS)nm
 PREFIX  ?= /usr/local
+ifeq ($(ARCH),$(HOST_ARCH))
 B       := build
+else
+B       := build-$(ARCH)
+# Foreign binaries run under qemu-user.  The statically linked qemu, so
+# that the LD_PRELOAD of a foreign library, which `cpuprof record` puts
+# into the environment of the command it runs (a qemu process), means
+# nothing to the host's dynamic loader and reaches the emulated program
+# unchanged.  No -L: the programs run on Debian's multiarch runtime
+# (libc6:$(ARCH) in /lib/$(ARCH)-linux-gnu, which zlib1g:$(ARCH) needs
+# anyway).  With -L /usr/$(ARCH)-linux-gnu the loader would come from the
+# cross toolchain's libc, another build of glibc than the multiarch
+# libc.so.6 it then finds first, and that mix hangs in pthread_create.
+EMU     ?= qemu-$(ARCH)-static
+endif
 
 WARN    := -Wall -Wextra -Wshadow -Wstrict-prototypes -Wno-unused-parameter
 CFLAGS  ?= -O2 -g
@@ -21,8 +65,14 @@ CLI_SRCS := $(wildcard cli/*.c)
 LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o) $(SIG_SRCS:%.c=$(B)/%.o)
 CLI_OBJS := $(CLI_SRCS:%.c=$(B)/%.o)
 
-TEST_SRCS := $(wildcard tests/*.c)
+# tests/lib_*.c are libraries a workload loads, tests/tool_*.c helpers of
+# the test scripts: neither is a test or workload of its own.
+TEST_SRCS := $(filter-out tests/lib_%.c tests/tool_%.c,$(wildcard tests/*.c))
 TEST_BINS := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
+# The unwinding tests run work_unwind and its library built both with and
+# without frame pointers.
+UNWIND_BINS := $(B)/tests/work_unwind_nofp $(B)/tests/libunwind_dl.so $(B)/tests/libunwind_dl_nofp.so \
+	$(B)/tests/tool_fold
 
 all: $(B)/libcpuprof.so $(B)/libcpuprof.a $(B)/cpuprof
 
@@ -59,17 +109,34 @@ $(B)/tests/%: tests/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -pthread -lm -ldl
 
+$(B)/tests/work_unwind_nofp: tests/work_unwind.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -fomit-frame-pointer -o $@ $< -pthread -lm -ldl
+
+$(B)/tests/libunwind_dl.so: tests/lib_unwind_dl.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -fPIC -shared -o $@ $<
+
+$(B)/tests/libunwind_dl_nofp.so: tests/lib_unwind_dl.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -fomit-frame-pointer -fPIC -shared -o $@ $<
+
+$(B)/tests/tool_fold: tests/tool_fold.c cli/profile.c cli/profile.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -Icli -o $@ tests/tool_fold.c cli/profile.c -lz
+
 $(B)/demo: demo/demo.c
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -pthread
 
-tests: all $(TEST_BINS) $(B)/demo
+tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/demo
 
 # Signal-context objects may call nothing that can allocate, lock or use stdio.
 check-sigsafe: $(SIG_SRCS:%.c=$(B)/%.o)
-	@sh tests/sigsafe.sh $^
+	@NM='$(NM)' sh tests/sigsafe.sh $^
 
-check: tests check-sigsafe bench-build
-	@sh tests/run.sh
+# The benchmark's smoke test needs its build; it runs on the host only.
+check: tests check-sigsafe $(if $(filter $(ARCH),$(HOST_ARCH)),bench-build)
+	@B='$(B)' ARCH='$(ARCH)' EMU='$(EMU)' sh tests/run.sh
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
@@ -79,11 +146,14 @@ install: all
 	install -m 644 include/cpuprof.h $(DESTDIR)$(PREFIX)/include/cpuprof.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' cpuprof.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cpuprof.pc
 
-# The benchmark (bench/run.py): its workloads, a static launcher, and a
-# second build of the library in $(BB)/ with -DCPUPROF_BENCH, where the
-# handler times itself (handler_ns / handler_calls in the profile's
-# comments).  The profilers compared are the normal build/ library and the
-# peers; the bench library is only used to read the handler's time.
+include bench/vm/build.mk
+
+# The benchmark (bench/run.py), on the host: its workloads, a static
+# launcher, and a second build of the library in $(BB)/ with
+# -DCPUPROF_BENCH, where the handler times itself (handler_ns and
+# handler_calls in the profile's comments).  The profilers compared are the
+# normal library and the peers; the bench library only reads the handler's
+# time.
 BB      := build-bench
 PYTHON  ?= /usr/bin/python3
 BENCH_BINS := $(patsubst bench/%.c,$(BB)/bench/%,$(wildcard bench/*.c))
@@ -111,7 +181,7 @@ $(BB)/bench/spawn: bench/spawn.c
 	$(CC) $(CFLAGS) $(BASE) -static -o $@ $<
 
 bench-build: all $(BB)/libcpuprof.so $(BENCH_BINS)
-	@sh tests/sigsafe.sh $(SIG_SRCS:%.c=$(BB)/%.o) >/dev/null
+	@NM='$(NM)' sh tests/sigsafe.sh $(SIG_SRCS:%.c=$(BB)/%.o) >/dev/null
 
 BENCH_ARGS := $(if $(filter-out 0,$(QUICK)),--quick) $(if $(filter-out 0,$(VM)),--vm)
 bench: bench-build

@@ -491,31 +491,52 @@ def scale(cfg, runner, ps, work):
     return rows
 
 
+# The sections other harnesses print: bench/unwind/run.sh prints its own
+# "## Unwinding" section; bench/vm/run.sh takes cells and prints the VM's
+# facts and a table, which go under a heading of ours.
+VM_CELLS = ["ticks"] + ["%s:%s:%d:1000" % (p, pat, t) for pat in ("busy", "sleepy") for t in (1, 4)
+                        for p in ("perf", "timer", "itimer", "auto", "gperf")]
+VM_HEADING = """## The seed's kernel (tick-only timers)
+
+Debian 12's own kernel booted under `qemu-system-x86_64 -accel tcg` with `highres=off nohz=off`, so every
+timer fires only from the 250 Hz tick, as on the seed's machine: the accuracy cells that fit, by
+`sh bench/vm/run.sh ticks PROFILER:PATTERN:THREADS:1000%s` for PROFILER in perf, timer, itimer, auto (cpuprof's
+engines) and gperf (gperftools), PATTERN busy and sleepy (the bursty pattern there), THREADS 1 and 4.
+docs/vm.md explains the harness and the columns.
+"""
+
+
 def external(name, quick, work):
-    """Runs bench/NAME/run.sh if it exists and returns what it printed, or
-    None.  The contract with those scripts: run from the repository root
-    as `sh bench/NAME/run.sh`, with QUICK=1 or 0, B and BB (the build
-    directories, absolute) and BENCH_WORK (an empty scratch directory) in
-    the environment; stdout is a markdown section starting with its own
-    "## " heading, embedded as is; stderr is progress; a non-zero exit is
-    noted under the section.  BENCH_EXT_TIMEOUT (s, default 2400) bounds it."""
+    """Runs bench/NAME/run.sh if it exists and returns its markdown, or
+    None.  It runs from the repository root with QUICK=1 or 0, B and BB
+    (build directories relative to the root) and BENCH_WORK (a scratch
+    directory) in the environment; its stdout is the markdown, its stderr
+    progress; a non-zero exit is noted under the section.
+    BENCH_EXT_TIMEOUT (s, default 2400) bounds it."""
     script = os.path.join(ROOT, "bench", name, "run.sh")
     if not os.path.exists(script):
         return None
     d = os.path.join(work, name)
     os.makedirs(d, exist_ok=True)
-    env = dict(os.environ, QUICK="1" if quick else "0", B=B, BB=BB, BENCH_WORK=d)
+    env = dict(os.environ, QUICK="1" if quick else "0", B=os.path.relpath(B, ROOT), BB=os.path.relpath(BB, ROOT),
+               BENCH_WORK=d)
     env.pop("LD_PRELOAD", None)
-    log("[%s] sh bench/%s/run.sh" % (name, name))
+    args, head = [], ""
+    if name == "vm":
+        args = [c + (":0.5" if quick and ":" in c else "") for c in VM_CELLS]
+        head = VM_HEADING % (":0.5" if quick else "")
+    log("[%s] sh bench/%s/run.sh %s" % (name, name, " ".join(args)))
     try:
-        r = subprocess.run(["sh", script], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True,
+        r = subprocess.run(["sh", script] + args, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True,
                            timeout=int(os.environ.get("BENCH_EXT_TIMEOUT", "2400")))
         md, rc = r.stdout, r.returncode
     except subprocess.TimeoutExpired as e:
-        md, rc = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or ""), "timeout"
+        md = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        rc = "a timeout"
     if rc != 0:
-        md = md.rstrip() + "\n\n(bench/%s/run.sh ended with %s: this section may be incomplete.)\n" % (name, rc)
-    return md
+        md = md.rstrip() + "\n\n(bench/%s/run.sh ended with %s: this section may be incomplete.)\n" % (
+            name, "exit %s" % rc if isinstance(rc, int) else rc)
+    return (head + "\n" if head else "") + md
 
 
 # --------------------------------------------------------------- output --

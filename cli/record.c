@@ -29,7 +29,7 @@
 /* What the command line asked for; NULL fields were not given. */
 struct record_opts {
 	const char *output;
-	const char *hz, *engine, *depth, *signal;
+	const char *hz, *engine, *depth, *signal, *unwind;
 	char **cmd; /* NULL-terminated argv of the command */
 };
 
@@ -49,12 +49,14 @@ struct extras {
 void record_usage(FILE *f)
 {
 	fputs("  cpuprof record [-o FILE] [-F HZ] [--engine NAME] [--depth N]\n"
-	      "                 [--signal N] -- CMD [ARGS...]\n"
+	      "                 [--signal N] [--unwind MODE] -- CMD [ARGS...]\n"
 	      "      run CMD with the profiler preloaded; write the profile to\n"
 	      "      FILE (default " DEFAULT_OUTPUT "; child processes write\n"
 	      "      FILE.<pid>).  HZ: samples per CPU second, 1..100000;\n"
 	      "      NAME: auto, perf, timer or itimer; N: stack depth 1..1024,\n"
-	      "      sampling signal 1..64.  Exits with CMD's status.\n",
+	      "      sampling signal 1..64; MODE: auto (.eh_frame tables, frame\n"
+	      "      pointers where there are none), dwarf or fp.  Exits with\n"
+	      "      CMD's status.\n",
 	      f);
 }
 
@@ -111,6 +113,8 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 			o->depth = val;
 		else if (match_opt(argc, argv, &i, NULL, "--signal", &val))
 			o->signal = val;
+		else if (match_opt(argc, argv, &i, NULL, "--unwind", &val))
+			o->unwind = val;
 		else {
 			fprintf(stderr, "cpuprof record: unknown option '%s'\n",
 				a);
@@ -142,6 +146,12 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 	    strcmp(o->engine, "itimer") != 0) {
 		fprintf(stderr, "cpuprof record: --engine %s: unknown engine "
 			"(use auto, perf, timer or itimer)\n", o->engine);
+		return -1;
+	}
+	if (o->unwind && strcmp(o->unwind, "auto") != 0 &&
+	    strcmp(o->unwind, "dwarf") != 0 && strcmp(o->unwind, "fp") != 0) {
+		fprintf(stderr, "cpuprof record: --unwind %s: unknown mode "
+			"(use auto, dwarf or fp)\n", o->unwind);
 		return -1;
 	}
 	if (o->depth && !parse_int_arg(o->depth, 1, 1024, &v)) {
@@ -406,7 +416,8 @@ static int set_environment(const struct record_opts *o, const char *lib,
 	    (o->hz && setenv("CPUPROF_HZ", o->hz, 1) < 0) ||
 	    (o->engine && setenv("CPUPROF_ENGINE", o->engine, 1) < 0) ||
 	    (o->depth && setenv("CPUPROF_DEPTH", o->depth, 1) < 0) ||
-	    (o->signal && setenv("CPUPROF_SIGNAL", o->signal, 1) < 0))
+	    (o->signal && setenv("CPUPROF_SIGNAL", o->signal, 1) < 0) ||
+	    (o->unwind && setenv("CPUPROF_UNWIND", o->unwind, 1) < 0))
 		return -1;
 	return 0;
 }

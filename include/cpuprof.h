@@ -24,6 +24,10 @@ struct cpuprof_options {
 	int signal;         /* sampling signal (default: SIGPROF, or a free real-time
 	                       signal if the program has a SIGPROF handler of its own) */
 	int max_depth;      /* frames kept per sample (default 128, 1..1024) */
+	const char *unwind; /* how stacks are walked: "auto" (default: each object's
+			       .eh_frame unwind tables, frame pointers where an
+			       object has none), "dwarf" (tables only) or "fp"
+			       (frame pointers only) */
 };
 
 /* Starts profiling the whole process into the pprof file `path` (written by

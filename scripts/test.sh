@@ -1,10 +1,24 @@
 #!/bin/sh
-# test.sh -- installs what the test suite needs (as root; otherwise names
-# it) and runs `make check`.  Run from anywhere.
+# test.sh [ARCH] -- installs what the test suite needs (as root; otherwise
+# names it) and runs `make check`.  With ARCH (aarch64), cross-builds for
+# that CPU with Debian's cross compiler and runs the suite under qemu-user
+# (`make check ARCH=aarch64`).  Run from anywhere.
 set -e
 cd "$(dirname "$0")/.."
 # golang-go brings `go tool pprof`, which reads our profiles back;
 # google-perftools is the peer profiler some tests compare with; python3
 # runs the benchmark's smoke test (bench/run.py --smoke).
 sh scripts/deps.sh gcc make libc6-dev zlib1g-dev golang-go google-perftools python3 ca-certificates
-make -s check
+case ${1:-} in
+'')
+	make -s check ;;
+aarch64 | arm64)
+	# The cross compiler and its C library; zlib for arm64 (with Debian's
+	# multiarch arm64 C library, which the tests run on); the statically
+	# linked qemu-user (see the Makefile).
+	sh scripts/deps.sh gcc-aarch64-linux-gnu libc6-dev-arm64-cross zlib1g-dev:arm64 qemu-user-static
+	make -s check ARCH=aarch64 ;;
+*)
+	echo "test.sh: unsupported ARCH '$1' (supported: aarch64)" >&2
+	exit 2 ;;
+esac

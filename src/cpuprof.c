@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include "rwmap.h"
 #include "session.h"
 #include "threads.h"
+#include "unwind.h"
 
 #define API __attribute__((visibility("default")))
 
@@ -46,6 +48,11 @@ static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
  * this many cells instead of RING_CELLS, and no drain thread. */
 size_t cp_test_ring_cells;
 int cp_test_no_drain;
+/* ... and a timer resolution to believe instead of the kernel's. */
+long cp_test_timer_resolution_ns;
+
+/* Timers coarser than this make a kernel "tick-bound". */
+#define TICK_BOUND_NS 1000000
 
 int64_t cp_clock_ns(clockid_t c)
 {
@@ -67,6 +74,10 @@ API const char *cpuprof_strerror(int code)
 	return code < 0 ? strerror(-code) : "unknown code";
 }
 
+/* The stack table keeps the samples' flags as they are. */
+_Static_assert(CP_SAMPLE_TRUNCATED == CP_STACK_TRUNCATED && CP_SAMPLE_LINK_REG == CP_STACK_LINK_REG,
+	       "sample and stack flags differ");
+
 void session_drain_locked(void)
 {
 	struct cp_ring *r = cp_sig.ring;
@@ -85,7 +96,7 @@ static void *drain_main(void *unused)
 	int64_t last_sweep = cp_clock_ns(CLOCK_MONOTONIC);
 	struct pollfd pfd = { .fd = cp_sig.wake_fd, .events = POLLIN };
 	while (!atomic_load(&P.drain_quit)) {
-		if (poll(&pfd, 1, DRAIN_INTERVAL_MS) > 0) {
+		if (poll(&pfd, 1, unwind_timeout_ms(DRAIN_INTERVAL_MS)) > 0) {
 			uint64_t v;
 			if (read(cp_sig.wake_fd, &v, sizeof v) < 0) {
 				/* EAGAIN: another wake-up raced us; nothing to do */
@@ -100,6 +111,7 @@ static void *drain_main(void *unused)
 			threads_sweep();
 			last_sweep = now;
 		}
+		unwind_tick();
 	}
 	return NULL;
 }
@@ -115,11 +127,12 @@ static int program_handles(int sig)
 	return cur.sa_handler != SIG_DFL && cur.sa_handler != SIG_IGN;
 }
 
-/* A real-time signal nobody has a disposition for, searched from the top
- * (libraries that take one usually start at SIGRTMIN); 0 if none. */
-static int free_rt_signal(void)
+/* A real-time signal below `below` nobody has a disposition for, searched
+ * from the top (libraries that take one usually start at SIGRTMIN); 0 if
+ * none. */
+static int free_rt_signal(int below)
 {
-	for (int s = SIGRTMAX; s >= SIGRTMIN; s--) {
+	for (int s = below - 1; s >= SIGRTMIN; s--) {
 		struct sigaction cur;
 		if (sigaction(s, NULL, &cur) == 0 && !(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == SIG_DFL)
 			return s;
@@ -141,26 +154,62 @@ static int signal_for(const struct cp_engine *e, int asked, char *why, size_t le
 		snprintf(why, len, "the program has its own SIGPROF handler, the only signal setitimer can send");
 		return 0;
 	}
-	int s = free_rt_signal();
+	int s = free_rt_signal(SIGRTMAX + 1);
 	if (!s)
 		snprintf(why, len, "SIGPROF has the program's handler and no real-time signal is free");
 	return s;
 }
 
-/* Picks the engine named `want` ("auto" tries them best first) and its
- * signal, recording why each better engine was not used. */
+/* The resolution of the kernel's timers: 1 ns with high-resolution timers,
+ * the tick (4 ms at HZ=250) on a kernel without them, or booted with
+ * highres=off, where every CPU-time timer fires only at the tick. */
+static long timer_resolution_ns(void)
+{
+	struct timespec r;
+	if (cp_test_timer_resolution_ns)
+		return cp_test_timer_resolution_ns;
+	if (clock_getres(CLOCK_MONOTONIC, &r) < 0)
+		return 0;
+	return r.tv_sec * 1000000000l + r.tv_nsec;
+}
+
+/* Picks the engine named `want` and its signal, recording why each better
+ * engine was not used.  "auto" tries perf, timer, itimer; on a tick-bound
+ * kernel timer comes first: there the task clock's hrtimer is tick-bound
+ * too, and a period that ends in the kernel (where a thread that sleeps
+ * often is at the tick) raises no sample, so its CPU lands on whatever
+ * user code runs next, while a CPU timer's signal comes on the way out of
+ * the kernel and charges the call that was running. */
 static const struct cp_engine *choose_engine(const char *want, int asked_signo, uint64_t period, int *signo)
 {
-	static const struct cp_engine *const order[] = { &cp_engine_perf, &cp_engine_timer, &cp_engine_itimer };
+	static const struct cp_engine *const best[] = { &cp_engine_perf, &cp_engine_timer, &cp_engine_itimer };
+	static const struct cp_engine *const ticked[] = { &cp_engine_timer, &cp_engine_perf, &cp_engine_itimer };
+	int auto_ = !strcmp(want, "auto");
+	long res = P.timer_res_ns;
+	const struct cp_engine *const *order = auto_ && res > TICK_BOUND_NS ? ticked : best;
 	size_t used = 0;
 	P.engine_reason[0] = '\0';
-	for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+	if (order == ticked)
+		used = (size_t)snprintf(P.engine_reason, sizeof P.engine_reason,
+					"perf: the kernel's timers are tick-bound (resolution %ld ns); timer tried first", res);
+	for (size_t i = 0; i < 3; i++) {
 		const struct cp_engine *e = order[i];
-		if (strcmp(want, "auto") != 0 && strcmp(want, e->name) != 0)
+		if (!auto_ && strcmp(want, e->name) != 0)
 			continue;
 		char why[256] = "";
 		*signo = signal_for(e, asked_signo, why, sizeof why);
-		if (*signo && e->probe(*signo, period, why, sizeof why) == 0)
+		int rc = *signo ? e->probe(*signo, period, why, sizeof why) : -ENODEV;
+		/* A real-time signal of our own choice that the system cannot
+		 * deliver (qemu-user has no host signal for SIGRTMAX-1 and
+		 * SIGRTMAX) is refused with EINVAL: try the free ones below. */
+		while (rc == -EINVAL && !asked_signo && *signo >= SIGRTMIN) {
+			int next = free_rt_signal(*signo);
+			if (!next)
+				break;
+			*signo = next;
+			rc = e->probe(*signo, period, why, sizeof why);
+		}
+		if (rc == 0)
 			return e;
 		int n = snprintf(P.engine_reason + used, sizeof P.engine_reason - used, "%s%s: %s",
 				 used ? "; " : "", e->name, why);
@@ -171,8 +220,11 @@ static const struct cp_engine *choose_engine(const char *want, int asked_signo, 
 }
 
 static int check_options(const struct cpuprof_options *o, int *hz, const char **engine, int *signo,
-			 unsigned *depth)
+			 unsigned *depth, int *unwind)
 {
+	*unwind = unwind_mode_parse(o && o->unwind ? o->unwind : "auto");
+	if (*unwind < 0)
+		return -EINVAL;
 	*hz = o && o->hz ? o->hz : DEFAULT_HZ;
 	*engine = o && o->engine ? o->engine : "auto";
 	*signo = o ? o->signal : 0;
@@ -191,6 +243,7 @@ static int check_options(const struct cpuprof_options *o, int *hz, const char **
 
 void session_release(void)
 {
+	unwind_stop(1);
 	cp_ring_destroy(cp_sig.ring);
 	cp_sig.ring = NULL;
 	rwmap_free((struct cp_rwmap *)cp_sig.rwmap);
@@ -264,11 +317,11 @@ static int stop_sampling(void)
 /* Starts a profile into path (NULL: none), in stream mode or not. */
 static int start(const char *path, int stream, const struct cpuprof_options *opts)
 {
-	int hz, signo, asked, rc;
+	int hz, signo, asked, rc, unwind;
 	unsigned depth;
 	const char *want;
 
-	if ((rc = check_options(opts, &hz, &want, &asked, &depth)) < 0)
+	if ((rc = check_options(opts, &hz, &want, &asked, &depth, &unwind)) < 0)
 		return rc;
 	pthread_mutex_lock(&api_lock);
 	pthread_mutex_lock(&cp_tab_lock);
@@ -281,6 +334,7 @@ static int start(const char *path, int stream, const struct cpuprof_options *opt
 	uint64_t period = 1000000000u / (unsigned)hz;
 	if ((rc = threads_init()) < 0)
 		goto out;
+	P.timer_res_ns = timer_resolution_ns();
 	P.engine = choose_engine(want, asked, period, &signo);
 	if (!P.engine) {
 		rc = -ENODEV;
@@ -317,6 +371,8 @@ static int start(const char *path, int stream, const struct cpuprof_options *opt
 	P.lost_sent = 0;
 	P.carry_ns = 0;
 	P.mono1 = P.cpu1 = 0;
+	/* The unwind tables are built before the first sample can be taken. */
+	unwind_start(unwind);
 
 	struct sigaction sa;
 	memset(&sa, 0, sizeof sa);
@@ -373,13 +429,50 @@ API int cpuprof_start_stream(const char *path, const struct cpuprof_options *opt
 	return start(path, 1, opts);
 }
 
+/* The profile's comments: "key=value" strings in one buffer. */
+#define MAX_COMMENTS 24
+struct comments {
+	const char *list[MAX_COMMENTS];
+	size_t n, used;
+	char buf[4096];
+};
+
+__attribute__((format(printf, 2, 3))) static void comment(struct comments *c, const char *fmt, ...)
+{
+	va_list ap;
+	if (c->n == MAX_COMMENTS || c->used >= sizeof c->buf)
+		return;
+	va_start(ap, fmt);
+	int len = vsnprintf(c->buf + c->used, sizeof c->buf - c->used, fmt, ap);
+	va_end(ap);
+	if (len < 0 || (size_t)len >= sizeof c->buf - c->used)
+		return; /* no room: dropped whole rather than cut */
+	c->list[c->n++] = c->buf + c->used;
+	c->used += (size_t)len + 1;
+}
+
+/* What the profile says about the unwind tables. */
+#define MAX_REJECTED_COMMENTS 4
+struct unwind_summary {
+	size_t tables, bytes, rejected;
+	struct comments *c;
+};
+
+static void summarise_object(const struct unwind_object *o, void *arg)
+{
+	struct unwind_summary *u = arg;
+	if (o->has_table) {
+		u->tables++;
+		u->bytes += o->table_bytes;
+	}
+	if (o->rejected && u->rejected++ < MAX_REJECTED_COMMENTS)
+		comment(u->c, "unwind_rejected=%s: %s", o->name, o->why);
+}
+
 int session_write_locked(void)
 {
-	char c_engine[64], c_reason[600], c_hz[32], c_signal[32], c_samples[48], c_lost[48], c_cov[48],
-		c_cpu[64], c_pcpu[64], c_threads[64], c_unarmed[128], c_depth[32];
-	const char *comments[20];
-	size_t nc = 0;
-
+	static struct comments c; /* under cp_tab_lock */
+	c.n = c.used = 0;
 	uint64_t lost = atomic_load(&cp_sig.lost) + P.dropped;
 	uint64_t lost_ns = atomic_load(&cp_sig.lost_ns) + P.dropped_ns;
 	uint64_t prof_ns = P.tab.total_ns + lost_ns;
@@ -387,47 +480,35 @@ int session_write_locked(void)
 	double cov = pcpu > 0 ? (double)prof_ns / (double)pcpu : 0.0;
 	struct cp_thread_stats ts = threads_stats();
 
-	snprintf(c_engine, sizeof c_engine, "engine=%s", P.engine->name);
-	comments[nc++] = c_engine;
-	if (P.engine_reason[0]) {
-		snprintf(c_reason, sizeof c_reason, "engine_reason=%s", P.engine_reason);
-		comments[nc++] = c_reason;
+	comment(&c, "engine=%s", P.engine->name);
+	if (P.engine_reason[0])
+		comment(&c, "engine_reason=%s", P.engine_reason);
+	comment(&c, "hz=%d", P.hz);
+	comment(&c, "signal=%d", cp_sig.signo);
+	comment(&c, "samples=%llu", (unsigned long long)P.tab.total_count);
+	/* What the rate asked for: far more than `samples` means the shares
+	 * rest on fewer samples than the user thinks (a tick-bound kernel). */
+	comment(&c, "expected_samples=%llu", (unsigned long long)(pcpu > 0 ? (uint64_t)pcpu / cp_sig.period_ns : 0));
+	comment(&c, "lost=%llu", (unsigned long long)lost);
+	comment(&c, "coverage=%.3f", cov);
+	comment(&c, "profile_cpu_ns=%llu", (unsigned long long)prof_ns);
+	comment(&c, "process_cpu_ns=%lld", (long long)pcpu);
+	comment(&c, "timer_resolution_ns=%ld", P.timer_res_ns);
+	comment(&c, "unwind=%s", unwind_mode_name(cp_sig.unwind_mode));
+	if (cp_sig.unwind_mode != CP_UNWIND_FP) {
+		struct unwind_summary us = { .c = &c };
+		unwind_each_object(summarise_object, &us);
+		comment(&c, "unwind_tables=%zu objects, %zu bytes", us.tables, us.bytes);
 	}
-	snprintf(c_hz, sizeof c_hz, "hz=%d", P.hz);
-	comments[nc++] = c_hz;
-	snprintf(c_signal, sizeof c_signal, "signal=%d", cp_sig.signo);
-	comments[nc++] = c_signal;
-	snprintf(c_samples, sizeof c_samples, "samples=%llu", (unsigned long long)P.tab.total_count);
-	comments[nc++] = c_samples;
-	snprintf(c_lost, sizeof c_lost, "lost=%llu", (unsigned long long)lost);
-	comments[nc++] = c_lost;
-	snprintf(c_cov, sizeof c_cov, "coverage=%.3f", cov);
-	comments[nc++] = c_cov;
-	snprintf(c_cpu, sizeof c_cpu, "profile_cpu_ns=%llu", (unsigned long long)prof_ns);
-	comments[nc++] = c_cpu;
-	snprintf(c_pcpu, sizeof c_pcpu, "process_cpu_ns=%lld", (long long)pcpu);
-	comments[nc++] = c_pcpu;
-	comments[nc++] = "unwind=fp";
-	snprintf(c_depth, sizeof c_depth, "max_depth=%u", cp_sig.max_depth);
-	comments[nc++] = c_depth;
-	snprintf(c_threads, sizeof c_threads, "threads=%llu", (unsigned long long)ts.armed);
-	comments[nc++] = c_threads;
-	if (ts.unarmed) {
-		snprintf(c_unarmed, sizeof c_unarmed, "unarmed_threads=%llu (%s)", (unsigned long long)ts.unarmed,
-			 strerror(-ts.first_error));
-		comments[nc++] = c_unarmed;
-	}
+	comment(&c, "max_depth=%u", cp_sig.max_depth);
+	comment(&c, "threads=%llu", (unsigned long long)ts.armed);
+	if (ts.unarmed)
+		comment(&c, "unarmed_threads=%llu (%s)", (unsigned long long)ts.unarmed, strerror(-ts.first_error));
 #ifdef CPUPROF_BENCH
 	/* Benchmark build only: the handler's own time (bench/run.py). */
-	char c_hns[48], c_hcalls[48], c_hslow[48];
-	snprintf(c_hns, sizeof c_hns, "handler_ns=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_ns));
-	comments[nc++] = c_hns;
-	snprintf(c_hcalls, sizeof c_hcalls, "handler_calls=%llu",
-		 (unsigned long long)atomic_load(&cp_sig.bench_handler_calls));
-	comments[nc++] = c_hcalls;
-	snprintf(c_hslow, sizeof c_hslow, "handler_preempted=%llu",
-		 (unsigned long long)atomic_load(&cp_sig.bench_handler_slow));
-	comments[nc++] = c_hslow;
+	comment(&c, "handler_ns=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_ns));
+	comment(&c, "handler_calls=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_calls));
+	comment(&c, "handler_preempted=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_slow));
 #endif
 
 	struct cp_profile_meta meta = {
@@ -436,8 +517,8 @@ int session_write_locked(void)
 		.duration_nanos = (P.mono1 ? P.mono1 : cp_clock_ns(CLOCK_MONOTONIC)) - P.mono0,
 		.lost = lost,
 		.lost_ns = lost_ns,
-		.comments = comments,
-		.ncomments = nc,
+		.comments = c.list,
+		.ncomments = c.n,
 	};
 	char err[256] = "";
 	int rc = pprof_write(P.path, &P.tab, &meta, err, sizeof err);
@@ -498,6 +579,7 @@ API int cpuprof_stop(void)
 			fprintf(stderr, "cpuprof: warning: a signal handler did not finish; keeping its buffers\n");
 			cp_sig.ring = NULL;
 			cp_sig.rwmap = NULL;
+			unwind_stop(0);
 			session_release();
 		}
 	}
@@ -535,6 +617,7 @@ static void after_fork_child(void)
 	pthread_mutex_init(&cp_tab_lock, NULL);
 	atomic_store(&cp_sig.active, 0);
 	threads_forget_after_fork();
+	unwind_after_fork(); /* before session_release: its lock may be held */
 	if (P.running || P.stream_open)
 		session_release(); /* the child's copies: memory and the eventfd */
 	P.running = 0;

@@ -388,6 +388,9 @@ static int build(struct builder *b, const struct cp_stacktab *tab,
 		size_t n = 0;
 		for (uint32_t k = 0; k < s->n; k++) {
 			uint64_t pc = s->pcs[k];
+			if (k == 1 && (s->flags & CP_STACK_LINK_REG) &&
+			    !symbols_code_outside_function(b->syms, s->pcs[0], pc - 1))
+				continue;
 			/* A caller's frame: point into the call instruction. */
 			ids[n++] = location_for(b, k > 0 && pc > 0 ? pc - 1 : pc);
 		}

@@ -6,9 +6,9 @@
  * other secure-exec programs are never profiled.
  *
  * Environment: CPUPROF (output file), CPUPROF_HZ, CPUPROF_ENGINE,
- * CPUPROF_DEPTH, CPUPROF_SIGNAL.  A process started by a profiled process
- * (fork+exec, which inherits the environment) writes FILE.<pid> so that
- * nothing is overwritten.
+ * CPUPROF_DEPTH, CPUPROF_SIGNAL, CPUPROF_UNWIND.  A process started by a
+ * profiled process (fork+exec, which inherits the environment) writes
+ * FILE.<pid> so that nothing is overwritten.
  */
 #include <errno.h>
 #include <limits.h>
@@ -55,6 +55,12 @@ __attribute__((constructor)) static void preload_start(void)
 	    strcmp(o.engine, "itimer")) {
 		fprintf(stderr, "cpuprof: CPUPROF_ENGINE=%s is not one of auto, perf, timer, itimer; profiling disabled\n",
 			o.engine);
+		return;
+	}
+	o.unwind = getenv("CPUPROF_UNWIND");
+	if (o.unwind && strcmp(o.unwind, "auto") && strcmp(o.unwind, "dwarf") && strcmp(o.unwind, "fp")) {
+		fprintf(stderr, "cpuprof: CPUPROF_UNWIND=%s is not one of auto, dwarf, fp; profiling disabled\n",
+			o.unwind);
 		return;
 	}
 

@@ -21,6 +21,7 @@ struct cp_session {
 	const struct cp_engine *engine;
 	char engine_reason[512];
 	int hz;
+	long timer_res_ns;    /* clock_getres(CLOCK_MONOTONIC): the tick if tick-bound */
 	struct cp_stacktab tab;
 	uint64_t dropped, dropped_ns; /* drained but not stored: no memory */
 	pthread_t drain;

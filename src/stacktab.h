@@ -22,6 +22,12 @@ struct cp_stack {
 
 /* The stack was cut at the depth limit; more frames existed. */
 #define CP_STACK_TRUNCATED 1u
+/* pcs[1] is the link register's value at the interrupt: the caller of
+ * pcs[0] if that function had not stored its return address yet (a leaf, a
+ * prologue), else stale.  Writers keep it only if
+ * symbols_code_outside_function(pcs[0], pcs[1] - 1) says it is a call
+ * site in another function. */
+#define CP_STACK_LINK_REG 2u
 
 struct cp_stacktab {
 	struct cp_stack **items; /* distinct stacks, in insertion order */

@@ -16,6 +16,7 @@
 #include "cpuprof.h"
 #include "session.h"
 #include "threads.h"
+#include "unwind.h"
 
 #define API __attribute__((visibility("default")))
 #define P cp_session
@@ -46,11 +47,17 @@ static size_t fill_locked(uint64_t *w, size_t cap)
 		uint64_t count = ns / period;
 		P.carry_ns = ns % period;
 		if (count) {
-			w[used++] = 3 + s->n;
+			/* A link-register frame is confirmed only against the
+			 * symbols (see CP_STACK_LINK_REG), which the stream
+			 * does not load: it leaves such a frame out rather
+			 * than hand the runtime a stale one. */
+			uint32_t skip = s->n > 1 && (s->flags & CP_SAMPLE_LINK_REG) ? 1 : 0;
+			w[used++] = 3 + s->n - skip;
 			w[used++] = 0;
 			w[used++] = count;
 			for (uint32_t i = 0; i < s->n; i++)
-				w[used++] = s->pcs[i];
+				if (i != 1 || !skip)
+					w[used++] = s->pcs[i];
 		}
 		cp_ring_release(r, s);
 	}
@@ -106,12 +113,14 @@ API int cpuprof_read_stream(uint64_t *words, size_t cap, size_t *nwords, int fla
 		pthread_mutex_unlock(&cp_tab_lock);
 		if (sweep)
 			threads_sweep();
+		if (!stopped)
+			unwind_tick(); /* new objects' tables; reclaim: no drain thread here */
 		if (n || (flags & CPUPROF_NONBLOCK)) {
 			*nwords = n;
 			return 0;
 		}
 		struct pollfd pfd = { .fd = wake_fd, .events = POLLIN };
-		if (poll(&pfd, 1, READ_WAIT_MS) > 0) {
+		if (poll(&pfd, 1, unwind_timeout_ms(READ_WAIT_MS)) > 0) {
 			uint64_t v;
 			if (read(wake_fd, &v, sizeof v) < 0) {
 				/* EAGAIN: raced with another wake-up */

@@ -642,6 +642,15 @@ const char *symbols_name_for(const struct cp_symbols *s, uintptr_t pc,
 	return sym->name;
 }
 
+int symbols_code_outside_function(const struct cp_symbols *s, uintptr_t pc,
+				  uintptr_t addr)
+{
+	uintptr_t fn, other;
+	if (!symbols_name_for(s, pc, &fn) || !symbols_segment_for(s, addr))
+		return 0;
+	return !symbols_name_for(s, addr, &other) || other != fn;
+}
+
 char *symbols_demangle(const struct cp_symbols *s, const char *name)
 {
 	if (!s->demangle || strncmp(name, "_Z", 2) != 0)

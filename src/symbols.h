@@ -75,6 +75,12 @@ const struct cp_segment *symbols_segment_for(const struct cp_symbols *s,
 const char *symbols_name_for(const struct cp_symbols *s, uintptr_t pc,
 			     uintptr_t *sym_start);
 
+/* 1 if the function containing pc is known and addr is code (in an
+ * executable segment) outside that function; 0 if addr is in the same
+ * function, is not code, or pc's function is unknown. */
+int symbols_code_outside_function(const struct cp_symbols *s, uintptr_t pc,
+				  uintptr_t addr);
+
 /* The demangled form of a C++ symbol name, as a malloc'd string the caller
  * frees, or NULL if the name is not mangled or no demangler (libstdc++'s
  * __cxa_demangle, looked up at run time) is loaded. */

@@ -4,10 +4,25 @@
 # (end-to-end scripts).  Exit status 77 means "skipped here".  Prints one
 # TAP-style line per test and a closing "N passed, N failed" line.
 # Usage: tests/run.sh [NAME-SUBSTRING]
+# Environment: B, the build directory (build); ARCH, the CPU it is built
+# for (uname -m); EMU, the command that runs that build's programs when
+# they are for another CPU ("qemu-aarch64-static" for `make check
+# ARCH=aarch64`), empty for a native build.  All three are passed on to
+# the tests: scripts run every program of the build as $EMU PROG, and a
+# test that must do less under emulation can tell from EMU.
 cd "$(dirname "$0")/.." || exit 2
 B=${B:-build}
+ARCH=${ARCH:-$(uname -m)}
+EMU=${EMU:-}
 TIMEOUT=${TEST_TIMEOUT:-300}
-export B
+export B ARCH EMU
+if [ -n "$EMU" ]; then
+	# shellcheck disable=SC2086 # EMU is a command with its arguments
+	command -v ${EMU%% *} >/dev/null 2>&1 ||
+		{ echo "run.sh: the emulator '$EMU' is not installed" >&2; exit 2; }
+	echo "# running $B under: $EMU"
+fi
+start=$(date +%s)
 pass=0 fail=0 skip=0 n=0
 log=$B/tests/logs
 mkdir -p "$log"
@@ -18,7 +33,8 @@ for t in $B/tests/test_* $B/tests/unit_* tests/t_*.sh; do
 	n=$((n + 1))
 	case "$t" in
 	*.sh) timeout -k 10 "$TIMEOUT" sh "$t" >"$log/$name.log" 2>&1 ;;
-	*) timeout -k 10 "$TIMEOUT" "$t" >"$log/$name.log" 2>&1 ;;
+	# shellcheck disable=SC2086
+	*) timeout -k 10 "$TIMEOUT" $EMU "$t" >"$log/$name.log" 2>&1 ;;
 	esac
 	rc=$?
 	if [ $rc -eq 0 ]; then
@@ -31,5 +47,6 @@ for t in $B/tests/test_* $B/tests/unit_* tests/t_*.sh; do
 	fi
 done
 echo "1..$n"
+echo "# $B: $(($(date +%s) - start)) s"
 echo "$pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ] && [ $n -gt 0 ]

@@ -9,6 +9,7 @@ PY=/usr/bin/python3
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "skip: $*" >&2; exit 77; }
+[ -z "${ARCH:-}" ] || [ "$ARCH" = "$(uname -m)" ] || skip "the benchmark runs on the host only (ARCH=$ARCH)"
 [ -x $PY ] || skip "python3 is not installed"
 for f in spawn accuracy overhead scale tick; do
 	[ -x "$BB/bench/$f" ] || fail "build first (make bench-build): $BB/bench/$f is missing"

@@ -64,7 +64,7 @@ pct() {
 }
 
 # --- a good profile, gzipped and plain ---
-"$CP" report "$tmp/p.pb.gz" >"$tmp/out" 2>"$tmp/err" ||
+$EMU "$CP" report "$tmp/p.pb.gz" >"$tmp/out" 2>"$tmp/err" ||
 	{ cat "$tmp/err" >&2; fail "report exited $?"; }
 cat "$tmp/out"
 [ -s "$tmp/err" ] && { cat "$tmp/err" >&2; fail "report wrote to stderr"; }
@@ -77,16 +77,16 @@ awk -v h="$h" -v w="$w" 'BEGIN { exit !(h > w && h >= 50) }' ||
 	fail "hot flat% $h is not plausibly above warm flat% $w"
 
 gzip -dc "$tmp/p.pb.gz" >"$tmp/p.pb" || fail "gzip -dc"
-"$CP" report "$tmp/p.pb" >"$tmp/out2" || fail "plain protobuf: exit $?"
+$EMU "$CP" report "$tmp/p.pb" >"$tmp/out2" || fail "plain protobuf: exit $?"
 [ "$(rows "$tmp/out2" | awk 'NR == 1 { print $NF }')" = hot ] ||
 	fail "plain protobuf: hot is not the first row"
 
-"$CP" report --top 1 "$tmp/p.pb.gz" >"$tmp/out3" || fail "--top 1: exit $?"
+$EMU "$CP" report --top 1 "$tmp/p.pb.gz" >"$tmp/out3" || fail "--top 1: exit $?"
 [ "$(rows "$tmp/out3" | wc -l)" -eq 1 ] || fail "--top 1 printed other than 1 row"
 
 # expect_bad FILE: report on FILE must exit 2 and name FILE on stderr
 expect_bad() {
-	"$CP" report "$1" >/dev/null 2>"$tmp/err"
+	$EMU "$CP" report "$1" >/dev/null 2>"$tmp/err"
 	rc=$?
 	[ $rc -eq 2 ] || { cat "$tmp/err" >&2; fail "$1: exit $rc, expected 2"; }
 	grep -q "cpuprof report: $1: " "$tmp/err" ||
@@ -117,7 +117,7 @@ flip() {
 }
 # try FILE: report may accept or reject FILE, but only with 0 or 2
 try() {
-	"$CP" report "$1" >/dev/null 2>"$tmp/err"
+	$EMU "$CP" report "$1" >/dev/null 2>"$tmp/err"
 	rc=$?
 	case $rc in
 	0 | 2) ;;

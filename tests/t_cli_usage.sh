@@ -22,7 +22,7 @@ export CPUPROF_LIB
 run() {
 	want=$1
 	shift
-	"$CP" "$@" >out 2>err
+	$EMU "$CP" "$@" >out 2>err
 	rc=$?
 	[ "$rc" -eq "$want" ] ||
 		{ cat out err >&2; fail "cpuprof $*: exit $rc, expected $want"; }
@@ -80,6 +80,8 @@ bad "1 to 1024" record --depth 1025 -- touch marker
 bad "1 to 64" record --signal 0 -- touch marker
 bad "1 to 64" record --signal 65 -- touch marker
 bad "cannot be caught" record --signal 9 -- touch marker
+bad "unknown mode" record --unwind frames -- touch marker
+bad "unknown mode" record --unwind= -- touch marker
 bad "unknown option" record --bogus -- touch marker
 bad "empty file name" record -o '' -- touch marker
 bad "no-such-dir" record -o no-such-dir/p.pb.gz -- touch marker

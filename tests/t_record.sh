@@ -29,9 +29,9 @@ comment() { go tool pprof -comments "$1" 2>/dev/null | sed -n "s/^ *$2=//p"; }
 leader() { top "$1" | awk 'NR == 1 { print $6 }'; }
 
 for engine in perf timer itimer auto; do
-	"$CP" record -o $engine.pb.gz -F 1000 --engine $engine -- ./work 4 400 >out 2>err
+	$EMU "$CP" record -o $engine.pb.gz -F 1000 --engine $engine -- $EMU ./work 4 400 >out 2>err
 	rc=$?
-	if [ $rc -ne 0 ] && grep -q "no sampling engine" err; then
+	if grep -q "no sampling engine" err; then
 		echo "engine $engine does not work here"
 		continue
 	fi
@@ -62,26 +62,74 @@ for engine in perf timer itimer auto; do
 done
 
 cp "$WORK" ./work
+# Call chains, with main and 3 threads each running worker -> hot_top ->
+# hot_mid -> hot_leaf (and the warm_* chain).  traces FILE prints one line
+# per stack of `go tool pprof -traces`: its sample count, a space, and its
+# functions leaf first, joined by ";".
+traces() {
+	go tool pprof -traces -sample_index=samples "$1" 2>/dev/null | awk '
+		/^-+\+-+$/ { if (s != "") print s; s = ""; on = 1; next }
+		!on { next }
+		s == "" && NF == 2 { s = $1 " " $2; next }
+		s != "" && NF == 1 { s = s ";" $1 }
+		END { if (s != "") print s }'
+}
+# chain MODE: checks the stacks of a profile taken with --unwind MODE.
+chain() {
+	$EMU "$CP" record -o chain.pb.gz -F 1000 --unwind "$1" -- $EMU ./work 3 400 0 main-too >/dev/null 2>err ||
+		{ cat err; fail "main-too, --unwind $1: record failed"; }
+	traces chain.pb.gz >chains
+	# A frame of ours twice in a row would be a return address taken twice.
+	awk -F'[ ;]' '{ for (i = 3; i <= NF; i++) if ($i == $(i - 1) && $i ~ /^(hot|warm)_|^worker$|^main$/) { print; exit 1 } }' \
+		chains || fail "--unwind $1: a function follows itself in a stack"
+	if [ "$1" = auto ] || [ "$ARCH" = aarch64 ]; then
+		# The leaf's caller: from the tables; or, on aarch64 with frame
+		# pointers only, from the link register, where it is the only
+		# place it is.  In nearly every sample of hot_leaf.
+		grep -q ' hot_leaf;hot_mid;hot_top;worker;main;' chains ||
+			{ cat chains; fail "--unwind $1: no stack hot_leaf <- hot_mid <- hot_top <- worker <- main"; }
+		grep -Eq ' hot_leaf;hot_mid;hot_top;worker;[^m]' chains ||
+			{ cat chains; fail "--unwind $1: no thread's stack hot_leaf <- hot_mid <- hot_top <- worker"; }
+		awk -v m="$1" '$2 ~ /^hot_leaf(;|$)/ { all += $1; if ($2 ~ /^hot_leaf;hot_mid;/) mid += $1 }
+			END { printf "--unwind %s: hot_leaf samples: %d, %d of them with hot_mid as caller\n", m, all, mid
+			      exit !(all > 0 && mid >= 0.9 * all) }' chains ||
+			{ cat chains; fail "--unwind $1: hot_leaf's caller hot_mid is missing from many samples"; }
+	else
+		# Frame pointers alone cannot see the caller of a frameless leaf
+		# whose return address is on the stack: hot_mid may be missing.
+		grep -Eq ' hot_leaf;(hot_mid;)?hot_top;worker;main;' chains ||
+			{ cat chains; fail "--unwind $1: no stack hot_leaf <- hot_top <- worker <- main"; }
+	fi
+}
+chain auto
+chain fp
+
 # Exit statuses pass through.
-"$CP" record -o s.pb.gz -- ./work 1 50 7 >/dev/null 2>err; rc=$?
+$EMU "$CP" record -o s.pb.gz -- $EMU ./work 1 50 7 >/dev/null 2>err; rc=$?
 [ $rc -eq 7 ] || fail "exit status 7 came back as $rc"
 [ -s s.pb.gz ] || fail "no profile after exit(7)"
-"$CP" record -o t.pb.gz -- ./work 2 100 5 exit-thread >/dev/null 2>err; rc=$?
+$EMU "$CP" record -o t.pb.gz -- $EMU ./work 2 100 5 exit-thread >/dev/null 2>err; rc=$?
 [ $rc -eq 5 ] || fail "exit() from a thread: status $rc"
 [ "$(leader t.pb.gz)" = hot_leaf ] || fail "exit() from a thread: profile not written right"
-"$CP" record -o k.pb.gz -- sh -c 'kill -9 $$' >/dev/null 2>err; rc=$?
+$EMU "$CP" record -o k.pb.gz -- sh -c 'kill -9 $$' >/dev/null 2>err; rc=$?
 [ $rc -eq 137 ] || fail "killed by SIGKILL: status $rc, expected 137"
 grep -q "no profile" err || { cat err; fail "killed: record did not say no profile was written"; }
 
 # Children: fork+exec is profiled into FILE.<pid>, listed by record; a
 # forked child that exits writes nothing (the parent's FILE is its own).
-"$CP" record -o fx.pb.gz -- ./work 1 100 0 fork-exec >out 2>err || { cat err; fail "fork-exec: status $?"; }
-[ "$(grep -c 'work_hot done' out)" -eq 2 ] || fail "fork-exec: output changed"
-set -- fx.pb.gz.*
-[ $# -eq 1 ] && [ -s "$1" ] || fail "fork-exec: expected one FILE.<pid>, found $*"
-grep -q "also wrote $1" err || { cat err; fail "fork-exec: record did not list $1"; }
-[ "$(leader "$1")" = hot_leaf ] && [ "$(leader fx.pb.gz)" = hot_leaf ] || fail "fork-exec: profiles wrong"
-"$CP" record -o fk.pb.gz -- ./work 1 100 0 fork >out 2>err || { cat err; fail "fork: status $?"; }
+if [ -n "$EMU" ]; then
+	# The child execs /proc/self/exe: an aarch64 binary, which the host
+	# kernel runs only where binfmt_misc hands it to qemu.
+	echo "fork-exec not tested under $EMU: an emulated exec needs binfmt_misc"
+else
+	"$CP" record -o fx.pb.gz -- ./work 1 100 0 fork-exec >out 2>err || { cat err; fail "fork-exec: status $?"; }
+	[ "$(grep -c 'work_hot done' out)" -eq 2 ] || fail "fork-exec: output changed"
+	set -- fx.pb.gz.*
+	[ $# -eq 1 ] && [ -s "$1" ] || fail "fork-exec: expected one FILE.<pid>, found $*"
+	grep -q "also wrote $1" err || { cat err; fail "fork-exec: record did not list $1"; }
+	[ "$(leader "$1")" = hot_leaf ] && [ "$(leader fx.pb.gz)" = hot_leaf ] || fail "fork-exec: profiles wrong"
+fi
+$EMU "$CP" record -o fk.pb.gz -- $EMU ./work 1 100 0 fork >out 2>err || { cat err; fail "fork: status $?"; }
 [ "$(grep -c 'work_hot done' out)" -eq 1 ] || fail "fork: output changed"
 set -- fk.pb.gz.*
 [ ! -e "$1" ] || fail "fork without exec wrote $*"
@@ -89,7 +137,7 @@ set -- fk.pb.gz.*
 
 # A program that scribbles on rbp while sampled, every engine.
 for engine in perf timer itimer; do
-	"$CP" record -o f.pb.gz --engine $engine -F 5000 -- ./work 2 300 0 scribble >/dev/null 2>err; rc=$?
+	$EMU "$CP" record -o f.pb.gz --engine $engine -F 5000 -- $EMU ./work 2 300 0 scribble >/dev/null 2>err; rc=$?
 	grep -q "no sampling engine" err && continue
 	[ $rc -eq 0 ] || { cat err; fail "scribble, $engine: exit $rc"; }
 	[ "$(leader f.pb.gz)" = hot_leaf ] || fail "scribble, $engine: leader $(leader f.pb.gz)"
@@ -98,8 +146,8 @@ done
 # Bad settings: one warning line, program output and status unchanged.
 lib=$ROOT/$B/libcpuprof.so
 for bad in "CPUPROF_HZ=0" "CPUPROF_HZ=abc" "CPUPROF_HZ=1000000" "CPUPROF_ENGINE=fast" \
-	"CPUPROF_DEPTH=0" "CPUPROF_SIGNAL=9999" "CPUPROF_SIGNAL=9"; do
-	env LD_PRELOAD="$lib" CPUPROF=$tmp/bad.pb.gz "$bad" ./work 1 20 3 >out 2>err; rc=$?
+	"CPUPROF_DEPTH=0" "CPUPROF_SIGNAL=9999" "CPUPROF_SIGNAL=9" "CPUPROF_UNWIND=frames"; do
+	env LD_PRELOAD="$lib" CPUPROF=$tmp/bad.pb.gz "$bad" $EMU ./work 1 20 3 >out 2>err; rc=$?
 	[ $rc -eq 3 ] || fail "$bad: status $rc, expected 3"
 	grep -qx "work_hot done" out || fail "$bad: output changed"
 	[ "$(wc -l <err)" -eq 1 ] || { cat err; fail "$bad: expected exactly one warning line"; }
@@ -107,7 +155,7 @@ for bad in "CPUPROF_HZ=0" "CPUPROF_HZ=abc" "CPUPROF_HZ=1000000" "CPUPROF_ENGINE=
 	[ ! -e bad.pb.gz ] || fail "$bad: a profile was written"
 done
 # An unwritable output: the program still runs and exits as it would.
-env LD_PRELOAD="$lib" CPUPROF=/nonexistent/dir/x.pb.gz ./work 1 20 4 >out 2>err; rc=$?
+env LD_PRELOAD="$lib" CPUPROF=/nonexistent/dir/x.pb.gz $EMU ./work 1 20 4 >out 2>err; rc=$?
 [ $rc -eq 4 ] && grep -qx "work_hot done" out || fail "unwritable path: status $rc"
 grep -q "cannot write" err || { cat err; fail "unwritable path: no message"; }
 echo "all record checks passed"

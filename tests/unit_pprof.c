@@ -670,6 +670,19 @@ static void test_pprof(int have_cxx)
 			   A(fn_gamma, 13) };
 	CHECK_EQ(stacktab_add(&t, s5, 2, 0, 5, 5000004), 0);
 	CHECK_EQ(stacktab_add(&t, NULL, 0, 0, 9, 9000005), 0); /* no PC */
+	/* pcs[1] from the link register: kept when it is a call site in
+	 * another function, dropped when it is in the leaf's own function
+	 * (stale), is no code, or the leaf's function is unknown. */
+	uintptr_t l1[] = { A(fn_alpha, 6), A(fn_beta, 9), A(fn_gamma, 13) };
+	CHECK_EQ(stacktab_add(&t, l1, 3, CP_STACK_LINK_REG, 1, 10000010), 0);
+	uintptr_t l2[] = { A(fn_beta, 2), A(fn_beta, 9) };
+	CHECK_EQ(stacktab_add(&t, l2, 2, CP_STACK_LINK_REG, 1, 11000011), 0);
+	uintptr_t l3[] = { A(fn_alpha, 4), (uintptr_t)&sink, A(fn_beta, 9) };
+	CHECK_EQ(stacktab_add(&t, l3, 3, CP_STACK_LINK_REG, 1, 12000012), 0);
+	uintptr_t l4[] = { 0x10, A(fn_beta, 9) };
+	CHECK_EQ(stacktab_add(&t, l4, 2, CP_STACK_LINK_REG, 1, 13000013), 0);
+	uintptr_t l5[] = { A(fn_alpha, 4), A(fn_beta, 9) }; /* lr only */
+	CHECK_EQ(stacktab_add(&t, l5, 2, CP_STACK_LINK_REG | CP_STACK_TRUNCATED, 1, 14000014), 0);
 
 	/* An address in our text but in no symbol: the gap after a sized
 	 * symbol (alignment padding) gets "<binary>+0x<file offset>". */
@@ -757,6 +770,11 @@ static void test_pprof(int have_cxx)
 		{ 9000005, "[no stack]" },
 		{ 6000006, gapname },
 		{ 8000008, "std::exception::~exception()" },
+		{ 10000010, "fn_alpha ; fn_beta ; fn_gamma" },
+		{ 11000011, "fn_beta" },
+		{ 12000012, "fn_alpha ; fn_beta" },
+		{ 13000013, "0x10" },
+		{ 14000014, "fn_alpha ; fn_beta ; [truncated]" },
 	};
 	for (size_t i = 0; i < sizeof wants / sizeof *wants; i++) {
 		if ((wants[i].ns == 6000006 && !gap) ||

@@ -10,7 +10,9 @@
  *   how: "return" (default), "exit-thread" (exit() from a worker thread),
  *        "scribble" (clobber the frame-pointer register while working),
  *        "fork" (a forked child works too, then exit()s),
- *        "fork-exec" (a forked child runs `work_hot 1 MS` by exec)
+ *        "fork-exec" (a forked child runs `work_hot 1 MS` by exec),
+ *        "main-too" (main works as well, beside THREADS threads, so that
+ *        main -> worker -> hot_top -> ... is one of the stacks)
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -21,7 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int ms = 500, status, exit_from_thread, scribble, fork_child, exec_child;
+static int ms = 500, status, exit_from_thread, scribble, fork_child, exec_child, main_too;
 
 static double thread_cpu_ms(void)
 {
@@ -85,7 +87,7 @@ __attribute__((noinline)) static void scribbled_round(void)
 #endif
 }
 
-static void *worker(void *arg)
+__attribute__((noinline)) static void *worker(void *arg)
 {
 	double end = thread_cpu_ms() + ms;
 	while (thread_cpu_ms() < end) {
@@ -109,6 +111,7 @@ int main(int argc, char **argv)
 	if (argc > 4) {
 		exit_from_thread = !strcmp(argv[4], "exit-thread");
 		scribble = !strcmp(argv[4], "scribble");
+		main_too = !strcmp(argv[4], "main-too");
 		fork_child = !strcmp(argv[4], "fork");
 		exec_child = !strcmp(argv[4], "fork-exec");
 	}
@@ -133,6 +136,8 @@ int main(int argc, char **argv)
 			threads = 256;
 		for (int i = 0; i < threads; i++)
 			pthread_create(&th[i], NULL, worker, (void *)(intptr_t)(i + 1));
+		if (main_too)
+			worker(NULL);
 		for (int i = 0; i < threads; i++)
 			pthread_join(th[i], NULL);
 	}

@@ -43,7 +43,7 @@ static struct cp_thread *own_slot(void)
 }
 
 /* Finds the readable+writable mapping that holds sp in the start-time
- * snapshot; 0 if none. */
+ * snapshot; 0 if none.  Signal context. */
 static int rwmap_find(uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
 {
 	const struct cp_rwmap *m = cp_sig.rwmap;
@@ -63,6 +63,17 @@ static int rwmap_find(uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
 		}
 	}
 	return 0;
+}
+
+/* Signal context. */
+int cp_find_stack(const struct cp_thread *t, uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
+{
+	if (t && t->stack_hi && sp >= t->stack_lo && sp < t->stack_hi) {
+		*lo = t->stack_lo;
+		*hi = t->stack_hi;
+		return 1;
+	}
+	return rwmap_find(sp, lo, hi);
 }
 
 /* Signal context.  Sets *weight to the calling thread's CPU time since
@@ -144,26 +155,36 @@ static void sample(const ucontext_t *uc, struct cp_thread *t, uint64_t weight)
 		atomic_fetch_add_explicit(&cp_sig.lost_ns, weight, memory_order_relaxed);
 		return;
 	}
-	uintptr_t pc = cp_uc_pc(uc), sp = cp_uc_sp(uc), lo = 0, hi = 0;
-	if (t && t->stack_hi && sp >= t->stack_lo && sp < t->stack_hi) {
-		lo = sp;
-		hi = t->stack_hi;
-	} else if (rwmap_find(sp, &lo, &hi)) {
+	uintptr_t sp = cp_uc_sp(uc), lo = 0, hi = 0;
+	if (cp_find_stack(t, sp, &lo, &hi)) {
+		/* Remember the bounds of a thread that did not record its own. */
 		if (t && !t->stack_hi) {
 			t->stack_lo = lo;
 			t->stack_hi = hi;
 		}
 		lo = sp;
 	}
-	int truncated;
-	s->n = cp_unwind_fp(pc, cp_uc_fp(uc), lo, hi, s->pcs, cp_sig.max_depth, &truncated);
-	s->flags = truncated ? 1u : 0u;
+	uint32_t flags = 0;
+	int truncated = 0, known = 1;
+	if (cp_sig.unwind_mode == CP_UNWIND_FP) {
+		s->n = cp_unwind_fp(cp_uc_pc(uc), cp_uc_fp(uc), cp_uc_lr(uc), lo, hi, s->pcs, cp_sig.max_depth,
+				    &flags);
+	} else {
+		s->n = cp_unwind_dwarf(uc, t, cp_sig.unwind_mode == CP_UNWIND_AUTO, lo, hi, s->pcs,
+				       cp_sig.max_depth, &truncated, &known);
+		flags = truncated ? CP_SAMPLE_TRUNCATED : 0;
+	}
+	s->flags = flags;
 	s->weight_ns = weight;
 	cp_ring_commit(r, s);
 
-	/* Wake the drain thread once the ring is half full. */
-	if (cp_ring_used(r) >= r->cells / 2 &&
-	    !atomic_exchange_explicit(&cp_sig.wake_pending, 1, memory_order_relaxed)) {
+	/* Wake the drain thread once the ring is half full, or when a pc is
+	 * in no unwind table: an object may have been loaded since the tables
+	 * were built (the drain thread rate-limits what that costs). */
+	if ((cp_ring_used(r) >= r->cells / 2 &&
+	     !atomic_exchange_explicit(&cp_sig.wake_pending, 1, memory_order_relaxed)) ||
+	    (!known && !atomic_load_explicit(&cp_sig.unwind_miss, memory_order_relaxed) &&
+	     !atomic_exchange_explicit(&cp_sig.unwind_miss, 1, memory_order_relaxed))) {
 		uint64_t one = 1;
 		if (write(cp_sig.wake_fd, &one, sizeof one) < 0) {
 			/* Nothing to do: the drain thread also wakes on a timer. */

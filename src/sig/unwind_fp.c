@@ -4,6 +4,11 @@
  * thread's stack [lo, hi), be word-aligned, and sit strictly above the one
  * before it, so a program that uses its frame-pointer register for
  * anything else yields a short stack, never a fault or a loop.
+ *
+ * On an architecture with a link register the caller of frame 0 may be in
+ * that register and nowhere on the stack (a leaf, a prologue): the walk
+ * then offers it as pcs[1] and flags the sample CP_SAMPLE_LINK_REG, to be
+ * confirmed or dropped outside signal context (see arch.h, cp_uc_lr).
  */
 #include "arch.h"
 #include "sigstate.h"
@@ -11,24 +16,44 @@
 /* Return addresses below this are not code: a NULL page, small integers. */
 #define MIN_CODE_ADDR 4096
 
-unsigned cp_unwind_fp(uintptr_t pc, uintptr_t fp, uintptr_t lo, uintptr_t hi,
-		      uintptr_t *pcs, unsigned max, int *truncated)
+/* Is there a whole, aligned frame record at fp inside [lo, hi)?  Signal
+ * context. */
+static int record_ok(uintptr_t fp, uintptr_t lo, uintptr_t hi)
 {
 	const uintptr_t rec = (CP_FRAME_RA_SLOT + 1) * sizeof(uintptr_t);
+	return fp >= lo && hi - lo >= rec && fp <= hi - rec && (fp & (sizeof(uintptr_t) - 1)) == 0;
+}
+
+/* Signal context. */
+CP_READS_STACK unsigned cp_unwind_fp(uintptr_t pc, uintptr_t fp, uintptr_t lr, uintptr_t lo, uintptr_t hi,
+				     uintptr_t *pcs, unsigned max, uint32_t *flags)
+{
 	unsigned n = 0;
 
-	*truncated = 0;
+	*flags = 0;
 	if (max == 0)
 		return 0;
 	pcs[n++] = pc;
-	while (fp >= lo && hi - lo >= rec && fp <= hi - rec && (fp & (sizeof(uintptr_t) - 1)) == 0) {
+	/* The link register is news only if the record at fp does not hold
+	 * the same return address (it does once the function has stored its
+	 * record and called nothing yet). */
+	if (lr >= MIN_CODE_ADDR &&
+	    !(record_ok(fp, lo, hi) && ((const uintptr_t *)fp)[CP_FRAME_RA_SLOT] == lr)) {
+		if (n == max) {
+			*flags |= CP_SAMPLE_TRUNCATED;
+			return n;
+		}
+		pcs[n++] = lr;
+		*flags |= CP_SAMPLE_LINK_REG;
+	}
+	while (record_ok(fp, lo, hi)) {
 		const uintptr_t *frame = (const uintptr_t *)fp;
 		uintptr_t ra = frame[CP_FRAME_RA_SLOT];
 		uintptr_t next = frame[CP_FRAME_FP_SLOT];
 		if (ra < MIN_CODE_ADDR)
 			break;
 		if (n == max) {
-			*truncated = 1;
+			*flags |= CP_SAMPLE_TRUNCATED;
 			break;
 		}
 		pcs[n++] = ra;

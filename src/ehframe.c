@@ -1,0 +1,883 @@
+/*
+ * ehframe.c -- the .eh_frame_hdr / .eh_frame parser (ehframe.h).  The
+ * format is the DWARF call frame information as the Linux Standard Base
+ * specifies it for .eh_frame: a sequence of length-prefixed entries, CIEs
+ * (common information: alignment factors, the return-address column,
+ * augmentations, initial instructions) and FDEs (a pc range, a CIE and a
+ * CFA program).  Each FDE's program is run here, tracking only the CFA,
+ * the frame-pointer register and the return-address column, and every
+ * change of those becomes a row.  Anything structurally wrong (an entry
+ * running past the end, a bad CIE pointer, an unknown opcode, a restore
+ * without a remember, fewer FDEs than the header's table lists) rejects
+ * the whole section; constructs that are well-formed but not expressible
+ * as a row (a CFA computed by an arbitrary expression, the CFA in another
+ * register) become CP_CFA_NONE rows.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arch.h"
+#include "ehframe.h"
+
+/* DW_EH_PE_* pointer encodings. */
+#define PE_ABSPTR 0x00
+#define PE_ULEB 0x01
+#define PE_UDATA2 0x02
+#define PE_UDATA4 0x03
+#define PE_UDATA8 0x04
+#define PE_SLEB 0x09
+#define PE_SDATA2 0x0a
+#define PE_SDATA4 0x0b
+#define PE_SDATA8 0x0c
+#define PE_PCREL 0x10
+#define PE_TEXTREL 0x20
+#define PE_DATAREL 0x30
+#define PE_FUNCREL 0x40
+#define PE_ALIGNED 0x50
+#define PE_INDIRECT 0x80
+#define PE_OMIT 0xff
+
+/* DW_CFA_* opcodes (the low-6-bit-operand ones by their high bits). */
+#define CFA_ADVANCE_LOC 0x40
+#define CFA_OFFSET 0x80
+#define CFA_RESTORE 0xc0
+#define CFA_NOP 0x00
+#define CFA_SET_LOC 0x01
+#define CFA_ADVANCE_LOC1 0x02
+#define CFA_ADVANCE_LOC2 0x03
+#define CFA_ADVANCE_LOC4 0x04
+#define CFA_OFFSET_EXTENDED 0x05
+#define CFA_RESTORE_EXTENDED 0x06
+#define CFA_UNDEFINED 0x07
+#define CFA_SAME_VALUE 0x08
+#define CFA_REGISTER 0x09
+#define CFA_REMEMBER_STATE 0x0a
+#define CFA_RESTORE_STATE 0x0b
+#define CFA_DEF_CFA 0x0c
+#define CFA_DEF_CFA_REGISTER 0x0d
+#define CFA_DEF_CFA_OFFSET 0x0e
+#define CFA_DEF_CFA_EXPRESSION 0x0f
+#define CFA_EXPRESSION 0x10
+#define CFA_OFFSET_EXTENDED_SF 0x11
+#define CFA_DEF_CFA_SF 0x12
+#define CFA_DEF_CFA_OFFSET_SF 0x13
+#define CFA_VAL_OFFSET 0x14
+#define CFA_VAL_OFFSET_SF 0x15
+#define CFA_VAL_EXPRESSION 0x16
+#define CFA_GNU_WINDOW_SAVE 0x2d /* AArch64: negate_ra_state */
+#define CFA_GNU_ARGS_SIZE 0x2e
+#define CFA_GNU_NEGATIVE_OFFSET_EXTENDED 0x2f
+
+/* Deepest remember_state nesting accepted (compilers use one or two). */
+#define MAX_REMEMBER 32
+/* Largest number of rows one FDE may produce (a sanity bound). */
+#define MAX_FDE_ROWS (1u << 20)
+
+/* A bounds-checked reader over [p, end); `bad` is set by any read past
+ * the end, after which every read returns 0. */
+struct cur {
+	const uint8_t *p, *end, *base; /* base: offset 0 of the section */
+	uint64_t addr;                 /* address of base */
+	int bad;
+};
+
+/* Writes the reason into err and returns -1. */
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	if (errlen)
+		vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* The address of the next byte c reads. */
+static uint64_t cur_addr(const struct cur *c)
+{
+	return c->addr + (uint64_t)(c->p - c->base);
+}
+
+/* Whether n more bytes are there; if not, marks c bad and exhausted. */
+static int need(struct cur *c, size_t n)
+{
+	if (c->bad || (size_t)(c->end - c->p) < n) {
+		c->bad = 1;
+		c->p = c->end;
+		return 0;
+	}
+	return 1;
+}
+
+/* Reads an n-byte unsigned little-endian number (0 past the end). */
+static uint64_t get_u(struct cur *c, size_t n)
+{
+	if (!need(c, n))
+		return 0;
+	uint64_t v = 0;
+	for (size_t i = 0; i < n; i++) /* little-endian, as both our targets */
+		v |= (uint64_t)c->p[i] << (8 * i);
+	c->p += n;
+	return v;
+}
+
+/* Reads an unsigned LEB128 number; one that does not fit 64 bits marks
+ * c bad. */
+static uint64_t get_uleb(struct cur *c)
+{
+	uint64_t v = 0;
+	for (unsigned shift = 0;; shift += 7) {
+		if (!need(c, 1))
+			return 0;
+		uint8_t b = *c->p++;
+		if (shift >= 64 || (shift == 63 && (b & 0x7e))) {
+			c->bad = 1; /* does not fit 64 bits */
+			return 0;
+		}
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return v;
+	}
+}
+
+/* Reads a signed LEB128 number; one that does not fit marks c bad. */
+static int64_t get_sleb(struct cur *c)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+	uint8_t b;
+	do {
+		if (!need(c, 1))
+			return 0;
+		b = *c->p++;
+		if (shift >= 64) {
+			c->bad = 1;
+			return 0;
+		}
+		v |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+	} while (b & 0x80);
+	if (shift < 64 && (b & 0x40))
+		v |= ~(uint64_t)0 << shift;
+	return (int64_t)v;
+}
+
+/* Reads a pointer encoded with enc.  `app` says whether to apply the
+ * encoding's base (a pc_range is read without it).  datarel is the base of
+ * DW_EH_PE_datarel (0: not allowed here).  Returns 0, or -1 for an
+ * encoding we cannot read (c->bad is set if the data ran out). */
+static int get_encoded(struct cur *c, uint8_t enc, int app, uint64_t datarel, uint64_t *out)
+{
+	if (enc == PE_OMIT)
+		return -1;
+	uint64_t field = cur_addr(c), v;
+	if ((enc & 0x70) == PE_ALIGNED) {
+		size_t mis = (size_t)(field % sizeof(uintptr_t));
+		if (mis && !need(c, sizeof(uintptr_t) - mis))
+			return -1;
+		if (mis)
+			c->p += sizeof(uintptr_t) - mis;
+		field = cur_addr(c);
+	}
+	switch (enc & 0x0f) {
+	case PE_ABSPTR: v = get_u(c, sizeof(uintptr_t)); break;
+	case PE_ULEB: v = get_uleb(c); break;
+	case PE_UDATA2: v = get_u(c, 2); break;
+	case PE_UDATA4: v = get_u(c, 4); break;
+	case PE_UDATA8: v = get_u(c, 8); break;
+	case PE_SLEB: v = (uint64_t)get_sleb(c); break;
+	case PE_SDATA2: v = (uint64_t)(int64_t)(int16_t)get_u(c, 2); break;
+	case PE_SDATA4: v = (uint64_t)(int64_t)(int32_t)get_u(c, 4); break;
+	case PE_SDATA8: v = get_u(c, 8); break;
+	default: return -1;
+	}
+	if (c->bad)
+		return -1;
+	if (app) {
+		switch (enc & 0x70) {
+		case 0:
+		case PE_ALIGNED:
+			break;
+		case PE_PCREL:
+			v += field;
+			break;
+		case PE_DATAREL:
+			if (!datarel)
+				return -1;
+			v += datarel;
+			break;
+		default: /* textrel, funcrel: not used in .eh_frame on Linux */
+			return -1;
+		}
+		if (enc & PE_INDIRECT)
+			return -1; /* would need to read the object's memory */
+	}
+	*out = v;
+	return 0;
+}
+
+int ehframe_hdr_parse(const uint8_t *hdr, size_t size, uint64_t hdr_addr, uint64_t *eh_frame,
+		      size_t *fde_count, char *err, size_t errlen)
+{
+	struct cur c = { hdr, hdr + size, hdr, hdr_addr, 0 };
+	uint8_t version = (uint8_t)get_u(&c, 1), ptr_enc = (uint8_t)get_u(&c, 1),
+		count_enc = (uint8_t)get_u(&c, 1), table_enc = (uint8_t)get_u(&c, 1);
+	if (c.bad)
+		return fail(err, errlen, ".eh_frame_hdr: truncated header");
+	if (version != 1)
+		return fail(err, errlen, ".eh_frame_hdr: version %u", version);
+	if (get_encoded(&c, ptr_enc, 1, hdr_addr, eh_frame) < 0)
+		return fail(err, errlen, ".eh_frame_hdr: unreadable eh_frame_ptr (encoding %#x)", ptr_enc);
+	*fde_count = 0;
+	uint64_t n;
+	if (count_enc != PE_OMIT && table_enc != PE_OMIT) {
+		if (get_encoded(&c, count_enc, 0, 0, &n) < 0)
+			return fail(err, errlen, ".eh_frame_hdr: unreadable fde_count (encoding %#x)", count_enc);
+		/* Each table entry is two encoded values of at least a byte. */
+		if (n > size)
+			return fail(err, errlen, ".eh_frame_hdr: fde_count %llu exceeds its size", (unsigned long long)n);
+		*fde_count = (size_t)n;
+	}
+	return 0;
+}
+
+/* A register's rule while a CFA program runs. */
+enum { R_SAME = 0, R_OFFSET, R_UNDEF, R_OTHER };
+struct reg_rule {
+	uint8_t kind;
+	int64_t off;
+};
+
+/* The CFA rule while a CFA program runs. */
+enum { C_REG = 0, C_PLT, C_OTHER };
+struct cfa_state {
+	uint8_t kind;
+	uint8_t plt;
+	uint64_t reg;
+	int64_t off;
+	struct reg_rule fp, ra;
+};
+
+struct cie {
+	size_t offset; /* of the entry in the section */
+	uint64_t code_align;
+	int64_t data_align;
+	uint64_t ra_reg;
+	uint8_t fde_enc;
+	uint8_t signal_frame;
+	uint8_t has_z;
+	uint8_t usable;  /* 0: well-formed but not for us (old augmentation, address size) */
+	const uint8_t *insns, *insns_end;
+	uint8_t init_done;
+	struct cfa_state init; /* after the initial instructions */
+};
+
+/* Growing arrays of the result. */
+struct builder {
+	struct ehf_result *r;
+	size_t capfdes, caprows;
+	size_t fde_first; /* the current FDE's first row */
+};
+
+/* Appends a row, unless it says what the FDE's previous row says. */
+static int push_row(struct builder *b, uint64_t pc, const struct cp_urule *rule)
+{
+	struct ehf_result *r = b->r;
+	if (r->nrows > b->fde_first && !memcmp(&r->rows[r->nrows - 1].rule, rule, sizeof *rule))
+		return 0;
+	if (r->nrows == b->caprows) {
+		size_t cap = b->caprows ? 2 * b->caprows : 1024;
+		struct ehf_row *n = realloc(r->rows, cap * sizeof *n);
+		if (!n)
+			return -1;
+		r->rows = n;
+		b->caprows = cap;
+	}
+	r->rows[r->nrows].pc = pc;
+	r->rows[r->nrows].rule = *rule;
+	r->nrows++;
+	return 0;
+}
+
+/* Whether v fits a rule's 32-bit offset. */
+static int fits32(int64_t v)
+{
+	return v >= INT32_MIN && v <= INT32_MAX;
+}
+
+/* The row rule for a program state: what a stack walk can use of it. */
+static struct cp_urule to_rule(const struct cfa_state *s, const struct cie *cie)
+{
+	struct cp_urule r = { 0 };
+	if (cie->signal_frame) {
+		r.cfa = CP_CFA_SIGFRAME;
+		return r;
+	}
+	if (s->ra.kind == R_UNDEF) {
+		r.cfa = CP_CFA_END;
+		return r;
+	}
+	if (s->kind == C_REG && s->reg == CP_DWARF_SP && fits32(s->off))
+		r.cfa = CP_CFA_SP;
+	else if (s->kind == C_REG && s->reg == CP_DWARF_FP && fits32(s->off))
+		r.cfa = CP_CFA_FP;
+	else if (s->kind == C_PLT && fits32(s->off))
+		r.cfa = CP_CFA_PLT;
+	else
+		return r; /* CP_CFA_NONE */
+	r.cfa_off = (int32_t)s->off;
+	r.plt = r.cfa == CP_CFA_PLT ? s->plt : 0;
+
+	if (s->ra.kind == R_OFFSET && fits32(s->ra.off)) {
+		r.ra = CP_REG_AT_CFA;
+		r.ra_off = (int32_t)s->ra.off;
+	} else if (s->ra.kind == R_SAME && CP_HAS_LINK_REGISTER) {
+		r.ra = CP_REG_SAME;
+	} else {
+		struct cp_urule none = { 0 };
+		return none;
+	}
+	if (s->fp.kind == R_SAME) {
+		r.fp = CP_REG_SAME;
+	} else if (s->fp.kind == R_OFFSET && fits32(s->fp.off)) {
+		r.fp = CP_REG_AT_CFA;
+		r.fp_off = (int32_t)s->fp.off;
+	} else {
+		r.fp = CP_REG_UNKNOWN;
+	}
+	return r;
+}
+
+/* Is the expression at e[0..n) the lazy PLT entry's CFA, sp + N + (pc & 15
+ * >= T ? one word : 0)?  Stores N and T if so. */
+static int plt_expression(const uint8_t *e, size_t n, int64_t *off, uint8_t *thr)
+{
+#if CP_HAS_PLT_EXPRESSION
+	/* DW_OP_breg<sp> N; DW_OP_breg<ra> 0; DW_OP_lit15; DW_OP_and;
+	 * DW_OP_lit<T>; DW_OP_ge; DW_OP_lit3; DW_OP_shl; DW_OP_plus */
+	struct cur c = { e, e + n, e, 0, 0 };
+	if (CP_DWARF_SP > 31 || CP_DWARF_RA > 31 || get_u(&c, 1) != 0x70u + CP_DWARF_SP)
+		return 0;
+	int64_t v = get_sleb(&c);
+	if (get_u(&c, 1) != 0x70u + CP_DWARF_RA || get_sleb(&c) != 0 || get_u(&c, 1) != 0x3f || get_u(&c, 1) != 0x1a)
+		return 0;
+	uint64_t lit = get_u(&c, 1);
+	if (lit < 0x30 || lit > 0x3f || get_u(&c, 1) != 0x2a || get_u(&c, 1) != 0x30u + (sizeof(uintptr_t) == 8 ? 3 : 2) ||
+	    get_u(&c, 1) != 0x24 || get_u(&c, 1) != 0x22 || c.bad || c.p != c.end)
+		return 0;
+	*off = v;
+	*thr = (uint8_t)(lit - 0x30);
+	return 1;
+#else
+	(void)e;
+	(void)n;
+	(void)off;
+	(void)thr;
+	return 0;
+#endif
+}
+
+/* Runs the CFA program in [c->p, c->end).  With b == NULL it is a CIE's
+ * initial instructions (no rows, no location); otherwise rows for
+ * [start, end) are appended to b.  `init` is the CIE's initial state
+ * (for DW_CFA_restore).  Returns 0, or -1 with err set. */
+static int run_program(struct cur *c, const struct cie *cie, struct cfa_state *st, const struct cfa_state *init,
+		       struct builder *b, uint64_t start, uint64_t end, uint64_t datarel, char *err, size_t errlen)
+{
+	struct cfa_state stack[MAX_REMEMBER];
+	unsigned depth = 0;
+	uint64_t loc = start;
+	uint32_t nrows = 0;
+
+	while (c->p < c->end) {
+		uint64_t at = cur_addr(c);
+		uint8_t op = *c->p++;
+		uint64_t reg = 0, adv = 0, len;
+		int64_t off = 0;
+		struct reg_rule *rr;
+		int is_loc = 0;
+
+		switch (op & 0xc0) {
+		case CFA_ADVANCE_LOC:
+			adv = op & 0x3f;
+			is_loc = 1;
+			break;
+		case CFA_OFFSET:
+			reg = op & 0x3f;
+			off = (int64_t)get_uleb(c) * cie->data_align;
+			goto set_offset;
+		case CFA_RESTORE:
+			reg = op & 0x3f;
+			goto restore;
+		}
+		if (!is_loc) {
+			switch (op) {
+			case CFA_NOP:
+			case CFA_GNU_WINDOW_SAVE:
+				break;
+			case CFA_SET_LOC: {
+				uint64_t to;
+				if (get_encoded(c, cie->fde_enc, 1, datarel, &to) < 0)
+					return fail(err, errlen, "bad DW_CFA_set_loc at %#llx", (unsigned long long)at);
+				if (!b)
+					return fail(err, errlen, "DW_CFA_set_loc in a CIE at %#llx", (unsigned long long)at);
+				if (to < loc)
+					return fail(err, errlen, "DW_CFA_set_loc goes backwards at %#llx", (unsigned long long)at);
+				adv = to - loc;
+				is_loc = 2;
+				break;
+			}
+			case CFA_ADVANCE_LOC1: adv = get_u(c, 1); is_loc = 1; break;
+			case CFA_ADVANCE_LOC2: adv = get_u(c, 2); is_loc = 1; break;
+			case CFA_ADVANCE_LOC4: adv = get_u(c, 4); is_loc = 1; break;
+			case CFA_OFFSET_EXTENDED:
+				reg = get_uleb(c);
+				off = (int64_t)get_uleb(c) * cie->data_align;
+				goto set_offset;
+			case CFA_OFFSET_EXTENDED_SF:
+				reg = get_uleb(c);
+				off = get_sleb(c) * cie->data_align;
+				goto set_offset;
+			case CFA_GNU_NEGATIVE_OFFSET_EXTENDED:
+				reg = get_uleb(c);
+				off = -(int64_t)get_uleb(c) * cie->data_align;
+				goto set_offset;
+			case CFA_RESTORE_EXTENDED:
+				reg = get_uleb(c);
+				goto restore;
+			case CFA_UNDEFINED:
+			case CFA_SAME_VALUE:
+				reg = get_uleb(c);
+				rr = reg == cie->ra_reg ? &st->ra : reg == CP_DWARF_FP ? &st->fp : NULL;
+				if (rr) {
+					rr->kind = op == CFA_UNDEFINED ? R_UNDEF : R_SAME;
+					rr->off = 0;
+				}
+				break;
+			case CFA_REGISTER:
+				reg = get_uleb(c);
+				(void)get_uleb(c);
+				goto other_rule;
+			case CFA_REMEMBER_STATE:
+				if (depth == MAX_REMEMBER)
+					return fail(err, errlen, "DW_CFA_remember_state nested too deep at %#llx", (unsigned long long)at);
+				stack[depth++] = *st;
+				break;
+			case CFA_RESTORE_STATE:
+				if (depth == 0)
+					return fail(err, errlen, "DW_CFA_restore_state without remember at %#llx", (unsigned long long)at);
+				/* The CFA and registers come back; the location does not. */
+				*st = stack[--depth];
+				break;
+			case CFA_DEF_CFA:
+				st->kind = C_REG;
+				st->reg = get_uleb(c);
+				st->off = (int64_t)get_uleb(c);
+				break;
+			case CFA_DEF_CFA_SF:
+				st->kind = C_REG;
+				st->reg = get_uleb(c);
+				st->off = get_sleb(c) * cie->data_align;
+				break;
+			case CFA_DEF_CFA_REGISTER:
+				st->reg = get_uleb(c);
+				if (st->kind != C_REG)
+					st->kind = C_OTHER; /* an offset never set */
+				break;
+			case CFA_DEF_CFA_OFFSET:
+				st->off = (int64_t)get_uleb(c);
+				if (st->kind == C_PLT)
+					st->kind = C_OTHER;
+				break;
+			case CFA_DEF_CFA_OFFSET_SF:
+				st->off = get_sleb(c) * cie->data_align;
+				if (st->kind == C_PLT)
+					st->kind = C_OTHER;
+				break;
+			case CFA_DEF_CFA_EXPRESSION:
+				len = get_uleb(c);
+				if (!need(c, len))
+					break;
+				if (plt_expression(c->p, (size_t)len, &st->off, &st->plt))
+					st->kind = C_PLT;
+				else
+					st->kind = C_OTHER;
+				c->p += len;
+				break;
+			case CFA_EXPRESSION:
+			case CFA_VAL_EXPRESSION:
+				reg = get_uleb(c);
+				len = get_uleb(c);
+				if (!need(c, len))
+					break;
+				c->p += len;
+				goto other_rule;
+			case CFA_VAL_OFFSET:
+				reg = get_uleb(c);
+				(void)get_uleb(c);
+				goto other_rule;
+			case CFA_VAL_OFFSET_SF:
+				reg = get_uleb(c);
+				(void)get_sleb(c);
+				goto other_rule;
+			case CFA_GNU_ARGS_SIZE:
+				(void)get_uleb(c);
+				break;
+			default:
+				return fail(err, errlen, "unknown CFA opcode %#x at %#llx", op, (unsigned long long)at);
+			}
+		}
+		if (c->bad)
+			return fail(err, errlen, "CFA instruction runs past its entry at %#llx", (unsigned long long)at);
+		if (is_loc) {
+			if (!b)
+				return fail(err, errlen, "location change in a CIE at %#llx", (unsigned long long)at);
+			if (is_loc == 1) {
+				if (adv && cie->code_align > UINT64_MAX / adv)
+					return fail(err, errlen, "advance overflows at %#llx", (unsigned long long)at);
+				adv *= cie->code_align;
+			}
+			if (adv == 0)
+				continue;
+			/* The state so far holds over [loc, loc + adv). */
+			if (loc < end) {
+				struct cp_urule r = to_rule(st, cie);
+				if (++nrows > MAX_FDE_ROWS)
+					return fail(err, errlen, "too many rows in one FDE at %#llx", (unsigned long long)at);
+				if (push_row(b, loc, &r) < 0)
+					return fail(err, errlen, "out of memory");
+			}
+			loc = adv > UINT64_MAX - loc ? UINT64_MAX : loc + adv;
+		}
+		continue;
+
+	set_offset:
+		if (c->bad)
+			return fail(err, errlen, "CFA instruction runs past its entry at %#llx", (unsigned long long)at);
+		rr = reg == cie->ra_reg ? &st->ra : reg == CP_DWARF_FP ? &st->fp : NULL;
+		if (rr) {
+			rr->kind = R_OFFSET;
+			rr->off = off;
+		}
+		continue;
+	restore:
+		if (c->bad)
+			return fail(err, errlen, "CFA instruction runs past its entry at %#llx", (unsigned long long)at);
+		if (!init)
+			return fail(err, errlen, "DW_CFA_restore in a CIE at %#llx", (unsigned long long)at);
+		if (reg == cie->ra_reg)
+			st->ra = init->ra;
+		else if (reg == CP_DWARF_FP)
+			st->fp = init->fp;
+		continue;
+	other_rule:
+		if (c->bad)
+			return fail(err, errlen, "CFA instruction runs past its entry at %#llx", (unsigned long long)at);
+		rr = reg == cie->ra_reg ? &st->ra : reg == CP_DWARF_FP ? &st->fp : NULL;
+		if (rr) {
+			rr->kind = R_OTHER;
+			rr->off = 0;
+		}
+		continue;
+	}
+	if (b && loc < end) {
+		struct cp_urule r = to_rule(st, cie);
+		if (push_row(b, loc, &r) < 0)
+			return fail(err, errlen, "out of memory");
+	}
+	return 0;
+}
+
+/* Parses the CIE whose entry body (after the length) is c, at section
+ * offset `offset`.  Returns 0, or -1 with err set. */
+static int parse_cie(struct cur *c, size_t offset, struct cie *cie, char *err, size_t errlen)
+{
+	memset(cie, 0, sizeof *cie);
+	cie->offset = offset;
+	cie->usable = 1;
+	cie->fde_enc = PE_ABSPTR;
+	uint8_t version = (uint8_t)get_u(c, 1);
+	if (version != 1 && version != 3 && version != 4)
+		return fail(err, errlen, "CIE at %#zx: version %u", offset, version);
+	const uint8_t *aug = c->p;
+	while (c->p < c->end && *c->p)
+		c->p++;
+	if (!need(c, 1))
+		return fail(err, errlen, "CIE at %#zx: unterminated augmentation", offset);
+	const uint8_t *aug_end = c->p++;
+	if (aug_end - aug >= 2 && aug[0] == 'e' && aug[1] == 'h') {
+		cie->usable = 0; /* pre-1998 GCC: an extra pointer we do not model */
+		return 0;
+	}
+	if (version == 4) {
+		uint8_t asz = (uint8_t)get_u(c, 1), ssz = (uint8_t)get_u(c, 1);
+		if (asz != sizeof(uintptr_t) || ssz != 0)
+			cie->usable = 0;
+	}
+	cie->code_align = get_uleb(c);
+	cie->data_align = get_sleb(c);
+	cie->ra_reg = version == 1 ? get_u(c, 1) : get_uleb(c);
+	if (c->bad)
+		return fail(err, errlen, "CIE at %#zx: truncated", offset);
+	if (aug < aug_end && aug[0] == 'z') {
+		cie->has_z = 1;
+		uint64_t len = get_uleb(c);
+		if (!need(c, len))
+			return fail(err, errlen, "CIE at %#zx: augmentation data runs past its entry", offset);
+		struct cur a = { c->p, c->p + len, c->base, c->addr, 0 };
+		c->p += len;
+		for (const uint8_t *ch = aug + 1; ch < aug_end; ch++) {
+			uint64_t dummy;
+			switch (*ch) {
+			case 'L':
+				(void)get_u(&a, 1);
+				break;
+			case 'R':
+				cie->fde_enc = (uint8_t)get_u(&a, 1);
+				break;
+			case 'P': {
+				uint8_t enc = (uint8_t)get_u(&a, 1);
+				/* Only skipped: indirect is fine, the base is not applied. */
+				if (get_encoded(&a, enc & 0x7f, 0, 0, &dummy) < 0)
+					return fail(err, errlen, "CIE at %#zx: bad personality encoding %#x", offset, enc);
+				break;
+			}
+			case 'S':
+				cie->signal_frame = 1;
+				break;
+			case 'B': /* AArch64 pointer authentication with the B key */
+			case 'G': /* AArch64 memory tagging */
+				break;
+			default:
+				ch = aug_end - 1; /* unknown: the rest is skipped by length */
+				break;
+			}
+			if (a.bad)
+				return fail(err, errlen, "CIE at %#zx: augmentation data truncated", offset);
+		}
+	} else if (aug < aug_end) {
+		cie->usable = 0; /* an augmentation without 'z' we cannot skip */
+	}
+	cie->insns = c->p;
+	cie->insns_end = c->end;
+	return 0;
+}
+
+/* qsort order of FDEs: by start, then by position in the section. */
+static int fde_cmp(const void *a, const void *b)
+{
+	const struct ehf_fde *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->first < y->first ? -1 : x->first > y->first;
+}
+
+/* Whether [lo, hi) lies inside one of the ranges. */
+static int in_text(const struct ehf_range *text, size_t ntext, uint64_t lo, uint64_t hi)
+{
+	for (size_t i = 0; i < ntext; i++)
+		if (lo >= text[i].lo && hi <= text[i].hi)
+			return 1;
+	return 0;
+}
+
+/* The CIE parsed at section offset off (cies sorted by offset), or NULL. */
+static struct cie *find_cie(struct cie *cies, size_t n, size_t off)
+{
+	size_t a = 0, b = n;
+	while (a < b) {
+		size_t m = a + (b - a) / 2;
+		if (cies[m].offset < off)
+			a = m + 1;
+		else if (cies[m].offset > off)
+			b = m;
+		else
+			return &cies[m];
+	}
+	return NULL;
+}
+
+int ehframe_parse(const uint8_t *data, size_t size, uint64_t addr, size_t fde_count,
+		  const struct ehf_range *text, size_t ntext, struct ehf_result *out, char *err,
+		  size_t errlen)
+{
+	struct cie *cies = NULL;
+	size_t ncies = 0, capcies = 0;
+	struct builder b = { .r = out };
+	size_t pos = 0;
+	int rc = -1;
+
+	memset(out, 0, sizeof *out);
+	while (pos < size) {
+		if (fde_count && out->entries == fde_count)
+			break;
+		struct cur c = { data + pos, data + size, data, addr, 0 };
+		uint64_t len = get_u(&c, 4);
+		if (c.bad) {
+			fail(err, errlen, "entry at %#zx: truncated length", pos);
+			goto out;
+		}
+		if (len == 0) {
+			pos += 4;
+			break; /* the terminator */
+		}
+		if (len == 0xffffffffu) {
+			len = get_u(&c, 8);
+			if (c.bad) {
+				fail(err, errlen, "entry at %#zx: truncated 64-bit length", pos);
+				goto out;
+			}
+		}
+		size_t body = (size_t)(c.p - data);
+		if (len > size - body) {
+			fail(err, errlen, "entry at %#zx: length %#llx runs past the end (%#zx)", pos,
+			     (unsigned long long)len, size);
+			goto out;
+		}
+		size_t next = body + (size_t)len;
+		c.end = data + next;
+		size_t id_pos = body;
+		uint32_t id = (uint32_t)get_u(&c, 4);
+		if (c.bad) {
+			fail(err, errlen, "entry at %#zx: too short", pos);
+			goto out;
+		}
+		if (id == 0) {
+			if (ncies == capcies) {
+				size_t cap = capcies ? 2 * capcies : 16;
+				struct cie *n = realloc(cies, cap * sizeof *n);
+				if (!n) {
+					fail(err, errlen, "out of memory");
+					goto out;
+				}
+				cies = n;
+				capcies = cap;
+			}
+			if (parse_cie(&c, pos, &cies[ncies], err, errlen) < 0)
+				goto out;
+			ncies++;
+			pos = next;
+			continue;
+		}
+
+		/* An FDE: the CIE pointer counts back from its own field. */
+		out->entries++;
+		if (id > id_pos) {
+			fail(err, errlen, "FDE at %#zx: CIE pointer %#x points before the section", pos, id);
+			goto out;
+		}
+		struct cie *cie = find_cie(cies, ncies, id_pos - id);
+		if (!cie) {
+			fail(err, errlen, "FDE at %#zx: CIE pointer %#x names no CIE", pos, id);
+			goto out;
+		}
+		if (!cie->usable) {
+			pos = next;
+			continue;
+		}
+		uint64_t start, range;
+		if (get_encoded(&c, cie->fde_enc, 1, 0, &start) < 0 ||
+		    get_encoded(&c, cie->fde_enc & 0x0f, 0, 0, &range) < 0) {
+			fail(err, errlen, "FDE at %#zx: unreadable pc range (encoding %#x)", pos, cie->fde_enc);
+			goto out;
+		}
+		if (cie->has_z) {
+			uint64_t alen = get_uleb(&c);
+			if (!need(&c, alen)) {
+				fail(err, errlen, "FDE at %#zx: augmentation data runs past its entry", pos);
+				goto out;
+			}
+			c.p += alen;
+		}
+		if (c.bad) {
+			fail(err, errlen, "FDE at %#zx: truncated", pos);
+			goto out;
+		}
+		if (range == 0 || start > UINT64_MAX - range || !in_text(text, ntext, start, start + range)) {
+			pos = next;
+			continue;
+		}
+		if (!cie->init_done) {
+			struct cur ci = { cie->insns, cie->insns_end, data, addr, 0 };
+			struct cfa_state s0 = { .kind = C_OTHER };
+			if (run_program(&ci, cie, &s0, NULL, NULL, 0, 0, 0, err, errlen) < 0) {
+				size_t l = strlen(err);
+				snprintf(err + l, errlen > l ? errlen - l : 0, " (CIE at %#zx)", cie->offset);
+				goto out;
+			}
+			cie->init = s0;
+			cie->init_done = 1;
+		}
+		if (out->nfdes == b.capfdes) {
+			size_t cap = b.capfdes ? 2 * b.capfdes : 256;
+			struct ehf_fde *n = realloc(out->fdes, cap * sizeof *n);
+			if (!n) {
+				fail(err, errlen, "out of memory");
+				goto out;
+			}
+			out->fdes = n;
+			b.capfdes = cap;
+		}
+		struct ehf_fde *f = &out->fdes[out->nfdes];
+		f->start = start;
+		f->end = start + range;
+		f->first = (uint32_t)out->nrows;
+		b.fde_first = out->nrows;
+		struct cfa_state st = cie->init;
+		if (out->nrows >= UINT32_MAX / 2) {
+			fail(err, errlen, "too many rows");
+			goto out;
+		}
+		if (run_program(&c, cie, &st, &cie->init, &b, start, start + range, 0, err, errlen) < 0) {
+			size_t l = strlen(err);
+			snprintf(err + l, errlen > l ? errlen - l : 0, " (FDE at %#zx)", pos);
+			goto out;
+		}
+		f->nrows = (uint32_t)(out->nrows - f->first);
+		out->nfdes++;
+		pos = next;
+	}
+	out->used = pos < size ? pos : size;
+	if (fde_count && out->entries < fde_count) {
+		fail(err, errlen, "truncated: %zu FDEs where .eh_frame_hdr lists %zu", out->entries, fde_count);
+		goto out;
+	}
+
+	/* Sort by start; where FDEs overlap the earlier one is cut short, and
+	 * of two at one address the first in the section wins. */
+	if (out->nfdes > 1)
+		qsort(out->fdes, out->nfdes, sizeof *out->fdes, fde_cmp);
+	size_t k = 0;
+	for (size_t i = 0; i < out->nfdes; i++) {
+		struct ehf_fde *f = &out->fdes[i];
+		if (k && out->fdes[k - 1].start == f->start)
+			continue;
+		if (k && out->fdes[k - 1].end > f->start) {
+			struct ehf_fde *p = &out->fdes[k - 1];
+			p->end = f->start;
+			while (p->nrows > 1 && out->rows[p->first + p->nrows - 1].pc >= p->end)
+				p->nrows--;
+		}
+		out->fdes[k++] = *f;
+	}
+	out->nfdes = k;
+	rc = 0;
+out:
+	free(cies);
+	if (rc < 0)
+		ehframe_free(out);
+	return rc;
+}
+
+void ehframe_free(struct ehf_result *r)
+{
+	free(r->fdes);
+	free(r->rows);
+	size_t entries = r->entries, used = r->used;
+	memset(r, 0, sizeof *r);
+	r->entries = entries;
+	r->used = used;
+}

@@ -1,0 +1,65 @@
+/*
+ * unwind.h -- the unwind tables of the loaded objects: built from each
+ * object's .eh_frame when a profile starts and again whenever objects are
+ * loaded or unloaded (the drain thread checks), published to the signal
+ * handler through cp_sig.unwind without locks, and freed only once no
+ * handler can be reading them.  Not signal context.
+ */
+#ifndef CPUPROF_UNWIND_H
+#define CPUPROF_UNWIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* "auto", "dwarf" or "fp" as an enum cp_unwind_mode, or -1. */
+int unwind_mode_parse(const char *name);
+const char *unwind_mode_name(int mode);
+
+/* Sets cp_sig.unwind_mode and, unless it is fp, builds and publishes the
+ * tables of every loaded object.  The handler must not be sampling yet. */
+void unwind_start(int mode);
+
+/* Rebuilds and republishes the tables if objects were loaded or unloaded
+ * since the last look.  Returns 1 if they were. */
+int unwind_refresh(void);
+
+/* Frees replaced tables once no handler can be reading them. */
+void unwind_reclaim(void);
+
+/* For whoever drains the ring (the drain thread, a stream's reader), after
+ * each wake-up: looks for loaded or unloaded objects when it is time --
+ * every 100 ms, and when a sample's pc was in no table (at once, then at
+ * most every 10 ms: code without tables may well be hot) -- and reclaims
+ * replaced tables. */
+void unwind_tick(void);
+
+/* How long (ms, at most max) the drainer may sleep before unwind_tick
+ * wants to run again. */
+int unwind_timeout_ms(int max);
+
+/* Unpublishes the tables.  If `quiet` (no handler is running or can start
+ * sampling) frees what only this profile needed; the objects' tables stay,
+ * for the next profile to reuse while the objects stay loaded.  Otherwise
+ * leaves everything allocated: a stuck handler may still read it. */
+void unwind_stop(int quiet);
+
+/* In a child after fork(): forget the parent's state. */
+void unwind_after_fork(void);
+
+/* One loaded object as the tables see it. */
+struct unwind_object {
+	const char *name;      /* path; the main program as /proc/self/exe gives it */
+	int has_table;
+	size_t table_bytes;    /* memory of its table */
+	size_t eh_frame_bytes; /* size of its .eh_frame */
+	size_t fdes, rows;
+	uint64_t build_ns;     /* time to parse and encode */
+	const char *why;       /* without a table: why ("" if it has one) */
+	int rejected;          /* its .eh_frame was malformed */
+};
+
+/* Calls fn for every object of the current tables, under the tables' lock
+ * (fn must not call back into unwind_*). */
+void unwind_each_object(void (*fn)(const struct unwind_object *o, void *arg), void *arg);
+
+#endif

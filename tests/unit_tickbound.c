@@ -1,0 +1,48 @@
+/*
+ * unit_tickbound.c -- on a kernel whose timers are tick-bound (no
+ * high-resolution timers, or highres=off: clock_getres says the tick),
+ * `auto` takes the timer engine before perf and says why, and the profile
+ * records the resolution; an engine asked for by name is still used.  The
+ * resolution comes through the test seam, as this host has fine timers.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "cpuprof.h"
+
+extern long cp_test_timer_resolution_ns;
+
+DEFINE_BURNER(ticked_work)
+
+int main(void)
+{
+	require_pprof();
+	char dir[] = "/tmp/cpuprof-test-XXXXXX", path[600], val[600];
+	CHECK(mkdtemp(dir), "mkdtemp");
+	snprintf(path, sizeof path, "%s/tick.pb.gz", dir);
+	cp_test_timer_resolution_ns = 4000000;
+
+	CHECK_EQ(cpuprof_start(path, NULL), 0);
+	ticked_work(50);
+	CHECK_EQ(cpuprof_stop(), 0);
+	CHECK(pprof_comment(path, "engine", val, sizeof val) == 0 && !strcmp(val, "timer"), "auto chose %s", val);
+	CHECK(pprof_comment(path, "engine_reason", val, sizeof val) == 0 && strstr(val, "tick-bound"),
+	      "engine_reason: %s", val);
+	CHECK(pprof_comment(path, "timer_resolution_ns", val, sizeof val) == 0 && !strcmp(val, "4000000"),
+	      "timer_resolution_ns=%s", val);
+
+	struct cpuprof_options o = { .engine = "perf" };
+	int rc = cpuprof_start(path, &o);
+	if (rc == 0) {
+		ticked_work(20);
+		CHECK_EQ(cpuprof_stop(), 0);
+		CHECK(pprof_comment(path, "engine", val, sizeof val) == 0 && !strcmp(val, "perf"), "forced perf: %s", val);
+	} else {
+		CHECK_EQ(rc, -ENODEV); /* no perf_event_open here */
+	}
+	char cmd[700];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	return system(cmd) != 0;
+}
