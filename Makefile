@@ -1,5 +1,6 @@
 # cpuprof -- GNU Makefile.  `make` builds the library and the CLI into build/,
-# `make check` runs the test suite, `make install PREFIX=DIR` installs.
+# `make check` runs the test suite, `make install PREFIX=DIR` installs,
+# `make bench [QUICK=1] [VM=1]` runs the benchmark into docs/benchmarks.md.
 #
 # Cross-building: `make ARCH=aarch64` (Debian's aarch64-linux-gnu-gcc) or
 # `make CC=aarch64-linux-gnu-gcc` builds into build-aarch64/, and
@@ -133,7 +134,8 @@ tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/demo
 check-sigsafe: $(SIG_SRCS:%.c=$(B)/%.o)
 	@NM='$(NM)' sh tests/sigsafe.sh $^
 
-check: tests check-sigsafe
+# The benchmark's smoke test needs its build; it runs on the host only.
+check: tests check-sigsafe $(if $(filter $(ARCH),$(HOST_ARCH)),bench-build)
 	@B='$(B)' ARCH='$(ARCH)' EMU='$(EMU)' sh tests/run.sh
 
 install: all
@@ -146,8 +148,48 @@ install: all
 
 include bench/vm/build.mk
 
-clean:
-	rm -rf $(B)
+# The benchmark (bench/run.py), on the host: its workloads, a static
+# launcher, and a second build of the library in $(BB)/ with
+# -DCPUPROF_BENCH, where the handler times itself (handler_ns and
+# handler_calls in the profile's comments).  The profilers compared are the
+# normal library and the peers; the bench library only reads the handler's
+# time.
+BB      := build-bench
+PYTHON  ?= /usr/bin/python3
+BENCH_BINS := $(patsubst bench/%.c,$(BB)/bench/%,$(wildcard bench/*.c))
 
-.PHONY: all tests check check-sigsafe install clean
+$(BB)/src/%.o: src/%.c $(wildcard src/*.h src/sig/*.h src/arch/$(ARCH)/*.h include/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LIBFLAGS) -DCPUPROF_BENCH -c -o $@ $<
+
+$(BB)/libcpuprof.so: $(LIB_OBJS:$(B)/%=$(BB)/%)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -o $@ $^ $(LDLIBS)
+
+# Workloads: frame pointers, as every profiler compared walks them.  In
+# scale.c the function that works is also the one that calls: without
+# shrink-wrapping its frame is set up on both paths, so a frame-pointer
+# walk sees every function of the path and each path is its own stack.
+$(BB)/bench/%: bench/%.c bench/clocks.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) $(BENCH_CFLAGS) -o $@ $< -pthread
+
+$(BB)/bench/scale: BENCH_CFLAGS := -fno-shrink-wrap
+
+# The launcher is static so that the workloads inherit almost no RSS.
+$(BB)/bench/spawn: bench/spawn.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -static -o $@ $<
+
+bench-build: all $(BB)/libcpuprof.so $(BENCH_BINS)
+	@NM='$(NM)' sh tests/sigsafe.sh $(SIG_SRCS:%.c=$(BB)/%.o) >/dev/null
+
+BENCH_ARGS := $(if $(filter-out 0,$(QUICK)),--quick) $(if $(filter-out 0,$(VM)),--vm)
+bench: bench-build
+	sh scripts/deps.sh python3 gnuplot-nox google-perftools linux-perf golang-go
+	$(PYTHON) bench/run.py $(BENCH_ARGS)
+
+clean:
+	rm -rf $(B) $(BB)
+
+.PHONY: all tests check check-sigsafe install clean bench bench-build
 .DELETE_ON_ERROR:

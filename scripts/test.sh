@@ -6,8 +6,9 @@
 set -e
 cd "$(dirname "$0")/.."
 # golang-go brings `go tool pprof`, which reads our profiles back;
-# google-perftools is the peer profiler some tests compare with.
-sh scripts/deps.sh gcc make libc6-dev zlib1g-dev golang-go google-perftools ca-certificates
+# google-perftools is the peer profiler some tests compare with; python3
+# runs the benchmark's smoke test (bench/run.py --smoke).
+sh scripts/deps.sh gcc make libc6-dev zlib1g-dev golang-go google-perftools python3 ca-certificates
 case ${1:-} in
 '')
 	make -s check ;;

@@ -359,6 +359,11 @@ static int start(const char *path, int stream, const struct cpuprof_options *opt
 	atomic_store(&cp_sig.lost_ns, 0);
 	atomic_store(&cp_sig.foreign, 0);
 	atomic_store(&cp_sig.wake_pending, 0);
+#ifdef CPUPROF_BENCH
+	atomic_store(&cp_sig.bench_handler_ns, 0);
+	atomic_store(&cp_sig.bench_handler_calls, 0);
+	atomic_store(&cp_sig.bench_handler_slow, 0);
+#endif
 	P.dropped = P.dropped_ns = 0;
 	P.hz = hz;
 	P.stream = stream;
@@ -499,6 +504,12 @@ int session_write_locked(void)
 	comment(&c, "threads=%llu", (unsigned long long)ts.armed);
 	if (ts.unarmed)
 		comment(&c, "unarmed_threads=%llu (%s)", (unsigned long long)ts.unarmed, strerror(-ts.first_error));
+#ifdef CPUPROF_BENCH
+	/* Benchmark build only: the handler's own time (bench/run.py). */
+	comment(&c, "handler_ns=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_ns));
+	comment(&c, "handler_calls=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_calls));
+	comment(&c, "handler_preempted=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_slow));
+#endif
 
 	struct cp_profile_meta meta = {
 		.period_ns = cp_sig.period_ns,

@@ -68,6 +68,7 @@ NOINLINE static void measure(void)
 	int mode = unwind_mode_parse(mode_name);
 	uintptr_t pcs[128];
 	int trunc, known;
+	uint32_t fp_flags;
 	unsigned n = 0;
 	enum { REPS = 7, ITERS = 20480, BATCH = 1024 };
 	double per[REPS];
@@ -79,7 +80,7 @@ NOINLINE static void measure(void)
 	if (no_cache)
 		cp_sig.ucache = NULL;
 
-	n = mode == CP_UNWIND_FP ? cp_unwind_fp(cp_uc_pc(&uc), cp_uc_fp(&uc), lo, hi, pcs, 128, &trunc)
+	n = mode == CP_UNWIND_FP ? cp_unwind_fp(cp_uc_pc(&uc), cp_uc_fp(&uc), cp_uc_lr(&uc), lo, hi, pcs, 128, &fp_flags)
 				 : cp_unwind_dwarf(&uc, NULL, mode == CP_UNWIND_AUTO, lo, hi, pcs, 128, &trunc, &known);
 	for (int r = 0; r < REPS; r++) {
 		uint64_t t0 = now_ns(), spent = 0;
@@ -95,7 +96,7 @@ NOINLINE static void measure(void)
 				}
 				cp_sig_handler(SIGPROF, &si, &uc);
 			} else if (mode == CP_UNWIND_FP) {
-				cp_unwind_fp(cp_uc_pc(&uc), cp_uc_fp(&uc), lo, hi, pcs, 128, &trunc);
+				cp_unwind_fp(cp_uc_pc(&uc), cp_uc_fp(&uc), cp_uc_lr(&uc), lo, hi, pcs, 128, &fp_flags);
 			} else {
 				cp_unwind_dwarf(&uc, NULL, mode == CP_UNWIND_AUTO, lo, hi, pcs, 128, &trunc, &known);
 			}

@@ -42,8 +42,8 @@ struct cp_thread {
 	int own;             /* registered by the thread itself (wrapper or API) */
 	uintptr_t stack_lo;  /* stack bounds, 0/0 while unknown (handler may fill) */
 	uintptr_t stack_hi;
-	uint64_t last_ns;    /* handler: the thread's CPU time (perf: task clock)
-	                        at its previous sample, or when it was armed */
+	uint64_t last_ns;    /* handler: the thread's CPU time at its previous
+	                        sample, or when it was armed */
 };
 
 /* Read-only snapshot of the process's readable+writable mappings, sorted,
@@ -90,6 +90,11 @@ struct cp_sigstate {
 	_Atomic uint64_t lost_ns;
 	_Atomic uint64_t foreign;  /* signals passed on to the previous handler */
 	_Atomic int wake_pending;
+#ifdef CPUPROF_BENCH
+	/* Benchmark build only: the handler's own time and calls, summed,
+	 * and the calls left out because they were preempted. */
+	_Atomic uint64_t bench_handler_ns, bench_handler_calls, bench_handler_slow;
+#endif
 };
 
 extern struct cp_sigstate cp_sig;
