@@ -118,18 +118,30 @@ static inline int pprof_comment(const char *file, const char *key, char *val, si
 	return rc;
 }
 
-/* Number of open file descriptors of this process. */
+/* Number of entries of a /proc directory such as /proc/self/fd. */
 #include <dirent.h>
-static inline int count_fds(void)
+static inline int count_entries(const char *dir)
 {
-	DIR *d = opendir("/proc/self/fd");
+	DIR *d = opendir(dir);
 	int n = 0;
 	struct dirent *de;
 	while (d && (de = readdir(d)) != NULL)
 		n += de->d_name[0] != '.';
 	if (d)
 		closedir(d);
-	return n - 1; /* the directory's own fd */
+	return n;
+}
+
+/* Open file descriptors of this process (less the one counting them). */
+static inline int count_fds(void)
+{
+	return count_entries("/proc/self/fd") - 1;
+}
+
+/* Threads of this process. */
+static inline int count_threads(void)
+{
+	return count_entries("/proc/self/task");
 }
 
 /* Number of POSIX timers of this process (/proc/self/timers). */

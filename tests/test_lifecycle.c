@@ -106,18 +106,6 @@ static void registration(void)
 	dlclose(libc);
 }
 
-static int count_threads(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	int n = 0;
-	struct dirent *de;
-	while (d && (de = readdir(d)) != NULL)
-		n += de->d_name[0] != '.';
-	if (d)
-		closedir(d);
-	return n;
-}
-
 /* 1,000 start/stop cycles leak no descriptor, timer, thread or memory. */
 static void cycles(void)
 {
