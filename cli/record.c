@@ -319,6 +319,11 @@ static void summarise(const char *path, const char *shown, const char *cmd,
 				"disabled: see its warning above)\n", cmd);
 		return;
 	}
+	if (!S_ISREG(st.st_mode)) {
+		/* /dev/null, a FIFO: written into, nothing to read back. */
+		fprintf(stderr, "cpuprof: %s is not a regular file: no summary\n", shown);
+		return;
+	}
 	struct profile *p;
 	char err[512];
 	if (profile_read_file(path, &p, err, sizeof err) < 0) {
@@ -494,7 +499,9 @@ int cmd_record(int argc, char **argv)
 			output);
 		goto out;
 	}
-	if (unlink(abs) < 0 && errno != ENOENT) {
+	/* Only a regular file is removed: -o /dev/null (or a FIFO) is
+	 * written into, never replaced. */
+	if (stat(abs, &st) == 0 && S_ISREG(st.st_mode) && unlink(abs) < 0) {
 		fprintf(stderr, "cpuprof record: cannot remove the old %s: %s\n",
 			output, strerror(errno));
 		goto out;

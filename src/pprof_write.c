@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -594,6 +595,19 @@ int pprof_write(const char *path, const struct cp_stacktab *tab,
 	b.nstrs = 1;
 	if ((rc = build(&b, tab, meta)) != 0) {
 		set_err(err, errlen, "pprof: out of memory");
+		goto out;
+	}
+	/* A path that names something other than a regular file (/dev/null,
+	 * a FIFO) is written into: renaming over it would replace it. */
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
+			rc = -errno;
+			set_err(err, errlen, "pprof: open %s: %s", path, strerror(-rc));
+			goto out;
+		}
+		if ((rc = write_gzip(fd, b.pb.data, b.pb.len)) != 0)
+			set_err(err, errlen, "pprof: write %s: %s", path, strerror(-rc));
 		goto out;
 	}
 	if ((fd = open_temp(path, &tmp)) < 0) {

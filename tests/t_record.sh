@@ -158,4 +158,14 @@ done
 env LD_PRELOAD="$lib" CPUPROF=/nonexistent/dir/x.pb.gz $EMU ./work 1 20 4 >out 2>err; rc=$?
 [ $rc -eq 4 ] && grep -qx "work_hot done" out || fail "unwritable path: status $rc"
 grep -q "cannot write" err || { cat err; fail "unwritable path: no message"; }
+# A profile path that is not a regular file is written into, never
+# replaced: -o /dev/null leaves /dev/null a character device.
+mkfifo fifo
+cat fifo >fifo.out &
+$EMU "$CP" record -o fifo -- $EMU ./work 1 50 >/dev/null 2>err || { cat err; fail "record into a FIFO: status $?"; }
+wait
+[ -p fifo ] || fail "the FIFO was replaced"
+[ "$(head -c 2 fifo.out | od -An -tx1 | tr -d ' ')" = 1f8b ] || fail "no gzip came through the FIFO"
+$EMU "$CP" record -o /dev/null -- $EMU ./work 1 20 >/dev/null 2>err || { cat err; fail "record -o /dev/null: status $?"; }
+[ -c /dev/null ] || fail "record -o /dev/null replaced /dev/null"
 echo "all record checks passed"
