@@ -16,7 +16,7 @@
 /* Largest file profile_read_file() accepts, and the largest protobuf it
  * will inflate a gzipped file to. */
 #define PROFILE_MAX_FILE (1ull << 30)
-#define PROFILE_MAX_DECODED (4ull << 30)
+#define PROFILE_MAX_DECODED (1ull << 30)
 
 /* Strings below are NUL-terminated copies of string-table entries (an
  * entry containing a NUL byte is cut there); never NULL. */
