@@ -7,8 +7,10 @@
 #ifndef CPUPROF_ENGINE_H
 #define CPUPROF_ENGINE_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "sig/sigstate.h"
 
@@ -29,5 +31,25 @@ struct cp_engine {
 };
 
 extern const struct cp_engine cp_engine_perf, cp_engine_timer, cp_engine_itimer;
+
+/* The CPU-time clock of any thread of this process, by thread id: the
+ * kernel's encoding, ~tid << 3 | CPUCLOCK_PERTHREAD (4) | CPUCLOCK_SCHED
+ * (2), which pthread_getcpuclockid() builds for a pthread. */
+static inline clockid_t cp_thread_cpu_clock(pid_t tid)
+{
+	return (clockid_t)((~(unsigned)tid << 3) | 6u);
+}
+
+/* Starts t's sample weights at the CPU time its thread has used so far
+ * (the handler weighs each sample by the CPU used since t->last_ns).
+ * Returns 0 or a negative errno. */
+static inline int cp_start_weights(struct cp_thread *t)
+{
+	struct timespec now;
+	if (clock_gettime(cp_thread_cpu_clock(t->tid), &now) < 0)
+		return -errno;
+	t->last_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	return 0;
+}
 
 #endif

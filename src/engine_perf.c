@@ -72,19 +72,6 @@ static int perf_probe(int signo, uint64_t period_ns, char *why, size_t len)
 	return 0;
 }
 
-/* The CPU time thread tid (of this process) has used, as the kernel
- * accounts it: what the handler weighs samples by.  -1 on error. */
-static int64_t thread_cpu_ns(pid_t tid)
-{
-	/* Another thread's CPU clock: ~tid << 3 | CPUCLOCK_PERTHREAD (4) |
-	 * CPUCLOCK_SCHED (2), as pthread_getcpuclockid() builds it. */
-	clockid_t c = (clockid_t)((~(unsigned)tid << 3) | 6u);
-	struct timespec ts;
-	if (clock_gettime(c, &ts) < 0)
-		return -1;
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static int perf_arm(struct cp_thread *t, int signo, uint64_t period_ns)
 {
 	int fd = open_event(t->tid, period_ns, count_kernel);
@@ -97,16 +84,14 @@ static int perf_arm(struct cp_thread *t, int signo, uint64_t period_ns)
 		close(fd);
 		return e;
 	}
-	int64_t now = thread_cpu_ns(t->tid);
-	if (now < 0) {
-		int e = -errno;
+	int e = cp_start_weights(t);
+	if (e < 0) {
 		close(fd);
 		return e;
 	}
-	t->last_ns = (uint64_t)now;
 	t->perf_fd = fd;
 	if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
-		int e = -errno;
+		e = -errno;
 		t->perf_fd = -1;
 		close(fd);
 		return e;

@@ -15,13 +15,6 @@
 
 #include "engine.h"
 
-/* The CPU-time clock of any thread of this process, by thread id: the
- * kernel's encoding (what pthread_getcpuclockid() computes for a pthread). */
-static clockid_t thread_cpu_clock(pid_t tid)
-{
-	return (clockid_t)((~(unsigned)tid << 3) | 6);
-}
-
 static int make_timer(pid_t tid, int signo, uint64_t period_ns, timer_t *out)
 {
 	struct sigevent ev;
@@ -30,7 +23,7 @@ static int make_timer(pid_t tid, int signo, uint64_t period_ns, timer_t *out)
 	ev.sigev_signo = signo;
 	ev.sigev_value.sival_ptr = &cp_sig; /* the handler's cookie */
 	ev._sigev_un._tid = tid;
-	if (timer_create(thread_cpu_clock(tid), &ev, out) < 0)
+	if (timer_create(cp_thread_cpu_clock(tid), &ev, out) < 0)
 		return -errno;
 	struct itimerspec its = {
 		.it_interval = { (time_t)(period_ns / 1000000000u), (long)(period_ns % 1000000000u) },
@@ -52,7 +45,7 @@ static int timer_probe(int signo, uint64_t period_ns, char *why, size_t len)
 	ev.sigev_notify = SIGEV_THREAD_ID;
 	ev.sigev_signo = signo;
 	ev._sigev_un._tid = gettid();
-	if (timer_create(thread_cpu_clock(gettid()), &ev, &t) < 0) {
+	if (timer_create(cp_thread_cpu_clock(gettid()), &ev, &t) < 0) {
 		int e = -errno;
 		snprintf(why, len, "timer_create: %s", strerror(errno));
 		return e;
@@ -63,11 +56,10 @@ static int timer_probe(int signo, uint64_t period_ns, char *why, size_t len)
 
 static int timer_arm(struct cp_thread *t, int signo, uint64_t period_ns)
 {
-	struct timespec now;
-	if (clock_gettime(thread_cpu_clock(t->tid), &now) < 0)
-		return -errno;
-	t->last_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-	int e = make_timer(t->tid, signo, period_ns, &t->timer);
+	int e = cp_start_weights(t);
+	if (e < 0)
+		return e;
+	e = make_timer(t->tid, signo, period_ns, &t->timer);
 	if (e == 0)
 		t->has_timer = 1;
 	return e;
