@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "array.h"
 #include "pprof_write.h"
 #include "protobuf.h"
 #include "symbols.h"
@@ -165,21 +166,6 @@ struct builder {
 	uint32_t truncated_loc, lost_loc, nostack_loc;
 };
 
-/* Grows *arr (of *cap elements of size elem) to hold need; 0 or -1. */
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 256;
-	while (n < need)
-		n *= 2;
-	void *p = realloc(*arr, n * elem);
-	if (!p)
-		return -1;
-	*arr = p;
-	*cap = n;
-	return 0;
-}
 
 static size_t hash_str(const char *s)
 {
@@ -195,8 +181,8 @@ static size_t hash_str(const char *s)
 static uint32_t str_append(struct builder *b, const char *s)
 {
 	char *copy = strdup(s);
-	if (!copy || grow((void **)&b->strs, &b->capstrs, b->nstrs + 1,
-			  sizeof *b->strs)) {
+	if (!copy || cp_array_grow((void **)&b->strs, &b->capstrs, b->nstrs + 1,
+			  sizeof *b->strs, 256)) {
 		free(copy);
 		b->err = ENOMEM;
 		return 0;
@@ -249,7 +235,7 @@ static uint32_t function_new(struct builder *b, const char *name,
 			     const char *system_name, const char *filename,
 			     int unique)
 {
-	if (grow((void **)&b->fns, &b->capfns, b->nfns + 1, sizeof *b->fns)) {
+	if (cp_array_grow((void **)&b->fns, &b->capfns, b->nfns + 1, sizeof *b->fns, 256)) {
 		b->err = ENOMEM;
 		return 0;
 	}
@@ -265,8 +251,8 @@ static uint32_t function_new(struct builder *b, const char *name,
 static uint32_t location_new(struct builder *b, uint64_t addr,
 			     uint32_t mapping, uint32_t function)
 {
-	if (!function || grow((void **)&b->locs, &b->caplocs, b->nlocs + 1,
-			      sizeof *b->locs)) {
+	if (!function || cp_array_grow((void **)&b->locs, &b->caplocs, b->nlocs + 1,
+			      sizeof *b->locs, 256)) {
 		b->err = ENOMEM;
 		return 0;
 	}
@@ -586,7 +572,7 @@ int pprof_write(const char *path, const struct cp_stacktab *tab,
 	b.syms = symbols_load();
 	if (!b.syms ||
 	    !(b.segmapping = calloc(b.syms->nsegs + 1, sizeof *b.segmapping)) ||
-	    grow((void **)&b.strs, &b.capstrs, 1, sizeof *b.strs) ||
+	    cp_array_grow((void **)&b.strs, &b.capstrs, 1, sizeof *b.strs, 256) ||
 	    !(b.strs[0] = strdup(""))) {
 		rc = -ENOMEM;
 		set_err(err, errlen, "pprof: out of memory");

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "symbols.h"
 
 #define ELF_CLASS_NATIVE (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)
@@ -437,20 +438,6 @@ static void find_vdso(struct load_ctx *c)
 	fclose(f);
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 16;
-	while (n < need)
-		n *= 2;
-	void *p = realloc(*arr, n * elem);
-	if (!p)
-		return -1;
-	*arr = p;
-	*cap = n;
-	return 0;
-}
 
 /* dl_iterate_phdr callback: records one object and its executable
  * segments.  Reads nothing from disk (the loader's lock is held). */
@@ -475,12 +462,12 @@ static int load_one(struct dl_phdr_info *info, size_t size, void *arg)
 		     exe  ? exe_path() : strdup(info->dlpi_name);
 	if (!path)
 		goto nomem;
-	if (grow((void **)&s->objs, &c->capobjs, s->nobjs + 1,
-		 sizeof *s->objs) ||
-	    grow((void **)&s->segs, &c->capsegs, s->nsegs + nx,
-		 sizeof *s->segs) ||
-	    grow((void **)&c->segowner, &c->capowner, s->nsegs + nx,
-		 sizeof *c->segowner)) {
+	if (cp_array_grow((void **)&s->objs, &c->capobjs, s->nobjs + 1,
+		 sizeof *s->objs, 16) ||
+	    cp_array_grow((void **)&s->segs, &c->capsegs, s->nsegs + nx,
+		 sizeof *s->segs, 16) ||
+	    cp_array_grow((void **)&c->segowner, &c->capowner, s->nsegs + nx,
+		 sizeof *c->segowner, 16)) {
 		free(path);
 		goto nomem;
 	}

@@ -1,0 +1,32 @@
+/*
+ * array.h -- growing a malloc'd array by doubling, for the code that builds
+ * tables outside signal context (symbols.c, pprof_write.c).
+ */
+#ifndef CPUPROF_ARRAY_H
+#define CPUPROF_ARRAY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* Grows *arr, of *cap elements of `elem` bytes, to hold at least `need`,
+ * doubling from `first` elements.  Returns 0, or -1 (unchanged) when out
+ * of memory. */
+static inline int cp_array_grow(void **arr, size_t *cap, size_t need, size_t elem, size_t first)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap * 2 : first;
+	while (n < need)
+		n *= 2;
+	if (n > SIZE_MAX / elem)
+		return -1;
+	void *p = realloc(*arr, n * elem);
+	if (!p)
+		return -1;
+	*arr = p;
+	*cap = n;
+	return 0;
+}
+
+#endif
