@@ -334,14 +334,16 @@ static void summarise(const char *path, const char *shown, const char *cmd,
 	const char *samples = profile_comment(p, "samples");
 	const char *engine = profile_comment(p, "engine");
 	const char *coverage = profile_comment(p, "coverage");
+	const char *attributed = profile_comment(p, "attributed");
 	char nbuf[32];
 	if (!samples) {
 		snprintf(nbuf, sizeof nbuf, "%zu", p->nsamples);
 		samples = nbuf;
 	}
 	fprintf(stderr, "cpuprof: wrote %s: %s samples, engine=%s, "
-		"coverage=%s\n", shown, samples, engine ? engine : "unknown",
-		coverage ? coverage : "unknown");
+		"coverage=%s%s%s\n", shown, samples, engine ? engine : "unknown",
+		coverage ? coverage : "unknown",
+		attributed ? ", attributed=" : "", attributed ? attributed : "");
 	profile_free(p);
 }
 

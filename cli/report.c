@@ -1,6 +1,7 @@
 /*
  * report.c -- `cpuprof report [--top N] FILE`: prints the profiler's own
- * comments (engine, hz, samples, lost, coverage, unwind), the duration and
+ * comments (engine, hz, samples, lost, coverage, attributed, unwind, and
+ * a warning if the profile has one), the duration and
  * total CPU, then the N functions with the most flat time, like
  * `go tool pprof -top`.  Functions are aggregated by name; every Line of a
  * location is a frame (inlined calls), lines[0] being the innermost, so a
@@ -278,7 +279,8 @@ static void print_header(const struct profile *p, size_t vi, bool is_cpu,
 			 int64_t total)
 {
 	static const char *const keys[] = { "engine", "hz", "samples",
-					    "lost", "coverage", "unwind" };
+					    "lost", "coverage", "attributed",
+					    "unwind" };
 	const struct profile_value_type *st = &p->sample_types[vi];
 	bool any = false;
 	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
@@ -293,6 +295,9 @@ static void print_header(const struct profile *p, size_t vi, bool is_cpu,
 	const char *reason = profile_comment(p, "engine_reason");
 	if (reason)
 		printf("engine_reason=%s\n", reason);
+	const char *warning = profile_comment(p, "warning");
+	if (warning)
+		printf("warning: %s\n", warning);
 	if (!is_cpu)
 		printf("Sample type: %s/%s (the profile has no cpu/nanoseconds)\n",
 		       st->type, st->unit);

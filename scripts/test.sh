@@ -1,8 +1,11 @@
 #!/bin/sh
-# test.sh [ARCH] -- installs what the test suite needs (as root; otherwise
-# names it) and runs `make check`.  With ARCH (aarch64), cross-builds for
-# that CPU with Debian's cross compiler and runs the suite under qemu-user
-# (`make check ARCH=aarch64`).  Run from anywhere.
+# test.sh [ARCH | vm] -- installs what the test suite needs (as root;
+# otherwise names it) and runs `make check`.  With ARCH (aarch64),
+# cross-builds for that CPU with Debian's cross compiler and runs the suite
+# under qemu-user (`make check ARCH=aarch64`).  With `vm`, runs `make
+# check-vm`: Debian's kernel booted under qemu with timers that fire only
+# at the tick (bench/vm/run.sh installs qemu-system-x86, busybox-static
+# and cpio and downloads the kernel package).  Run from anywhere.
 set -e
 cd "$(dirname "$0")/.."
 # golang-go brings `go tool pprof`, which reads our profiles back;
@@ -18,7 +21,9 @@ aarch64 | arm64)
 	# linked qemu-user (see the Makefile).
 	sh scripts/deps.sh gcc-aarch64-linux-gnu libc6-dev-arm64-cross zlib1g-dev:arm64 qemu-user-static
 	make -s check ARCH=aarch64 ;;
+vm)
+	make -s check-vm ;;
 *)
-	echo "test.sh: unsupported ARCH '$1' (supported: aarch64)" >&2
+	echo "test.sh: unsupported argument '$1' (supported: aarch64, vm)" >&2
 	exit 2 ;;
 esac

@@ -113,7 +113,20 @@ static void *drain_main(void *unused)
 		}
 		unwind_tick();
 	}
+	P.drain_cpu_ns = (uint64_t)cp_clock_ns(CLOCK_THREAD_CPUTIME_ID); /* read after the join */
 	return NULL;
+}
+
+/* The CPU the profiler's own drain thread has used (it is never sampled). */
+static uint64_t drain_cpu_ns(void)
+{
+	clockid_t c;
+	struct timespec ts;
+	if (!P.has_drain)
+		return P.drain_cpu_ns;
+	if (pthread_getcpuclockid(P.drain, &c) != 0 || clock_gettime(c, &ts) != 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* Does the program have a handler of its own for sig? */
@@ -365,6 +378,7 @@ static int start(const char *path, int stream, const struct cpuprof_options *opt
 	atomic_store(&cp_sig.bench_handler_slow, 0);
 #endif
 	P.dropped = P.dropped_ns = 0;
+	P.drain_cpu_ns = 0;
 	P.hz = hz;
 	P.stream = stream;
 	P.hdr_sent = 0;
@@ -430,7 +444,7 @@ API int cpuprof_start_stream(const char *path, const struct cpuprof_options *opt
 }
 
 /* The profile's comments: "key=value" strings in one buffer. */
-#define MAX_COMMENTS 24
+#define MAX_COMMENTS 32
 struct comments {
 	const char *list[MAX_COMMENTS];
 	size_t n, used;
@@ -469,16 +483,63 @@ static void summarise_object(const struct unwind_object *o, void *arg)
 		comment(u->c, "unwind_rejected=%s: %s", o->name, o->why);
 }
 
+/* What the profile is worth, in plain words, into why[len]; empty if it is
+ * what was asked for.  Judged only once the run has used a few dozen
+ * periods or kernel ticks (10 ms at most): before that, one sample more or
+ * less is already a few percent of it. */
+static void judge(char *why, size_t len, double cov, uint64_t samples, uint64_t expected, int64_t pcpu,
+		  const struct cp_thread_stats *ts)
+{
+	uint64_t unit = cp_sig.period_ns > 10000000 ? cp_sig.period_ns : 10000000;
+	why[0] = '\0';
+	if (pcpu < (int64_t)(32 * unit))
+		return;
+	if (cov < 0.9) {
+		if (ts->unarmed)
+			snprintf(why, len, "covers only %.1f%% of the process's CPU time: %llu threads could not be armed (%s)",
+				 cov * 100, (unsigned long long)ts->unarmed, strerror(-ts->first_error));
+		else
+			snprintf(why, len, "covers only %.1f%% of the process's CPU time: the rest was used by threads "
+				 "the profiler did not see (threads not made with pthread_create that ended "
+				 "before the profile did)", cov * 100);
+	} else if (samples * 8 < expected) {
+		char cause[160];
+		if (P.timer_res_ns > TICK_BOUND_NS)
+			snprintf(cause, sizeof cause, "this kernel's timers fire only at its tick, every %ld us, "
+				 "and only for a thread running then", P.timer_res_ns / 1000);
+		else if (P.engine->kind != CP_ENGINE_PERF)
+			snprintf(cause, sizeof cause, "CPU-time timers fire only at the kernel's tick");
+		else
+			snprintf(cause, sizeof cause, "the kernel sent fewer signals than asked for");
+		snprintf(why, len, "%llu samples where %d Hz asks for %llu (%s): the CPU totals are exact, "
+			 "but each function's share rests on those %llu samples", (unsigned long long)samples, P.hz,
+			 (unsigned long long)expected, cause, (unsigned long long)samples);
+	}
+}
+
 int session_write_locked(void)
 {
 	static struct comments c; /* under cp_tab_lock */
 	c.n = c.used = 0;
+	struct cp_thread_stats ts = threads_stats();
+	/* The profile accounts for the CPU of its samples, of the samples it
+	 * lost, of each thread after its last sample and of its own drain
+	 * thread: each of the last three as a sample with a frame that says
+	 * what it is. */
 	uint64_t lost = atomic_load(&cp_sig.lost) + P.dropped;
-	uint64_t lost_ns = atomic_load(&cp_sig.lost_ns) + P.dropped_ns;
-	uint64_t prof_ns = P.tab.total_ns + lost_ns;
+	struct cp_pseudo_sample pseudo[] = {
+		{ "[lost]", lost, atomic_load(&cp_sig.lost_ns) + P.dropped_ns },
+		{ "[unsampled: after each thread's last sample]", 0, ts.unsampled_ns },
+		{ "[profiler: cpuprof's drain thread]", 0, drain_cpu_ns() },
+	};
+	uint64_t prof_ns = P.tab.total_ns;
+	for (size_t i = 0; i < sizeof pseudo / sizeof pseudo[0]; i++)
+		prof_ns += pseudo[i].ns;
 	int64_t pcpu = (P.cpu1 ? P.cpu1 : cp_clock_ns(CLOCK_PROCESS_CPUTIME_ID)) - P.cpu0;
 	double cov = pcpu > 0 ? (double)prof_ns / (double)pcpu : 0.0;
-	struct cp_thread_stats ts = threads_stats();
+	uint64_t expected = pcpu > 0 ? (uint64_t)pcpu / cp_sig.period_ns : 0;
+	char warning[512];
+	judge(warning, sizeof warning, cov, P.tab.total_count, expected, pcpu, &ts);
 
 	comment(&c, "engine=%s", P.engine->name);
 	if (P.engine_reason[0])
@@ -488,11 +549,18 @@ int session_write_locked(void)
 	comment(&c, "samples=%llu", (unsigned long long)P.tab.total_count);
 	/* What the rate asked for: far more than `samples` means the shares
 	 * rest on fewer samples than the user thinks (a tick-bound kernel). */
-	comment(&c, "expected_samples=%llu", (unsigned long long)(pcpu > 0 ? (uint64_t)pcpu / cp_sig.period_ns : 0));
+	comment(&c, "expected_samples=%llu", (unsigned long long)expected);
 	comment(&c, "lost=%llu", (unsigned long long)lost);
+	/* coverage: the process's CPU the profile accounts for; attributed:
+	 * the part of it that sampled stacks stand for. */
 	comment(&c, "coverage=%.3f", cov);
+	comment(&c, "attributed=%.3f", pcpu > 0 ? (double)P.tab.total_ns / (double)pcpu : 0.0);
 	comment(&c, "profile_cpu_ns=%llu", (unsigned long long)prof_ns);
 	comment(&c, "process_cpu_ns=%lld", (long long)pcpu);
+	comment(&c, "unsampled_cpu_ns=%llu", (unsigned long long)pseudo[1].ns);
+	comment(&c, "profiler_cpu_ns=%llu", (unsigned long long)pseudo[2].ns);
+	if (warning[0])
+		comment(&c, "warning=%s", warning);
 	comment(&c, "timer_resolution_ns=%ld", P.timer_res_ns);
 	comment(&c, "unwind=%s", unwind_mode_name(cp_sig.unwind_mode));
 	if (cp_sig.unwind_mode != CP_UNWIND_FP) {
@@ -515,8 +583,8 @@ int session_write_locked(void)
 		.period_ns = cp_sig.period_ns,
 		.time_nanos = P.wall0,
 		.duration_nanos = (P.mono1 ? P.mono1 : cp_clock_ns(CLOCK_MONOTONIC)) - P.mono0,
-		.lost = lost,
-		.lost_ns = lost_ns,
+		.pseudo = pseudo,
+		.npseudo = sizeof pseudo / sizeof pseudo[0],
 		.comments = c.list,
 		.ncomments = c.n,
 	};
@@ -526,27 +594,8 @@ int session_write_locked(void)
 		fprintf(stderr, "cpuprof: cannot write %s: %s\n", P.path, err[0] ? err : strerror(-rc));
 		return rc;
 	}
-	/* Judge coverage only once the run has used a few dozen periods, or
-	 * kernel ticks (10 ms at most), per thread: the time after a thread's
-	 * last sample is not in the profile, and one period or tick is
-	 * already 3% of that. */
-	uint64_t unit = cp_sig.period_ns > 10000000 ? cp_sig.period_ns : 10000000;
-	if (cov < 0.9 && pcpu >= (int64_t)(32 * unit * (ts.armed ? ts.armed : 1))) {
-		char why[256];
-		if (P.engine->kind == CP_ENGINE_ITIMER)
-			snprintf(why, sizeof why, "engine=itimer: setitimer fires only at the kernel tick and counts no missed periods");
-		else if (P.engine->kind == CP_ENGINE_TIMER && !lost && !ts.unarmed)
-			snprintf(why, sizeof why, "engine=timer: CPU timers fire only at kernel ticks that find the thread running; the CPU a thread used after its last sample is not in the profile");
-		else if (lost)
-			snprintf(why, sizeof why, "%llu samples lost: the ring was full", (unsigned long long)lost);
-		else if (ts.unarmed)
-			snprintf(why, sizeof why, "%llu threads could not be armed: %s", (unsigned long long)ts.unarmed,
-				 strerror(-ts.first_error));
-		else
-			snprintf(why, sizeof why, "engine=%s: CPU time was used by threads or moments no sample saw (threads shorter than a period, the profiler's own thread)", P.engine->name);
-		fprintf(stderr, "cpuprof: warning: %s covers only %.1f%% of the process's CPU time (%s)\n", P.path,
-			cov * 100, why);
-	}
+	if (warning[0])
+		fprintf(stderr, "cpuprof: warning: %s: %s\n", P.path, warning);
 	return 0;
 }
 

@@ -2,7 +2,9 @@
  * engine_itimer.c -- the itimer engine: setitimer(ITIMER_PROF), one
  * process-wide timer, the classic of gperftools.  The kernel checks it from
  * the tick and its signals carry no overrun count, so above the tick rate
- * it under-reports; the profile's coverage figure says by how much.
+ * it sends fewer signals than asked for; each sample is weighed by the CPU
+ * its thread used since its previous one (the handler reads the thread's
+ * CPU clock), so the CPU is still accounted, on fewer samples.
  */
 #include <errno.h>
 #include <signal.h>
@@ -23,7 +25,7 @@ static int itimer_probe(int signo, uint64_t period_ns, char *why, size_t len)
 
 static int itimer_arm(struct cp_thread *t, int signo, uint64_t period_ns)
 {
-	return 0; /* the timer is process-wide */
+	return cp_start_weights(t); /* the timer itself is process-wide */
 }
 
 static void itimer_disarm(struct cp_thread *t)

@@ -163,7 +163,7 @@ struct builder {
 	uint32_t *segmapping; /* per symbols segment: mapping id or 0 */
 	uint32_t nmappings;
 	/* Pseudo-frame locations, or 0 until used. */
-	uint32_t truncated_loc, lost_loc, nostack_loc;
+	uint32_t truncated_loc, nostack_loc;
 };
 
 
@@ -392,9 +392,13 @@ static int build(struct builder *b, const struct cp_stacktab *tab,
 		put_sample(pb, ids, n, s->count, s->ns);
 	}
 	free(ids);
-	if (meta->lost > 0) {
-		uint64_t lost = pseudo_location(b, &b->lost_loc, "[lost]");
-		put_sample(pb, &lost, 1, meta->lost, meta->lost_ns);
+	for (size_t i = 0; i < meta->npseudo; i++) {
+		const struct cp_pseudo_sample *ps = &meta->pseudo[i];
+		uint32_t loc = 0;
+		if (ps->count == 0 && ps->ns == 0)
+			continue;
+		uint64_t id = pseudo_location(b, &loc, ps->name);
+		put_sample(pb, &id, 1, ps->count, ps->ns);
 	}
 
 	for (size_t i = 0; i < b->syms->nsegs; i++) {

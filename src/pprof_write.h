@@ -11,19 +11,28 @@
 
 #include "stacktab.h"
 
+struct cp_pseudo_sample {
+	const char *name; /* "[lost]", ... */
+	uint64_t count;   /* samples it stands for (0: CPU no sample saw) */
+	uint64_t ns;      /* CPU ns */
+};
+
 struct cp_profile_meta {
 	uint64_t period_ns;     /* sampling period: 1e9 / hz */
 	int64_t time_nanos;     /* wall clock at start, ns since the epoch */
 	int64_t duration_nanos; /* wall time covered */
-	uint64_t lost;          /* samples lost (ring full or contended) */
-	uint64_t lost_ns;       /* CPU ns those lost samples stood for */
+	/* CPU the profile accounts for without a stack of its own (lost
+	 * samples, CPU no sample saw): each written as one sample whose only
+	 * frame is a function named `name`, if its count or ns is not 0. */
+	const struct cp_pseudo_sample *pseudo;
+	size_t npseudo;
 	const char *const *comments; /* written as profile comments, in order */
 	size_t ncomments;
 };
 
 /* Writes `tab` to `path` (replacing it atomically: a temporary file in the
- * same directory, then rename).  Lost samples appear as one sample whose
- * only frame is a function named "[lost]".  Returns 0, or a negative errno
+ * same directory, then rename; a path that is not a regular file is
+ * written into).  Returns 0, or a negative errno
  * with a message in err[errlen]. */
 int pprof_write(const char *path, const struct cp_stacktab *tab,
 		const struct cp_profile_meta *meta, char *err, size_t errlen);

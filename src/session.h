@@ -26,6 +26,7 @@ struct cp_session {
 	uint64_t dropped, dropped_ns; /* drained but not stored: no memory */
 	pthread_t drain;
 	int has_drain;
+	uint64_t drain_cpu_ns;      /* the drain thread's CPU, once it has ended */
 	_Atomic int drain_quit;
 	int64_t wall0, mono0, cpu0; /* clocks when sampling started */
 	int64_t mono1, cpu1;        /* ... and when it stopped; 0 while running */

@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "threads.h"
@@ -123,12 +124,26 @@ static struct cp_thread *arm_locked(pid_t tid, int self)
 	return NULL;
 }
 
+/* The CPU thread t has used since its last sample (the handler moves
+ * t->last_ns to the thread's CPU clock at every sample); 0 if the thread
+ * is gone.  Under reg_lock. */
+static uint64_t unsampled_ns(const struct cp_thread *t)
+{
+	struct timespec now;
+	if (clock_gettime(cp_thread_cpu_clock(t->tid), &now) < 0)
+		return 0; /* exited: a sweep finds it too late to read */
+	uint64_t ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	uint64_t last = __atomic_load_n(&t->last_ns, __ATOMIC_RELAXED);
+	return ns > last ? ns - last : 0;
+}
+
 /* Under reg_lock; the handler cannot be sampling into t (it is the
  * calling thread with the signal blocked, a dead thread, or the profile is
  * inactive). */
 static void release_locked(struct cp_thread *t)
 {
 	reg_engine->disarm(t);
+	reg_stats.unsampled_ns += unsampled_ns(t);
 	atomic_fetch_add(&t->gen, 1);
 	atomic_store_explicit(&t->state, CP_T_FREE, memory_order_release);
 	reg_live--;
@@ -218,6 +233,10 @@ struct cp_thread_stats threads_stats(void)
 {
 	pthread_mutex_lock(&reg_lock);
 	struct cp_thread_stats s = reg_stats;
+	size_t hwm = atomic_load(&cp_sig.hwm);
+	for (size_t i = 0; reg_engine && i < hwm; i++)
+		if (atomic_load(&cp_sig.threads[i].state) == CP_T_LIVE)
+			s.unsampled_ns += unsampled_ns(&cp_sig.threads[i]);
 	pthread_mutex_unlock(&reg_lock);
 	return s;
 }

@@ -15,6 +15,9 @@ struct cp_thread_stats {
 	uint64_t armed;       /* threads armed during the profile */
 	uint64_t unarmed;     /* threads the engine could not arm */
 	int first_error;      /* negative errno of the first failure */
+	/* CPU the armed threads used after their last sample (or after
+	 * being armed, if none came): no sample stands for it. */
+	uint64_t unsampled_ns;
 };
 
 /* Allocates the thread table (once per process).  0 or -ENOMEM. */
@@ -29,6 +32,8 @@ void threads_end(void);
 int threads_register_self(void);
 /* Releases the slots of threads that have exited without telling us. */
 void threads_sweep(void);
+/* The counts so far; unsampled_ns includes the live threads' CPU since
+ * their last sample. */
 struct cp_thread_stats threads_stats(void);
 /* In a child after fork(): forget every slot without touching the
  * parent's timers or events (the child's copies of perf fds are closed). */

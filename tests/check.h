@@ -94,6 +94,32 @@ static inline int pprof_top_row(const char *file, int row, char *name, size_t le
 }
 
 /* The value of profile comment KEY=VALUE into val; 0 if present. */
+/* Sums the values of the samples in `go tool pprof -raw` output (one line
+ * per sample: "count ns: location ids").  (strtoll, not sscanf: glibc's
+ * sscanf takes strlen of its whole input on every call.) */
+static inline void pprof_raw_totals(const char *text, long long *count, long long *ns, long *nsamples)
+{
+	const char *p = strstr(text, "samples/count cpu/nanoseconds\n");
+	CHECK(p != NULL, "no Samples in -raw output");
+	p = strchr(p, '\n') + 1;
+	*count = *ns = 0;
+	*nsamples = 0;
+	for (;;) {
+		char *e, *f;
+		long long c = strtoll(p, &e, 10);
+		long long v = strtoll(e, &f, 10);
+		if (e == p || f == e || *f != ':')
+			break;
+		*count += c;
+		*ns += v;
+		++*nsamples;
+		p = strchr(f, '\n');
+		if (!p)
+			break;
+		p++;
+	}
+}
+
 static inline int pprof_comment(const char *file, const char *key, char *val, size_t len)
 {
 	char *out = pprof_run("-comments", file);

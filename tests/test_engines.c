@@ -70,14 +70,12 @@ static void run(const char *engine, const char *dir)
 		CHECK(!strcmp(used, "perf") || !strcmp(used, "timer") || !strcmp(used, "itimer"), "auto: engine=%s", used);
 	CHECK(pprof_comment(path, "coverage", val, sizeof val) == 0, "%s: no coverage comment", engine);
 	double cov = atof(val);
-	/* perf and timer weigh samples by CPU used: near 1 on a quiet machine;
-	 * itimer under-reports above the tick rate, by design. */
-	if (!strcmp(used, "perf"))
-		CHECK(cov > 0.6 && cov < 1.4, "%s: coverage %.3f", engine, cov);
-	else if (!strcmp(used, "timer")) /* fires seldom on a loaded machine */
-		CHECK(cov > 0.4 && cov < 1.4, "%s: coverage %.3f", engine, cov);
-	else
-		CHECK(cov > 0.05 && cov < 1.4, "%s: coverage %.3f", engine, cov);
+	/* Every engine weighs samples by the CPU their thread used and the
+	 * profile adds each thread's CPU after its last sample: near 1
+	 * however few signals a loaded machine delivers.  Only the thread
+	 * that existed before the start can take some CPU along unseen: it
+	 * exits before the stop, and its last part is lost with it. */
+	CHECK(cov > 0.7 && cov < 1.1, "%s: coverage %.3f", engine, cov);
 	fprintf(stderr, "%s: coverage %.3f, leader %s\n", engine, cov, name);
 }
 

@@ -125,11 +125,16 @@ int main(void)
 
 	/* The file written from the same samples: same CPU total (the stream
 	 * counts whole periods, carrying fractions: at most one period apart)
-	 * and the same losses. */
+	 * and the same losses.  The file also has the CPU no sample saw,
+	 * which the stream, made of samples, cannot carry. */
 	CHECK(pprof_comment(path, "lost", val, sizeof val) == 0, "no lost comment");
 	CHECK_EQ(strtoull(val, NULL, 10), dec.lost);
 	CHECK(pprof_comment(path, "profile_cpu_ns", val, sizeof val) == 0, "no cpu comment");
 	uint64_t file_ns = strtoull(val, NULL, 10), stream_ns = dec.counts * (1000000000 / dec.hz);
+	CHECK(pprof_comment(path, "unsampled_cpu_ns", val, sizeof val) == 0, "no unsampled_cpu_ns comment");
+	file_ns -= strtoull(val, NULL, 10);
+	CHECK(pprof_comment(path, "profiler_cpu_ns", val, sizeof val) == 0, "no profiler_cpu_ns comment");
+	CHECK_EQ(strtoull(val, NULL, 10), 0); /* the stream's reader is the drain */
 	CHECK(dec.lost > 0 || (file_ns >= stream_ns && file_ns - stream_ns < 1000000000 / dec.hz),
 	      "file %llu ns, stream %llu ns", (unsigned long long)file_ns, (unsigned long long)stream_ns);
 	char name[256];

@@ -623,32 +623,6 @@ static int sample_frames(const struct raw *r, long long ns, char *out,
 	return 0;
 }
 
-/* Sums the -raw samples' values.  (strtoll, not sscanf: glibc's sscanf
- * takes strlen of its whole input on every call.) */
-static void sample_totals(const char *text, long long *count, long long *ns,
-			  long *nsamples)
-{
-	const char *p = strstr(text, "samples/count cpu/nanoseconds\n");
-	CHECK(p != NULL, "no Samples in -raw output");
-	p = strchr(p, '\n') + 1;
-	*count = *ns = 0;
-	*nsamples = 0;
-	for (;;) {
-		char *e, *f;
-		long long c = strtoll(p, &e, 10);
-		long long v = strtoll(e, &f, 10);
-		if (e == p || f == e || *f != ':')
-			break;
-		*count += c;
-		*ns += v;
-		++*nsamples;
-		p = strchr(f, '\n');
-		if (!p)
-			break;
-		p++;
-	}
-}
-
 static void test_pprof(int have_cxx)
 {
 	struct cp_stacktab t;
@@ -724,12 +698,19 @@ static void test_pprof(int have_cxx)
 
 	const char *comments[] = { "cpuprof test: first comment",
 				   "second comment, with spaces" };
+	/* Pseudo-samples: one with samples, one with CPU only, one empty
+	 * (not written). */
+	const struct cp_pseudo_sample pseudo[] = {
+		{ "[lost]", 7, 7000007 },
+		{ "[unsampled]", 0, 21000021 },
+		{ "[nothing]", 0, 0 },
+	};
 	struct cp_profile_meta meta = {
 		.period_ns = 1000000,
 		.time_nanos = 1700000000123456789LL,
 		.duration_nanos = 2500000000LL,
-		.lost = 7,
-		.lost_ns = 7000007,
+		.pseudo = pseudo,
+		.npseudo = 3,
 		.comments = comments,
 		.ncomments = 2,
 	};
@@ -750,13 +731,14 @@ static void test_pprof(int have_cxx)
 
 	long long count, ns;
 	long nsamples;
-	sample_totals(r.text, &count, &ns, &nsamples);
-	CHECK(count == (long long)(t.total_count + meta.lost),
+	pprof_raw_totals(r.text, &count, &ns, &nsamples);
+	CHECK(count == (long long)(t.total_count + 7),
 	      "count %lld, want %llu", count,
-	      (unsigned long long)(t.total_count + meta.lost));
-	CHECK(ns == (long long)(t.total_ns + meta.lost_ns), "ns %lld, want %llu",
-	      ns, (unsigned long long)(t.total_ns + meta.lost_ns));
-	CHECK_EQ(nsamples, t.len + 1);
+	      (unsigned long long)(t.total_count + 7));
+	CHECK(ns == (long long)(t.total_ns + 7000007 + 21000021), "ns %lld, want %llu",
+	      ns, (unsigned long long)(t.total_ns + 7000007 + 21000021));
+	CHECK_EQ(nsamples, t.len + 2);
+	CHECK(!strstr(r.text, "[nothing]"), "an empty pseudo-sample was written");
 
 	struct {
 		long long ns;
@@ -767,6 +749,7 @@ static void test_pprof(int have_cxx)
 		{ 1000002, "fn_alpha ; fn_beta ; [truncated]" },
 		{ 4000003, "0x10 ; 0x20" },
 		{ 7000007, "[lost]" },
+		{ 21000021, "[unsampled]" },
 		{ 9000005, "[no stack]" },
 		{ 6000006, gapname },
 		{ 8000008, "std::exception::~exception()" },
@@ -849,7 +832,8 @@ static void test_pprof_nomem(void)
 	CHECK_EQ(stacktab_add(&t, s1, 3, CP_STACK_TRUNCATED, 1, 1), 0);
 	CHECK_EQ(stacktab_add(&t, s1 + 1, 2, 0, 1, 1), 0);
 	const char *c[] = { "x" };
-	struct cp_profile_meta meta = { .period_ns = 1, .lost = 1,
+	const struct cp_pseudo_sample lost = { "[lost]", 1, 1 };
+	struct cp_profile_meta meta = { .period_ns = 1, .pseudo = &lost, .npseudo = 1,
 					.comments = c, .ncomments = 1 };
 	snprintf(path, sizeof path, "%s/nomem.pb.gz", tmpdir);
 
@@ -913,7 +897,7 @@ static void test_pprof_big(int have_go)
 		CHECK(st == 0, "go tool pprof -raw failed: %.2000s", text);
 		long long count, ns;
 		long nsamples;
-		sample_totals(text, &count, &ns, &nsamples);
+		pprof_raw_totals(text, &count, &ns, &nsamples);
 		CHECK_EQ(nsamples, 100000);
 		CHECK_EQ(count, t.total_count);
 		CHECK_EQ(ns, t.total_ns);

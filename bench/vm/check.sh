@@ -2,7 +2,8 @@
 # check.sh -- `make check-vm`: boots the tick-bound VM (bench/vm/run.sh)
 # with one sleep-heavy cell, cpuprof's auto engine on 2 threads at 1 kHz,
 # and fails unless the profile accounts for at least 90% of the process's
-# CPU (issue 7's acceptance test).  Coverage here is the profile's CPU
+# CPU (issue 7's acceptance test), and unless it warns when it took fewer
+# than an eighth of the samples asked for.  Coverage here is the profile's CPU
 # over the process's CPU from main() on, measured by the workload itself,
 # not the profile's own claim (which is printed beside it).
 set -e
@@ -15,10 +16,19 @@ VM_LOG=$LOG sh bench/vm/run.sh @check > build/vm/check.md
 end=$(date +%s)
 cat build/vm/check.md
 row=$(grep '^| auto | sleepy |' build/vm/check.md || true)
-cov=$(echo "$row" | awk -F'|' '{ gsub(/ /, "", $8); print $8 }')
-echo "check-vm: auto, sleepy, 2 threads, 1 kHz: coverage ${cov:-none} (need >= $MIN); $((end - start)) s"
+field() { echo "$row" | awk -F'|' -v i="$1" '{ gsub(/^ +| +$/, "", $i); print $i }'; }
+cov=$(field 8)
+samples=$(field 6)
+expected=$(field 7)
+echo "check-vm: auto, sleepy, 2 threads, 1 kHz: coverage ${cov:-none} (need >= $MIN), attributed $(field 9), $samples samples of $expected expected; $((end - start)) s"
 if [ -z "$cov" ] || ! awk -v c="$cov" -v m="$MIN" 'BEGIN { exit !(c + 0 >= m + 0) }' </dev/null; then
-	echo "check-vm: FAIL" >&2
+	echo "check-vm: FAIL: coverage" >&2
+	exit 1
+fi
+# Far fewer samples than asked for must not pass for a profile at the
+# asked-for rate: the profile has to say so.
+if [ $((samples * 8)) -lt "$expected" ] && ! echo "$row" | grep -q 'warns: few samples'; then
+	echo "check-vm: FAIL: $samples samples of $expected and the profile does not warn" >&2
 	exit 1
 fi
 echo "check-vm: ok"

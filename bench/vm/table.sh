@@ -7,7 +7,9 @@
 # Columns: samples and the number expected (hz x CPU seconds); coverage
 # (profile CPU / process CPU; for probes: samples weighed by the thread CPU
 # clock, in brackets with each thread's CPU after its last sample added,
-# and weighed by their nominal period: 1 period, 1 + overruns, perf count); err = the largest |profile share -
+# and weighed by their nominal period: 1 period, 1 + overruns, perf count);
+# attributed = the part of coverage in sampled stacks (not in cpuprof's
+# "[unsampled: ...]", "[lost]" or "[profiler: ...]" frames); err = the largest |profile share -
 # true share| of a leaf in percentage points; err/leaves the same among
 # the leaves only; outside leaves = the CPU outside the three leaves (system
 # calls, mostly the sleep's), truly and in the profile (for probes, also the
@@ -39,6 +41,8 @@ info { vminfo[++nv] = $0; next }
 	c = substr($0, 9)
 	if (c ~ /^(engine|engine_reason|coverage|unarmed_threads)=/)
 		comments = comments (comments ? "; " : "") c
+	else if (c ~ /^warning=/)
+		comments = comments (comments ? "; " : "") "warns: " (c ~ / samples where / ? "few samples" : "low coverage")
 	next
 }
 /^ticks / { ticks[++nt] = substr($0, 7); next }
@@ -65,15 +69,15 @@ info { vminfo[++nv] = $0; next }
 		next
 	}
 	if (prof == "none") {
-		row[++nr] = sprintf("| none | %s | %s | - | - | - | - | - | - | - | %s | %s | %s | CPU %.2f s |", pat, thr, eintr, wall, tps, pns / 1e9)
+		row[++nr] = sprintf("| none | %s | %s | - | - | - | - | - | - | - | - | %s | %s | %s | CPU %.2f s |", pat, thr, eintr, wall, tps, pns / 1e9)
 		next
 	}
 	if (judged == "") {
-		row[++nr] = sprintf("| %s | %s | %s | %s | no profile | | | | | | %s | %s | %s | |", prof, pat, thr, hz, eintr, wall, tps)
+		row[++nr] = sprintf("| %s | %s | %s | %s | no profile | | | | | | | %s | %s | %s | |", prof, pat, thr, hz, eintr, wall, tps)
 		next
 	}
 	expect = sprintf("%.0f", hz * pns / 1e9)
-	row[++nr] = sprintf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", prof, pat, thr, hz, kv(judged, "samples"), expect, kv(judged, "coverage"), kv(judged, "err_pp"), kv(judged, "err_leaves_pp"), sprintf("%.0f / %.0f", kv(judged, "other_true_pp"), kv(judged, "other_prof_pp")), eintr, wall, tps, comments)
+	row[++nr] = sprintf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", prof, pat, thr, hz, kv(judged, "samples"), expect, kv(judged, "coverage"), kv(judged, "attributed"), kv(judged, "err_pp"), kv(judged, "err_leaves_pp"), sprintf("%.0f / %.0f", kv(judged, "other_true_pp"), kv(judged, "other_prof_pp")), eintr, wall, tps, comments)
 	next
 }
 END {
@@ -81,8 +85,8 @@ END {
 		print "    " vminfo[i]
 	print ""
 	if (nr) {
-		print "| profiler | pattern | threads | Hz | samples | expected | coverage | err pp | err/leaves pp | outside leaves %: true / profile | EINTR | wall s | ticks/s | profile says |"
-		print "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+		print "| profiler | pattern | threads | Hz | samples | expected | coverage | attributed | err pp | err/leaves pp | outside leaves %: true / profile | EINTR | wall s | ticks/s | profile says |"
+		print "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 		for (i = 1; i <= nr; i++)
 			print row[i]
 		print ""

@@ -9,10 +9,13 @@
  * given to a leaf by the address of their innermost frame, so no symbol
  * table is needed.  Prints one line:
  *
- *   judged samples=N profile_ns=N process_ns=N coverage=X err_pp=X
+ *   judged samples=N profile_ns=N process_ns=N coverage=X attributed=X err_pp=X
  *          share_leaf_a=X ... true_leaf_a=X ... sleep_pp=X
  *
- * where coverage = profile CPU / the process's CPU, err_pp is the largest
+ * where coverage = profile CPU / the process's CPU, attributed the same
+ * without the CPU of frames that are not code ("[unsampled: ...]",
+ * "[lost]", "[profiler: ...]": CPU the profile accounts for but puts in
+ * no function), err_pp is the largest
  * |profile share - true share| over the leaves in percentage points (true
  * share = leaf CPU / process CPU; the process's CPU is counted from the
  * start of the workload's main(), as no profiler loaded with the program
@@ -41,6 +44,7 @@ struct truth {
 struct judged {
 	uint64_t samples;
 	double total_ns, leaf_ns[LEAVES], sleep_ns;
+	double pseudo_ns; /* in frames that are not code: "[unsampled: ...]" ... */
 };
 
 /* Reads vmwork's output; returns 0, or -1 if a needed value is missing. */
@@ -158,10 +162,13 @@ static int judge_pprof(const char *path, const struct truth *t, struct judged *j
 			continue;
 		const struct profile_location *l = s->locations[0];
 		int leaf = leaf_of(t, l->address);
+		const char *fn = l->nlines && l->lines[0].function ? l->lines[0].function->name : "";
 		if (leaf >= 0)
 			j->leaf_ns[leaf] += v;
-		else if (l->nlines && l->lines[0].function && strstr(l->lines[0].function->name, "nanosleep"))
+		else if (strstr(fn, "nanosleep"))
 			j->sleep_ns += v;
+		else if (l->address == 0 && fn[0] == '[')
+			j->pseudo_ns += v;
 	}
 	*out = p;
 	return 0;
@@ -191,8 +198,9 @@ int main(int argc, char **argv)
 	double err = 0, err_leaves = 0, prof_leaves = 0, true_leaves = 0;
 	for (int i = 0; i < LEAVES; i++)
 		prof_leaves += j.leaf_ns[i], true_leaves += (double)t.leaf_ns[i];
-	printf("judged samples=%" PRIu64 " profile_ns=%.0f process_ns=%" PRIu64 " coverage=%.3f", j.samples,
-	       j.total_ns, t.process_ns, j.total_ns / (double)t.process_ns);
+	printf("judged samples=%" PRIu64 " profile_ns=%.0f process_ns=%" PRIu64 " coverage=%.3f attributed=%.3f",
+	       j.samples, j.total_ns, t.process_ns, j.total_ns / (double)t.process_ns,
+	       (j.total_ns - j.pseudo_ns) / (double)t.process_ns);
 	for (int i = 0; i < LEAVES; i++) {
 		double share = j.total_ns > 0 ? 100.0 * j.leaf_ns[i] / j.total_ns : 0;
 		double truth = 100.0 * (double)t.leaf_ns[i] / (double)t.process_ns;

@@ -85,7 +85,8 @@ static int take_cpu(struct cp_thread *t, uint64_t *weight)
 		return 0;
 	uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	*weight = now - t->last_ns;
-	t->last_ns = now;
+	/* Atomic: cpuprof_flush() reads it from another thread. */
+	__atomic_store_n(&t->last_ns, now, __ATOMIC_RELAXED);
 	return 1;
 }
 
@@ -125,7 +126,11 @@ static int classify(const siginfo_t *si, struct cp_thread *t, uint64_t *weight)
 			return 0;
 		if (!active)
 			return -1;
-		*weight = cp_sig.period_ns;
+		/* The process-wide timer's signal goes to whichever thread
+		 * was running at the tick: its CPU clock says what the sample
+		 * stands for; one period is the fallback without a slot. */
+		if (!t || !take_cpu(t, weight))
+			*weight = cp_sig.period_ns;
 		return 1;
 	}
 	return 0;

@@ -1,0 +1,186 @@
+/*
+ * test_accounting.c -- the profile accounts for CPU no sample saw, and
+ * says so: threads shorter than a period land in the
+ * "[unsampled: ...]" frame when they exit, a flush counts the live
+ * threads' CPU since their last sample, and a rate far above what the
+ * kernel delivers gets a warning (comment and stderr) instead of passing
+ * for a profile of the asked-for rate.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "cpuprof.h"
+
+#define UNSAMPLED "[unsampled: after each thread's last sample]"
+
+DEFINE_BURNER(short_thread_work)
+DEFINE_BURNER(live_thread_work)
+DEFINE_BURNER(busy_main)
+
+static uint64_t comment_u64(const char *path, const char *key)
+{
+	char val[64];
+	CHECK(pprof_comment(path, key, val, sizeof val) == 0, "%s: no %s comment", path, key);
+	return strtoull(val, NULL, 10);
+}
+
+static double comment_double(const char *path, const char *key)
+{
+	char val[64];
+	CHECK(pprof_comment(path, key, val, sizeof val) == 0, "%s: no %s comment", path, key);
+	return atof(val);
+}
+
+static void *short_thread(void *arg)
+{
+	short_thread_work(20);
+	return NULL;
+}
+
+/* Six threads of 20 ms CPU each, one after another, at 10 Hz: a sample
+ * needs 100 ms of a thread's CPU, so nearly all of theirs is CPU no
+ * sample saw.  It must reach the profile when each thread exits. */
+static void short_threads(const char *engine, const char *dir)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/short-%s.pb.gz", dir, engine);
+	struct cpuprof_options o = { .hz = 10, .engine = engine };
+	int rc = cpuprof_start(path, &o);
+	if (rc == -ENODEV) {
+		fprintf(stderr, "engine %s does not work here; not tested\n", engine);
+		return;
+	}
+	CHECK(rc == 0, "start %s: %s", engine, cpuprof_strerror(rc));
+	for (int i = 0; i < 6; i++) {
+		pthread_t t;
+		CHECK_EQ(pthread_create(&t, NULL, short_thread, NULL), 0);
+		pthread_join(t, NULL);
+	}
+	CHECK_EQ(cpuprof_stop(), 0);
+
+	uint64_t unsampled = comment_u64(path, "unsampled_cpu_ns");
+	double cov = comment_double(path, "coverage");
+	double attributed = comment_double(path, "attributed");
+	fprintf(stderr, "%s: 6 x 20 ms threads at 10 Hz: unsampled %.1f ms, coverage %.3f, attributed %.3f\n",
+		engine, unsampled / 1e6, cov, attributed);
+	/* The threads burned 120 ms; samples can take at most 100 ms of it
+	 * away from the frame (one sample per 100 ms of a thread's CPU). */
+	CHECK(unsampled >= 20000000, "%s: unsampled_cpu_ns=%llu, expected >= 20 ms of 120", engine,
+	      (unsigned long long)unsampled);
+	CHECK(cov > 0.8 && cov < 1.1, "%s: coverage %.3f with the unsampled CPU in", engine, cov);
+	CHECK(attributed <= cov, "%s: attributed %.3f > coverage %.3f", engine, attributed, cov);
+	char *top = pprof_run("-top", path);
+	CHECK(top && strstr(top, UNSAMPLED), "%s: no %s frame in:\n%s", engine, UNSAMPLED, top ? top : "");
+	free(top);
+	/* The pprof total is what profile_cpu_ns says. */
+	char *raw = pprof_run("-raw", path);
+	CHECK(raw, "%s: pprof -raw failed", engine);
+	long long count, total;
+	long n;
+	pprof_raw_totals(raw, &count, &total, &n);
+	free(raw);
+	uint64_t prof = comment_u64(path, "profile_cpu_ns");
+	CHECK((uint64_t)total == prof, "%s: samples sum to %lld ns, profile_cpu_ns=%llu", engine, total,
+	      (unsigned long long)prof);
+}
+
+static pthread_barrier_t burned, release;
+
+static void *live_thread(void *arg)
+{
+	live_thread_work(30);
+	pthread_barrier_wait(&burned);
+	pthread_barrier_wait(&release);
+	return NULL;
+}
+
+/* A flush while a thread that burned 30 ms at 10 Hz still lives counts
+ * that CPU, and the final profile still has it. */
+static void flush_counts_live_threads(const char *dir)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/flush.pb.gz", dir);
+	struct cpuprof_options o = { .hz = 10 };
+	CHECK_EQ(cpuprof_start(path, &o), 0);
+	pthread_barrier_init(&burned, NULL, 2);
+	pthread_barrier_init(&release, NULL, 2);
+	pthread_t t;
+	CHECK_EQ(pthread_create(&t, NULL, live_thread, NULL), 0);
+	pthread_barrier_wait(&burned);
+	CHECK_EQ(cpuprof_flush(), 0);
+	uint64_t at_flush = comment_u64(path, "unsampled_cpu_ns");
+	pthread_barrier_wait(&release);
+	pthread_join(t, NULL);
+	CHECK_EQ(cpuprof_stop(), 0);
+	uint64_t at_stop = comment_u64(path, "unsampled_cpu_ns");
+	fprintf(stderr, "flush: unsampled %.1f ms at flush, %.1f ms at stop\n", at_flush / 1e6, at_stop / 1e6);
+	CHECK(at_flush >= 25000000, "unsampled_cpu_ns=%llu at flush, the live thread burned 30 ms",
+	      (unsigned long long)at_flush);
+	CHECK(at_stop >= at_flush, "unsampled_cpu_ns fell from %llu to %llu", (unsigned long long)at_flush,
+	      (unsigned long long)at_stop);
+}
+
+/* ITIMER_PROF fires at most once a kernel tick (HZ <= 1000), so 10 kHz
+ * gets a tenth of its samples at best: the profile must say so. */
+static void thin_samples_warn(const char *dir)
+{
+	char path[512], errpath[512], warning[1024];
+	snprintf(path, sizeof path, "%s/thin.pb.gz", dir);
+	snprintf(errpath, sizeof errpath, "%s/stderr", dir);
+	struct cpuprof_options o = { .hz = 10000, .engine = "itimer" };
+	int rc = cpuprof_start(path, &o);
+	if (rc == -ENODEV) {
+		fprintf(stderr, "engine itimer does not work here; thin-sample warning not tested\n");
+		return;
+	}
+	CHECK(rc == 0, "start itimer: %s", cpuprof_strerror(rc));
+	busy_main(600);
+	fflush(stderr);
+	int saved = dup(2), fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	CHECK(saved >= 0 && fd >= 0, "redirecting stderr");
+	dup2(fd, 2);
+	close(fd);
+	rc = cpuprof_stop();
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	CHECK_EQ(rc, 0);
+
+	uint64_t samples = comment_u64(path, "samples"), expected = comment_u64(path, "expected_samples");
+	fprintf(stderr, "itimer at 10 kHz: %llu samples of %llu expected\n", (unsigned long long)samples,
+		(unsigned long long)expected);
+	CHECK(samples * 8 < expected, "itimer at 10 kHz took %llu samples of %llu: above the tick rate?",
+	      (unsigned long long)samples, (unsigned long long)expected);
+	CHECK(pprof_comment(path, "warning", warning, sizeof warning) == 0, "no warning comment with %llu of %llu samples",
+	      (unsigned long long)samples, (unsigned long long)expected);
+	CHECK(strstr(warning, "samples where 10000 Hz asks for"), "warning: %s", warning);
+	FILE *f = fopen(errpath, "r");
+	char line[1024] = "";
+	CHECK(f && fgets(line, sizeof line, f), "nothing on stderr");
+	fclose(f);
+	CHECK(strstr(line, "cpuprof: warning: ") && strstr(line, warning), "stderr: %s", line);
+	/* Coverage is still whole: the samples carry the CPU they stand for. */
+	double cov = comment_double(path, "coverage");
+	CHECK(cov > 0.8 && cov < 1.1, "itimer at 10 kHz: coverage %.3f", cov);
+}
+
+int main(void)
+{
+	require_pprof();
+	char dir[] = "/tmp/cpuprof-test-XXXXXX";
+	CHECK(mkdtemp(dir), "mkdtemp");
+	short_threads("perf", dir);
+	short_threads("timer", dir);
+	short_threads("itimer", dir);
+	flush_counts_live_threads(dir);
+	thin_samples_warn(dir);
+	char cmd[600];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+	CHECK_EQ(system(cmd), 0);
+	return 0;
+}
