@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,9 +55,17 @@ long cp_test_timer_resolution_ns;
 /* Timers coarser than this make a kernel "tick-bound". */
 #define TICK_BOUND_NS 1000000
 
+/* The voluntary context switches of the whole process so far: each is a
+ * thread going to sleep (a wait, a sleep, blocking I/O). */
+static long process_waits(void)
+{
+	struct rusage ru;
+	return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_nvcsw : 0;
+}
+
 int64_t cp_clock_ns(clockid_t c)
 {
-	struct timespec ts;
+	struct timespec ts = { 0, 0 };
 	clock_gettime(c, &ts);
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
@@ -121,12 +130,9 @@ static void *drain_main(void *unused)
 static uint64_t drain_cpu_ns(void)
 {
 	clockid_t c;
-	struct timespec ts;
 	if (!P.has_drain)
 		return P.drain_cpu_ns;
-	if (pthread_getcpuclockid(P.drain, &c) != 0 || clock_gettime(c, &ts) != 0)
-		return 0;
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return pthread_getcpuclockid(P.drain, &c) == 0 ? (uint64_t)cp_clock_ns(c) : 0;
 }
 
 /* Does the program have a handler of its own for sig? */
@@ -323,6 +329,7 @@ static int stop_sampling(void)
 	}
 	P.mono1 = cp_clock_ns(CLOCK_MONOTONIC);
 	P.cpu1 = cp_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	P.waits1 = process_waits();
 	P.running = 0;
 	return quiet;
 }
@@ -385,6 +392,7 @@ static int start(const char *path, int stream, const struct cpuprof_options *opt
 	P.lost_sent = 0;
 	P.carry_ns = 0;
 	P.mono1 = P.cpu1 = 0;
+	P.waits1 = 0;
 	/* The unwind tables are built before the first sample can be taken. */
 	unwind_start(unwind);
 
@@ -403,6 +411,7 @@ static int start(const char *path, int stream, const struct cpuprof_options *opt
 	P.wall0 = cp_clock_ns(CLOCK_REALTIME);
 	P.mono0 = P.last_sweep = cp_clock_ns(CLOCK_MONOTONIC);
 	P.cpu0 = cp_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	P.waits0 = process_waits();
 	P.running = 1;
 	threads_begin(P.engine, signo, period);
 	if (P.engine->start && (rc = P.engine->start(signo, period)) < 0)
@@ -483,12 +492,26 @@ static void summarise_object(const struct unwind_object *o, void *arg)
 		comment(u->c, "unwind_rejected=%s: %s", o->name, o->why);
 }
 
-/* What the profile is worth, in plain words, into why[len]; empty if it is
- * what was asked for.  Judged only once the run has used a few dozen
- * periods or kernel ticks (10 ms at most): before that, one sample more or
- * less is already a few percent of it. */
-static void judge(char *why, size_t len, double cov, uint64_t samples, uint64_t expected, int64_t pcpu,
-		  const struct cp_thread_stats *ts)
+/* Appends a clause to the warning in why[len], after "; " if it has one. */
+__attribute__((format(printf, 3, 4))) static void clause(char *why, size_t len, const char *fmt, ...)
+{
+	size_t n = strlen(why);
+	if (n && n + 2 < len) {
+		memcpy(why + n, "; ", 3);
+		n += 2;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why + n, len - n, fmt, ap);
+	va_end(ap);
+}
+
+/* What the profile is worth, in plain words, into why[len]: one clause per
+ * way in which it is not what was asked for, or nothing.  Judged only once
+ * the run has used a few dozen periods or kernel ticks (10 ms at most):
+ * before that, one sample more or less is already a few percent of it. */
+static void judge(char *why, size_t len, double cov, uint64_t samples, uint64_t lost, uint64_t expected,
+		  uint64_t unsampled_ns, int64_t pcpu, int64_t run_ns, const struct cp_thread_stats *ts)
 {
 	uint64_t unit = cp_sig.period_ns > 10000000 ? cp_sig.period_ns : 10000000;
 	why[0] = '\0';
@@ -496,25 +519,42 @@ static void judge(char *why, size_t len, double cov, uint64_t samples, uint64_t 
 		return;
 	if (cov < 0.9) {
 		if (ts->unarmed)
-			snprintf(why, len, "covers only %.1f%% of the process's CPU time: %llu threads could not be armed (%s)",
-				 cov * 100, (unsigned long long)ts->unarmed, strerror(-ts->first_error));
+			clause(why, len, "covers only %.1f%% of the process's CPU time: %llu threads could not be armed (%s)",
+			       cov * 100, (unsigned long long)ts->unarmed, strerror(-ts->first_error));
 		else
-			snprintf(why, len, "covers only %.1f%% of the process's CPU time: the rest was used by threads "
-				 "the profiler did not see (threads not made with pthread_create that ended "
-				 "before the profile did)", cov * 100);
-	} else if (samples * 8 < expected) {
-		char cause[160];
-		if (P.timer_res_ns > TICK_BOUND_NS)
-			snprintf(cause, sizeof cause, "this kernel's timers fire only at its tick, every %ld us, "
-				 "and only for a thread running then", P.timer_res_ns / 1000);
-		else if (P.engine->kind != CP_ENGINE_PERF)
-			snprintf(cause, sizeof cause, "CPU-time timers fire only at the kernel's tick");
-		else
-			snprintf(cause, sizeof cause, "the kernel sent fewer signals than asked for");
-		snprintf(why, len, "%llu samples where %d Hz asks for %llu (%s): the CPU totals are exact, "
-			 "but each function's share rests on those %llu samples", (unsigned long long)samples, P.hz,
-			 (unsigned long long)expected, cause, (unsigned long long)samples);
+			clause(why, len, "covers only %.1f%% of the process's CPU time: the rest was used by threads the "
+			       "profiler did not see, or saw last more than a second before they ended", cov * 100);
 	}
+	if (lost * 100 > samples + lost)
+		clause(why, len, "%llu of %llu samples were lost (the ring was full: the drain thread fell behind); "
+		       "their CPU is in [lost]", (unsigned long long)lost, (unsigned long long)(samples + lost));
+	if ((samples + lost) * 8 < expected) {
+		const char *cause;
+		char tick[128];
+		if (P.timer_res_ns > TICK_BOUND_NS) {
+			snprintf(tick, sizeof tick, "this kernel's timers fire only at its tick, every %ld us, "
+				 "and only for a thread running then", P.timer_res_ns / 1000);
+			cause = tick;
+		} else if (P.engine->kind != CP_ENGINE_PERF) {
+			cause = "CPU-time timers fire only at the kernel's tick";
+		} else {
+			cause = "threads ran for less than a period, or the kernel sent fewer signals than asked for";
+		}
+		clause(why, len, "%llu samples where %d Hz asks for %llu (%s): the CPU totals come from the "
+		       "kernel's clocks, but each function's share rests on those samples", (unsigned long long)(samples + lost), P.hz,
+		       (unsigned long long)expected, cause);
+	}
+	/* On a tick-bound kernel a sleep also ends at a tick: threads that
+	 * work less than a tick between sleeps run in step with it, and the
+	 * samples, taken at ticks too, see the same moments of every run. */
+	if (P.timer_res_ns > TICK_BOUND_NS && run_ns < P.timer_res_ns)
+		clause(why, len, "the threads ran %lld us at a time between waits, less than this kernel's tick "
+		       "(%ld us), and sleeps end at ticks, where the samples are taken too: each function's share "
+		       "can be far off however many samples there are", (long long)(run_ns / 1000),
+		       P.timer_res_ns / 1000);
+	if (unsampled_ns * 10 > (uint64_t)pcpu)
+		clause(why, len, "%.1f%% of the CPU time is in no function but in [unsampled: ...]: threads used it after "
+		       "their last sample", 100.0 * (double)unsampled_ns / (double)pcpu);
 }
 
 int session_write_locked(void)
@@ -538,8 +578,11 @@ int session_write_locked(void)
 	int64_t pcpu = (P.cpu1 ? P.cpu1 : cp_clock_ns(CLOCK_PROCESS_CPUTIME_ID)) - P.cpu0;
 	double cov = pcpu > 0 ? (double)prof_ns / (double)pcpu : 0.0;
 	uint64_t expected = pcpu > 0 ? (uint64_t)pcpu / cp_sig.period_ns : 0;
-	char warning[512];
-	judge(warning, sizeof warning, cov, P.tab.total_count, expected, pcpu, &ts);
+	/* The mean CPU the process used between two waits of any thread. */
+	long waits = (P.cpu1 ? P.waits1 : process_waits()) - P.waits0;
+	int64_t run_ns = waits > 0 ? pcpu / waits : pcpu;
+	char warning[1024];
+	judge(warning, sizeof warning, cov, P.tab.total_count, lost, expected, ts.unsampled_ns, pcpu, run_ns, &ts);
 
 	comment(&c, "engine=%s", P.engine->name);
 	if (P.engine_reason[0])
@@ -562,6 +605,7 @@ int session_write_locked(void)
 	if (warning[0])
 		comment(&c, "warning=%s", warning);
 	comment(&c, "timer_resolution_ns=%ld", P.timer_res_ns);
+	comment(&c, "mean_run_ns=%lld", (long long)run_ns);
 	comment(&c, "unwind=%s", unwind_mode_name(cp_sig.unwind_mode));
 	if (cp_sig.unwind_mode != CP_UNWIND_FP) {
 		struct unwind_summary us = { .c = &c };

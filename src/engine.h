@@ -40,16 +40,25 @@ static inline clockid_t cp_thread_cpu_clock(pid_t tid)
 	return (clockid_t)((~(unsigned)tid << 3) | 6u);
 }
 
+/* The CPU time thread tid of this process has used, into *ns.  Returns 0,
+ * or a negative errno (EINVAL once the thread is gone). */
+static inline int cp_thread_cpu_ns(pid_t tid, uint64_t *ns)
+{
+	struct timespec now;
+	if (clock_gettime(cp_thread_cpu_clock(tid), &now) < 0)
+		return -errno;
+	*ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	return 0;
+}
+
 /* Starts t's sample weights at the CPU time its thread has used so far
  * (the handler weighs each sample by the CPU used since t->last_ns).
  * Returns 0 or a negative errno. */
 static inline int cp_start_weights(struct cp_thread *t)
 {
-	struct timespec now;
-	if (clock_gettime(cp_thread_cpu_clock(t->tid), &now) < 0)
-		return -errno;
-	t->last_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-	return 0;
+	int e = cp_thread_cpu_ns(t->tid, &t->last_ns);
+	t->seen_ns = t->last_ns;
+	return e;
 }
 
 #endif

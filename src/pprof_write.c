@@ -394,10 +394,9 @@ static int build(struct builder *b, const struct cp_stacktab *tab,
 	free(ids);
 	for (size_t i = 0; i < meta->npseudo; i++) {
 		const struct cp_pseudo_sample *ps = &meta->pseudo[i];
-		uint32_t loc = 0;
 		if (ps->count == 0 && ps->ns == 0)
 			continue;
-		uint64_t id = pseudo_location(b, &loc, ps->name);
+		uint64_t id = location_new(b, 0, 0, function_new(b, ps->name, ps->name, "", 1));
 		put_sample(pb, &id, 1, ps->count, ps->ns);
 	}
 

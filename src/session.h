@@ -30,6 +30,7 @@ struct cp_session {
 	_Atomic int drain_quit;
 	int64_t wall0, mono0, cpu0; /* clocks when sampling started */
 	int64_t mono1, cpu1;        /* ... and when it stopped; 0 while running */
+	long waits0, waits1;        /* the process's voluntary context switches, the same */
 	/* stream.c's state */
 	int hdr_sent;
 	uint64_t lost_sent;

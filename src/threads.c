@@ -17,7 +17,6 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "threads.h"
@@ -99,7 +98,7 @@ static struct cp_thread *arm_locked(pid_t tid, int self)
 		t->has_timer = 0;
 		t->own = self;
 		t->stack_lo = t->stack_hi = 0;
-		t->last_ns = 0;
+		t->last_ns = t->seen_ns = 0;
 		pthread_attr_t a;
 		if (self && pthread_getattr_np(pthread_self(), &a) == 0) {
 			void *addr;
@@ -125,16 +124,17 @@ static struct cp_thread *arm_locked(pid_t tid, int self)
 }
 
 /* The CPU thread t has used since its last sample (the handler moves
- * t->last_ns to the thread's CPU clock at every sample); 0 if the thread
- * is gone.  Under reg_lock. */
-static uint64_t unsampled_ns(const struct cp_thread *t)
+ * t->last_ns to the thread's CPU clock at every sample).  A thread that
+ * has exited cannot be read: for it, what it had used when the registry
+ * last saw it alive (threads_sweep reads the threads it cannot hook every
+ * second).  Under reg_lock. */
+static uint64_t unsampled_ns(struct cp_thread *t)
 {
-	struct timespec now;
-	if (clock_gettime(cp_thread_cpu_clock(t->tid), &now) < 0)
-		return 0; /* exited: a sweep finds it too late to read */
-	uint64_t ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	uint64_t ns = 0;
+	if (cp_thread_cpu_ns(t->tid, &ns) == 0)
+		t->seen_ns = ns;
 	uint64_t last = __atomic_load_n(&t->last_ns, __ATOMIC_RELAXED);
-	return ns > last ? ns - last : 0;
+	return t->seen_ns > last ? t->seen_ns - last : 0;
 }
 
 /* Under reg_lock; the handler cannot be sampling into t (it is the
@@ -222,9 +222,12 @@ void threads_sweep(void)
 	size_t hwm = atomic_load(&cp_sig.hwm);
 	for (size_t i = 0; reg_engine && i < hwm; i++) {
 		struct cp_thread *t = &cp_sig.threads[i];
-		if (atomic_load(&t->state) == CP_T_LIVE && syscall(SYS_tgkill, pid, t->tid, 0) < 0 &&
-		    errno == ESRCH)
+		if (atomic_load(&t->state) != CP_T_LIVE)
+			continue;
+		if (syscall(SYS_tgkill, pid, t->tid, 0) < 0 && errno == ESRCH)
 			release_locked(t);
+		else if (!t->own)
+			cp_thread_cpu_ns(t->tid, &t->seen_ns); /* its exit will not tell us */
 	}
 	pthread_mutex_unlock(&reg_lock);
 }
@@ -233,6 +236,10 @@ struct cp_thread_stats threads_stats(void)
 {
 	pthread_mutex_lock(&reg_lock);
 	struct cp_thread_stats s = reg_stats;
+	/* Live threads: the CPU since their last sample so far.  A sample
+	 * the drain has not yet moved into the table may have just moved
+	 * last_ns past it: a flushed profile can miss up to one sample per
+	 * thread; the one written at stop, with every handler done, cannot. */
 	size_t hwm = atomic_load(&cp_sig.hwm);
 	for (size_t i = 0; reg_engine && i < hwm; i++)
 		if (atomic_load(&cp_sig.threads[i].state) == CP_T_LIVE)

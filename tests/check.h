@@ -93,7 +93,6 @@ static inline int pprof_top_row(const char *file, int row, char *name, size_t le
 	return rc;
 }
 
-/* The value of profile comment KEY=VALUE into val; 0 if present. */
 /* Sums the values of the samples in `go tool pprof -raw` output (one line
  * per sample: "count ns: location ids").  (strtoll, not sscanf: glibc's
  * sscanf takes strlen of its whole input on every call.) */
@@ -120,6 +119,7 @@ static inline void pprof_raw_totals(const char *text, long long *count, long lon
 	}
 }
 
+/* The value of profile comment KEY=VALUE into val; 0 if present. */
 static inline int pprof_comment(const char *file, const char *key, char *val, size_t len)
 {
 	char *out = pprof_run("-comments", file);

@@ -2,12 +2,14 @@
  * unit_tickbound.c -- on a kernel whose timers are tick-bound (no
  * high-resolution timers, or highres=off: clock_getres says the tick),
  * `auto` takes the timer engine before perf and says why, and the profile
- * records the resolution; an engine asked for by name is still used.  The
+ * records the resolution; an engine asked for by name is still used; a
+ * program that runs less than a tick between sleeps gets a warning.  The
  * resolution comes through the test seam, as this host has fine timers.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "cpuprof.h"
@@ -42,6 +44,32 @@ int main(void)
 	} else {
 		CHECK_EQ(rc, -ENODEV); /* no perf_event_open here */
 	}
+	/* Runs shorter than the tick between sleeps: the samples, taken at
+	 * ticks, cannot be trusted to share the CPU out right, and the
+	 * profile must say so; busy work of the same CPU must not. */
+	cp_test_timer_resolution_ns = 4000000;
+	struct cpuprof_options slow = { .hz = 100 };
+	CHECK_EQ(cpuprof_start(path, &slow), 0);
+	double end = thread_cpu_ms() + 400;
+	while (thread_cpu_ms() < end) {
+		ticked_work(0.3);
+		usleep(200);
+	}
+	CHECK_EQ(cpuprof_stop(), 0);
+	CHECK(pprof_comment(path, "mean_run_ns", val, sizeof val) == 0, "no mean_run_ns");
+	fprintf(stderr, "short runs: mean_run_ns=%s\n", val);
+	CHECK(atoll(val) < 4000000, "0.3 ms runs between sleeps measured as %s ns", val);
+	CHECK(pprof_comment(path, "warning", val, sizeof val) == 0 && strstr(val, "less than this kernel's tick"),
+	      "short runs on a tick-bound kernel: warning %s", val);
+
+	CHECK_EQ(cpuprof_start(path, &slow), 0);
+	ticked_work(400);
+	CHECK_EQ(cpuprof_stop(), 0);
+	CHECK(pprof_comment(path, "mean_run_ns", val, sizeof val) == 0 && atoll(val) > 4000000,
+	      "busy work: mean_run_ns=%s", val);
+	CHECK(pprof_comment(path, "warning", val, sizeof val) != 0 || !strstr(val, "tick"), "busy work warns: %s",
+	      val);
+
 	char cmd[700];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	return system(cmd) != 0;

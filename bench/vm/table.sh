@@ -41,8 +41,15 @@ info { vminfo[++nv] = $0; next }
 	c = substr($0, 9)
 	if (c ~ /^(engine|engine_reason|coverage|unarmed_threads)=/)
 		comments = comments (comments ? "; " : "") c
-	else if (c ~ /^warning=/)
-		comments = comments (comments ? "; " : "") "warns: " (c ~ / samples where / ? "few samples" : "low coverage")
+	else if (c ~ /^warning=/) {
+		w = ""
+		if (c ~ /covers only/) w = w (w ? ", " : "") "low coverage"
+		if (c ~ /were lost/) w = w (w ? ", " : "") "lost samples"
+		if (c ~ / samples where /) w = w (w ? ", " : "") "few samples"
+		if (c ~ /between waits/) w = w (w ? ", " : "") "runs shorter than the tick"
+		if (c ~ /in no function/) w = w (w ? ", " : "") "unsampled CPU"
+		comments = comments (comments ? "; " : "") "warns: " w
+	}
 	next
 }
 /^ticks / { ticks[++nt] = substr($0, 7); next }

@@ -44,6 +44,8 @@ struct cp_thread {
 	uintptr_t stack_hi;
 	uint64_t last_ns;    /* handler: the thread's CPU time at its previous
 	                        sample, or when it was armed */
+	uint64_t seen_ns;    /* not the handler's: the thread's CPU time when
+	                        the registry last read it (threads.c) */
 };
 
 /* Read-only snapshot of the process's readable+writable mappings, sorted,
