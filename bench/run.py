@@ -494,14 +494,23 @@ def scale(cfg, runner, ps, work):
 # The sections other harnesses print: bench/unwind/run.sh prints its own
 # "## Unwinding" section; bench/vm/run.sh takes cells and prints the VM's
 # facts and a table, which go under a heading of ours.
-VM_CELLS = ["ticks"] + ["%s:%s:%d:1000" % (p, pat, t) for pat in ("busy", "sleepy") for t in (1, 4)
+def vm_cells(quick):
+    """The cells of bench/vm/run.sh's @profilers set: each profiler on the
+    busy and sleepy patterns, 1 and 4 threads, 100 Hz (2 CPU seconds per
+    thread, so one thread still expects ~200 samples) and 1 kHz (1 s);
+    QUICK halves the CPU."""
+    return ["ticks"] + ["%s:%s:%d:%d:%g" % (p, pat, t, hz, (2 if hz == 100 else 1) * (0.5 if quick else 1))
+                        for pat in ("busy", "sleepy") for t in (1, 4) for hz in (100, 1000)
                         for p in ("perf", "timer", "itimer", "auto", "gperf")]
+
+
 VM_HEADING = """## The seed's kernel (tick-only timers)
 
 Debian 12's own kernel booted under `qemu-system-x86_64 -accel tcg` with `highres=off nohz=off`, so every
-timer fires only from the 250 Hz tick, as on the seed's machine: the accuracy cells that fit, by
-`sh bench/vm/run.sh ticks PROFILER:PATTERN:THREADS:1000%s` for PROFILER in perf, timer, itimer, auto (cpuprof's
-engines) and gperf (gperftools), PATTERN busy and sleepy (the bursty pattern there), THREADS 1 and 4.
+timer fires only from the 250 Hz tick, as on the seed's machine: `sh bench/vm/run.sh %s`, that is
+PROFILER:PATTERN:THREADS:HZ:CPU_S for PROFILER in perf, timer, itimer, auto (cpuprof's engines) and gperf
+(gperftools), PATTERN busy and sleepy (the bursty pattern there: ~240 µs of work, then a 200 µs sleep that
+ends at the next tick), THREADS 1 and 4, HZ 100 (CPU_S %g per thread) and 1000 (%g).
 docs/vm.md explains the harness and the columns.
 """
 
@@ -523,8 +532,9 @@ def external(name, quick, work):
     env.pop("LD_PRELOAD", None)
     args, head = [], ""
     if name == "vm":
-        args = [c + (":0.5" if quick and ":" in c else "") for c in VM_CELLS]
-        head = VM_HEADING % (":0.5" if quick else "")
+        args = vm_cells(quick)
+        head = VM_HEADING % ("@profilers" if not quick else "CELL... (@profilers at half the CPU)",
+                             1 if quick else 2, 0.5 if quick else 1)
     log("[%s] sh bench/%s/run.sh %s" % (name, name, " ".join(args)))
     try:
         r = subprocess.run(["sh", script] + args, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True,

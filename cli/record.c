@@ -53,7 +53,7 @@ void record_usage(FILE *f)
 	      "      run CMD with the profiler preloaded; write the profile to\n"
 	      "      FILE (default " DEFAULT_OUTPUT "; child processes write\n"
 	      "      FILE.<pid>).  HZ: samples per CPU second, 1..100000;\n"
-	      "      NAME: auto, perf, timer or itimer; N: stack depth 1..1024,\n"
+	      "      NAME: auto, perf, hw, timer or itimer; N: stack depth 1..1024,\n"
 	      "      sampling signal 1..64; MODE: auto (.eh_frame tables, frame\n"
 	      "      pointers where there are none), dwarf or fp.  Exits with\n"
 	      "      CMD's status.\n",
@@ -142,10 +142,10 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		return -1;
 	}
 	if (o->engine && strcmp(o->engine, "auto") != 0 &&
-	    strcmp(o->engine, "perf") != 0 && strcmp(o->engine, "timer") != 0 &&
-	    strcmp(o->engine, "itimer") != 0) {
+	    strcmp(o->engine, "perf") != 0 && strcmp(o->engine, "hw") != 0 &&
+	    strcmp(o->engine, "timer") != 0 && strcmp(o->engine, "itimer") != 0) {
 		fprintf(stderr, "cpuprof record: --engine %s: unknown engine "
-			"(use auto, perf, timer or itimer)\n", o->engine);
+			"(use auto, perf, hw, timer or itimer)\n", o->engine);
 		return -1;
 	}
 	if (o->unwind && strcmp(o->unwind, "auto") != 0 &&

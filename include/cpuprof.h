@@ -20,7 +20,7 @@ extern "C" {
  * `struct cpuprof_options o = {0};` is the default configuration. */
 struct cpuprof_options {
 	int hz;             /* samples per second of thread CPU time (default 1000, 1..100000) */
-	const char *engine; /* "auto" (default), "perf", "timer" or "itimer" */
+	const char *engine; /* "auto" (default), "perf", "hw", "timer" or "itimer" */
 	int signal;         /* sampling signal (default: SIGPROF, or a free real-time
 	                       signal if the program has a SIGPROF handler of its own) */
 	int max_depth;      /* frames kept per sample (default 128, 1..1024) */

@@ -201,17 +201,25 @@ static long timer_resolution_ns(void)
  * the kernel and charges the call that was running. */
 static const struct cp_engine *choose_engine(const char *want, int asked_signo, uint64_t period, int *signo)
 {
-	static const struct cp_engine *const best[] = { &cp_engine_perf, &cp_engine_timer, &cp_engine_itimer };
-	static const struct cp_engine *const ticked[] = { &cp_engine_timer, &cp_engine_perf, &cp_engine_itimer };
+	/* Where timers are fine the task clock fires on time and needs no
+	 * PMU; where they are tick-bound only a hardware counter's overflow
+	 * lands inside work shorter than a tick, and after it the timer
+	 * engine, whose signals at the tick at least land in system calls
+	 * where the perf task clock (user mode only) drops them. */
+	static const struct cp_engine *const best[] = { &cp_engine_perf, &cp_engine_timer, &cp_engine_itimer, NULL };
+	static const struct cp_engine *const ticked[] = { &cp_engine_hw, &cp_engine_timer, &cp_engine_perf,
+							  &cp_engine_itimer };
+	static const struct cp_engine *const all[] = { &cp_engine_perf, &cp_engine_hw, &cp_engine_timer,
+						       &cp_engine_itimer };
 	int auto_ = !strcmp(want, "auto");
 	long res = P.timer_res_ns;
-	const struct cp_engine *const *order = auto_ && res > TICK_BOUND_NS ? ticked : best;
+	const struct cp_engine *const *order = !auto_ ? all : res > TICK_BOUND_NS ? ticked : best;
 	size_t used = 0;
 	P.engine_reason[0] = '\0';
 	if (order == ticked)
 		used = (size_t)snprintf(P.engine_reason, sizeof P.engine_reason,
-					"perf: the kernel's timers are tick-bound (resolution %ld ns); timer tried first", res);
-	for (size_t i = 0; i < 3; i++) {
+					"perf: the kernel's timers are tick-bound (resolution %ld ns); hw, then timer tried first", res);
+	for (size_t i = 0; i < 4 && order[i]; i++) {
 		const struct cp_engine *e = order[i];
 		if (!auto_ && strcmp(want, e->name) != 0)
 			continue;
@@ -250,8 +258,8 @@ static int check_options(const struct cpuprof_options *o, int *hz, const char **
 	*depth = o && o->max_depth ? (unsigned)o->max_depth : DEFAULT_DEPTH;
 	if (*hz < 1 || *hz > MAX_HZ || (o && o->max_depth < 0) || *depth > MAX_DEPTH)
 		return -EINVAL;
-	if (strcmp(*engine, "auto") && strcmp(*engine, "perf") && strcmp(*engine, "timer") &&
-	    strcmp(*engine, "itimer"))
+	if (strcmp(*engine, "auto") && strcmp(*engine, "perf") && strcmp(*engine, "hw") &&
+	    strcmp(*engine, "timer") && strcmp(*engine, "itimer"))
 		return -EINVAL;
 	/* Signals that cannot be caught or that mean a fault are refused. */
 	if (*signo && (*signo < 1 || *signo > SIGRTMAX || *signo == SIGKILL || *signo == SIGSTOP ||
@@ -531,7 +539,9 @@ static void judge(char *why, size_t len, double cov, uint64_t samples, uint64_t 
 	if ((samples + lost) * 8 < expected) {
 		const char *cause;
 		char tick[128];
-		if (P.timer_res_ns > TICK_BOUND_NS) {
+		if (P.engine == &cp_engine_hw) {
+			cause = "the cycle counter overflowed less often than asked for";
+		} else if (P.timer_res_ns > TICK_BOUND_NS) {
 			snprintf(tick, sizeof tick, "this kernel's timers fire only at its tick, every %ld us, "
 				 "and only for a thread running then", P.timer_res_ns / 1000);
 			cause = tick;
@@ -546,8 +556,9 @@ static void judge(char *why, size_t len, double cov, uint64_t samples, uint64_t 
 	}
 	/* On a tick-bound kernel a sleep also ends at a tick: threads that
 	 * work less than a tick between sleeps run in step with it, and the
-	 * samples, taken at ticks too, see the same moments of every run. */
-	if (P.timer_res_ns > TICK_BOUND_NS && run_ns < P.timer_res_ns)
+	 * samples, taken at ticks too (all engines but hw), see the same
+	 * moments of every run. */
+	if (P.timer_res_ns > TICK_BOUND_NS && run_ns < P.timer_res_ns && P.engine != &cp_engine_hw)
 		clause(why, len, "the threads ran %lld us at a time between waits, less than this kernel's tick "
 		       "(%ld us), and sleeps end at ticks, where the samples are taken too: each function's share "
 		       "can be far off however many samples there are", (long long)(run_ns / 1000),

@@ -1,8 +1,9 @@
 /*
  * engine.h -- the sampling engines: each makes the kernel send the sampling
  * signal to a thread after every period of that thread's CPU time.  One
- * file per engine (engine_perf.c, engine_timer.c, engine_itimer.c), each
- * exporting one ops table; cpuprof.c tries them best first.
+ * file per mechanism (engine_perf.c: perf and hw, engine_timer.c,
+ * engine_itimer.c), one ops table per engine; cpuprof.c tries them best
+ * first.
  */
 #ifndef CPUPROF_ENGINE_H
 #define CPUPROF_ENGINE_H
@@ -30,7 +31,7 @@ struct cp_engine {
 	void (*stop)(void);
 };
 
-extern const struct cp_engine cp_engine_perf, cp_engine_timer, cp_engine_itimer;
+extern const struct cp_engine cp_engine_perf, cp_engine_hw, cp_engine_timer, cp_engine_itimer;
 
 /* The CPU-time clock of any thread of this process, by thread id: the
  * kernel's encoding, ~tid << 3 | CPUCLOCK_PERTHREAD (4) | CPUCLOCK_SCHED

@@ -51,9 +51,9 @@ __attribute__((constructor)) static void preload_start(void)
 	    env_int("CPUPROF_SIGNAL", 1, 64, &o.signal) < 0)
 		return;
 	o.engine = getenv("CPUPROF_ENGINE");
-	if (o.engine && strcmp(o.engine, "auto") && strcmp(o.engine, "perf") && strcmp(o.engine, "timer") &&
-	    strcmp(o.engine, "itimer")) {
-		fprintf(stderr, "cpuprof: CPUPROF_ENGINE=%s is not one of auto, perf, timer, itimer; profiling disabled\n",
+	if (o.engine && strcmp(o.engine, "auto") && strcmp(o.engine, "perf") && strcmp(o.engine, "hw") &&
+	    strcmp(o.engine, "timer") && strcmp(o.engine, "itimer")) {
+		fprintf(stderr, "cpuprof: CPUPROF_ENGINE=%s is not one of auto, perf, hw, timer, itimer; profiling disabled\n",
 			o.engine);
 		return;
 	}

@@ -67,7 +67,8 @@ static void run(const char *engine, const char *dir)
 	if (strcmp(engine, "auto"))
 		CHECK(!strcmp(used, engine), "%s: engine=%s", engine, used);
 	else
-		CHECK(!strcmp(used, "perf") || !strcmp(used, "timer") || !strcmp(used, "itimer"), "auto: engine=%s", used);
+		CHECK(!strcmp(used, "perf") || !strcmp(used, "hw") || !strcmp(used, "timer") || !strcmp(used, "itimer"),
+		      "auto: engine=%s", used);
 	CHECK(pprof_comment(path, "coverage", val, sizeof val) == 0, "%s: no coverage comment", engine);
 	double cov = atof(val);
 	/* Every engine weighs samples by the CPU their thread used and the
@@ -85,6 +86,7 @@ int main(void)
 	char dir[] = "/tmp/cpuprof-test-XXXXXX";
 	CHECK(mkdtemp(dir), "mkdtemp");
 	run("perf", dir);
+	run("hw", dir);
 	run("timer", dir);
 	run("itimer", dir);
 	run("auto", dir);

@@ -25,8 +25,8 @@ static void fork_during_profile(void)
 	char path[600], cpath[600], name[256];
 	snprintf(path, sizeof path, "%s/parent.pb.gz", dir);
 	snprintf(cpath, sizeof cpath, "%s/child.pb.gz", dir);
-	static const char *engines[] = { "perf", "timer", "itimer" };
-	for (int e = 0; e < 3; e++) {
+	static const char *engines[] = { "perf", "hw", "timer", "itimer" };
+	for (size_t e = 0; e < sizeof engines / sizeof engines[0]; e++) {
 		struct cpuprof_options o = { .engine = engines[e], .hz = 2000 };
 		int rc = cpuprof_start(path, &o);
 		if (rc == -ENODEV)

@@ -111,7 +111,7 @@ static void cycles(void)
 {
 	char path[600];
 	snprintf(path, sizeof path, "%s/cycle.pb.gz", dir);
-	static const char *engines[] = { "perf", "timer", "itimer", "auto" };
+	static const char *engines[] = { "perf", "hw", "timer", "itimer", "auto" };
 	int fds0 = 0, timers0 = 0, threads0 = 0;
 	size_t heap0 = 0;
 	for (int i = 0; i < 1000; i++) {
@@ -121,7 +121,7 @@ static void cycles(void)
 			threads0 = count_threads();
 			heap0 = mallinfo2().uordblks;
 		}
-		struct cpuprof_options o = { .engine = engines[i % 4], .hz = 5000 };
+		struct cpuprof_options o = { .engine = engines[i % (sizeof engines / sizeof engines[0])], .hz = 5000 };
 		int rc = cpuprof_start(path, &o);
 		if (rc == -ENODEV)
 			continue;

@@ -127,9 +127,9 @@ static void no_late_signals(void)
 {
 	char path[600];
 	snprintf(path, sizeof path, "%s/late.pb.gz", dir);
-	static const char *engines[] = { "perf", "timer", "itimer" };
+	static const char *engines[] = { "perf", "hw", "timer", "itimer" };
 	for (int i = 0; i < 150; i++) {
-		struct cpuprof_options o = { .hz = 20000, .engine = engines[i % 3] };
+		struct cpuprof_options o = { .hz = 20000, .engine = engines[i % (sizeof engines / sizeof engines[0])] };
 		int rc = cpuprof_start(path, &o);
 		if (rc == -ENODEV)
 			continue;

@@ -9,7 +9,7 @@
 #   sh bench/vm/run.sh CELL...
 #
 # CELL is PROFILER:PATTERN:THREADS:HZ[:CPU_S]
-#   PROFILER  perf | timer | itimer | auto    cpuprof record --engine ...
+#   PROFILER  perf | hw | timer | itimer | auto  cpuprof record --engine ...
 #             gperf                           gperftools' libprofiler.so.0 (LD_PRELOAD)
 #             none                            the workload alone
 #             probe-MECH                      bench/vm/experiments/probe MECH (itimer, timer,
@@ -17,12 +17,16 @@
 #             ticks                           bench/vm/experiments/ticks (other fields ignored)
 #   PATTERN   busy | sleepy (bursts of ~240 us of work, then a 200 us sleep)
 #   CPU_S     CPU seconds per worker thread (default $VM_CPU_S, else 1)
-# or a named set: @profilers (cpuprof's four engines and gperftools, busy
-# and sleepy, 1 and 4 threads, 100 Hz and 1 kHz: 40 cells, ~10 min),
+# or a named set: @profilers (cpuprof's engines, hw only on aarch64, and
+# gperftools, busy and sleepy, 1 and 4 threads, 100 Hz and 1 kHz: 40
+# cells, ~15 min; 48 on aarch64),
 # @probes (the bare mechanisms of experiments/probe.c on the sleepy
 # pattern: 20 cells) or @check (the one cell `make check-vm` runs).
 #
-# Environment: VM_CACHE (the kernel cache; default ~/.cache/cpuprof-vm),
+# Environment: VM_ARCH (x86_64, the default: qemu-system-x86_64 with Debian's
+# amd64 kernel; aarch64: qemu-system-aarch64 -M virt -cpu max with Debian's
+# arm64 kernel and the programs cross-built into build-aarch64/, a machine
+# whose emulated CPU has a PMU), VM_CACHE (the kernel cache; default ~/.cache/cpuprof-vm),
 # VM_TIMEOUT (seconds for the whole boot; default 120 + 90 per cell),
 # VM_SMP (2), VM_MEM (1024), VM_ACCEL (tcg), VM_CPU (qemu's -cpu), VM_QEMU_ARGS
 # (more qemu arguments), VM_APPEND (more kernel
@@ -39,9 +43,26 @@ if [ $# -eq 0 ]; then
 	exit 2
 fi
 
-sh scripts/deps.sh gcc make libc6-dev zlib1g-dev qemu-system-x86 busybox-static cpio \
-	google-perftools libgoogle-perftools4 >&2
-make -s vm-progs >&2
+VM_ARCH=${VM_ARCH:-x86_64}
+case $VM_ARCH in
+x86_64)
+	DEBARCH=amd64 QEMU="qemu-system-x86_64" CONSOLE=ttyS0 BUILD=build LIBDIR=/usr/lib/x86_64-linux-gnu
+	sh scripts/deps.sh gcc make libc6-dev zlib1g-dev qemu-system-x86 busybox-static cpio \
+		google-perftools libgoogle-perftools4 >&2
+	make -s vm-progs >&2 ;;
+aarch64)
+	# -cpu max: QEMU's emulated Armv8 CPU with a PMU whose cycle counter
+	# raises its overflow interrupt on time (a QEMU timer, not the
+	# guest's tick).
+	DEBARCH=arm64 QEMU="qemu-system-aarch64 -M virt -cpu max" CONSOLE=ttyAMA0 BUILD=build-aarch64
+	LIBDIR=/usr/lib/aarch64-linux-gnu
+	sh scripts/deps.sh gcc make gcc-aarch64-linux-gnu libc6-dev-arm64-cross zlib1g-dev:arm64 \
+		qemu-system-arm cpio binutils libgoogle-perftools4:arm64 >&2
+	make -s ARCH=aarch64 vm-progs >&2 ;;
+*)
+	echo "run.sh: VM_ARCH=$VM_ARCH: not x86_64 or aarch64" >&2
+	exit 2 ;;
+esac
 
 # Expands the named sets.  At 100 Hz each worker burns 2 s of CPU, so that
 # even one thread should get ~200 samples.
@@ -61,7 +82,11 @@ expand() {
 cells=
 for c in "$@"; do
 	case $c in
-	@profilers) cells="$cells ticks $(expand perf timer itimer auto gperf)" ;;
+	@profilers)
+		# hw needs a PMU: only the aarch64 machine emulates one.
+		hw=
+		[ "$VM_ARCH" = aarch64 ] && hw=hw
+		cells="$cells ticks $(expand perf $hw timer itimer auto gperf)" ;;
 	@probes) cells="$cells ticks $(expand probe-itimer probe-timer probe-perf probe-sampler-all probe-sampler-running | grep sleepy)" ;;
 	@check) cells="$cells auto:sleepy:2:1000:0.5" ;;
 	*) cells="$cells $c" ;;
@@ -70,20 +95,40 @@ done
 set -- $cells
 
 CACHE=${VM_CACHE:-$HOME/.cache/cpuprof-vm}
-VMB=$ROOT/build/vm
+VMB=$ROOT/$BUILD/vm
 LOG=${VM_LOG:-$VMB/console.log}
 mkdir -p "$CACHE" "$VMB"
 
-# --- the kernel: Debian 12's own, the package linux-image-amd64 depends on.
-kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
-if [ -z "$kpkg" ] && [ "$(id -u)" -eq 0 ] && ! ls "$CACHE"/*/vmlinuz >/dev/null 2>&1; then
+# Downloads Debian package $1 (of any architecture) once into the cache and
+# prints the directory it is unpacked in.
+unpacked() {
+	d=$CACHE/deb/$(echo "$1" | tr ':' '_')
+	if [ ! -d "$d" ]; then
+		tmp=$(mktemp -d)
+		chmod 755 "$tmp"
+		(cd "$tmp" && apt-get download "$1" >&2) || { rm -rf "$tmp"; return 1; }
+		mkdir -p "$tmp/x"
+		dpkg-deb -x "$tmp"/*.deb "$tmp/x"
+		mkdir -p "$CACHE/deb"
+		mv "$tmp/x" "$d"
+		rm -rf "$tmp"
+	fi
+	echo "$d"
+}
+
+# --- the kernel: Debian 12's own, the package linux-image-$DEBARCH depends on.
+kmeta=linux-image-$DEBARCH
+[ "$DEBARCH" = "$(dpkg --print-architecture)" ] || kmeta=$kmeta:$DEBARCH
+kpkg=$(apt-cache depends "$kmeta" 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+if [ -z "$kpkg" ] && [ "$(id -u)" -eq 0 ] && ! ls "$CACHE"/linux-image-*-"$DEBARCH"/vmlinuz >/dev/null 2>&1; then
 	apt-get update -qq >&2
-	kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+	kpkg=$(apt-cache depends "$kmeta" 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
 fi
 if [ -z "$kpkg" ]; then
 	# Offline, or apt knows no kernel: use the newest one already cached.
-	kpkg=$(ls -t "$CACHE" 2>/dev/null | grep '^linux-image-' | head -n 1)
+	kpkg=$(ls -t "$CACHE" 2>/dev/null | grep "^linux-image-.*-$DEBARCH" | head -n 1)
 fi
+kpkg=${kpkg%:*}
 if [ -z "$kpkg" ]; then
 	echo "run.sh: no Debian kernel package known (apt-cache depends linux-image-amd64 failed) and none cached" >&2
 	exit 1
@@ -93,7 +138,7 @@ if [ ! -s "$KDIR/vmlinuz" ]; then
 	echo "run.sh: downloading $kpkg into $KDIR" >&2
 	tmp=$(mktemp -d)
 	chmod 755 "$tmp"
-	(cd "$tmp" && apt-get download "$kpkg" >&2)
+	(cd "$tmp" && apt-get download "$kpkg:$DEBARCH" >&2)
 	mkdir -p "$tmp/x"
 	dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -x -C "$tmp/x" ./boot
 	mkdir -p "$KDIR"
@@ -108,18 +153,39 @@ fi
 IRD=$VMB/initramfs
 rm -rf "$IRD"
 mkdir -p "$IRD/bin" "$IRD/proc" "$IRD/sys" "$IRD/dev" "$IRD/tmp" "$IRD/opt/vm" "$IRD/opt/cpuprof"
-cp /bin/busybox "$IRD/bin/busybox"
-cp build/cpuprof build/libcpuprof.so "$IRD/opt/cpuprof/"
+if [ "$VM_ARCH" = x86_64 ]; then
+	cp /bin/busybox "$IRD/bin/busybox"
+else
+	bb=$(unpacked "busybox-static:$DEBARCH")
+	cp "$bb/bin/busybox" "$IRD/bin/busybox"
+fi
+cp $BUILD/cpuprof $BUILD/libcpuprof.so "$IRD/opt/cpuprof/"
 cp "$VMB/vmwork" "$VMB/vmprof" "$VMB/probe" "$VMB/ticks" "$IRD/opt/vm/"
-GPERF=$(ls /usr/lib/x86_64-linux-gnu/libprofiler.so.0 2>/dev/null || true)
-libs=$( (for f in "$IRD"/opt/cpuprof/* "$IRD"/opt/vm/* $GPERF; do ldd "$f" 2>/dev/null; done) |
-	awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u)
-for l in $libs $GPERF; do
-	mkdir -p "$IRD$(dirname "$l")"
-	cp -L "$l" "$IRD$l"
+GPERF=$(ls $LIBDIR/libprofiler.so.0 2>/dev/null || true)
+# Every shared library the programs need, at its own path, found by the
+# NEEDED entries of their dynamic sections (readelf reads any
+# architecture's) in the architecture's library directory; and the
+# dynamic loader each executable names.
+needed() { readelf -d "$@" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | sort -u; }
+interp=$(readelf -l "$VMB/vmwork" | sed -n 's/.*Requesting program interpreter: \(.*\)\]/\1/p')
+todo=$(needed "$IRD"/opt/cpuprof/* "$IRD"/opt/vm/* $GPERF)
+libs=
+while [ -n "$todo" ]; do
+	next=
+	for n in $todo; do
+		case " $libs " in *" $n "*) continue ;; esac
+		libs="$libs $n"
+		f=$(ls "$LIBDIR/$n" "/lib/$(basename "$LIBDIR")/$n" 2>/dev/null | head -n 1)
+		[ -n "$f" ] || { echo "run.sh: $n: not in $LIBDIR" >&2; exit 1; }
+		mkdir -p "$IRD$LIBDIR"
+		cp -L "$f" "$IRD$LIBDIR/$n"
+		next="$next $(needed "$f")"
+	done
+	todo=$next
 done
-# The dynamic loader's path is fixed in every executable.
-[ -e "$IRD/lib64/ld-linux-x86-64.so.2" ] || { mkdir -p "$IRD/lib64"; cp -L /lib64/ld-linux-x86-64.so.2 "$IRD/lib64/"; }
+[ -z "$GPERF" ] || cp -L "$GPERF" "$IRD$GPERF"
+mkdir -p "$IRD$(dirname "$interp")"
+cp -L "$interp" "$IRD$interp" 2>/dev/null || cp -L "$LIBDIR/$(basename "$interp")" "$IRD$interp"
 
 : > "$IRD/cells"
 for c in "$@"; do
@@ -139,7 +205,7 @@ echo "cpus $(grep -c ^processor /proc/cpuinfo)"
 grep -E '^ *\.resolution' /proc/timer_list | sort | uniq -c | sed 's/^ */timer_list /'
 grep -E 'event_handler' /proc/timer_list | sort | uniq -c | sed 's/^ */timer_list /'
 echo "=== END VMINFO"
-GPERF=/usr/lib/x86_64-linux-gnu/libprofiler.so.0
+GPERF=$(ls /usr/lib/*/libprofiler.so.0 2>/dev/null)
 while read -r cell; do
 	IFS=: read -r prof pat thr hz cpus <<CELL
 $cell
@@ -149,11 +215,11 @@ CELL
 	echo "=== CELL $cell"
 	rm -f /tmp/p.pb.gz /tmp/g.prof /tmp/truth
 	t0=$(cut -d' ' -f1 /proc/uptime)
-	loc0=$(awk '$1 == "LOC:" { s = 0; for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i; print s, i - 2 }' /proc/interrupts)
+	loc0=$(awk '$1 == "LOC:" || /arch_timer/ { s = 0; for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i; print s, i - 2; exit }' /proc/interrupts)
 	case $prof in
 	none)
 		/opt/vm/vmwork $args ;;
-	perf|timer|itimer|auto)
+	perf|hw|timer|itimer|auto)
 		/opt/cpuprof/cpuprof record -o /tmp/p.pb.gz -F "$hz" --engine "$prof" -- /opt/vm/vmwork $args > /tmp/truth
 		cat /tmp/truth
 		/opt/vm/vmprof /tmp/truth /tmp/p.pb.gz ;;
@@ -169,7 +235,7 @@ CELL
 		echo "unknown profiler $prof" ;;
 	esac 2>&1
 	t1=$(cut -d' ' -f1 /proc/uptime)
-	loc1=$(awk '$1 == "LOC:" { s = 0; for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i; print s }' /proc/interrupts)
+	loc1=$(awk '$1 == "LOC:" || /arch_timer/ { s = 0; for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i; print s; exit }' /proc/interrupts)
 	echo "cellwall $t0 $t1"
 	echo "cellticks $loc0 $loc1"
 	echo "=== END CELL"
@@ -186,11 +252,11 @@ ncells=$#
 TIMEOUT=${VM_TIMEOUT:-$((120 + 90 * ncells))}
 # mitigations=off: no page-table isolation, so a system call does not
 # flush TCG's software TLB twice; the timers are untouched by it.
-APPEND="console=ttyS0 highres=off nohz=off mitigations=off panic=-1 quiet ${VM_APPEND:-}"
+APPEND="console=$CONSOLE highres=off nohz=off mitigations=off panic=-1 quiet ${VM_APPEND:-}"
 echo "run.sh: booting $kpkg ($ncells cells, timeout ${TIMEOUT}s)" >&2
 start=$(date +%s)
 rc=0
-timeout "$TIMEOUT" qemu-system-x86_64 -accel "${VM_ACCEL:-tcg}" ${VM_CPU:+-cpu "$VM_CPU"} -smp "${VM_SMP:-2}" -m "${VM_MEM:-1024}" \
+timeout "$TIMEOUT" $QEMU -accel "${VM_ACCEL:-tcg}" ${VM_CPU:+-cpu "$VM_CPU"} -smp "${VM_SMP:-2}" -m "${VM_MEM:-1024}" \
 	-nographic -no-reboot -kernel "$KDIR/vmlinuz" -initrd "$VMB/initrd.gz" -append "$APPEND" ${VM_QEMU_ARGS:-} \
 	< /dev/null 2>&1 | tr -d '\r' > "$LOG" || rc=$?
 end=$(date +%s)

@@ -105,7 +105,11 @@ static void on_signal(int sig, siginfo_t *si, void *ucv)
 	w->last_cpu = cpu;
 
 	const ucontext_t *uc = ucv;
+#if defined(__aarch64__)
+	uintptr_t pc = (uintptr_t)uc->uc_mcontext.pc;
+#else
 	uintptr_t pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#endif
 	int b = wl_leaf_of(pc);
 	if (b < 0)
 		b = wl_in_sleep ? B_SLEEP : B_OTHER;
