@@ -494,35 +494,41 @@ def scale(cfg, runner, ps, work):
 # The sections other harnesses print: bench/unwind/run.sh prints its own
 # "## Unwinding" section; bench/vm/run.sh takes cells and prints the VM's
 # facts and a table, which go under a heading of ours.
-def vm_cells(quick):
+def vm_cells(quick, arch):
     """The cells of bench/vm/run.sh's @profilers set: each profiler on the
     busy and sleepy patterns, 1 and 4 threads, 100 Hz (2 CPU seconds per
     thread, so one thread still expects ~200 samples) and 1 kHz (1 s);
-    QUICK halves the CPU."""
+    QUICK halves the CPU.  hw only where the VM has a PMU (aarch64)."""
+    profs = ("perf",) + (("hw",) if arch == "aarch64" else ()) + ("timer", "itimer", "auto", "gperf")
     return ["ticks"] + ["%s:%s:%d:%d:%g" % (p, pat, t, hz, (2 if hz == 100 else 1) * (0.5 if quick else 1))
-                        for pat in ("busy", "sleepy") for t in (1, 4) for hz in (100, 1000)
-                        for p in ("perf", "timer", "itimer", "auto", "gperf")]
+                        for pat in ("busy", "sleepy") for t in (1, 4) for hz in (100, 1000) for p in profs]
 
 
-VM_HEADING = """## The seed's kernel (tick-only timers)
+# The VMs: (section name, VM_ARCH, heading).
+VMS = [("vm", "x86_64", "The seed's kernel (tick-only timers)",
+        "Debian 12's own kernel booted under `qemu-system-x86_64 -accel tcg` with `highres=off nohz=off`, so "
+        "every timer fires only from the 250 Hz tick, as on the seed's machine; no PMU."),
+       ("vm-aarch64", "aarch64", "The seed's kernel on aarch64, with a PMU",
+        "Debian 12's own arm64 kernel booted under `qemu-system-aarch64 -M virt -cpu max -accel tcg` with "
+        "`highres=off nohz=off`: timers only from the 250 Hz tick as on x86-64, and an emulated PMU whose "
+        "cycle counter's overflow interrupt does not wait for the tick (the hw engine).")]
+VM_HEADING = """## %s
 
-Debian 12's own kernel booted under `qemu-system-x86_64 -accel tcg` with `highres=off nohz=off`, so every
-timer fires only from the 250 Hz tick, as on the seed's machine: `sh bench/vm/run.sh %s`, that is
-PROFILER:PATTERN:THREADS:HZ:CPU_S for PROFILER in perf, timer, itimer, auto (cpuprof's engines) and gperf
-(gperftools), PATTERN busy and sleepy (the bursty pattern there: ~240 µs of work, then a 200 µs sleep that
-ends at the next tick), THREADS 1 and 4, HZ 100 (CPU_S %g per thread) and 1000 (%g).
+%s `%ssh bench/vm/run.sh %s`, that is PROFILER:PATTERN:THREADS:HZ:CPU_S for PROFILER in cpuprof's engines and
+auto, and gperf (gperftools), PATTERN busy and sleepy (the bursty pattern there: ~240 µs of work, then a
+200 µs sleep that ends at the next tick), THREADS 1 and 4, HZ 100 (CPU_S %g per thread) and 1000 (%g).
 docs/vm.md explains the harness and the columns.
 """
 
 
-def external(name, quick, work):
+def external(name, quick, work, vm_arch=None, vm_title=None, vm_intro=None):
     """Runs bench/NAME/run.sh if it exists and returns its markdown, or
     None.  It runs from the repository root with QUICK=1 or 0, B and BB
     (build directories relative to the root) and BENCH_WORK (a scratch
     directory) in the environment; its stdout is the markdown, its stderr
     progress; a non-zero exit is noted under the section.
     BENCH_EXT_TIMEOUT (s, default 2400) bounds it."""
-    script = os.path.join(ROOT, "bench", name, "run.sh")
+    script = os.path.join(ROOT, "bench", "vm" if vm_arch else name, "run.sh")
     if not os.path.exists(script):
         return None
     d = os.path.join(work, name)
@@ -531,11 +537,13 @@ def external(name, quick, work):
                BENCH_WORK=d)
     env.pop("LD_PRELOAD", None)
     args, head = [], ""
-    if name == "vm":
-        args = vm_cells(quick)
-        head = VM_HEADING % ("@profilers" if not quick else "CELL... (@profilers at half the CPU)",
+    if vm_arch:
+        env["VM_ARCH"] = vm_arch
+        args = vm_cells(quick, vm_arch)
+        head = VM_HEADING % (vm_title, vm_intro, "VM_ARCH=aarch64 " if vm_arch == "aarch64" else "",
+                             "@profilers" if not quick else "CELL... (@profilers at half the CPU)",
                              1 if quick else 2, 0.5 if quick else 1)
-    log("[%s] sh bench/%s/run.sh %s" % (name, name, " ".join(args)))
+    log("[%s] sh %s %s" % (name, os.path.relpath(script, ROOT), " ".join(args)))
     try:
         r = subprocess.run(["sh", script] + args, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True,
                            timeout=int(os.environ.get("BENCH_EXT_TIMEOUT", "2400")))
@@ -544,8 +552,8 @@ def external(name, quick, work):
         md = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         rc = "a timeout"
     if rc != 0:
-        md = md.rstrip() + "\n\n(bench/%s/run.sh ended with %s: this section may be incomplete.)\n" % (
-            name, "exit %s" % rc if isinstance(rc, int) else rc)
+        md = md.rstrip() + "\n\n(%s ended with %s: this section may be incomplete.)\n" % (
+            os.path.relpath(script, ROOT), "exit %s" % rc if isinstance(rc, int) else rc)
     return (head + "\n" if head else "") + md
 
 
@@ -837,9 +845,11 @@ def markdown(res, figs, ext):
       "profiler that charges kernel time to the user code that runs next shows too little here and too much in "
       "every leaf." % cfg["cpu_ms"])
     w("")
-    w("A thread's CPU time after its last sample is in no profile: on average half a period per thread (perf "
-      "engine) or about half a tick (timer engines). With %d ms of CPU split among 16 threads at 100 Hz that alone "
-      "is 16 × 5 ms / %d ms = %.1f%% of the run." % (cfg["cpu_ms"], cfg["cpu_ms"], 100 * 16 * 5 / cfg["cpu_ms"]))
+    w("A thread's CPU time after its last sample (on average half a period per thread, perf engine, or about "
+      "half a tick, timer engines: with %d ms of CPU split among 16 threads at 100 Hz, 16 × 5 ms / %d ms = %.1f%% "
+      "of the run) is in cpuprof's profiles under the frame `[unsampled: after each thread's last sample]`: it "
+      "counts in coverage and, being in no leaf, in *outside leaves*." % (cfg["cpu_ms"], cfg["cpu_ms"],
+                                                                           100 * 16 * 5 / cfg["cpu_ms"]))
     w("")
     if "coverage.png" in figs:
         w("![coverage against rate](bench/coverage.png)")
@@ -1061,10 +1071,13 @@ def main():
         save()
     ext = []
     if mode != "smoke" and not a.profilers and len(parts) == 3:
-        for name in ("unwind", "vm"):
-            if name == "vm" and mode == "quick" and not a.vm:
+        md = external("unwind", mode != "full", a.work)
+        if md is not None:
+            ext.append(("unwind", md))
+        for name, arch, title, intro in VMS:
+            if mode == "quick" and not a.vm:
                 continue
-            md = external(name, mode != "full", a.work)
+            md = external(name, mode != "full", a.work, arch, title, intro)
             if md is not None:
                 ext.append((name, md))
     res["external"] = ext
