@@ -21,6 +21,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -527,7 +528,7 @@ def external(name, quick, work, vm_arch=None, vm_title=None, vm_intro=None):
     (build directories relative to the root) and BENCH_WORK (a scratch
     directory) in the environment; its stdout is the markdown, its stderr
     progress; a non-zero exit is noted under the section.
-    BENCH_EXT_TIMEOUT (s, default 2400) bounds it."""
+    BENCH_EXT_TIMEOUT (s, default 6000) bounds it."""
     script = os.path.join(ROOT, "bench", "vm" if vm_arch else name, "run.sh")
     if not os.path.exists(script):
         return None
@@ -544,12 +545,16 @@ def external(name, quick, work, vm_arch=None, vm_title=None, vm_intro=None):
                              "@profilers" if not quick else "CELL... (@profilers at half the CPU)",
                              1 if quick else 2, 0.5 if quick else 1)
     log("[%s] sh %s %s" % (name, os.path.relpath(script, ROOT), " ".join(args)))
+    # In a session of its own, so that a timeout takes its children (a
+    # qemu busy on both CPUs) down with it.
+    p = subprocess.Popen(["sh", script] + args, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True,
+                         start_new_session=True)
     try:
-        r = subprocess.run(["sh", script] + args, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True,
-                           timeout=int(os.environ.get("BENCH_EXT_TIMEOUT", "2400")))
-        md, rc = r.stdout, r.returncode
-    except subprocess.TimeoutExpired as e:
-        md = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        md, _ = p.communicate(timeout=int(os.environ.get("BENCH_EXT_TIMEOUT", "6000")))
+        rc = p.returncode
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        md, _ = p.communicate()
         rc = "a timeout"
     if rc != 0:
         md = md.rstrip() + "\n\n(%s ended with %s: this section may be incomplete.)\n" % (

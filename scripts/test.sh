@@ -3,9 +3,10 @@
 # otherwise names it) and runs `make check`.  With ARCH (aarch64),
 # cross-builds for that CPU with Debian's cross compiler and runs the suite
 # under qemu-user (`make check ARCH=aarch64`).  With `vm`, runs `make
-# check-vm`: Debian's kernel booted under qemu with timers that fire only
-# at the tick (bench/vm/run.sh installs qemu-system-x86, busybox-static
-# and cpio and downloads the kernel package).  Run from anywhere.
+# check-vm`: Debian's amd64 and arm64 kernels booted under qemu with
+# timers that fire only at the tick (bench/vm/run.sh installs qemu, the
+# aarch64 cross compiler, busybox and cpio, and downloads the kernel
+# packages).  Run from anywhere.
 set -e
 cd "$(dirname "$0")/.."
 # golang-go brings `go tool pprof`, which reads our profiles back;

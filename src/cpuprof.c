@@ -55,12 +55,15 @@ long cp_test_timer_resolution_ns;
 /* Timers coarser than this make a kernel "tick-bound". */
 #define TICK_BOUND_NS 1000000
 
-/* The voluntary context switches of the whole process so far: each is a
- * thread going to sleep (a wait, a sleep, blocking I/O). */
-static long process_waits(void)
+/* The whole process's voluntary context switches so far (each a thread
+ * going to sleep: a wait, a sleep, blocking I/O) and its user-mode CPU. */
+static void process_usage(long *waits, int64_t *user_ns)
 {
 	struct rusage ru;
-	return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_nvcsw : 0;
+	memset(&ru, 0, sizeof ru);
+	getrusage(RUSAGE_SELF, &ru);
+	*waits = ru.ru_nvcsw;
+	*user_ns = (int64_t)ru.ru_utime.tv_sec * 1000000000 + (int64_t)ru.ru_utime.tv_usec * 1000;
 }
 
 int64_t cp_clock_ns(clockid_t c)
@@ -121,6 +124,10 @@ static void *drain_main(void *unused)
 			last_sweep = now;
 		}
 		unwind_tick();
+		/* Its own waits are not the program's (mean_run_ns). */
+		struct rusage ru;
+		if (getrusage(RUSAGE_THREAD, &ru) == 0)
+			atomic_store(&P.drain_waits, ru.ru_nvcsw);
 	}
 	P.drain_cpu_ns = (uint64_t)cp_clock_ns(CLOCK_THREAD_CPUTIME_ID); /* read after the join */
 	return NULL;
@@ -192,44 +199,56 @@ static long timer_resolution_ns(void)
 	return r.tv_sec * 1000000000l + r.tv_nsec;
 }
 
+/* Every engine, in the order "auto" tries them where the kernel's timers
+ * are fine: the task clock fires on time and needs no PMU. */
+static const struct cp_engine *const engines[] = { &cp_engine_perf, &cp_engine_timer, &cp_engine_itimer,
+						   &cp_engine_hw, NULL };
+/* ... and where they are tick-bound.  There sleeps end at ticks and every
+ * timer fires at one, so threads that work less than a tick between
+ * sleeps are sampled at the same moments of their work: only a hardware
+ * counter's overflow lands anywhere in it.  Then the timer engine: its
+ * signal comes on the way out of the kernel and charges the system call
+ * that was running, where the task clock's (user mode only unless
+ * privileged) raises nothing and its CPU lands on whatever user code runs
+ * next. */
+static const struct cp_engine *const ticked[] = { &cp_engine_hw, &cp_engine_timer, &cp_engine_perf,
+						  &cp_engine_itimer, NULL };
+
+int cp_engine_known(const char *name)
+{
+	if (!strcmp(name, "auto"))
+		return 1;
+	for (size_t i = 0; engines[i]; i++)
+		if (!strcmp(name, engines[i]->name))
+			return 1;
+	return 0;
+}
+
 /* Picks the engine named `want` and its signal, recording why each better
- * engine was not used.  "auto" tries perf, timer, itimer; on a tick-bound
- * kernel timer comes first: there the task clock's hrtimer is tick-bound
- * too, and a period that ends in the kernel (where a thread that sleeps
- * often is at the tick) raises no sample, so its CPU lands on whatever
- * user code runs next, while a CPU timer's signal comes on the way out of
- * the kernel and charges the call that was running. */
+ * engine was not used. */
 static const struct cp_engine *choose_engine(const char *want, int asked_signo, uint64_t period, int *signo)
 {
-	/* Where timers are fine the task clock fires on time and needs no
-	 * PMU; where they are tick-bound only a hardware counter's overflow
-	 * lands inside work shorter than a tick, and after it the timer
-	 * engine, whose signals at the tick at least land in system calls
-	 * where the perf task clock (user mode only) drops them. */
-	static const struct cp_engine *const best[] = { &cp_engine_perf, &cp_engine_timer, &cp_engine_itimer, NULL };
-	static const struct cp_engine *const ticked[] = { &cp_engine_hw, &cp_engine_timer, &cp_engine_perf,
-							  &cp_engine_itimer };
-	static const struct cp_engine *const all[] = { &cp_engine_perf, &cp_engine_hw, &cp_engine_timer,
-						       &cp_engine_itimer };
 	int auto_ = !strcmp(want, "auto");
 	long res = P.timer_res_ns;
-	const struct cp_engine *const *order = !auto_ ? all : res > TICK_BOUND_NS ? ticked : best;
+	const struct cp_engine *const *order = auto_ && res > TICK_BOUND_NS ? ticked : engines;
 	size_t used = 0;
 	P.engine_reason[0] = '\0';
 	if (order == ticked)
 		used = (size_t)snprintf(P.engine_reason, sizeof P.engine_reason,
-					"perf: the kernel's timers are tick-bound (resolution %ld ns); hw, then timer tried first", res);
-	for (size_t i = 0; i < 4 && order[i]; i++) {
+					"the kernel's timers are tick-bound (resolution %ld ns): hw and timer tried before perf",
+					res);
+	for (size_t i = 0; order[i]; i++) {
 		const struct cp_engine *e = order[i];
-		if (!auto_ && strcmp(want, e->name) != 0)
+		if (auto_ ? e == &cp_engine_hw && order != ticked : strcmp(want, e->name) != 0)
 			continue;
 		char why[256] = "";
 		*signo = signal_for(e, asked_signo, why, sizeof why);
 		int rc = *signo ? e->probe(*signo, period, why, sizeof why) : -ENODEV;
 		/* A real-time signal of our own choice that the system cannot
 		 * deliver (qemu-user has no host signal for SIGRTMAX-1 and
-		 * SIGRTMAX) is refused with EINVAL: try the free ones below. */
-		while (rc == -EINVAL && !asked_signo && *signo >= SIGRTMIN) {
+		 * SIGRTMAX) is refused by timer_create with EINVAL: try the
+		 * free ones below. */
+		while (rc == -EINVAL && e->kind == CP_ENGINE_TIMER && !asked_signo && *signo >= SIGRTMIN) {
 			int next = free_rt_signal(*signo);
 			if (!next)
 				break;
@@ -258,8 +277,7 @@ static int check_options(const struct cpuprof_options *o, int *hz, const char **
 	*depth = o && o->max_depth ? (unsigned)o->max_depth : DEFAULT_DEPTH;
 	if (*hz < 1 || *hz > MAX_HZ || (o && o->max_depth < 0) || *depth > MAX_DEPTH)
 		return -EINVAL;
-	if (strcmp(*engine, "auto") && strcmp(*engine, "perf") && strcmp(*engine, "hw") &&
-	    strcmp(*engine, "timer") && strcmp(*engine, "itimer"))
+	if (!cp_engine_known(*engine))
 		return -EINVAL;
 	/* Signals that cannot be caught or that mean a fault are refused. */
 	if (*signo && (*signo < 1 || *signo > SIGRTMAX || *signo == SIGKILL || *signo == SIGSTOP ||
@@ -337,7 +355,7 @@ static int stop_sampling(void)
 	}
 	P.mono1 = cp_clock_ns(CLOCK_MONOTONIC);
 	P.cpu1 = cp_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-	P.waits1 = process_waits();
+	process_usage(&P.waits1, &P.user1);
 	P.running = 0;
 	return quiet;
 }
@@ -400,7 +418,8 @@ static int start(const char *path, int stream, const struct cpuprof_options *opt
 	P.lost_sent = 0;
 	P.carry_ns = 0;
 	P.mono1 = P.cpu1 = 0;
-	P.waits1 = 0;
+	P.waits1 = P.user1 = 0;
+	atomic_store(&P.drain_waits, 0);
 	/* The unwind tables are built before the first sample can be taken. */
 	unwind_start(unwind);
 
@@ -419,7 +438,7 @@ static int start(const char *path, int stream, const struct cpuprof_options *opt
 	P.wall0 = cp_clock_ns(CLOCK_REALTIME);
 	P.mono0 = P.last_sweep = cp_clock_ns(CLOCK_MONOTONIC);
 	P.cpu0 = cp_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-	P.waits0 = process_waits();
+	process_usage(&P.waits0, &P.user0);
 	P.running = 1;
 	threads_begin(P.engine, signo, period);
 	if (P.engine->start && (rc = P.engine->start(signo, period)) < 0)
@@ -514,33 +533,46 @@ __attribute__((format(printf, 3, 4))) static void clause(char *why, size_t len, 
 	va_end(ap);
 }
 
+/* What judge() looks at. */
+struct run_facts {
+	double cov;               /* coverage */
+	uint64_t samples, lost;
+	uint64_t expected;        /* samples hz asks for over the process's CPU */
+	uint64_t unsampled_ns;
+	int64_t pcpu, user_ns;    /* the process's CPU, and its user-mode part */
+	int64_t run_ns;           /* mean CPU between two waits */
+	const struct cp_thread_stats *ts;
+};
+
 /* What the profile is worth, in plain words, into why[len]: one clause per
  * way in which it is not what was asked for, or nothing.  Judged only once
  * the run has used a few dozen periods or kernel ticks (10 ms at most):
  * before that, one sample more or less is already a few percent of it. */
-static void judge(char *why, size_t len, double cov, uint64_t samples, uint64_t lost, uint64_t expected,
-		  uint64_t unsampled_ns, int64_t pcpu, int64_t run_ns, const struct cp_thread_stats *ts)
+static void judge(char *why, size_t len, const struct run_facts *f)
 {
 	uint64_t unit = cp_sig.period_ns > 10000000 ? cp_sig.period_ns : 10000000;
+	int hw = P.engine == &cp_engine_hw;
 	why[0] = '\0';
-	if (pcpu < (int64_t)(32 * unit))
+	if (f->pcpu < (int64_t)(32 * unit))
 		return;
-	if (cov < 0.9) {
-		if (ts->unarmed)
+	if (f->cov < 0.9) {
+		if (f->ts->unarmed)
 			clause(why, len, "covers only %.1f%% of the process's CPU time: %llu threads could not be armed (%s)",
-			       cov * 100, (unsigned long long)ts->unarmed, strerror(-ts->first_error));
+			       f->cov * 100, (unsigned long long)f->ts->unarmed, strerror(-f->ts->first_error));
 		else
 			clause(why, len, "covers only %.1f%% of the process's CPU time: the rest was used by threads the "
-			       "profiler did not see, or saw last more than a second before they ended", cov * 100);
+			       "profiler did not see, or saw last more than a second before they ended", f->cov * 100);
 	}
-	if (lost * 100 > samples + lost)
+	if (f->lost * 100 > f->samples + f->lost)
 		clause(why, len, "%llu of %llu samples were lost (the ring was full: the drain thread fell behind); "
-		       "their CPU is in [lost]", (unsigned long long)lost, (unsigned long long)(samples + lost));
-	if ((samples + lost) * 8 < expected) {
+		       "their CPU is in [lost]", (unsigned long long)f->lost, (unsigned long long)(f->samples + f->lost));
+	uint64_t expected = f->expected;
+	if ((f->samples + f->lost) * 8 < expected) {
 		const char *cause;
 		char tick[128];
-		if (P.engine == &cp_engine_hw) {
-			cause = "the cycle counter overflowed less often than asked for";
+		if (hw) {
+			cause = "the cycle counter overflowed less often than its calibration promised, or the "
+				"threads spent most of their CPU in the kernel";
 		} else if (P.timer_res_ns > TICK_BOUND_NS) {
 			snprintf(tick, sizeof tick, "this kernel's timers fire only at its tick, every %ld us, "
 				 "and only for a thread running then", P.timer_res_ns / 1000);
@@ -551,21 +583,25 @@ static void judge(char *why, size_t len, double cov, uint64_t samples, uint64_t 
 			cause = "threads ran for less than a period, or the kernel sent fewer signals than asked for";
 		}
 		clause(why, len, "%llu samples where %d Hz asks for %llu (%s): the CPU totals come from the "
-		       "kernel's clocks, but each function's share rests on those samples", (unsigned long long)(samples + lost), P.hz,
-		       (unsigned long long)expected, cause);
+		       "kernel's clocks, but each function's share rests on those samples",
+		       (unsigned long long)(f->samples + f->lost), P.hz, (unsigned long long)expected, cause);
 	}
+	if (hw && (f->pcpu - f->user_ns) * 4 > f->pcpu)
+		clause(why, len, "about %.0f%% of the CPU time was spent in the kernel (its own estimate), where "
+		       "the hw engine counts no cycles: that time is charged to the user code each thread ran next",
+		       100.0 * (double)(f->pcpu - f->user_ns) / (double)f->pcpu);
 	/* On a tick-bound kernel a sleep also ends at a tick: threads that
 	 * work less than a tick between sleeps run in step with it, and the
 	 * samples, taken at ticks too (all engines but hw), see the same
 	 * moments of every run. */
-	if (P.timer_res_ns > TICK_BOUND_NS && run_ns < P.timer_res_ns && P.engine != &cp_engine_hw)
+	if (P.timer_res_ns > TICK_BOUND_NS && f->run_ns < P.timer_res_ns && !hw)
 		clause(why, len, "the threads ran %lld us at a time between waits, less than this kernel's tick "
 		       "(%ld us), and sleeps end at ticks, where the samples are taken too: each function's share "
-		       "can be far off however many samples there are", (long long)(run_ns / 1000),
+		       "can be far off however many samples there are", (long long)(f->run_ns / 1000),
 		       P.timer_res_ns / 1000);
-	if (unsampled_ns * 10 > (uint64_t)pcpu)
+	if (f->unsampled_ns * 10 > (uint64_t)f->pcpu)
 		clause(why, len, "%.1f%% of the CPU time is in no function but in [unsampled: ...]: threads used it after "
-		       "their last sample", 100.0 * (double)unsampled_ns / (double)pcpu);
+		       "their last sample", 100.0 * (double)f->unsampled_ns / (double)f->pcpu);
 }
 
 int session_write_locked(void)
@@ -589,11 +625,27 @@ int session_write_locked(void)
 	int64_t pcpu = (P.cpu1 ? P.cpu1 : cp_clock_ns(CLOCK_PROCESS_CPUTIME_ID)) - P.cpu0;
 	double cov = pcpu > 0 ? (double)prof_ns / (double)pcpu : 0.0;
 	uint64_t expected = pcpu > 0 ? (uint64_t)pcpu / cp_sig.period_ns : 0;
-	/* The mean CPU the process used between two waits of any thread. */
-	long waits = (P.cpu1 ? P.waits1 : process_waits()) - P.waits0;
+	long waits = P.waits1;
+	int64_t user = P.user1;
+	if (!P.cpu1)
+		process_usage(&waits, &user);
+	/* The mean CPU the process used between two waits of the program's
+	 * threads. */
+	waits -= P.waits0 + atomic_load(&P.drain_waits);
 	int64_t run_ns = waits > 0 ? pcpu / waits : pcpu;
+	struct run_facts facts = {
+		.cov = cov,
+		.samples = P.tab.total_count,
+		.lost = lost,
+		.expected = expected,
+		.unsampled_ns = ts.unsampled_ns,
+		.pcpu = pcpu,
+		.user_ns = user - P.user0,
+		.run_ns = run_ns,
+		.ts = &ts,
+	};
 	char warning[1024];
-	judge(warning, sizeof warning, cov, P.tab.total_count, lost, expected, ts.unsampled_ns, pcpu, run_ns, &ts);
+	judge(warning, sizeof warning, &facts);
 
 	comment(&c, "engine=%s", P.engine->name);
 	if (P.engine_reason[0])

@@ -33,6 +33,9 @@ struct cp_engine {
 
 extern const struct cp_engine cp_engine_perf, cp_engine_hw, cp_engine_timer, cp_engine_itimer;
 
+/* Is `name` "auto" or an engine's name? */
+int cp_engine_known(const char *name);
+
 /* The CPU-time clock of any thread of this process, by thread id: the
  * kernel's encoding, ~tid << 3 | CPUCLOCK_PERTHREAD (4) | CPUCLOCK_SCHED
  * (2), which pthread_getcpuclockid() builds for a pthread. */

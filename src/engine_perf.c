@@ -68,6 +68,7 @@ static int open_event(const struct perf_kind *k, pid_t tid, uint64_t period, int
 	a.config = k->config;
 	a.sample_period = period;
 	a.disabled = 1;
+	a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
 	a.exclude_kernel = !kernel;
 	a.exclude_hv = 1;
 	long fd = syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
@@ -85,7 +86,7 @@ static int probe_event(struct perf_kind *k, uint64_t period, char *why, size_t l
 		k->count_kernel = 0;
 		fd = open_event(k, 0, period, 0);
 	}
-	if (fd < 0) {
+	if (fd == -EACCES || fd == -EPERM) {
 		int paranoid = -1;
 		FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
 		if (f) {
@@ -93,10 +94,10 @@ static int probe_event(struct perf_kind *k, uint64_t period, char *why, size_t l
 				paranoid = -1;
 			fclose(f);
 		}
-		if (paranoid >= 0)
-			snprintf(why, len, "perf_event_open: %s (perf_event_paranoid=%d)", strerror(-fd), paranoid);
-		else
-			snprintf(why, len, "perf_event_open: %s", strerror(-fd));
+		snprintf(why, len, "perf_event_open: %s (perf_event_paranoid=%d)", strerror(-fd), paranoid);
+	} else if (fd < 0) {
+		snprintf(why, len, "perf_event_open: %s%s", strerror(-fd),
+			 fd == -ENOENT && k->type == PERF_TYPE_HARDWARE ? " (no PMU counts CPU cycles here)" : "");
 	}
 	return fd;
 }
@@ -114,15 +115,21 @@ static int perf_probe(int signo, uint64_t period_ns, char *why, size_t len)
  * its cycles are counted, up to this many times. */
 #define CALIBRATE_NS 2000000
 #define CALIBRATE_TRIES 3
+/* Cycles per ns believed: 10 MHz to 20 GHz. */
+#define MIN_CYCLES_PER_NS 0.01
+#define MAX_CYCLES_PER_NS 20.0
+/* The shortest period in cycles: a few microseconds on any CPU. */
+#define MIN_PERIOD_CYCLES 10000
 
 /* Counts the calling thread's user-mode cycles over CALIBRATE_NS of its
- * CPU time into *count and *ns.  Returns 0 or a negative errno with the
- * reason in why[len]. */
+ * CPU time: *count (0 if it could not be measured) and *ns.  Returns 0 or
+ * a negative errno with the reason in why[len]. */
 static int count_cycles(uint64_t *count, uint64_t *ns, char *why, size_t len)
 {
 	int fd = probe_event(&cycles, 0, why, len);
 	if (fd < 0)
 		return fd;
+	*count = *ns = 0;
 	uint64_t t0 = 0, t1 = 0;
 	pid_t self = (pid_t)syscall(SYS_gettid);
 	if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0 || cp_thread_cpu_ns(self, &t0) < 0) {
@@ -136,44 +143,50 @@ static int count_cycles(uint64_t *count, uint64_t *ns, char *why, size_t len)
 	do {
 		for (int i = 0; i < 20000; i++)
 			sink = sink * 6364136223846793005ull + 1;
-		if (cp_thread_cpu_ns(self, &t1) < 0)
-			break;
+		if (cp_thread_cpu_ns(self, &t1) < 0) {
+			close(fd);
+			return 0;
+		}
 	} while (t1 - t0 < CALIBRATE_NS);
 	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
-	*count = 0;
-	ssize_t n = read(fd, count, sizeof *count);
+	/* With the times the event was enabled and on the PMU: a PMU shared
+	 * with other users counts only part of the time. */
+	uint64_t v[3];
+	if (read(fd, v, sizeof v) == (ssize_t)sizeof v && v[2] > 0) {
+		*count = v[2] < v[1] ? (uint64_t)((double)v[0] * (double)v[1] / (double)v[2]) : v[0];
+		*ns = t1 - t0;
+	}
 	close(fd);
-	*ns = t1 - t0;
-	if (n != (ssize_t)sizeof *count || *ns < CALIBRATE_NS)
-		*count = 0;
 	return 0;
 }
 
 static int hw_probe(int signo, uint64_t period_ns, char *why, size_t len)
 {
 	uint64_t count = 0, ns = 0;
+	double rate = 0;
 	/* QEMU's emulated PMU has been seen to count nothing once in about
-	 * ten boots, and a fresh event then counted: a PMU that counts
-	 * nothing (or is shared out to others all the while) every time
-	 * cannot drive a period. */
-	for (int i = 0; i < CALIBRATE_TRIES && count == 0; i++) {
+	 * ten boots, and a fresh event then counted. */
+	for (int i = 0; i < CALIBRATE_TRIES && (rate < MIN_CYCLES_PER_NS || rate > MAX_CYCLES_PER_NS); i++) {
 		int e = count_cycles(&count, &ns, why, len);
 		if (e < 0)
 			return e;
+		rate = ns ? (double)count / (double)ns : 0;
 	}
-	if (count == 0) {
-		snprintf(why, len, "the cycles event counted nothing in %d tries of %llu ns of CPU", CALIBRATE_TRIES,
-			 (unsigned long long)ns);
+	if (rate < MIN_CYCLES_PER_NS || rate > MAX_CYCLES_PER_NS) {
+		snprintf(why, len, "the cycles event counted %llu cycles in %llu ns of CPU, %d times out of %d",
+			 (unsigned long long)count, (unsigned long long)ns, CALIBRATE_TRIES, CALIBRATE_TRIES);
 		return -ENODEV;
 	}
-	cycles.units_per_ns = (double)count / (double)ns;
+	cycles.units_per_ns = rate;
 	return 0;
 }
 
 static int arm_event(struct perf_kind *k, struct cp_thread *t, int signo, uint64_t period_ns)
 {
 	uint64_t period = (uint64_t)((double)period_ns * k->units_per_ns);
-	int fd = open_event(k, t->tid, period ? period : 1, k->count_kernel);
+	if (k->type == PERF_TYPE_HARDWARE && period < MIN_PERIOD_CYCLES)
+		period = MIN_PERIOD_CYCLES;
+	int fd = open_event(k, t->tid, period, k->count_kernel);
 	if (fd < 0)
 		return fd;
 	struct f_owner_ex owner = { .type = F_OWNER_TID, .pid = t->tid };

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cpuprof.h"
+#include "engine.h"
 
 static int preload_started;
 
@@ -51,8 +52,7 @@ __attribute__((constructor)) static void preload_start(void)
 	    env_int("CPUPROF_SIGNAL", 1, 64, &o.signal) < 0)
 		return;
 	o.engine = getenv("CPUPROF_ENGINE");
-	if (o.engine && strcmp(o.engine, "auto") && strcmp(o.engine, "perf") && strcmp(o.engine, "hw") &&
-	    strcmp(o.engine, "timer") && strcmp(o.engine, "itimer")) {
+	if (o.engine && !cp_engine_known(o.engine)) {
 		fprintf(stderr, "cpuprof: CPUPROF_ENGINE=%s is not one of auto, perf, hw, timer, itimer; profiling disabled\n",
 			o.engine);
 		return;

@@ -31,6 +31,8 @@ struct cp_session {
 	int64_t wall0, mono0, cpu0; /* clocks when sampling started */
 	int64_t mono1, cpu1;        /* ... and when it stopped; 0 while running */
 	long waits0, waits1;        /* the process's voluntary context switches, the same */
+	int64_t user0, user1;       /* the process's user-mode CPU, the same */
+	_Atomic long drain_waits;   /* the drain thread's voluntary context switches */
 	/* stream.c's state */
 	int hdr_sent;
 	uint64_t lost_sent;

@@ -65,6 +65,22 @@ int main(void)
 	CHECK(pprof_comment(path, "warning", val, sizeof val) == 0 && strstr(val, "less than this kernel's tick"),
 	      "short runs on a tick-bound kernel: warning %s", val);
 
+	/* The hw engine's samples do not come at ticks: no such warning
+	 * (where there is a PMU to try it on). */
+	struct cpuprof_options hw = { .hz = 100, .engine = "hw" };
+	if (cpuprof_start(path, &hw) == 0) {
+		end = thread_cpu_ms() + 400;
+		while (thread_cpu_ms() < end) {
+			ticked_work(0.3);
+			usleep(200);
+		}
+		CHECK_EQ(cpuprof_stop(), 0);
+		CHECK(pprof_comment(path, "warning", val, sizeof val) != 0 || !strstr(val, "less than this kernel's tick"),
+		      "hw engine: %s", val);
+	} else {
+		fprintf(stderr, "no hw engine here: its short-run case not tested\n");
+	}
+
 	CHECK_EQ(cpuprof_start(path, &slow), 0);
 	ticked_work(400);
 	CHECK_EQ(cpuprof_stop(), 0);

@@ -1,10 +1,11 @@
 #!/bin/sh
-# run.sh -- the tick-bound VM: boots Debian 12's own kernel under
-# qemu-system-x86_64 with TCG and `highres=off nohz=off` (every timer,
-# CPU-time timers and hrtimers alike, then fires only from the 250 Hz
-# tick: the situation of shared/seeds/go-issue-cpu-profiles-bad-signal-
-# accounting.txt), runs the requested cells in an initramfs and prints
-# a markdown table of what each profiler delivered.
+# run.sh -- the tick-bound VM: boots Debian 12's own kernel under qemu
+# with TCG (qemu-system-x86_64, or qemu-system-aarch64 with VM_ARCH=aarch64)
+# and `highres=off nohz=off` (every timer, CPU-time timers and hrtimers
+# alike, then fires only from the 250 Hz tick: the situation of
+# shared/seeds/go-issue-cpu-profiles-bad-signal-accounting.txt), runs the
+# requested cells in an initramfs and prints a markdown table of what each
+# profiler delivered.
 #
 #   sh bench/vm/run.sh CELL...
 #
@@ -106,7 +107,10 @@ unpacked() {
 	if [ ! -d "$d" ]; then
 		tmp=$(mktemp -d)
 		chmod 755 "$tmp"
-		(cd "$tmp" && apt-get download "$1" >&2) || { rm -rf "$tmp"; return 1; }
+		# Stale package lists name versions the mirror no longer has.
+		(cd "$tmp" && { apt-get download "$1" >&2 ||
+			{ [ "$(id -u)" -eq 0 ] && apt-get update -qq >&2 && apt-get download "$1" >&2; }; }) ||
+			{ rm -rf "$tmp"; return 1; }
 		mkdir -p "$tmp/x"
 		dpkg-deb -x "$tmp"/*.deb "$tmp/x"
 		mkdir -p "$CACHE/deb"
@@ -119,35 +123,47 @@ unpacked() {
 # --- the kernel: Debian 12's own, the package linux-image-$DEBARCH depends on.
 kmeta=linux-image-$DEBARCH
 [ "$DEBARCH" = "$(dpkg --print-architecture)" ] || kmeta=$kmeta:$DEBARCH
-kpkg=$(apt-cache depends "$kmeta" 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
-if [ -z "$kpkg" ] && [ "$(id -u)" -eq 0 ] && ! ls "$CACHE"/linux-image-*-"$DEBARCH"/vmlinuz >/dev/null 2>&1; then
+resolve_kernel() {
+	apt-cache depends "$kmeta" 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }' | sed 's/:.*//'
+}
+# Fetches kernel package $1 into $CACHE/$1 (vmlinuz and config) unless it
+# is there; fails if it cannot be downloaded.
+fetch_kernel() {
+	[ -s "$CACHE/$1/vmlinuz" ] && return 0
+	echo "run.sh: downloading $1 into $CACHE/$1" >&2
+	tmp=$(mktemp -d)
+	chmod 755 "$tmp"
+	if ! (cd "$tmp" && apt-get download "$1:$DEBARCH" >&2); then
+		rm -rf "$tmp"
+		return 1
+	fi
+	mkdir -p "$tmp/x" "$CACHE/$1"
+	dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -x -C "$tmp/x" ./boot
+	cp "$tmp"/x/boot/vmlinuz-* "$CACHE/$1/vmlinuz.tmp"
+	cp "$tmp"/x/boot/config-* "$CACHE/$1/config"
+	ls "$tmp"/*.deb | sed 's|.*/||' > "$CACHE/$1/package"
+	mv "$CACHE/$1/vmlinuz.tmp" "$CACHE/$1/vmlinuz"
+	rm -rf "$tmp"
+}
+kpkg=$(resolve_kernel)
+if [ -n "$kpkg" ] && fetch_kernel "$kpkg"; then
+	:
+elif [ "$(id -u)" -eq 0 ]; then
+	# No package lists, or stale ones: the kernel they name is gone from
+	# the mirror.
 	apt-get update -qq >&2
-	kpkg=$(apt-cache depends "$kmeta" 2>/dev/null | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+	kpkg=$(resolve_kernel)
+	[ -n "$kpkg" ] && fetch_kernel "$kpkg" || kpkg=
 fi
-if [ -z "$kpkg" ]; then
+if [ -z "$kpkg" ] || [ ! -s "$CACHE/$kpkg/vmlinuz" ]; then
 	# Offline, or apt knows no kernel: use the newest one already cached.
 	kpkg=$(ls -t "$CACHE" 2>/dev/null | grep "^linux-image-.*-$DEBARCH" | head -n 1)
 fi
-kpkg=${kpkg%:*}
-if [ -z "$kpkg" ]; then
-	echo "run.sh: no Debian kernel package known (apt-cache depends linux-image-amd64 failed) and none cached" >&2
+if [ -z "$kpkg" ] || [ ! -s "$CACHE/$kpkg/vmlinuz" ]; then
+	echo "run.sh: no Debian kernel for $DEBARCH (apt-cache depends $kmeta, apt-get download) and none cached" >&2
 	exit 1
 fi
 KDIR=$CACHE/$kpkg
-if [ ! -s "$KDIR/vmlinuz" ]; then
-	echo "run.sh: downloading $kpkg into $KDIR" >&2
-	tmp=$(mktemp -d)
-	chmod 755 "$tmp"
-	(cd "$tmp" && apt-get download "$kpkg:$DEBARCH" >&2)
-	mkdir -p "$tmp/x"
-	dpkg-deb --fsys-tarfile "$tmp"/*.deb | tar -x -C "$tmp/x" ./boot
-	mkdir -p "$KDIR"
-	cp "$tmp"/x/boot/vmlinuz-* "$KDIR/vmlinuz.tmp"
-	cp "$tmp"/x/boot/config-* "$KDIR/config"
-	ls "$tmp"/*.deb | sed 's|.*/||' > "$KDIR/package"
-	mv "$KDIR/vmlinuz.tmp" "$KDIR/vmlinuz"
-	rm -rf "$tmp"
-fi
 
 # --- the initramfs: busybox, the programs, every shared library they need.
 IRD=$VMB/initramfs
