@@ -216,6 +216,7 @@ int main(void)
 	char dir[] = "/tmp/cpuprof-test-XXXXXX";
 	CHECK(mkdtemp(dir), "mkdtemp");
 	short_threads("perf", dir);
+	short_threads("hw", dir);
 	short_threads("timer", dir);
 	short_threads("itimer", dir);
 	flush_counts_live_threads(dir);
