@@ -47,6 +47,7 @@ info { vminfo[++nv] = $0; next }
 		if (c ~ /were lost/) w = w (w ? ", " : "") "lost samples"
 		if (c ~ / samples where /) w = w (w ? ", " : "") "few samples"
 		if (c ~ /between waits/) w = w (w ? ", " : "") "runs shorter than the tick"
+		if (c ~ /spent in the kernel/) w = w (w ? ", " : "") "kernel time (hw)"
 		if (c ~ /in no function/) w = w (w ? ", " : "") "unsampled CPU"
 		comments = comments (comments ? "; " : "") "warns: " w
 	}
