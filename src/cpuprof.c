@@ -566,8 +566,7 @@ static void judge(char *why, size_t len, const struct run_facts *f)
 	if (f->lost * 100 > f->samples + f->lost)
 		clause(why, len, "%llu of %llu samples were lost (the ring was full: the drain thread fell behind); "
 		       "their CPU is in [lost]", (unsigned long long)f->lost, (unsigned long long)(f->samples + f->lost));
-	uint64_t expected = f->expected;
-	if ((f->samples + f->lost) * 8 < expected) {
+	if ((f->samples + f->lost) * 8 < f->expected) {
 		const char *cause;
 		char tick[128];
 		if (hw) {
@@ -584,7 +583,7 @@ static void judge(char *why, size_t len, const struct run_facts *f)
 		}
 		clause(why, len, "%llu samples where %d Hz asks for %llu (%s): the CPU totals come from the "
 		       "kernel's clocks, but each function's share rests on those samples",
-		       (unsigned long long)(f->samples + f->lost), P.hz, (unsigned long long)expected, cause);
+		       (unsigned long long)(f->samples + f->lost), P.hz, (unsigned long long)f->expected, cause);
 	}
 	if (hw && (f->pcpu - f->user_ns) * 4 > f->pcpu)
 		clause(why, len, "about %.0f%% of the CPU time was spent in the kernel (its own estimate), where "
