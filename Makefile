@@ -76,22 +76,30 @@ UNWIND_BINS := $(B)/tests/work_unwind_nofp $(B)/tests/libunwind_dl.so $(B)/tests
 
 all: $(B)/libcpuprof.so $(B)/libcpuprof.a $(B)/cpuprof
 
-$(B)/src/%.o: src/%.c $(wildcard src/*.h src/sig/*.h src/arch/$(ARCH)/*.h include/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LIBFLAGS) -c -o $@ $<
+# Each object depends on the headers it includes (-MMD writes the list
+# beside it; -MP keeps a deleted header from breaking the build).
+DEPFLAGS := -MMD -MP
 
-$(B)/cli/%.o: cli/%.c $(wildcard cli/*.h include/*.h)
+$(B)/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE) -c -o $@ $<
+	$(CC) $(CFLAGS) $(LIBFLAGS) $(DEPFLAGS) -c -o $@ $<
 
+$(B)/cli/%.o: cli/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) $(DEPFLAGS) -c -o $@ $<
+
+# nodelete: the library's signal handler may stay installed after a
+# profile (src/signals.c), so the library must never be unloaded.
 $(B)/libcpuprof.so: $(LIB_OBJS)
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -Wl,-z,nodelete -o $@ $^ $(LDLIBS)
 
 $(B)/libcpuprof.a: $(LIB_OBJS)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(B)/cpuprof: $(CLI_OBJS)
+# The CLI checks its flags with the library's table of settings.
+CLI_SHARED := $(B)/src/options.o
+$(B)/cpuprof: $(CLI_OBJS) $(CLI_SHARED)
 	$(CC) $(CFLAGS) -o $@ $^ -lz
 
 # Test programs: test_*.c use the public API of libcpuprof.so; unit_*.c test
@@ -158,12 +166,12 @@ BB      := build-bench
 PYTHON  ?= /usr/bin/python3
 BENCH_BINS := $(patsubst bench/%.c,$(BB)/bench/%,$(wildcard bench/*.c))
 
-$(BB)/src/%.o: src/%.c $(wildcard src/*.h src/sig/*.h src/arch/$(ARCH)/*.h include/*.h)
+$(BB)/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LIBFLAGS) -DCPUPROF_BENCH -c -o $@ $<
+	$(CC) $(CFLAGS) $(LIBFLAGS) $(DEPFLAGS) -DCPUPROF_BENCH -c -o $@ $<
 
 $(BB)/libcpuprof.so: $(LIB_OBJS:$(B)/%=$(BB)/%)
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -Wl,-z,nodelete -o $@ $^ $(LDLIBS)
 
 # Workloads: frame pointers, as every profiler compared walks them.  In
 # scale.c the function that works is also the one that calls: without
@@ -190,6 +198,8 @@ bench: bench-build
 
 clean:
 	rm -rf $(B) $(BB)
+
+-include $(shell find $(B) $(BB) -name '*.d' 2>/dev/null)
 
 .PHONY: all tests check check-sigsafe install clean bench bench-build
 .DELETE_ON_ERROR:
