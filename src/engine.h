@@ -45,6 +45,10 @@ struct cp_engine_stats {
 	const char *unsampled_what; /* the frame that holds it (NULL: the usual one) */
 	uint64_t lost, lost_ns; /* samples the kernel had no room for */
 	uint64_t throttled;     /* times the kernel throttled sampling */
+	/* Signal engines: threads that had the sampling signal blocked when
+	 * the profile started, out of the interposed calls' reach: no sample
+	 * comes from them until they unblock it. */
+	uint64_t blocked;
 };
 
 struct cp_engine {

@@ -8,7 +8,9 @@
  *    on a signal whose disposition cpuprof keeps (src/sig/sigprog.h):
  *    the program's wish is recorded and reported back, the kernel keeps
  *    cpuprof's handler, which passes on every delivery that is not ours;
- *  - pthread_sigmask, sigprocmask: the signal a timer engine samples with
+ *  - pthread_sigmask, sigprocmask and the BSD and System V forms
+ *    (sigsetmask, sigblock, siggetmask, sighold, sigrelse, sigset): the
+ *    signal a timer engine samples with
  *    is never blocked in fact (a thread that blocks it would never be
  *    sampled) but the program sees the mask it set, and a delivery that
  *    is not ours stays pending while the program believes it blocked;
@@ -227,6 +229,76 @@ API int sigprocmask(int how, const sigset_t *set, sigset_t *old)
 		return -1;
 	}
 	return 0;
+}
+
+/* The BSD forms: masks of the first 32 signals as ints. */
+static int bsd_mask(int how, int mask)
+{
+	sigset_t set, old;
+	sigemptyset(&set);
+	for (int s = 1; s < 32; s++)
+		if (mask & (1 << (s - 1)))
+			sigaddset(&set, s);
+	if (program_sigmask(how, &set, &old) != 0)
+		return -1;
+	int r = 0;
+	for (int s = 1; s < 32; s++)
+		if (sigismember(&old, s) == 1)
+			r |= 1 << (s - 1);
+	return r;
+}
+
+API int sigsetmask(int mask)
+{
+	return bsd_mask(SIG_SETMASK, mask);
+}
+
+API int sigblock(int mask)
+{
+	return bsd_mask(SIG_BLOCK, mask);
+}
+
+API int siggetmask(void)
+{
+	return bsd_mask(SIG_BLOCK, 0);
+}
+
+/* The System V forms. */
+static int one_signal(int how, int sig)
+{
+	sigset_t set;
+	sigemptyset(&set);
+	if (sigaddset(&set, sig) < 0)
+		return -1;
+	return sigprocmask(how, &set, NULL);
+}
+
+API int sighold(int sig)
+{
+	return one_signal(SIG_BLOCK, sig);
+}
+
+API int sigrelse(int sig)
+{
+	return one_signal(SIG_UNBLOCK, sig);
+}
+
+API sighandler_t sigset(int sig, sighandler_t h)
+{
+	sigset_t old;
+	struct sigaction sa;
+	if (sig < 1 || sig >= NSIG || h == SIG_ERR) {
+		errno = EINVAL;
+		return SIG_ERR;
+	}
+	if (program_sigmask(SIG_BLOCK, NULL, &old) != 0 || sigaction(sig, NULL, &sa) < 0)
+		return SIG_ERR;
+	sighandler_t prev = sigismember(&old, sig) == 1 ? SIG_HOLD : sa.sa_handler;
+	if (h == SIG_HOLD)
+		return one_signal(SIG_BLOCK, sig) < 0 ? SIG_ERR : prev;
+	if (set_handler(sig, h, 0, 0) == SIG_ERR || one_signal(SIG_UNBLOCK, sig) < 0)
+		return SIG_ERR;
+	return prev;
 }
 
 /* set without the sampling signal, into *copy; set itself if it does not

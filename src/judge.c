@@ -95,6 +95,10 @@ static void judge(char *why, size_t len, const struct run_facts *f)
 		       "sample would take a tenth of the program's CPU time", cp_session.run.hz, cp_session.run.hz_asked);
 	if (cp_session.run.stopped_why[0])
 		clause(why, len, "%s", cp_session.run.stopped_why);
+	if (f->ts->blocked)
+		clause(why, len, "%llu threads had signal %d blocked when the profile started: the %s engine samples "
+		       "them only once they unblock it (the perf engines sample every thread, whatever its mask)",
+		       (unsigned long long)f->ts->blocked, cp_session.run.signo, cp_session.run.engine->name);
 	if (f->pcpu < (int64_t)(32 * unit))
 		return;
 	if (f->cov < 0.9) {
@@ -227,6 +231,8 @@ int cp_session_write_locked(void)
 		comment(&c, "throttled=%llu", (unsigned long long)ts.throttled);
 	if (ts.unarmed)
 		comment(&c, "unarmed_threads=%llu (%s)", (unsigned long long)ts.unarmed, strerror(-ts.first_error));
+	if (ts.blocked)
+		comment(&c, "blocked_threads=%llu", (unsigned long long)ts.blocked);
 #ifdef CPUPROF_BENCH
 	/* Benchmark build only: the handler's own time (bench/run.py). */
 	comment(&c, "handler_ns=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_ns));

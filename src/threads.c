@@ -10,6 +10,8 @@
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -85,6 +87,24 @@ static struct cp_thread *slot_by_tid(pid_t tid)
 	return NULL;
 }
 
+/* Does thread tid have signal sig blocked (/proc/self/task/TID/status)? */
+static int blocks_signal(pid_t tid, int sig)
+{
+	char path[64], buf[2048];
+	snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	const char *p = strstr(buf, "\nSigBlk:");
+	if (!p)
+		return 0;
+	unsigned long long mask = strtoull(p + 8, NULL, 16);
+	return sig > 0 && sig <= 64 && (mask >> (sig - 1) & 1);
+}
+
 /* Arms thread tid with the current engine; `self` says it is the calling
  * thread, whose stack bounds can be read directly.  Under reg_lock. */
 static struct cp_thread *arm_locked(pid_t tid, int self)
@@ -118,6 +138,8 @@ static struct cp_thread *arm_locked(pid_t tid, int self)
 		if (err == 0) {
 			atomic_store_explicit(&t->state, CP_T_LIVE, memory_order_release);
 			reg_stats.armed++;
+			if (!self && blocks_signal(tid, reg_signo))
+				reg_stats.blocked++;
 			return t;
 		}
 	}
