@@ -125,10 +125,15 @@ $(B)/tests/tool_fold: tests/tool_fold.c cli/profile.c cli/profile.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -Icli -o $@ tests/tool_fold.c cli/profile.c -lz
 
+# The report tests' profile writer: its own encoder, nothing of ours.
+$(B)/tests/tool_mkprof: tests/tool_mkprof.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -o $@ $< -lz
+
 $(B)/demo: demo/demo.c
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -pthread
 
-tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/demo
+tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/tests/tool_mkprof $(B)/demo
 
 # Signal-context objects may call nothing that can allocate, lock or use stdio.
 check-sigsafe: $(SIG_SRCS:%.c=$(B)/%.o)
