@@ -84,6 +84,9 @@ $(B)/cli/%.o: cli/%.c $(wildcard cli/*.h include/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -c -o $@ $<
 
+# The flame graph's page is built into the CLI (.incbin in cli/flame.c).
+$(B)/cli/flame.o: cli/flame.html
+
 $(B)/libcpuprof.so: $(LIB_OBJS)
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -o $@ $^ $(LDLIBS)
 
