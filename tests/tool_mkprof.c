@@ -22,6 +22,7 @@
  *   sample V... [: LOC...] [| KEY=STR... KEY#NUM...]   locations leaf first
  *   repeat N STATEMENT              the statement N times
  *   raw HEX                         bytes appended to the Profile message
+ *   empty-samples N                 N empty Sample messages (fast)
  */
 #include <ctype.h>
 #include <stdint.h>
@@ -263,6 +264,16 @@ static void statement(struct buf *prof, char **w, size_t n)
 		field_msg(prof, 2, &m);
 		free(vals.p);
 		free(locs.p);
+	} else if (!strcmp(k, "empty-samples") && n == 2) {
+		unsigned char c[4096];
+		for (size_t i = 0; i < sizeof c; i += 2)
+			c[i] = 0x12, c[i + 1] = 0;
+		uint64_t left = num(w[1]) * 2;
+		while (left > 0) {
+			size_t k2 = left < sizeof c ? (size_t)left : sizeof c;
+			put(prof, c, k2);
+			left -= k2;
+		}
 	} else if (!strcmp(k, "raw") && n == 2) {
 		for (const char *h = w[1]; h[0] && h[1]; h += 2) {
 			char x[3] = { h[0], h[1], 0 };
