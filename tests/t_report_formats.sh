@@ -106,6 +106,10 @@ grep -Eq '^ +300ns +600ns \(flat, cum\) 100% of Total$' out || fail "list: routi
 grep -Eq '^ +200ns +500ns +12: line 12 of outer.c$' out || fail "list: line 12 flat 200 cum 500"
 grep -Eq '^ +100ns +100ns +13: line 13 of outer.c$' out || fail "list: line 13"
 grep -Eq '^ +\. +\. +10: line 10 of outer.c$' out || fail "list: the function's first line"
+# A call from line 12 adds to its cum, not to its flat.
+{ cat inl.txt; printf 'function 8 callee\nlocation 5 0 0 8:1\nsample 1 50 : 5 4 1\n'; } | $MK call.pb
+rep --list 'outer' call.pb
+grep -Eq '^ +200ns +550ns +12: line 12 of outer.c$' out || { cat out; fail "list: a call from line 12"; }
 rep --list 'inl_fn' inl.pb
 grep -q 'source not shown: src/inl.h: No such file or directory; the lines with values:' out ||
 	{ cat out; fail "list: missing source not said"; }
