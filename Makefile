@@ -196,8 +196,23 @@ bench: bench-build
 	sh scripts/deps.sh python3 gnuplot-nox google-perftools linux-perf golang-go
 	$(PYTHON) bench/run.py $(BENCH_ARGS)
 
-clean:
-	rm -rf $(B) $(BB)
+# Fuzzing report's reader and writers with libFuzzer (clang), by hand:
+# `make fuzz-report [FUZZ_SECONDS=300]`.  The corpus starts from profiles
+# the tests make; crashes are written to build-fuzz/.
+FUZZ_SECONDS ?= 300
+FUZZ_SRCS := tests/fuzz/report.c $(filter-out cli/main.c cli/record.c,$(CLI_SRCS))
+build-fuzz/report: $(FUZZ_SRCS) $(wildcard cli/*.h) cli/flame.html
+	@mkdir -p build-fuzz
+	clang -g -O1 -std=gnu11 -D_GNU_SOURCE -Icli -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -o $@ $(FUZZ_SRCS) -lz
 
-.PHONY: all tests check check-sigsafe install clean bench bench-build
+fuzz-report: build-fuzz/report tests
+	sh tests/fuzz/corpus.sh $(B) build-fuzz/corpus
+	cd build-fuzz && ./report -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+		-rss_limit_mb=2048 -timeout=10 corpus
+
+clean:
+	rm -rf $(B) $(BB) build-fuzz
+
+.PHONY: all tests check check-sigsafe install clean bench bench-build fuzz-report
 .DELETE_ON_ERROR:

@@ -16,6 +16,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 case $CP in /*) ;; *) CP=$PWD/$CP ;; esac
 case $MK in /*) ;; *) MK=$PWD/$MK ;; esac
 
+top=$PWD
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/t_report_formats.XXXXXX") || fail "mktemp"
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || fail "cd"
@@ -187,4 +188,44 @@ for f in top folded tree html; do
 	(lim; bad "gzip bomb" --format $f -o x.out bomb.pb.gz) || exit 1
 done
 (lim; bad "frames" --list f lines.pb) || exit 1
+# --- bit flips and truncations: exit 0 or 2 in every format, never a crash ---
+# flip FILE OFFSET OUT: OUT is FILE with the byte at OFFSET xor 0x5a
+flip() {
+	b=$(od -An -tu1 -j "$2" -N1 "$1" | tr -d ' ')
+	cp "$1" "$3"
+	printf "\\$(printf %o $((b ^ 90)))" | dd of="$3" bs=1 seek="$2" conv=notrunc 2>/dev/null
+}
+# try FILE: every format may accept or reject FILE, but only with 0 or 2
+try() {
+	for a in "--format top" "--format tree --lines" "--format folded --group-by thread" \
+		"--format html -o x.html" "--list ."; do
+		# shellcheck disable=SC2086 # $a is options
+		$EMU "$CP" report $a "$1" >/dev/null 2>err
+		rc=$?
+		case $rc in
+		0 | 2) ;;
+		*) cat err >&2; cp "$1" "${TMPDIR:-/tmp}/t_report_formats.crash"
+		   fail "report $a on a corrupt profile exited $rc (kept as ${TMPDIR:-/tmp}/t_report_formats.crash)" ;;
+		esac
+	done
+}
+$MK rich.pb <"$top/tests/fuzz/rich.txt" || fail "tool_mkprof rich.txt"
+rep --format tree rich.pb
+grep -q 'inl<int> (inlined)' out || fail "rich.txt is not the profile it should be"
+size=$(wc -c <rich.pb)
+i=0
+while [ $i -lt 60 ]; do
+	flip rich.pb $((i * size / 60)) flip.pb
+	try flip.pb
+	head -c $((i * size / 60 + 1)) rich.pb >cut.pb
+	try cut.pb
+	i=$((i + 1))
+done
+gzip -c rich.pb >rich.pb.gz
+gsize=$(wc -c <rich.pb.gz)
+for i in 0 1 2 3 4 5 6 7 8 9; do
+	flip rich.pb.gz $((i * gsize / 10)) flip.pb.gz
+	try flip.pb.gz
+done
+echo "ok: $((60 * 2 + 10)) corrupt profiles, 5 formats each"
 echo "ok"
