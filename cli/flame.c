@@ -3,7 +3,7 @@
  * cli/flame.html (built into the program with .incbin) with the merged
  * profiles in its JSON block, as compact as plain JSON allows: a string
  * table (names and source files), a flat array of frames [name, file,
- * line, kind] and the call tree as a flat preorder array of nodes [frame,
+ * line (with --lines; else the function's first line), kind] and the call tree as a flat preorder array of nodes [frame,
  * depth, self]; the page computes totals and lays frames out itself.
  * Every string is escaped for a <script type="application/json"> block:
  * '<', '>' and '&' as \u003c..., so that no name can close the block or
@@ -205,7 +205,9 @@ int flame_write(FILE *out, const struct report_input *in,
 	fputs("],\n\"frames\":[", out);
 	for (size_t i = 0; i < ss->nframes; i++)
 		fprintf(out, "%s%ld,%ld,%" PRId64 ",%d", i ? "," : "", fname[i],
-			ffile[i], ss->frames[i].line, (int)ss->frames[i].kind);
+			ffile[i], ss->frames[i].line ? ss->frames[i].line
+						     : ss->frames[i].start_line,
+			(int)ss->frames[i].kind);
 	/* The tree in preorder: a node's subtree right after it. */
 	fputs("],\n\"nodes\":[", out);
 	size_t sp = 0;

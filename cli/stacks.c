@@ -181,9 +181,8 @@ static long line_frame(struct stackset *ss, const struct profile_location *l,
 	struct frame fr, *f = &fr;
 	const struct profile_function *fn = line ? line->function : NULL;
 	f->file = fn ? fn->filename : "";
-	f->line = lines ? (line ? line->line : 0) : (fn ? fn->start_line : 0);
-	if (f->line < 0)
-		f->line = 0;
+	f->line = lines && line && line->line > 0 ? line->line : 0;
+	f->start_line = fn && fn->start_line > 0 ? fn->start_line : 0;
 	f->name = fn && *fn->name ? fn->name : fn && *fn->system_name ? fn->system_name : NULL;
 	if (f->name) {
 		if (f->name[0] == '[' && !*f->file)
@@ -201,6 +200,7 @@ static long line_frame(struct stackset *ss, const struct profile_location *l,
 	f->kind = FRAME_ADDRESS;
 	f->file = "";
 	f->line = 0;
+	f->start_line = 0;
 	if (*base)
 		snprintf(name, sizeof name, "[%s]", base);
 	else

@@ -41,8 +41,9 @@ const char *frame_kind_name(enum frame_kind k);
 struct frame {
 	const char *name; /* the function's (or pseudo-frame's) name */
 	const char *file; /* source file, "" if unknown */
-	int64_t line;     /* with `lines` the line, else the function's start
-			     line; 0 if unknown */
+	int64_t line;     /* with `lines` the line, else 0; part of the key */
+	int64_t start_line; /* the function's first line (0 if unknown), as
+			       the first location seen says; not in the key */
 	enum frame_kind kind;
 	/* What text formats print: name, " file:line" with `lines`, and
 	 * " (inlined)" for inlined frames. */
