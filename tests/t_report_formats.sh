@@ -15,6 +15,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 [ -x "$CP" ] && [ -x "$MK" ] || fail "build first (make tests)"
 case $CP in /*) ;; *) CP=$PWD/$CP ;; esac
 case $MK in /*) ;; *) MK=$PWD/$MK ;; esac
+# mk ARGS...: tool_mkprof, run as every program of the build is
+mk() { $EMU "$MK" "$@"; }
 
 top=$PWD
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/t_report_formats.XXXXXX") || fail "mktemp"
@@ -64,7 +66,7 @@ sample 3 300 : 2 1
 sample 1 100 : 3 1
 sample 2 200 : 4 1
 EOF
-$MK inl.pb <inl.txt || fail "tool_mkprof"
+mk inl.pb <inl.txt || fail "tool_mkprof"
 
 # --- top: inlined frames are rows of their own ---
 rep inl.pb
@@ -108,7 +110,7 @@ grep -Eq '^ +200ns +500ns +12: line 12 of outer.c$' out || fail "list: line 12 f
 grep -Eq '^ +100ns +100ns +13: line 13 of outer.c$' out || fail "list: line 13"
 grep -Eq '^ +\. +\. +10: line 10 of outer.c$' out || fail "list: the function's first line"
 # A call from line 12 adds to its cum, not to its flat.
-{ cat inl.txt; printf 'function 8 callee\nlocation 5 0 0 8:1\nsample 1 50 : 5 4 1\n'; } | $MK call.pb
+{ cat inl.txt; printf 'function 8 callee\nlocation 5 0 0 8:1\nsample 1 50 : 5 4 1\n'; } | mk call.pb
 rep --list 'outer' call.pb
 grep -Eq '^ +200ns +550ns +12: line 12 of outer.c$' out || { cat out; fail "list: a call from line 12"; }
 rep --list 'inl_fn' inl.pb
@@ -117,10 +119,10 @@ grep -q 'source not shown: src/inl.h: No such file or directory; the lines with 
 grep -Eq '^ +300ns +300ns +4$' out || fail "list: inl_fn's line 4 without source"
 rep --list 'nomatch' inl.pb
 grep -q "No function with samples matches 'nomatch'" out || fail "list: no match not said"
-sed "s|$tmp/src/outer.c|$CP|" inl.txt | $MK elf.pb || fail "tool_mkprof"
+sed "s|$tmp/src/outer.c|$CP|" inl.txt | mk elf.pb || fail "tool_mkprof"
 rep --list outer elf.pb
 grep -q 'not a text file' out || { cat out; fail "list: an executable shown as source"; }
-sed "s|$tmp/src/outer.c|/dev/zero|" inl.txt | $MK zero.pb || fail "tool_mkprof"
+sed "s|$tmp/src/outer.c|/dev/zero|" inl.txt | mk zero.pb || fail "tool_mkprof"
 rep --list outer zero.pb
 grep -q 'not a regular file' out || { cat out; fail "list: /dev/zero read"; }
 bad "regular expression" --list '(' inl.pb
@@ -131,9 +133,9 @@ has out "main;outer_fn 600"
 rep inl.pb inl.pb
 grep -q '^Merged 2 profiles:$' out && grep -q 'Total CPU: 1.20us' out && grep -q 'Duration: 2s' out ||
 	{ cat out; fail "merge: header"; }
-printf 'type samples count\nfunction 1 main\nlocation 1 0 0 1\nsample 5 : 1\n' | $MK count.pb
+printf 'type samples count\nfunction 1 main\nlocation 1 0 0 1\nsample 5 : 1\n' | mk count.pb
 bad "cannot merge" inl.pb count.pb
-sed 's/^period cpu nanoseconds 1000000$/period wall nanoseconds 1000000/' inl.txt | $MK wall.pb
+sed 's/^period cpu nanoseconds 1000000$/period wall nanoseconds 1000000/' inl.txt | mk wall.pb
 bad "period types differ" inl.pb wall.pb
 
 # --- labels: --group-by ---
@@ -146,7 +148,7 @@ sample 1 100 : 1 | pid#10 process=app tid#10 thread=app
 sample 1 200 : 1 | pid#10 process=app tid#12 thread=worker-1
 sample 1 400 : 1
 EOF
-$MK groups.pb <groups.txt
+mk groups.pb <groups.txt
 rep --format folded --group-by thread groups.pb
 has out "app (pid 10);app (tid 10);main 100"
 has out "app (pid 10);worker-1 (tid 12);main 200"
@@ -157,7 +159,7 @@ rep groups.pb
 grep -q 'pid' out && fail "top: grouping frames are not functions"
 
 # --- hostile names: no forged lines, no escapes ---
-printf 'type samples count\nfunction 1 evil%%0A%%1B[31mred%%1B[0m%%3Bx%%FF\nlocation 1 0 0 1\nsample 7 : 1\n' | $MK evil.pb
+printf 'type samples count\nfunction 1 evil%%0A%%1B[31mred%%1B[0m%%3Bx%%FF\nlocation 1 0 0 1\nsample 7 : 1\n' | mk evil.pb
 rep --format folded evil.pb
 [ "$(wc -l <out)" -eq 1 ] || fail "folded: a name forged a line"
 tr -d '\n' <out | od -An -c | grep -q '033' && fail "folded: an escape reached the output"
@@ -178,8 +180,8 @@ ls | grep -q '\.tmp' && fail "-o: a temporary file was left"
 # (not under qemu-user, which needs more address space of its own)
 lim() { [ -n "$EMU" ] || ulimit -v 1048576; }
 printf 'type samples count\ntype cpu nanoseconds\nfunction 1 f\nlocation 1 0 0 1*100000\nsample 1 1 : 1*100000\n' |
-	$MK -z lines.pb.gz
-printf 'type samples count\nempty-samples 100000000\n' | $MK -z bomb.pb.gz
+	mk -z lines.pb.gz
+printf 'type samples count\nempty-samples 100000000\n' | mk -z bomb.pb.gz
 gzip -dc lines.pb.gz >lines.pb
 echo "sizes: lines.pb.gz $(wc -c <lines.pb.gz), lines.pb $(wc -c <lines.pb), bomb.pb.gz $(wc -c <bomb.pb.gz) bytes"
 for f in top folded tree html; do
@@ -209,7 +211,7 @@ try() {
 		esac
 	done
 }
-$MK rich.pb <"$top/tests/fuzz/rich.txt" || fail "tool_mkprof rich.txt"
+mk rich.pb <"$top/tests/fuzz/rich.txt" || fail "tool_mkprof rich.txt"
 rep --format tree rich.pb
 grep -q 'inl<int> (inlined)' out || fail "rich.txt is not the profile it should be"
 size=$(wc -c <rich.pb)

@@ -20,6 +20,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "skip: $*"; exit 77; }
 
 [ -x "$CP" ] && [ -x "$MK" ] && [ -x "$FOLD" ] || fail "build first (make tests)"
+# mk ARGS...: tool_mkprof, run as every program of the build is
+mk() { $EMU "$MK" "$@"; }
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
 [ -x "$CHROMIUM" ] || skip "Chromium is not installed (Debian package chromium)"
 command -v node >/dev/null 2>&1 || skip "Node.js is not installed (Debian package nodejs)"
@@ -83,7 +85,7 @@ sample 1 100 : 8
 sample 1 100 : 10
 sample 1 100 : 11
 EOF
-$MK "$tmp/hostile.pb" <"$tmp/hostile.txt" || fail "tool_mkprof"
+mk "$tmp/hostile.pb" <"$tmp/hostile.txt" || fail "tool_mkprof"
 $EMU "$CP" report --format html -o "$tmp/hostile.html" "$tmp/hostile.pb" || fail "report of hostile names"
 grep -c '</script>' "$tmp/hostile.html" | grep -qx 2 || fail "a name closed a script element"
 printf '%s\n' '["</script><script>window.pwned=1</script>", "<img src=x onerror=window.pwned=2>",' \
@@ -92,7 +94,7 @@ printf '%s\n' '["</script><script>window.pwned=1</script>", "<img src=x onerror=
 	>"$tmp/names.json"
 
 # --- an empty profile ---
-printf 'type samples count\ntype cpu nanoseconds\ncomment engine=perf\n' | $MK "$tmp/empty.pb" || fail "tool_mkprof"
+printf 'type samples count\ntype cpu nanoseconds\ncomment engine=perf\n' | mk "$tmp/empty.pb" || fail "tool_mkprof"
 $EMU "$CP" report --format html -o "$tmp/empty.html" "$tmp/empty.pb" || fail "report of an empty profile"
 
 # --- samples labelled with processes and threads ---
@@ -107,7 +109,7 @@ sample 1 100 : 2 1 | pid#10 process=app tid#10 thread=app
 sample 1 200 : 2 1 | pid#10 process=app tid#12 thread=worker-1
 sample 1 400 : 2 1 | pid#11 process=helper tid#11 thread=helper
 EOF
-$MK "$tmp/groups.pb" <"$tmp/groups.txt" || fail "tool_mkprof"
+mk "$tmp/groups.pb" <"$tmp/groups.txt" || fail "tool_mkprof"
 $EMU "$CP" report --format html -o "$tmp/groups.html" "$tmp/groups.pb" || fail "report of labelled samples"
 
 # --- the demo, for the README's screenshot ---
