@@ -88,6 +88,9 @@ $(B)/cli/%.o: cli/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) $(DEPFLAGS) -c -o $@ $<
 
+# The flame graph's page is built into the CLI (.incbin in cli/flame.c).
+$(B)/cli/flame.o: cli/flame.html
+
 # nodelete: the library's signal handler may stay installed after a
 # profile (src/signals.c), so the library must never be unloaded.
 $(B)/libcpuprof.so: $(LIB_OBJS)
@@ -133,10 +136,15 @@ $(B)/tests/tool_fold: tests/tool_fold.c cli/profile.c cli/profile.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -Icli -o $@ tests/tool_fold.c cli/profile.c -lz
 
+# The report tests' profile writer: its own encoder, nothing of ours.
+$(B)/tests/tool_mkprof: tests/tool_mkprof.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -o $@ $< -lz
+
 $(B)/demo: demo/demo.c
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -pthread
 
-tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/demo
+tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/tests/tool_mkprof $(B)/demo
 
 # Signal-context objects may call nothing that can allocate, lock or use stdio.
 check-sigsafe: $(SIG_SRCS:%.c=$(B)/%.o)
@@ -196,10 +204,25 @@ bench: bench-build
 	sh scripts/deps.sh python3 gnuplot-nox google-perftools linux-perf golang-go
 	$(PYTHON) bench/run.py $(BENCH_ARGS)
 
+# Fuzzing report's reader and writers with libFuzzer (clang), by hand:
+# `make fuzz-report [FUZZ_SECONDS=300]`.  The corpus starts from profiles
+# the tests make; crashes are written to build-fuzz/.
+FUZZ_SECONDS ?= 300
+FUZZ_SRCS := tests/fuzz/report.c $(filter-out cli/main.c cli/record.c,$(CLI_SRCS))
+build-fuzz/report: $(FUZZ_SRCS) $(wildcard cli/*.h) cli/flame.html
+	@mkdir -p build-fuzz
+	clang -g -O1 -std=gnu11 -D_GNU_SOURCE -Icli -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -o $@ $(FUZZ_SRCS) -lz
+
+fuzz-report: build-fuzz/report tests
+	sh tests/fuzz/corpus.sh $(B) build-fuzz/corpus
+	cd build-fuzz && ./report -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+		-rss_limit_mb=2048 -timeout=10 corpus
+
 clean:
-	rm -rf $(B) $(BB)
+	rm -rf $(B) $(BB) build-fuzz
 
 -include $(shell find $(B) $(BB) -name '*.d' 2>/dev/null)
 
-.PHONY: all tests check check-sigsafe install clean bench bench-build
+.PHONY: all tests check check-sigsafe install clean bench bench-build fuzz-report
 .DELETE_ON_ERROR:

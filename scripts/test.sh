@@ -11,8 +11,11 @@ set -e
 cd "$(dirname "$0")/.."
 # golang-go brings `go tool pprof`, which reads our profiles back;
 # google-perftools is the peer profiler some tests compare with; python3
-# runs the benchmark's smoke test (bench/run.py --smoke).
-sh scripts/deps.sh gcc make libc6-dev zlib1g-dev golang-go google-perftools python3 ca-certificates
+# runs the benchmark's smoke test (bench/run.py --smoke); chromium and
+# nodejs (with a font for the screenshots) open report's HTML flame graph
+# in a real browser, driven over the DevTools protocol by tests/cdp.js.
+sh scripts/deps.sh gcc make libc6-dev zlib1g-dev golang-go google-perftools python3 ca-certificates \
+	chromium nodejs fonts-dejavu-core
 case ${1:-} in
 '')
 	make -s check ;;

@@ -59,7 +59,16 @@ bad "--top" report --top
 bad "--top" report --top x some-file
 bad "--top" report --top=-1 some-file
 bad "unknown option" report --bogus some-file
-bad "one FILE" report a b
+bad "no-such-a" report no-such-a no-such-b
+bad "--format is one of" report --format bogus some-file
+bad "--format is one of" report --format
+bad "--min-share" report --min-share 101 some-file
+bad "--min-share" report --min-share=x some-file
+bad "--group-by" report --group-by cpu some-file
+bad "--value" report --value
+bad "-o needs" report -o
+bad "-o needs" report -o '' some-file
+bad "regular expression" report --list '[' some-file
 
 # record: every bad option stops before the command runs
 run 0 record --help
