@@ -28,6 +28,7 @@
 #include "cpuprof.h"
 #include "engines.h"
 #include "interpose.h"
+#include "judge.h"
 #include "names.h"
 #include "options.h"
 #include "rwmap.h"
@@ -574,4 +575,119 @@ static void after_fork_child(void)
 __attribute__((constructor)) static void cpuprof_init(void)
 {
 	pthread_atfork(NULL, NULL, after_fork_child);
+}
+
+/* ---- what the profile says about itself, and its file ---- */
+
+/* What the unwind tables add up to. */
+struct unwind_summary {
+	uint64_t tables, bytes, rejected;
+	struct cp_comments *c; /* where rejected objects are named, or NULL */
+};
+
+#define MAX_REJECTED_COMMENTS 4
+
+static void summarise_object(const struct unwind_object *o, void *arg)
+{
+	struct unwind_summary *u = arg;
+	if (o->has_table) {
+		u->tables++;
+		u->bytes += o->table_bytes;
+	}
+	if (o->rejected && u->c && u->rejected++ < MAX_REJECTED_COMMENTS)
+		cp_comment(u->c, "unwind_rejected=%s: %s", o->name, o->why);
+}
+
+void cp_session_facts_locked(struct cp_facts *f)
+{
+	struct cp_run *R = &cp_session.run;
+	struct cp_engine_stats ts;
+	cp_session_stats_locked(&ts);
+	memset(f, 0, sizeof *f);
+	snprintf(f->engine, sizeof f->engine, "%s", R->engine->name);
+	snprintf(f->engine_reason, sizeof f->engine_reason, "%s", R->engine_reason);
+	snprintf(f->stopped_why, sizeof f->stopped_why, "%s", R->stopped_why);
+	f->hz = R->hz;
+	f->hz_asked = R->hz_asked;
+	f->signo = R->signo;
+	f->depth = (int32_t)R->depth;
+	f->unwind = R->unwind;
+	f->tick_driven = R->engine->tick_driven;
+	f->user_only = R->engine->user_only;
+	f->timer_res_ns = R->timer_res_ns;
+	f->period_ns = cp_sig.period_ns;
+	f->wall0_ns = R->wall0;
+	f->duration_ns = (R->mono1 ? R->mono1 : cp_clock_ns(CLOCK_MONOTONIC)) - R->mono0;
+	f->cpu_ns = (R->cpu1 ? R->cpu1 : cp_clock_ns(CLOCK_PROCESS_CPUTIME_ID)) - R->cpu0;
+	long waits = R->waits1;
+	int64_t user = R->user1;
+	if (!R->cpu1)
+		cp_process_usage(&waits, &user);
+	f->user_ns = user - R->user0;
+	/* The program's waits: cpuprof's own thread's are not. */
+	f->waits = waits - R->waits0 - atomic_load(&R->keeper_waits);
+	f->samples = R->tab.total_count;
+	f->sampled_ns = R->tab.total_ns;
+	f->lost = atomic_load(&cp_sig.lost) + ts.lost + R->dropped;
+	f->lost_ns = atomic_load(&cp_sig.lost_ns) + ts.lost_ns + R->dropped_ns;
+	f->unsampled_ns = ts.unsampled_ns;
+	if (ts.unsampled_what)
+		snprintf(f->unsampled_what, sizeof f->unsampled_what, "%s", ts.unsampled_what);
+	f->profiler_ns = cp_session_keeper_cpu_ns();
+	f->armed = ts.armed;
+	f->unarmed = ts.unarmed;
+	f->blocked = ts.blocked;
+	f->throttled = ts.throttled;
+	f->first_error = ts.first_error;
+	if (R->unwind != CP_UNWIND_FP) {
+		struct unwind_summary us = { 0 };
+		unwind_each_object(summarise_object, &us);
+		f->unwind_tables = us.tables;
+		f->unwind_bytes = us.bytes;
+	}
+}
+
+int cp_session_write_locked(void)
+{
+	static struct cp_comments c; /* under cp_tab_lock */
+	struct cp_facts f;
+	char warning[1024];
+	c.n = c.used = 0;
+	cp_session_facts_locked(&f);
+	cp_judge(&f, warning, sizeof warning);
+	cp_facts_comments(&c, &f, warning);
+	if (f.unwind != CP_UNWIND_FP) {
+		struct unwind_summary us = { .c = &c };
+		unwind_each_object(summarise_object, &us);
+	}
+#ifdef CPUPROF_BENCH
+	/* Benchmark build only: the handler's own time (bench/run.py). */
+	cp_comment(&c, "handler_ns=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_ns));
+	cp_comment(&c, "handler_calls=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_calls));
+	cp_comment(&c, "handler_preempted=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_slow));
+#endif
+	/* The profile accounts for the CPU of its samples, of the samples it
+	 * lost, of each thread after its last sample and of cpuprof's own
+	 * thread: each of the last three as a sample with a frame that says
+	 * what it is. */
+	struct cp_pseudo_sample pseudo[3];
+	struct cp_profile_meta meta = {
+		.period_ns = f.period_ns,
+		.time_nanos = f.wall0_ns,
+		.duration_nanos = f.duration_ns,
+		.pseudo = pseudo,
+		.npseudo = cp_facts_pseudo(&f, pseudo),
+		.comments = c.list,
+		.ncomments = c.n,
+	};
+	char err[256] = "";
+	const char *path = cp_session.run.path;
+	int rc = pprof_write(path, &cp_session.run.tab, &meta, err, sizeof err);
+	if (rc < 0) {
+		fprintf(stderr, "cpuprof: cannot write %s: %s\n", path, err[0] ? err : strerror(-rc));
+		return rc;
+	}
+	if (warning[0])
+		fprintf(stderr, "cpuprof: warning: %s: %s\n", path, warning);
+	return 0;
 }

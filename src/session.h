@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "engine.h"
+#include "facts.h"
 #include "stacktab.h"
 
 /* Everything one profile knows about itself.  Cleared whole when a
@@ -77,8 +78,9 @@ void cp_session_drain_locked(void);
 void cp_session_stats_locked(struct cp_engine_stats *s);
 /* The CPU cpuprof's own thread has used so far. */
 uint64_t cp_session_keeper_cpu_ns(void);
-/* Writes cp_session.run.path from the table (judge.c).  Under
- * cp_tab_lock. */
+/* The profile's facts so far (facts.h).  Under cp_tab_lock. */
+void cp_session_facts_locked(struct cp_facts *f);
+/* Writes cp_session.run.path from the table.  Under cp_tab_lock. */
 int cp_session_write_locked(void);
 /* Frees what start allocated, unless a handler was stuck in it when
  * sampling stopped: then what a handler may read stays mapped. */
