@@ -29,6 +29,15 @@ ifneq ($(MAKECMDGOALS),clean)
 $(error $(CC) is not installed; `sh scripts/test.sh $(ARCH)` (as root) installs the cross toolchain and runs the suite)
 endif
 endif
+# src/lines.c is compiled against libdw's headers (it loads libdw.so.1 with
+# dlopen at run time, so nothing links with it); they are the same for
+# every CPU, so the host's libdw-dev serves a cross build too.
+LIBDW_PROBE := \#include <elfutils/libdw.h>
+ifneq ($(MAKECMDGOALS),clean)
+ifeq ($(shell echo '$(LIBDW_PROBE)' | $(CC) -xc -fsyntax-only - 2>/dev/null && echo ok),)
+$(error libdw's headers are not installed: `sh scripts/deps.sh libdw-dev` (as root) installs them)
+endif
+endif
 # Binutils of a cross compiler named PREFIX-gcc are PREFIX-ar, PREFIX-nm.
 CROSS   := $(patsubst %gcc,%,$(filter %-gcc,$(notdir $(CC))))
 ifeq ($(origin AR),default)
