@@ -122,6 +122,14 @@ struct unit {
 	size_t nlines;
 	Dwarf_Files *files;  /* of `die`'s unit, for DW_AT_call_file */
 	Dwarf *dbg;          /* the file `die` is in (a .dwo, for split) */
+	const char *comp_dir; /* DW_AT_comp_dir, or NULL */
+};
+
+/* Relative file names made absolute with their unit's DW_AT_comp_dir:
+ * (name, comp_dir) pointers -> malloc'd path. */
+struct path {
+	const char *name, *dir;
+	char *full;
 };
 
 struct cp_lines_dwarf {
@@ -132,6 +140,8 @@ struct cp_lines_dwarf {
 	size_t nunits;
 	struct range *ranges; /* unit ranges, sorted by lo; idx: unit */
 	size_t nranges;
+	struct path *paths;   /* open addressing */
+	size_t npaths, cappaths;
 	char trouble[160];
 };
 
@@ -459,6 +469,9 @@ void cp_lines_close(struct cp_lines_dwarf *d)
 	for (size_t i = 0; i < d->nunits; i++)
 		free(d->units[i].fns);
 	free(d->units);
+	for (size_t i = 0; i < d->cappaths; i++)
+		free(d->paths[i].full);
+	free(d->paths);
 	free(d->ranges);
 	if (d->dbg)
 		dw.dwarf_end(d->dbg);
@@ -557,6 +570,10 @@ static int unit_load(struct cp_lines_dwarf *d, struct unit *u)
 	u->dbg = dw.dwarf_cu_getdwarf(u->die.cu);
 	if (!u->dbg)
 		return u->state;
+	Dwarf_Attribute a;
+	u->comp_dir = dw.dwarf_attr(&u->top, DW_AT_comp_dir, &a) ? dw.dwarf_formstring(&a) : NULL;
+	if (u->comp_dir && u->comp_dir[0] != '/')
+		u->comp_dir = NULL;
 	if (dw.dwarf_getsrclines(&u->top, &u->lines, &u->nlines) != 0 ||
 	    dw.dwarf_getsrcfiles(&u->die, &u->files, NULL) != 0 ||
 	    unit_functions(u) != 0) {
@@ -617,6 +634,49 @@ static Dwarf_Line *row_for(const struct unit *u, uint64_t addr, Dwarf_Addr *at)
 	return l;
 }
 
+static size_t hash_ptrs(const void *a, const void *b)
+{
+	uint64_t k = (uint64_t)(uintptr_t)a * 0x9e3779b97f4a7c15ull ^ (uintptr_t)b;
+	return (size_t)((k * 0xff51afd7ed558ccdull) >> 17);
+}
+
+/* name as addr2line prints it: a relative name joined to its unit's
+ * compilation directory, so that pprof -list finds the file.  The result
+ * lives until cp_lines_close (name itself when it is absolute, or out of
+ * memory). */
+static const char *full_path(struct cp_lines_dwarf *d, const struct unit *u, const char *name)
+{
+	if (!name || !name[0] || name[0] == '/' || !u->comp_dir)
+		return name;
+	if ((d->npaths + 1) * 2 > d->cappaths) {
+		size_t cap = d->cappaths ? d->cappaths * 2 : 256;
+		struct path *p = calloc(cap, sizeof *p);
+		if (!p)
+			return name;
+		for (size_t i = 0; i < d->cappaths; i++) {
+			if (!d->paths[i].full)
+				continue;
+			size_t j = hash_ptrs(d->paths[i].name, d->paths[i].dir) & (cap - 1);
+			while (p[j].full)
+				j = (j + 1) & (cap - 1);
+			p[j] = d->paths[i];
+		}
+		free(d->paths);
+		d->paths = p;
+		d->cappaths = cap;
+	}
+	size_t j = hash_ptrs(name, u->comp_dir) & (d->cappaths - 1);
+	for (; d->paths[j].full; j = (j + 1) & (d->cappaths - 1))
+		if (d->paths[j].name == name && d->paths[j].dir == u->comp_dir)
+			return d->paths[j].full;
+	char *full = NULL;
+	if (asprintf(&full, "%s/%s", u->comp_dir, name) < 0)
+		return name;
+	d->paths[j] = (struct path){ name, u->comp_dir, full };
+	d->npaths++;
+	return full;
+}
+
 static const char *attr_string(Dwarf_Die *die, unsigned name)
 {
 	Dwarf_Attribute a;
@@ -625,14 +685,15 @@ static const char *attr_string(Dwarf_Die *die, unsigned name)
 
 /* Fills f's function fields from die (following its abstract origin and
  * specification); f->file must be set already, for start_line. */
-static void frame_function(Dwarf_Die *die, struct cp_lines_frame *f)
+static void frame_function(struct cp_lines_dwarf *d, const struct unit *u, Dwarf_Die *die,
+			   struct cp_lines_frame *f)
 {
 	f->name = attr_string(die, DW_AT_name);
 	f->linkage = attr_string(die, DW_AT_linkage_name);
 	if (!f->linkage)
 		f->linkage = attr_string(die, DW_AT_MIPS_linkage_name);
 	int line = 0;
-	const char *decl = dw.dwarf_decl_file(die);
+	const char *decl = full_path(d, u, dw.dwarf_decl_file(die));
 	f->start_line = 0;
 	if (decl && f->file && !strcmp(decl, f->file) &&
 	    dw.dwarf_decl_line(die, &line) == 0 && line > 0)
@@ -642,7 +703,8 @@ static void frame_function(Dwarf_Die *die, struct cp_lines_frame *f)
 }
 
 /* The call site of inlined subroutine die: its file and line into f. */
-static void call_site(const struct unit *u, Dwarf_Die *die, struct cp_lines_frame *f)
+static void call_site(struct cp_lines_dwarf *d, const struct unit *u, Dwarf_Die *die,
+		      struct cp_lines_frame *f)
 {
 	Dwarf_Attribute a;
 	Dwarf_Word file = 0, line = 0;
@@ -651,7 +713,7 @@ static void call_site(const struct unit *u, Dwarf_Die *die, struct cp_lines_fram
 	if (dw.dwarf_attr(die, DW_AT_call_file, &a) && dw.dwarf_formudata(&a, &file) == 0) {
 		const char *s = dw.dwarf_filesrc(u->files, file, NULL, NULL);
 		if (s)
-			f->file = s;
+			f->file = full_path(d, u, s);
 	}
 	if (dw.dwarf_attr(die, DW_AT_call_line, &a) && dw.dwarf_formudata(&a, &line) == 0 &&
 	    line <= UINT32_MAX)
@@ -684,7 +746,7 @@ enum cp_lines_status cp_lines_lookup(struct cp_lines_dwarf *d, uint64_t addr,
 	if (!row)
 		return CP_LINES_NONE;
 	int lineno = 0;
-	const char *file = dw.dwarf_linesrc(row, NULL, NULL);
+	const char *file = full_path(d, u, dw.dwarf_linesrc(row, NULL, NULL));
 	if (dw.dwarf_lineno(row, &lineno) != 0 || lineno < 0)
 		return CP_LINES_BAD;
 
@@ -750,9 +812,9 @@ enum cp_lines_status cp_lines_lookup(struct cp_lines_dwarf *d, uint64_t addr,
 			f->file = file ? file : "";
 			f->line = (uint32_t)lineno;
 		} else {
-			call_site(u, &chain[level + 1], f);
+			call_site(d, u, &chain[level + 1], f);
 		}
-		frame_function(&chain[level], f);
+		frame_function(d, u, &chain[level], f);
 	}
 	*n = keep;
 	return CP_LINES_OK;
