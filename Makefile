@@ -81,7 +81,7 @@ TEST_BINS := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
 # The unwinding tests run work_unwind and its library built both with and
 # without frame pointers.
 UNWIND_BINS := $(B)/tests/work_unwind_nofp $(B)/tests/libunwind_dl.so $(B)/tests/libunwind_dl_nofp.so \
-	$(B)/tests/tool_fold
+	$(B)/tests/tool_fold $(B)/tests/tool_lines
 
 all: $(B)/libcpuprof.so $(B)/libcpuprof.a $(B)/cpuprof
 
@@ -133,6 +133,10 @@ $(B)/tests/libunwind_dl_nofp.so: tests/lib_unwind_dl.c
 $(B)/tests/tool_fold: tests/tool_fold.c cli/profile.c cli/profile.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -Icli -o $@ tests/tool_fold.c cli/profile.c -lz
+
+$(B)/tests/tool_lines: tests/tool_lines.c $(B)/libcpuprof.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -o $@ $< $(B)/libcpuprof.a $(LDLIBS)
 
 $(B)/demo: demo/demo.c
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -pthread

@@ -572,7 +572,7 @@ static int unit_load(struct cp_lines_dwarf *d, struct unit *u)
 		return u->state;
 	Dwarf_Attribute a;
 	u->comp_dir = dw.dwarf_attr(&u->top, DW_AT_comp_dir, &a) ? dw.dwarf_formstring(&a) : NULL;
-	if (u->comp_dir && u->comp_dir[0] != '/')
+	if (u->comp_dir && !u->comp_dir[0])
 		u->comp_dir = NULL;
 	if (dw.dwarf_getsrclines(&u->top, &u->lines, &u->nlines) != 0 ||
 	    dw.dwarf_getsrcfiles(&u->die, &u->files, NULL) != 0 ||
@@ -641,7 +641,8 @@ static size_t hash_ptrs(const void *a, const void *b)
 }
 
 /* name as addr2line prints it: a relative name joined to its unit's
- * compilation directory, so that pprof -list finds the file.  The result
+ * compilation directory (itself relative where the build mapped it so:
+ * Debian's libc says "./misc"), so that pprof -list finds the file.  The result
  * lives until cp_lines_close (name itself when it is absolute, or out of
  * memory). */
 static const char *full_path(struct cp_lines_dwarf *d, const struct unit *u, const char *name)

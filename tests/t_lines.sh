@@ -144,6 +144,34 @@ ${TOOLS}objcopy --only-keep-debug wi_link wi_link.debug &&
 record link wi_link
 check link wi_link wi_link.debug
 
+# Not only the sampled addresses: every byte of every function of the
+# test program, and every third byte of libcpuprof.so (real code, -O2
+# -g), looked up by lines.c directly (tool_lines) and by addr2line.  A
+# frame without a source file is named from the symbol table, where
+# either may pick another alias of the same address: only its place in
+# the chain is compared.
+# dense OBJECT STRIDE [DEBUGFILE]
+dense() {
+	${TOOLS}readelf -sW "${3:-$1}" 2>/dev/null | perl -ane 'if ($F[3] eq "FUNC" && $F[2] > 0) {
+		my $a = hex($F[1]); for (my $i = 0; $i < $F[2]; $i += '"$2"') { printf "%x\n", $a + $i } }' |
+		sort -u >dense.addrs
+	$EMU "$ROOT/$B/tests/tool_lines" "$1" <dense.addrs | sed 's/ [^@|]*@:0$/ -@:0/' | sort >dense.ours ||
+		fail "tool_lines $1"
+	addr2line_chains "${3:-$1}" <dense.ours | sed 's/ [^@|]*@:0$/ -@:0/' | sort >dense.ref
+	n=$(wc -l <dense.ours)
+	[ "$n" -ge 100 ] || fail "dense $1: only $n addresses"
+	if ! cmp -s dense.ours dense.ref; then
+		diff dense.ref dense.ours | head -20
+		fail "dense $1: $(diff dense.ref dense.ours | grep -c '^<') of $n addresses differ from addr2line (< addr2line, > lines.c)"
+	fi
+	echo "dense $(basename "$1"): $n addresses agree with addr2line, $(grep -c '|' dense.ours) inlined"
+}
+for v in dw5 dw4 lto gz; do
+	dense wi_$v 1
+done
+dense wi_link 1 wi_link.debug
+dense "$ROOT/$B/libcpuprof.so" 3
+
 # What pprof makes of them.  -list opens the source file the Function
 # names (the old profiles named the binary, and pprof printed its bytes).
 pp -list '^mix$' dw5.pb.gz >list || fail "pprof -list"
