@@ -45,6 +45,7 @@
 #include "lines.h"
 
 const char *cp_lines_debug_root = "/usr/lib/debug";
+const char *cp_lines_libdw_soname = "libdw.so.1";
 
 /* ---- libdw, loaded at run time ---------------------------------------- */
 
@@ -74,7 +75,7 @@ static char dw_why[160];
 int cp_lines_libdw(char *why, size_t len)
 {
 	if (dw_state == 0) {
-		void *h = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+		void *h = dlopen(cp_lines_libdw_soname, RTLD_NOW | RTLD_LOCAL);
 		const char *missing = NULL;
 		if (h) {
 #define LOAD(f)                                                   \
@@ -86,8 +87,8 @@ int cp_lines_libdw(char *why, size_t len)
 		if (!h) {
 			const char *e = dlerror();
 			snprintf(dw_why, sizeof dw_why,
-				 "libdw.so.1 not loaded (%s): install elfutils' libdw1",
-				 e ? e : "not found");
+				 "%s not loaded (%s): install elfutils' libdw1",
+				 cp_lines_libdw_soname, e ? e : "not found");
 		} else if (missing) {
 			snprintf(dw_why, sizeof dw_why,
 				 "libdw.so.1 has no %s", missing);
@@ -685,9 +686,11 @@ static const char *attr_string(Dwarf_Die *die, unsigned name)
 }
 
 /* Fills f's function fields from die (following its abstract origin and
- * specification); f->file must be set already, for start_line. */
-static void frame_function(struct cp_lines_dwarf *d, const struct unit *u, Dwarf_Die *die,
-			   struct cp_lines_frame *f)
+ * specification); f->file must be set already, for start_line.  Returns
+ * -1 if the function has no name that can be read (a name cut off: a
+ * truncated or corrupt string section). */
+static int frame_function(struct cp_lines_dwarf *d, const struct unit *u, Dwarf_Die *die,
+			  struct cp_lines_frame *f)
 {
 	f->name = attr_string(die, DW_AT_name);
 	f->linkage = attr_string(die, DW_AT_linkage_name);
@@ -699,26 +702,30 @@ static void frame_function(struct cp_lines_dwarf *d, const struct unit *u, Dwarf
 	if (decl && f->file && !strcmp(decl, f->file) &&
 	    dw.dwarf_decl_line(die, &line) == 0 && line > 0)
 		f->start_line = (uint32_t)line;
+	if (!f->name && !f->linkage)
+		return -1;
 	if (!f->name)
 		f->name = "";
+	return 0;
 }
 
-/* The call site of inlined subroutine die: its file and line into f. */
-static void call_site(struct cp_lines_dwarf *d, const struct unit *u, Dwarf_Die *die,
-		      struct cp_lines_frame *f)
+/* The call site of inlined subroutine die: its file and line into f.
+ * Returns -1 if either is missing or unreadable: the caller's line is
+ * then unknown, and a chain with a hole in it is not given. */
+static int call_site(struct cp_lines_dwarf *d, const struct unit *u, Dwarf_Die *die,
+		     struct cp_lines_frame *f)
 {
 	Dwarf_Attribute a;
 	Dwarf_Word file = 0, line = 0;
-	f->file = "";
-	f->line = 0;
-	if (dw.dwarf_attr(die, DW_AT_call_file, &a) && dw.dwarf_formudata(&a, &file) == 0) {
-		const char *s = dw.dwarf_filesrc(u->files, file, NULL, NULL);
-		if (s)
-			f->file = full_path(d, u, s);
-	}
-	if (dw.dwarf_attr(die, DW_AT_call_line, &a) && dw.dwarf_formudata(&a, &line) == 0 &&
-	    line <= UINT32_MAX)
-		f->line = (uint32_t)line;
+	const char *s;
+	if (!dw.dwarf_attr(die, DW_AT_call_file, &a) || dw.dwarf_formudata(&a, &file) != 0 ||
+	    !(s = dw.dwarf_filesrc(u->files, file, NULL, NULL)) ||
+	    !dw.dwarf_attr(die, DW_AT_call_line, &a) || dw.dwarf_formudata(&a, &line) != 0 ||
+	    line > UINT32_MAX)
+		return -1;
+	f->file = full_path(d, u, s);
+	f->line = (uint32_t)line;
+	return 0;
 }
 
 /* Scope DIEs that inlined subroutines can be found under, inside a
@@ -748,15 +755,14 @@ enum cp_lines_status cp_lines_lookup(struct cp_lines_dwarf *d, uint64_t addr,
 		return CP_LINES_NONE;
 	int lineno = 0;
 	const char *file = full_path(d, u, dw.dwarf_linesrc(row, NULL, NULL));
-	if (dw.dwarf_lineno(row, &lineno) != 0 || lineno < 0)
+	if (!file || dw.dwarf_lineno(row, &lineno) != 0 || lineno < 0)
 		return CP_LINES_BAD;
 
 	ptrdiff_t fi = range_find(u->fns, u->nfns, addr);
 	if (fi < 0) {
 		/* Line information but no function (assembly): one frame that
 		 * the caller names from the symbol table. */
-		frames[0] = (struct cp_lines_frame){ NULL, NULL, file ? file : "",
-						     (uint32_t)lineno, 0 };
+		frames[0] = (struct cp_lines_frame){ NULL, NULL, file, (uint32_t)lineno, 0 };
 		*n = 1;
 		return CP_LINES_OK;
 	}
@@ -810,12 +816,13 @@ enum cp_lines_status cp_lines_lookup(struct cp_lines_dwarf *d, uint64_t addr,
 		size_t level = k + 1 == keep ? 0 : nchain - 1 - k;
 		struct cp_lines_frame *f = &frames[k];
 		if (level == nchain - 1) {
-			f->file = file ? file : "";
+			f->file = file;
 			f->line = (uint32_t)lineno;
-		} else {
-			call_site(d, u, &chain[level + 1], f);
+		} else if (call_site(d, u, &chain[level + 1], f) != 0) {
+			return CP_LINES_BAD;
 		}
-		frame_function(d, u, &chain[level], f);
+		if (frame_function(d, u, &chain[level], f) != 0)
+			return CP_LINES_BAD;
 	}
 	*n = keep;
 	return CP_LINES_OK;

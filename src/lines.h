@@ -82,8 +82,10 @@ enum cp_lines_status cp_lines_lookup(struct cp_lines_dwarf *d, uint64_t addr,
 const char *cp_lines_trouble(const struct cp_lines_dwarf *d);
 
 /* Internal, for tests: the directory holding .build-id/ and the mirrored
- * tree of .gnu_debuglink files ("/usr/lib/debug"). */
+ * tree of .gnu_debuglink files ("/usr/lib/debug"); the name dlopen'ed
+ * ("libdw.so.1"). */
 extern const char *cp_lines_debug_root;
+extern const char *cp_lines_libdw_soname;
 
 /* ---- A batch, in a child process -------------------------------------- */
 
@@ -131,5 +133,9 @@ int cp_lines_resolve(const struct cp_lines_object *objs, size_t nobjs,
 		     const struct cp_lines_query *q, size_t nq, int timeout_ms,
 		     struct cp_lines_result *out, char *global, size_t glen);
 void cp_lines_result_free(struct cp_lines_result *r);
+
+/* Internal, for tests: the child crashes (kind 1: SIGSEGV) or hangs (kind
+ * 2) when it starts on the object of this index (-1: never). */
+extern int cp_lines_fault_object, cp_lines_fault_kind;
 
 #endif

@@ -51,6 +51,8 @@
 
 /* ---- The child ---------------------------------------------------------- */
 
+int cp_lines_fault_object = -1, cp_lines_fault_kind;
+
 struct out {
 	int fd;
 	unsigned char buf[1 << 16];
@@ -233,6 +235,10 @@ static void child_run(int fd, const struct cp_lines_object *objs,
 			out_u8(&o, 'B');
 			out_u32(&o, (uint32_t)obj);
 			out_flush(&o); /* the parent must know, should we die */
+			if ((int)obj == cp_lines_fault_object && cp_lines_fault_kind == 1)
+				raise(SIGSEGV);
+			while ((int)obj == cp_lines_fault_object && cp_lines_fault_kind == 2)
+				pause();
 			why[0] = '\0';
 			opened = cp_lines_open(objs[obj].path, objs[obj].build_id, &d,
 					       why, sizeof why) == 0;
