@@ -81,7 +81,7 @@ TEST_BINS := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
 # The unwinding tests run work_unwind and its library built both with and
 # without frame pointers.
 UNWIND_BINS := $(B)/tests/work_unwind_nofp $(B)/tests/libunwind_dl.so $(B)/tests/libunwind_dl_nofp.so \
-	$(B)/tests/tool_fold $(B)/tests/tool_lines
+	$(B)/tests/tool_fold $(B)/tests/tool_lines $(B)/tests/libversioned.so
 
 all: $(B)/libcpuprof.so $(B)/libcpuprof.a $(B)/cpuprof
 
@@ -133,6 +133,12 @@ $(B)/tests/libunwind_dl_nofp.so: tests/lib_unwind_dl.c
 $(B)/tests/tool_fold: tests/tool_fold.c cli/profile.c cli/profile.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -Icli -o $@ tests/tool_fold.c cli/profile.c -lz
+
+# Without DWARF, like a libc without its debug package: its names come from
+# the versioned symbols.
+$(B)/tests/libversioned.so: tests/lib_versioned.c tests/lib_versioned.map
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -g0 $(BASE) -fPIC -shared -Wl,--version-script=tests/lib_versioned.map -o $@ $<
 
 $(B)/tests/tool_lines: tests/tool_lines.c $(B)/libcpuprof.a
 	@mkdir -p $(dir $@)

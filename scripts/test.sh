@@ -11,16 +11,19 @@ set -e
 cd "$(dirname "$0")/.."
 # golang-go brings `go tool pprof`, which reads our profiles back;
 # google-perftools is the peer profiler some tests compare with; python3
-# runs the benchmark's smoke test (bench/run.py --smoke).
-sh scripts/deps.sh gcc make libc6-dev zlib1g-dev golang-go google-perftools python3 ca-certificates
+# runs the benchmark's smoke test (bench/run.py --smoke); libdw-dev has the
+# headers src/lines.c is built against (and libdw1, which it loads at run
+# time); binutils' addr2line is the reference the line tests compare with.
+sh scripts/deps.sh gcc make libc6-dev zlib1g-dev libdw-dev binutils golang-go google-perftools python3 ca-certificates
 case ${1:-} in
 '')
 	make -s check ;;
 aarch64 | arm64)
 	# The cross compiler and its C library; zlib for arm64 (with Debian's
-	# multiarch arm64 C library, which the tests run on); the statically
-	# linked qemu-user (see the Makefile).
-	sh scripts/deps.sh gcc-aarch64-linux-gnu libc6-dev-arm64-cross zlib1g-dev:arm64 qemu-user-static
+	# multiarch arm64 C library, which the tests run on); libdw for arm64,
+	# which the library loads at run time for source lines (its headers
+	# are the host's); the statically linked qemu-user (see the Makefile).
+	sh scripts/deps.sh gcc-aarch64-linux-gnu libc6-dev-arm64-cross zlib1g-dev:arm64 libdw1:arm64 qemu-user-static
 	make -s check ARCH=aarch64 ;;
 vm)
 	make -s check-vm ;;
