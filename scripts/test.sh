@@ -13,8 +13,22 @@ cd "$(dirname "$0")/.."
 # google-perftools is the peer profiler some tests compare with; python3
 # runs the benchmark's smoke test (bench/run.py --smoke); libdw-dev has the
 # headers src/lines.c is built against (and libdw1, which it loads at run
-# time); binutils' addr2line is the reference the line tests compare with.
-sh scripts/deps.sh gcc make libc6-dev zlib1g-dev libdw-dev binutils golang-go google-perftools python3 ca-certificates
+# time); binutils' addr2line is the reference the line tests compare with;
+# dpkg-dev unpacks the Debian source package (lua5.4) that
+# tests/t_lines_lua.sh builds, with a deb-src line beside the machine's
+# own deb lines (the same mirrors) when it has none.
+sh scripts/deps.sh gcc make libc6-dev zlib1g-dev libdw-dev binutils dpkg-dev golang-go google-perftools python3 ca-certificates
+if [ "$(id -u)" -eq 0 ] && ! grep -Eqs '^(deb-src |Types:.*deb-src)' /etc/apt/sources.list /etc/apt/sources.list.d/*; then
+	src=/etc/apt/sources.list.d/cpuprof-deb-src
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -e "$f" ] && sed 's/^Types: deb$/Types: deb-src/' "$f"
+	done >/tmp/cpuprof-deb-src.$$
+	[ -s /tmp/cpuprof-deb-src.$$ ] && mv /tmp/cpuprof-deb-src.$$ "$src.sources"
+	[ -e /etc/apt/sources.list ] && sed -n 's/^deb /deb-src /p' /etc/apt/sources.list >/tmp/cpuprof-deb-src.$$
+	[ -s /tmp/cpuprof-deb-src.$$ ] && mv /tmp/cpuprof-deb-src.$$ "$src.list"
+	rm -f /tmp/cpuprof-deb-src.$$
+	apt-get update -qq >&2 || true
+fi
 case ${1:-} in
 '')
 	make -s check ;;

@@ -41,7 +41,8 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/t_lines.XXXXXX") || fail mktemp
 trap '[ -n "$KEEP" ] || rm -rf "$tmp"' EXIT  # KEEP=1 keeps it for a look
 cd "$tmp" || fail "cd $tmp"
 export PPROF_TMPDIR=$tmp PPROF_BINARY_PATH=$tmp/none
-pp() { go tool pprof -symbolize=none "$@" 2>/dev/null; }
+# shellcheck source=tests/lines_compare.sh
+. "$ROOT/tests/lines_compare.sh"
 
 # record NAME BINARY: profiles ./BINARY into NAME.pb.gz.
 record() {
@@ -50,65 +51,12 @@ record() {
 	grep -qx "work_inline done" out || fail "$1: the program's output changed"
 }
 
-# profile_chains PROFILE BINARY: one line per Location of BINARY's mapping:
-# "LINKADDR CHAIN", CHAIN the Lines innermost first as name@file:line
-# joined by "|", LINKADDR the address in the file's own numbering.
-profile_chains() {
-	pp -raw "$1" >raw || fail "pprof -raw $1"
-	# The executable segment: its address in the file minus its offset.
-	delta=$(${TOOLS}readelf -lW "$2" | awk '$1 == "LOAD" && ($7 ~ /E/ || $8 ~ /E/) { print $3 " " $2; exit }')
-	set -- $delta
-	delta=$(($1 - $2))
-	awk -v bin="$ROOT_BIN" '
-		/^Mappings/ { maps = 1; locs = 0; next }
-		/^Locations/ { locs = 1; next }
-		maps && index($0, " " bin " ") { split($1, id, ":"); split($2, r, "/"); print "M " id[1] " " r[1] " " r[3] }
-		locs && /^ *[0-9]+: 0x/ { if (cur != "") print cur; cur = "L " $3 " " $2 " " frame(3); next }
-		locs && /^        / && cur != "" { cur = cur "|" frame(0); next }
-		locs { if (cur != "") print cur; cur = "" }
-		END { if (cur != "") print cur }
-		# name@file:line of a Lines row: "NAME FILE:LINE s=N[(SYS)]",
-		# after skip fields ("ID: ADDR M=ID").
-		function frame(skip,   i, n, name, s) {
-			n = NF
-			while (n > 0 && $n !~ /^s=/) n--
-			s = ""
-			for (i = skip + 1; i < n - 1; i++) s = s (s == "" ? "" : " ") $i
-			if (skip > 0 && $(skip) !~ /^M=/) {
-				s = ""
-				for (i = skip; i < n - 1; i++) s = s (s == "" ? "" : " ") $i
-			}
-			return s "@" $(n - 1)
-		}' raw >locs
-	map=$(awk '$1 == "M" { print $2 " " $3 " " $4; exit }' locs)
-	[ -n "$map" ] || { cat raw; fail "no mapping of $ROOT_BIN in $1"; }
-	set -- $map
-	awk -v m="M=$1" '$1 == "L" && $2 == m' locs | while read -r _ _ addr chain; do
-		printf '0x%x %s\n' $((addr - $2 + $3 + delta)) "$chain"
-	done
-}
-
-# addr2line_chains DEBUGFILE < "LINKADDR ..." lines: "LINKADDR CHAIN" as
-# addr2line -f -i prints them.
-addr2line_chains() {
-	awk '{ print $1 }' | ${TOOLS}addr2line -f -i -a -e "$1" | awk '
-		/^0x[0-9a-f]+$/ { if (a != "") print a " " c; a = sprintf("0x%x", 0); a = $0; c = ""; n = 0; next }
-		n % 2 == 0 { name = $0; n++; next }
-		{ sub(/ \(discriminator [0-9]+\)$/, ""); f = $0
-		  # No line known: addr2line may still name the unit.
-		  if (f ~ /^\?\?:/ || f ~ /:\?$/) f = ":0"
-		  if (name == "??") name = ""
-		  c = c (c == "" ? "" : "|") name "@" f; n++ }
-		END { if (a != "") print a " " c }' |
-		awk '{ a = $1; sub(/^0x0*/, "", a); $1 = "0x" a; print }'
-}
-
 # check NAME BINARY DEBUGFILE: the profile of BINARY agrees with addr2line
 # on DEBUGFILE at every sampled address of BINARY.
 check() {
 	ROOT_BIN=$tmp/$2
-	profile_chains "$1.pb.gz" "$2" | sort >"$1.ours"
-	addr2line_chains "$3" <"$1.ours" | sort >"$1.ref"
+	profile_chains "$1.pb.gz" "$2" | unnamed | sort >"$1.ours"
+	addr2line_chains "$3" <"$1.ours" | unnamed | sort >"$1.ref"
 	n=$(wc -l <"$1.ours")
 	[ "$n" -ge 8 ] || { cat raw; fail "$1: only $n sampled addresses in the program"; }
 	if ! cmp -s "$1.ours" "$1.ref"; then
@@ -146,18 +94,15 @@ check link wi_link wi_link.debug
 
 # Not only the sampled addresses: every byte of every function of the
 # test program, and every third byte of libcpuprof.so (real code, -O2
-# -g), looked up by lines.c directly (tool_lines) and by addr2line.  A
-# frame without a source file is named from the symbol table, where
-# either may pick another alias of the same address: only its place in
-# the chain is compared.
+# -g), looked up by lines.c directly (tool_lines) and by addr2line.
 # dense OBJECT STRIDE [DEBUGFILE]
 dense() {
 	${TOOLS}readelf -sW "${3:-$1}" 2>/dev/null | perl -ane 'if ($F[3] eq "FUNC" && $F[2] > 0) {
 		my $a = hex($F[1]); for (my $i = 0; $i < $F[2]; $i += '"$2"') { printf "%x\n", $a + $i } }' |
 		sort -u >dense.addrs
-	$EMU "$ROOT/$B/tests/tool_lines" "$1" <dense.addrs | sed 's/ [^@|]*@:0$/ -@:0/' | sort >dense.ours ||
+	$EMU "$ROOT/$B/tests/tool_lines" "$1" <dense.addrs | unnamed | sort >dense.ours ||
 		fail "tool_lines $1"
-	addr2line_chains "${3:-$1}" <dense.ours | sed 's/ [^@|]*@:0$/ -@:0/' | sort >dense.ref
+	addr2line_chains "${3:-$1}" <dense.ours | unnamed | sort >dense.ref
 	n=$(wc -l <dense.ours)
 	[ "$n" -ge 100 ] || fail "dense $1: only $n addresses"
 	if ! cmp -s dense.ours dense.ref; then
