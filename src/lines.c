@@ -61,7 +61,7 @@ const char *cp_lines_libdw_soname = "libdw.so.1";
 	X(dwarf_decl_file) X(dwarf_getsrclines) X(dwarf_onesrcline)          \
 	X(dwarf_lineaddr) X(dwarf_lineno) X(dwarf_linesrc)                   \
 	X(dwarf_lineendsequence) X(dwarf_getsrcfiles) X(dwarf_filesrc)     \
-	X(dwarf_cu_getdwarf)
+	X(dwarf_cu_getdwarf) X(dwarf_cuoffset) X(dwarf_next_unit) X(dwarf_getelf)
 
 static struct {
 #define FIELD(f) __typeof__(f) *f;
@@ -363,10 +363,29 @@ static int add_ranges(Dwarf_Die *die, size_t idx, struct range **r, size_t *n,
 	return off < 0 ? -1 : 0;
 }
 
-/* Indexes the units of d->dbg by address. */
+/* The size of e's section `name` (after libdw decompressed it), or 0. */
+static uint64_t section_size(Elf *e, const char *name)
+{
+	size_t shstrndx;
+	if (!e || dw.elf_getshdrstrndx(e, &shstrndx) != 0)
+		return 0;
+	for (Elf_Scn *s = NULL; (s = dw.elf_nextscn(e, s));) {
+		GElf_Shdr sh;
+		const char *n;
+		if (dw.gelf_getshdr(s, &sh) && (n = dw.elf_strptr(e, shstrndx, sh.sh_name)) &&
+		    !strcmp(n, name))
+			return sh.sh_type == SHT_NOBITS ? 0 : sh.sh_size;
+	}
+	return 0;
+}
+
+/* Indexes the units of d->dbg by address.  A unit that runs past the end
+ * of .debug_info (a truncated section: libdw would read what follows it)
+ * is left out. */
 static int index_units(struct cp_lines_dwarf *d, char *why, size_t len)
 {
 	size_t capu = 0, capr = 0;
+	uint64_t info = section_size(dw.dwarf_getelf(d->dbg), ".debug_info");
 	Dwarf_CU *cu = NULL, *next;
 	Dwarf_Half version;
 	uint8_t type;
@@ -379,6 +398,10 @@ static int index_units(struct cp_lines_dwarf *d, char *why, size_t len)
 		    type != DW_UT_partial)
 			continue;
 		if (top.addr == NULL)
+			continue;
+		Dwarf_Off start = dw.dwarf_dieoffset(&top) - dw.dwarf_cuoffset(&top), end;
+		if (dw.dwarf_next_unit(d->dbg, start, &end, NULL, NULL, NULL, NULL, NULL, NULL,
+				       NULL) != 0 || end > info)
 			continue;
 		if (cp_array_grow((void **)&d->units, &capu, d->nunits + 1,
 				  sizeof *d->units, 64)) {

@@ -156,9 +156,19 @@ static void out_done(struct out *o, size_t obj, int opened, uint32_t mismatch,
 	out_bytes(o, why, len);
 }
 
+/* Registered last in the child, so run first by exit(): libdw exits
+ * (error(EXIT_FAILURE, ...)) when an allocation fails, and the program's
+ * own exit handlers must not run in its copy. */
+static void child_exit_now(void)
+{
+	_exit(6);
+}
+
 /* Makes this fresh child harmless to the program it was forked from. */
 static void child_setup(pid_t parent)
 {
+	if (atexit(child_exit_now) != 0)
+		_exit(6);
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof dfl);
 	dfl.sa_handler = SIG_DFL;
@@ -563,11 +573,15 @@ int cp_lines_resolve(const struct cp_lines_object *objs, size_t nobjs,
 	memset(out, 0, sizeof *out);
 	if (global && glen)
 		global[0] = '\0';
-	out->chains = calloc(nq ? nq : 1, sizeof *out->chains);
-	out->why = calloc(nobjs ? nobjs : 1, sizeof *out->why);
-	out->has_dwarf = calloc(nobjs ? nobjs : 1, 1);
-	struct objstate *os = calloc(nobjs ? nobjs : 1, sizeof *os);
-	size_t *order = malloc((nq ? nq : 1) * sizeof *order);
+	/* At least 256 of each: blocks of a size that changes with every
+	 * call would settle in the allocator's per-thread caches (see
+	 * pprof_write.c). */
+	size_t mq = nq > 256 ? nq : 256, mo = nobjs > 256 ? nobjs : 256;
+	out->chains = calloc(mq, sizeof *out->chains);
+	out->why = calloc(mo, sizeof *out->why);
+	out->has_dwarf = calloc(mo, 8);
+	struct objstate *os = calloc(mo, sizeof *os);
+	size_t *order = malloc(mq * sizeof *order);
 	struct parse ps;
 	memset(&ps, 0, sizeof ps);
 	out->nobjs = nobjs;
@@ -576,9 +590,9 @@ int cp_lines_resolve(const struct cp_lines_object *objs, size_t nobjs,
 		rc = -ENOMEM;
 		goto done;
 	}
-	if (nq == 0)
-		goto done;
-	if (cp_lines_libdw(global, glen) != 0)
+	/* Loaded at the first write even if it has nothing to look up, so
+	 * that a program's memory stops changing after its first profile. */
+	if (cp_lines_libdw(global, glen) != 0 || nq == 0)
 		goto done;
 	for (size_t i = 0; i < nq; i++) {
 		order[i] = i;

@@ -82,6 +82,8 @@ enum {
  * the comments name for having no lines. */
 enum { LINES_TIMEOUT_MS = 30000, MAX_LINES_COMMENTS = 8 };
 
+int cp_pprof_lines = 1;
+
 /* Open-addressing map from a 64-bit key to a non-zero 32-bit value (0
  * marks an empty slot), kept at most half full. */
 struct idmap {
@@ -509,10 +511,14 @@ static void symbolize(struct builder *b)
 {
 	const struct cp_symbols *sy = b->syms;
 	size_t nq = 0;
-	struct cp_lines_query *q = malloc((b->nlocs + 1) * sizeof *q);
-	uint32_t *qloc = malloc((b->nlocs + 1) * sizeof *qloc);
-	const char **symname = calloc(b->nlocs + 1, sizeof *symname);
-	struct cp_lines_object *objs = calloc(sy->nobjs + 1, sizeof *objs);
+	/* At least 256 of each: blocks of a size that changes with every
+	 * profile would settle in the allocator's per-thread caches, and a
+	 * program that writes many profiles would see its heap creep. */
+	size_t nl = b->nlocs > 256 ? b->nlocs : 256, no = sy->nobjs > 256 ? sy->nobjs : 256;
+	struct cp_lines_query *q = malloc(nl * sizeof *q);
+	uint32_t *qloc = malloc(nl * sizeof *qloc);
+	const char **symname = calloc(nl, sizeof *symname);
+	struct cp_lines_object *objs = calloc(no, sizeof *objs);
 	if (!q || !qloc || !symname || !objs) {
 		b->err = ENOMEM;
 		goto out;
@@ -527,7 +533,7 @@ static void symbolize(struct builder *b)
 		uintptr_t start = 0;
 		symname[i] = symbols_name_for(sy, l->addr, &start);
 		/* Only objects that are files ("[vdso]" is not). */
-		if (o->path[0] != '/')
+		if (o->path[0] != '/' || !cp_pprof_lines)
 			continue;
 		q[nq] = (struct cp_lines_query){ (size_t)(o - sy->objs), l->addr - o->bias,
 						 symname[i] ? start - o->bias : 0 };

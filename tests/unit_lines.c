@@ -146,7 +146,7 @@ static void test_self(void)
 		inlined += pristine.chains[i].n > 1;
 	printf("this program: %zu of %zu addresses with lines, %zu inlined\n", n, nqueries, inlined);
 	CHECK(n * 10 > nqueries * 8, "only %zu of %zu addresses have lines", n, nqueries);
-	CHECK(inlined > 10, "only %zu inline chains", inlined);
+	CHECK(inlined >= 5, "only %zu inline chains", inlined);
 	CHECK(pristine.has_dwarf[0], "has_dwarf");
 	/* In-process, the same answers. */
 	struct cp_lines_dwarf *d;
@@ -325,7 +325,8 @@ static int no_libdw_main(void)
 static void test_no_libdw(void)
 {
 	char cmd[4200];
-	snprintf(cmd, sizeof cmd, "'%s' --no-libdw", exe);
+	const char *emu = getenv("EMU"); /* qemu-user: no binfmt_misc needed */
+	snprintf(cmd, sizeof cmd, "%s '%s' --no-libdw", emu ? emu : "", exe);
 	int st = system(cmd);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "without libdw: status %#x", st);
 }
