@@ -108,8 +108,10 @@ struct cp_lines_chain {
 
 struct cp_lines_result {
 	struct cp_lines_chain *chains; /* one per query, in order */
-	/* Per object: NULL if every one of its queries got lines, else why
-	 * some or all did not ("no DWARF: ...", "3 of 40 addresses: ..."). */
+	/* Per object with queries: NULL if its DWARF was read and nothing
+	 * went wrong (addresses in no unit, as PLT stubs, just have no
+	 * lines), else why some or all have none ("no DWARF: ...", "3 of 40
+	 * addresses without lines: ..."). */
 	char **why;
 	size_t nobjs;
 	/* Per object: 1 if its DWARF was read (its chains carry inline

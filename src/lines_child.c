@@ -579,7 +579,7 @@ int cp_lines_resolve(const struct cp_lines_object *objs, size_t nobjs,
 	size_t mq = nq > 256 ? nq : 256, mo = nobjs > 256 ? nobjs : 256;
 	out->chains = calloc(mq, sizeof *out->chains);
 	out->why = calloc(mo, sizeof *out->why);
-	out->has_dwarf = calloc(mo, 8);
+	out->has_dwarf = calloc(mo * 8, 1); /* 2 KiB at least, likewise */
 	struct objstate *os = calloc(mo, sizeof *os);
 	size_t *order = malloc(mq * sizeof *order);
 	struct parse ps;

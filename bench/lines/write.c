@@ -19,6 +19,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "lines.h"
 #include "pprof_write.h"
@@ -72,9 +73,12 @@ int main(int argc, char **argv)
 	char *real = realpath(argv[1], NULL);
 	struct cp_symbols *s = symbols_load();
 	const struct cp_object *o = NULL;
-	for (size_t i = 0; s && i < s->nobjs; i++)
-		if (real && !strcmp(s->objs[i].path, real))
+	for (size_t i = 0; s && i < s->nobjs && !o; i++) {
+		char *r = realpath(s->objs[i].path, NULL);
+		if (r && real && !strcmp(r, real))
 			o = &s->objs[i];
+		free(r);
+	}
 	if (!o || o->symtab.n == 0) {
 		fprintf(stderr, "write: no symbols for %s\n", argv[1]);
 		return 1;
