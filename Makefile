@@ -29,6 +29,15 @@ ifneq ($(MAKECMDGOALS),clean)
 $(error $(CC) is not installed; `sh scripts/test.sh $(ARCH)` (as root) installs the cross toolchain and runs the suite)
 endif
 endif
+# src/lines.c is compiled against libdw's headers (it loads libdw.so.1 with
+# dlopen at run time, so nothing links with it); they are the same for
+# every CPU, so the host's libdw-dev serves a cross build too.
+LIBDW_PROBE := \#include <elfutils/libdw.h>
+ifneq ($(MAKECMDGOALS),clean)
+ifeq ($(shell echo '$(LIBDW_PROBE)' | $(CC) -xc -fsyntax-only - 2>/dev/null && echo ok),)
+$(error libdw's headers are not installed: `sh scripts/deps.sh libdw-dev` (as root) installs them)
+endif
+endif
 # Binutils of a cross compiler named PREFIX-gcc are PREFIX-ar, PREFIX-nm.
 CROSS   := $(patsubst %gcc,%,$(filter %-gcc,$(notdir $(CC))))
 ifeq ($(origin AR),default)
@@ -72,7 +81,7 @@ TEST_BINS := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
 # The unwinding tests run work_unwind and its library built both with and
 # without frame pointers.
 UNWIND_BINS := $(B)/tests/work_unwind_nofp $(B)/tests/libunwind_dl.so $(B)/tests/libunwind_dl_nofp.so \
-	$(B)/tests/tool_fold
+	$(B)/tests/tool_fold $(B)/tests/tool_lines $(B)/tests/libversioned.so
 
 all: $(B)/libcpuprof.so $(B)/libcpuprof.a $(B)/cpuprof
 
@@ -140,6 +149,16 @@ $(B)/tests/tool_fold: tests/tool_fold.c cli/profile.c cli/profile.h
 $(B)/tests/tool_mkprof: tests/tool_mkprof.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -lz
+
+# Without DWARF, like a libc without its debug package: its names come from
+# the versioned symbols.
+$(B)/tests/libversioned.so: tests/lib_versioned.c tests/lib_versioned.map
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -g0 $(BASE) -fPIC -shared -Wl,--version-script=tests/lib_versioned.map -o $@ $<
+
+$(B)/tests/tool_lines: tests/tool_lines.c $(B)/libcpuprof.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -o $@ $< $(B)/libcpuprof.a $(LDLIBS)
 
 $(B)/demo: demo/demo.c
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -pthread

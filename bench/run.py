@@ -101,8 +101,10 @@ def _ints(wt, v):
 
 def read_pprof(path):
     """Summarises a pprof file: total samples and CPU ns, per leaf function
-    (the innermost frame of each sample) its CPU ns, the number of distinct
-    stacks, and the `key=value` comments."""
+    (the function whose code the innermost frame of each sample is in: the
+    last Line of its Location, into which any inlined callees, like the
+    workloads' spin(), are folded, as the ground truth counts them) its CPU
+    ns, the number of distinct stacks, and the `key=value` comments."""
     with open(path, "rb") as f:
         data = f.read()
     if data[:2] == b"\x1f\x8b":
@@ -121,13 +123,13 @@ def read_pprof(path):
                     vals.extend(_ints(w, x))
             samples.append((tuple(ids), vals))
         elif f == 4:
-            lid, first = 0, None
+            lid, outer = 0, None
             for k, w, x in _fields(v):
                 if k == 1:
                     lid = x
-                elif k == 4 and first is None:
-                    first = {a: y for a, _, y in _fields(x)}.get(1, 0)
-            locs[lid] = first
+                elif k == 4:
+                    outer = {a: y for a, _, y in _fields(x)}.get(1, 0)
+            locs[lid] = outer
         elif f == 5:
             d = {k: x for k, _, x in _fields(v)}
             funcs[d.get(1, 0)] = d.get(2, 0)

@@ -13,17 +13,35 @@ cd "$(dirname "$0")/.."
 # google-perftools is the peer profiler some tests compare with; python3
 # runs the benchmark's smoke test (bench/run.py --smoke); chromium and
 # nodejs (with a font for the screenshots) open report's HTML flame graph
-# in a real browser, driven over the DevTools protocol by tests/cdp.js.
-sh scripts/deps.sh gcc make libc6-dev zlib1g-dev golang-go google-perftools python3 ca-certificates \
+# in a real browser, driven over the DevTools protocol by tests/cdp.js;
+# libdw-dev has the
+# headers src/lines.c is built against (and libdw1, which it loads at run
+# time); binutils' addr2line is the reference the line tests compare with;
+# dpkg-dev unpacks the Debian source package (lua5.4) that
+# tests/t_lines_lua.sh builds, with a deb-src line beside the machine's
+# own deb lines (the same mirrors) when it has none.
+sh scripts/deps.sh gcc make libc6-dev zlib1g-dev libdw-dev binutils dpkg-dev golang-go google-perftools python3 ca-certificates \
 	chromium nodejs fonts-dejavu-core
+if [ "$(id -u)" -eq 0 ] && ! grep -Eqs '^(deb-src |Types:.*deb-src)' /etc/apt/sources.list /etc/apt/sources.list.d/*; then
+	src=/etc/apt/sources.list.d/cpuprof-deb-src
+	for f in /etc/apt/sources.list.d/*.sources; do
+		[ -e "$f" ] && sed 's/^Types: deb$/Types: deb-src/' "$f"
+	done >/tmp/cpuprof-deb-src.$$
+	[ -s /tmp/cpuprof-deb-src.$$ ] && mv /tmp/cpuprof-deb-src.$$ "$src.sources"
+	[ -e /etc/apt/sources.list ] && sed -n 's/^deb /deb-src /p' /etc/apt/sources.list >/tmp/cpuprof-deb-src.$$
+	[ -s /tmp/cpuprof-deb-src.$$ ] && mv /tmp/cpuprof-deb-src.$$ "$src.list"
+	rm -f /tmp/cpuprof-deb-src.$$
+	apt-get update -qq >&2 || true
+fi
 case ${1:-} in
 '')
 	make -s check ;;
 aarch64 | arm64)
 	# The cross compiler and its C library; zlib for arm64 (with Debian's
-	# multiarch arm64 C library, which the tests run on); the statically
-	# linked qemu-user (see the Makefile).
-	sh scripts/deps.sh gcc-aarch64-linux-gnu libc6-dev-arm64-cross zlib1g-dev:arm64 qemu-user-static
+	# multiarch arm64 C library, which the tests run on); libdw for arm64,
+	# which the library loads at run time for source lines (its headers
+	# are the host's); the statically linked qemu-user (see the Makefile).
+	sh scripts/deps.sh gcc-aarch64-linux-gnu libc6-dev-arm64-cross zlib1g-dev:arm64 libdw1:arm64 qemu-user-static
 	make -s check ARCH=aarch64 ;;
 vm)
 	make -s check-vm ;;

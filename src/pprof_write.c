@@ -3,11 +3,17 @@
  * profile.proto file (pprof_write.h).  A builder in the manner of Go's
  * runtime/pprof: a string table with "" at index 0, one Location per
  * distinct address (return addresses moved back into the call
- * instruction), one Function per symbol, one Mapping per executable
- * segment that some Location falls in; names come from symbols.h, so the
- * profile reads without the binaries.  Samples are encoded as the stacks
- * are walked, the tables after them, the string table last.  Runs outside
- * signal context and touches nothing a sampling signal handler uses.
+ * instruction), one Mapping per executable segment that some Location
+ * falls in.  Samples are encoded as the stacks are walked, which only
+ * numbers the Locations; then every Location is symbolized at once: its
+ * function from the ELF symbols (symbols.h), and, where the object has
+ * DWARF, its source file and line and the functions inlined there, one
+ * Line each, innermost first (lines.h, in a child process).  One Function
+ * per distinct (name, system name, source file, start line); names lose
+ * their symbol versions and C++ names are demangled, the mangled symbol
+ * kept as system_name.  The tables follow the samples, the string table
+ * last, so the profile reads without the binaries.  Runs outside signal
+ * context and touches nothing a sampling signal handler uses.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +26,7 @@
 #include <zlib.h>
 
 #include "array.h"
+#include "lines.h"
 #include "pprof_write.h"
 #include "protobuf.h"
 #include "symbols.h"
@@ -52,6 +59,9 @@ enum {
 	MAPPING_FILENAME = 5,      /* int64 string index, varint */
 	MAPPING_BUILD_ID = 6,      /* int64 string index, varint */
 	MAPPING_HAS_FUNCTIONS = 7, /* bool, varint */
+	MAPPING_HAS_FILENAMES = 8, /* bool, varint */
+	MAPPING_HAS_LINE_NUMBERS = 9, /* bool, varint */
+	MAPPING_HAS_INLINE_FRAMES = 10, /* bool, varint */
 
 	LOCATION_ID = 1,         /* uint64, varint */
 	LOCATION_MAPPING_ID = 2, /* uint64, varint */
@@ -59,12 +69,20 @@ enum {
 	LOCATION_LINE = 4,       /* repeated Line */
 
 	LINE_FUNCTION_ID = 1, /* uint64, varint */
+	LINE_LINE = 2,        /* int64, varint */
 
 	FUNCTION_ID = 1,          /* uint64, varint */
 	FUNCTION_NAME = 2,        /* int64 string index, varint */
 	FUNCTION_SYSTEM_NAME = 3, /* int64 string index, varint */
 	FUNCTION_FILENAME = 4,    /* int64 string index, varint */
+	FUNCTION_START_LINE = 5,  /* int64, varint */
 };
+
+/* Longest the DWARF reader may take for a whole profile, and most objects
+ * the comments name for having no lines. */
+enum { LINES_TIMEOUT_MS = 30000, MAX_LINES_COMMENTS = 8 };
+
+int cp_pprof_lines = 1;
 
 /* Open-addressing map from a 64-bit key to a non-zero 32-bit value (0
  * marks an empty slot), kept at most half full. */
@@ -133,13 +151,27 @@ static void idmap_free(struct idmap *m)
 	free(m->vals);
 }
 
+/* A Location: its Lines are lines[line0 .. line0 + nlines). */
 struct location {
 	uint64_t addr;
-	uint32_t mapping, function;
+	uint32_t mapping;
+	uint32_t seg;    /* 1 + symbols segment index, 0 if in none */
+	uint32_t line0, nlines;
+};
+
+struct line {
+	uint32_t function;
+	uint32_t line;
 };
 
 struct function {
 	uint32_t name, system_name, filename; /* string indexes */
+	uint32_t start_line;
+};
+
+/* Per Mapping: what its Locations have. */
+struct mapflags {
+	unsigned char filenames, line_numbers, inline_frames;
 };
 
 struct builder {
@@ -156,12 +188,20 @@ struct builder {
 	size_t nlocs, caplocs;
 	struct idmap locmap; /* address -> location id */
 
+	struct line *lines;
+	size_t nlines, caplines;
+
 	struct function *fns; /* function id i + 1 is fns[i] */
 	size_t nfns, capfns;
-	struct idmap fnmap; /* symbol name pointer -> function id */
+	uint32_t *fnindex; /* open addressing: function id, 0 empty */
+	size_t nfnindex;
 
 	uint32_t *segmapping; /* per symbols segment: mapping id or 0 */
+	struct mapflags *mapflags; /* per symbols segment */
 	uint32_t nmappings;
+	/* The profile's own comments (lines_missing=...), malloc'd. */
+	char **comments;
+	size_t ncomments, capcomments;
 	/* Pseudo-frame locations, or 0 until used. */
 	uint32_t truncated_loc, nostack_loc;
 };
@@ -229,92 +269,108 @@ static uint32_t str_intern(struct builder *b, const char *s)
 	return k;
 }
 
-/* A new Function; returns its id, or 0 with b->err set.  If `unique`, the
- * name is known to be new (it names one address). */
-static uint32_t function_new(struct builder *b, const char *name,
-			     const char *system_name, const char *filename,
-			     int unique)
+static size_t hash_fn(const struct function *f)
 {
+	uint64_t k = (uint64_t)f->name * 0x9e3779b97f4a7c15ull ^ f->system_name;
+	k = k * 0xff51afd7ed558ccdull ^ f->filename;
+	return hash64(k * 0xc4ceb9fe1a85ec53ull ^ f->start_line);
+}
+
+/* The id of the Function with these fields (string indexes), adding it
+ * if new; 0 with b->err set on failure. */
+static uint32_t function_id(struct builder *b, uint32_t name, uint32_t system_name,
+			    uint32_t filename, uint32_t start_line)
+{
+	if (b->err)
+		return 0;
+	struct function f = { name, system_name, filename, start_line };
+	if ((b->nfns + 1) * 2 > b->nfnindex) {
+		size_t n = b->nfnindex ? b->nfnindex * 2 : 1024;
+		uint32_t *index = calloc(n, sizeof *index);
+		if (!index) {
+			b->err = ENOMEM;
+			return 0;
+		}
+		for (size_t k = 0; k < b->nfnindex; k++) {
+			uint32_t v = b->fnindex[k];
+			if (!v)
+				continue;
+			size_t i = hash_fn(&b->fns[v - 1]) & (n - 1);
+			while (index[i])
+				i = (i + 1) & (n - 1);
+			index[i] = v;
+		}
+		free(b->fnindex);
+		b->fnindex = index;
+		b->nfnindex = n;
+	}
+	size_t mask = b->nfnindex - 1, i = hash_fn(&f) & mask;
+	for (; b->fnindex[i]; i = (i + 1) & mask)
+		if (!memcmp(&b->fns[b->fnindex[i] - 1], &f, sizeof f))
+			return b->fnindex[i];
 	if (cp_array_grow((void **)&b->fns, &b->capfns, b->nfns + 1, sizeof *b->fns, 256)) {
 		b->err = ENOMEM;
 		return 0;
 	}
-	struct function *f = &b->fns[b->nfns];
-	f->name = unique ? str_append(b, name) : str_intern(b, name);
-	f->system_name = system_name == name ? f->name :
-					       str_intern(b, system_name);
-	f->filename = str_intern(b, filename);
-	return (uint32_t)++b->nfns;
+	b->fns[b->nfns] = f;
+	b->fnindex[i] = (uint32_t)++b->nfns;
+	return b->fnindex[i];
 }
 
-/* A new Location; returns its id, or 0 with b->err set. */
-static uint32_t location_new(struct builder *b, uint64_t addr,
-			     uint32_t mapping, uint32_t function)
+/* A Function without a source file named `name`, a string known to be
+ * new (it names one address or pseudo-frame). */
+static uint32_t function_unique(struct builder *b, const char *name)
 {
-	if (!function || cp_array_grow((void **)&b->locs, &b->caplocs, b->nlocs + 1,
-			      sizeof *b->locs, 256)) {
+	uint32_t s = str_append(b, name);
+	return s ? function_id(b, s, s, 0, 0) : 0;
+}
+
+/* Appends a Line to Location l. */
+static void line_add(struct builder *b, struct location *l, uint32_t function, uint32_t line)
+{
+	if (!function || cp_array_grow((void **)&b->lines, &b->caplines, b->nlines + 1,
+				       sizeof *b->lines, 256)) {
+		b->err = ENOMEM;
+		return;
+	}
+	if (l->nlines == 0)
+		l->line0 = (uint32_t)b->nlines;
+	b->lines[b->nlines++] = (struct line){ function, line };
+	l->nlines++;
+}
+
+/* A new Location, its Lines still to come; returns its id, or 0 with
+ * b->err set. */
+static uint32_t location_new(struct builder *b, uint64_t addr, uint32_t mapping,
+			     uint32_t seg)
+{
+	if (b->err || cp_array_grow((void **)&b->locs, &b->caplocs, b->nlocs + 1,
+				    sizeof *b->locs, 256)) {
 		b->err = ENOMEM;
 		return 0;
 	}
-	b->locs[b->nlocs] = (struct location){ addr, mapping, function };
+	b->locs[b->nlocs] = (struct location){ addr, mapping, seg, 0, 0 };
 	return (uint32_t)++b->nlocs;
 }
 
-/* The Function for symbol `name` (a pointer into the symbols snapshot,
- * so it identifies the symbol) of object o; 0 with b->err on failure. */
-static uint32_t function_for_sym(struct builder *b, const char *name,
-				 const struct cp_object *o)
-{
-	uint32_t id = idmap_get(&b->fnmap, (uintptr_t)name);
-	if (id)
-		return id;
-	char *demangled = symbols_demangle(b->syms, name);
-	id = function_new(b, demangled ? demangled : name, name, o->path,
-			  0);
-	free(demangled);
-	if (id && idmap_put(&b->fnmap, (uintptr_t)name, id) != 0) {
-		b->err = ENOMEM;
-		return 0;
-	}
-	return id;
-}
-
 /* The Location id for the (already adjusted) address addr, creating the
- * Location, its Function and its Mapping on first sight; 0 with b->err
- * set on failure. */
+ * Location and its Mapping on first sight (its Lines come later, from
+ * symbolize()); 0 with b->err set on failure. */
 static uint32_t location_for(struct builder *b, uint64_t addr)
 {
 	uint32_t id = idmap_get(&b->locmap, addr);
 	if (id)
 		return id;
 	const struct cp_segment *g = symbols_segment_for(b->syms, addr);
-	uint32_t mapping = 0, fn;
+	uint32_t mapping = 0, seg = 0;
 	if (g) {
 		size_t k = (size_t)(g - b->syms->segs);
 		if (!b->segmapping[k])
 			b->segmapping[k] = ++b->nmappings;
 		mapping = b->segmapping[k];
-		const char *name = symbols_name_for(b->syms, addr, NULL);
-		if (name) {
-			fn = function_for_sym(b, name, g->obj);
-		} else {
-			/* Unique per address: no need to look it up. */
-			const char *base = strrchr(g->obj->path, '/');
-			char *s = NULL;
-			if (asprintf(&s, "%s+0x%llx",
-				     base ? base + 1 : g->obj->path,
-				     (unsigned long long)(addr - g->start +
-							  g->file_offset)) < 0)
-				s = NULL;
-			fn = s ? function_new(b, s, s, g->obj->path, 1) : 0;
-			free(s);
-		}
-	} else {
-		char s[24];
-		snprintf(s, sizeof s, "0x%llx", (unsigned long long)addr);
-		fn = function_new(b, s, s, "", 1);
+		seg = (uint32_t)k + 1;
 	}
-	id = location_new(b, addr, mapping, fn);
+	id = location_new(b, addr, mapping, seg);
 	if (id && idmap_put(&b->locmap, addr, id) != 0) {
 		b->err = ENOMEM;
 		return 0;
@@ -326,10 +382,215 @@ static uint32_t location_for(struct builder *b, uint64_t addr)
 static uint32_t pseudo_location(struct builder *b, uint32_t *cache,
 				const char *name)
 {
-	if (!*cache)
-		*cache = location_new(b, 0, 0,
-				      function_new(b, name, name, "", 1));
+	if (!*cache) {
+		uint32_t fn = function_unique(b, name);
+		*cache = location_new(b, 0, 0, 0);
+		if (*cache)
+			line_add(b, &b->locs[*cache - 1], fn, 0);
+	}
 	return *cache;
+}
+
+__attribute__((format(printf, 2, 3)))
+static void add_comment(struct builder *b, const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	if (!s || cp_array_grow((void **)&b->comments, &b->capcomments, b->ncomments + 1,
+				sizeof *b->comments, 8)) {
+		free(s);
+		b->err = ENOMEM;
+		return;
+	}
+	b->comments[b->ncomments++] = s;
+}
+
+/* The string index of symbol name s without its symbol version
+ * ("memcpy@GLIBC_2.2.5", "__libc_start_main@@GLIBC_2.34"). */
+static uint32_t str_unversioned(struct builder *b, const char *s)
+{
+	const char *at = strchr(s, '@');
+	if (!at || at == s)
+		return str_intern(b, s);
+	char *copy = strndup(s, (size_t)(at - s));
+	if (!copy) {
+		b->err = ENOMEM;
+		return 0;
+	}
+	uint32_t k = str_intern(b, copy);
+	free(copy);
+	return k;
+}
+
+/* The string index of the readable form of symbol (or linkage name) s:
+ * demangled if it is a C++ name, without its version. */
+static uint32_t str_readable(struct builder *b, const char *s)
+{
+	const char *at = strchr(s, '@');
+	char *base = at && at != s ? strndup(s, (size_t)(at - s)) : NULL;
+	if (at && at != s && !base) {
+		b->err = ENOMEM;
+		return 0;
+	}
+	char *d = symbols_demangle(b->syms, base ? base : s);
+	uint32_t k = str_intern(b, d ? d : base ? base : s);
+	free(d);
+	free(base);
+	return k;
+}
+
+/* Gives Location l, of segment g, Lines from its symbol alone (the name
+ * `sym` from the symbol table, or NULL) as before DWARF: one Line, no
+ * source file. */
+static void lines_from_symbol(struct builder *b, struct location *l,
+			      const struct cp_segment *g, const char *sym)
+{
+	uint32_t fn;
+	if (sym) {
+		fn = function_id(b, str_readable(b, sym), str_unversioned(b, sym), 0, 0);
+	} else if (g) {
+		/* Unique per address: no need to look it up. */
+		const char *base = strrchr(g->obj->path, '/');
+		char *s = NULL;
+		if (asprintf(&s, "%s+0x%llx", base ? base + 1 : g->obj->path,
+			     (unsigned long long)(l->addr - g->start + g->file_offset)) < 0)
+			s = NULL;
+		fn = s ? function_unique(b, s) : 0;
+		free(s);
+	} else {
+		char s[24];
+		snprintf(s, sizeof s, "0x%llx", (unsigned long long)l->addr);
+		fn = function_unique(b, s);
+	}
+	line_add(b, l, fn, 0);
+}
+
+/* Gives Location l one Line per level of its inline chain c, innermost
+ * first.  The outermost level is the function the symbol table names
+ * `sym`: its system name is that symbol (a clone's, "f.part.0", or a cold
+ * part's); every other level's is its linkage name, or its name in C. */
+static void lines_from_chain(struct builder *b, struct location *l,
+			     const struct cp_lines_chain *c, const char *sym)
+{
+	for (uint32_t k = 0; k < c->n && !b->err; k++) {
+		const struct cp_lines_frame *f = &c->frames[k];
+		uint32_t name, system;
+		int outermost = k + 1 == c->n;
+		if (!f->name || (!f->name[0] && !f->linkage)) {
+			/* No function DIE (assembly): the symbol names it. */
+			if (!sym) {
+				char s[24];
+				snprintf(s, sizeof s, "0x%llx", (unsigned long long)l->addr);
+				name = system = str_intern(b, s);
+			} else {
+				name = str_readable(b, sym);
+				system = str_unversioned(b, sym);
+			}
+		} else {
+			name = f->linkage ? str_readable(b, f->linkage) : str_intern(b, f->name);
+			/* A linkage name that does not demangle reads worse
+			 * than the plain name. */
+			if (f->linkage && f->name[0] && !strcmp(b->strs[name], f->linkage))
+				name = str_intern(b, f->name);
+			system = outermost && sym ? str_unversioned(b, sym) :
+				 f->linkage ? str_intern(b, f->linkage) : name;
+		}
+		line_add(b, l, function_id(b, name, system, str_intern(b, f->file), f->start_line),
+			 f->line);
+	}
+}
+
+/* Symbolizes every Location made so far: its lines from the DWARF of its
+ * object where it has some, else its symbol.  Adds the comments that say
+ * which objects had no lines, and why. */
+static void symbolize(struct builder *b)
+{
+	const struct cp_symbols *sy = b->syms;
+	size_t nq = 0;
+	/* At least 256 of each: blocks of a size that changes with every
+	 * profile would settle in the allocator's per-thread caches, and a
+	 * program that writes many profiles would see its heap creep. */
+	size_t nl = b->nlocs > 256 ? b->nlocs : 256, no = sy->nobjs > 256 ? sy->nobjs : 256;
+	struct cp_lines_query *q = malloc(nl * sizeof *q);
+	uint32_t *qloc = malloc(nl * sizeof *qloc);
+	const char **symname = calloc(nl, sizeof *symname);
+	struct cp_lines_object *objs = calloc(no, sizeof *objs);
+	if (!q || !qloc || !symname || !objs) {
+		b->err = ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < sy->nobjs; i++)
+		objs[i] = (struct cp_lines_object){ sy->objs[i].path, sy->objs[i].build_id };
+	for (size_t i = 0; i < b->nlocs; i++) {
+		const struct location *l = &b->locs[i];
+		if (!l->seg || l->nlines)
+			continue;
+		const struct cp_object *o = sy->segs[l->seg - 1].obj;
+		uintptr_t start = 0;
+		symname[i] = symbols_name_for(sy, l->addr, &start);
+		/* Only objects that are files ("[vdso]" is not). */
+		if (o->path[0] != '/' || !cp_pprof_lines)
+			continue;
+		q[nq] = (struct cp_lines_query){ (size_t)(o - sy->objs), l->addr - o->bias,
+						 symname[i] ? start - o->bias : 0 };
+		qloc[nq++] = (uint32_t)i;
+	}
+
+	struct cp_lines_result res;
+	char global[256] = "";
+	int rc = cp_lines_resolve(objs, sy->nobjs, q, nq, LINES_TIMEOUT_MS, &res, global,
+				  sizeof global);
+	if (rc != 0) {
+		b->err = ENOMEM;
+		goto out;
+	}
+	size_t with = 0;
+	for (size_t k = 0; k < nq; k++) {
+		struct location *l = &b->locs[qloc[k]];
+		const struct cp_lines_chain *c = &res.chains[k];
+		if (!c->n)
+			continue;
+		lines_from_chain(b, l, c, symname[qloc[k]]);
+		with++;
+		struct mapflags *m = &b->mapflags[l->seg - 1];
+		for (uint32_t j = 0; j < c->n; j++) {
+			m->filenames |= c->frames[j].file[0] != '\0';
+			m->line_numbers |= c->frames[j].line != 0;
+		}
+		m->inline_frames |= res.has_dwarf[q[k].object];
+	}
+	for (size_t i = 0; i < b->nlocs; i++) {
+		struct location *l = &b->locs[i];
+		if (!l->nlines)
+			lines_from_symbol(b, l, l->seg ? &sy->segs[l->seg - 1] : NULL,
+					  symname[i]);
+	}
+	if (nq) {
+		add_comment(b, "lines=%zu of %zu addresses in files", with, nq);
+		if (global[0])
+			add_comment(b, "lines_missing=every object: %s", global);
+	}
+	size_t named = 0, more = 0;
+	for (size_t i = 0; !global[0] && i < res.nobjs; i++) {
+		if (!res.why[i])
+			continue;
+		if (named++ < MAX_LINES_COMMENTS)
+			add_comment(b, "lines_missing=%s: %s", sy->objs[i].path, res.why[i]);
+		else
+			more++;
+	}
+	if (more)
+		add_comment(b, "lines_missing_more=%zu objects", more);
+	cp_lines_result_free(&res);
+out:
+	free(q);
+	free(qloc);
+	free(symname);
+	free(objs);
 }
 
 static void put_value_type(struct pb_buf *pb, uint32_t field,
@@ -396,9 +657,13 @@ static int build(struct builder *b, const struct cp_stacktab *tab,
 		const struct cp_pseudo_sample *ps = &meta->pseudo[i];
 		if (ps->count == 0 && ps->ns == 0)
 			continue;
-		uint64_t id = location_new(b, 0, 0, function_new(b, ps->name, ps->name, "", 1));
+		uint32_t fn = function_unique(b, ps->name);
+		uint64_t id = location_new(b, 0, 0, 0);
+		if (id)
+			line_add(b, &b->locs[id - 1], fn, 0);
 		put_sample(pb, &id, 1, ps->count, ps->ns);
 	}
+	symbolize(b);
 
 	for (size_t i = 0; i < b->syms->nsegs; i++) {
 		const struct cp_segment *g = &b->syms->segs[i];
@@ -413,6 +678,11 @@ static int build(struct builder *b, const struct cp_stacktab *tab,
 		pb_int64_opt(pb, MAPPING_BUILD_ID,
 			     str_intern(b, g->obj->build_id));
 		pb_bool(pb, MAPPING_HAS_FUNCTIONS, 1);
+		/* True where some Location has them, as pprof's own
+		 * symbolizer sets them. */
+		pb_bool(pb, MAPPING_HAS_FILENAMES, b->mapflags[i].filenames);
+		pb_bool(pb, MAPPING_HAS_LINE_NUMBERS, b->mapflags[i].line_numbers);
+		pb_bool(pb, MAPPING_HAS_INLINE_FRAMES, b->mapflags[i].inline_frames);
 		pb_end(pb, PROFILE_MAPPING, m);
 	}
 	for (size_t i = 0; i < b->nlocs; i++) {
@@ -421,9 +691,13 @@ static int build(struct builder *b, const struct cp_stacktab *tab,
 		pb_uint64(pb, LOCATION_ID, i + 1);
 		pb_uint64_opt(pb, LOCATION_MAPPING_ID, l->mapping);
 		pb_uint64_opt(pb, LOCATION_ADDRESS, l->addr);
-		size_t line = pb_start(pb);
-		pb_uint64(pb, LINE_FUNCTION_ID, l->function);
-		pb_end(pb, LOCATION_LINE, line);
+		for (uint32_t k = 0; k < l->nlines; k++) {
+			const struct line *ln = &b->lines[l->line0 + k];
+			size_t line = pb_start(pb);
+			pb_uint64(pb, LINE_FUNCTION_ID, ln->function);
+			pb_int64_opt(pb, LINE_LINE, ln->line);
+			pb_end(pb, LOCATION_LINE, line);
+		}
 		pb_end(pb, PROFILE_LOCATION, m);
 	}
 	for (size_t i = 0; i < b->nfns; i++) {
@@ -433,6 +707,7 @@ static int build(struct builder *b, const struct cp_stacktab *tab,
 		pb_int64_opt(pb, FUNCTION_NAME, f->name);
 		pb_int64_opt(pb, FUNCTION_SYSTEM_NAME, f->system_name);
 		pb_int64_opt(pb, FUNCTION_FILENAME, f->filename);
+		pb_int64_opt(pb, FUNCTION_START_LINE, f->start_line);
 		pb_end(pb, PROFILE_FUNCTION, m);
 	}
 
@@ -440,14 +715,17 @@ static int build(struct builder *b, const struct cp_stacktab *tab,
 	pb_int64_opt(pb, PROFILE_DURATION_NANOS, meta->duration_nanos);
 	put_value_type(pb, PROFILE_PERIOD_TYPE, s_cpu, s_ns);
 	pb_int64_opt(pb, PROFILE_PERIOD, (int64_t)meta->period_ns);
-	if (meta->ncomments) {
-		int64_t *c = malloc(meta->ncomments * sizeof *c);
+	size_t nc = meta->ncomments + b->ncomments;
+	if (nc) {
+		int64_t *c = malloc(nc * sizeof *c);
 		if (!c)
 			return -ENOMEM;
 		for (size_t i = 0; i < meta->ncomments; i++)
 			c[i] = str_intern(b, meta->comments[i] ?
 						     meta->comments[i] : "");
-		pb_packed_int64(pb, PROFILE_COMMENT, c, meta->ncomments);
+		for (size_t i = 0; i < b->ncomments; i++)
+			c[meta->ncomments + i] = str_intern(b, b->comments[i]);
+		pb_packed_int64(pb, PROFILE_COMMENT, c, nc);
 		free(c);
 	}
 
@@ -466,9 +744,14 @@ static void builder_free(struct builder *b)
 	free(b->strindex);
 	free(b->locs);
 	idmap_free(&b->locmap);
+	free(b->lines);
 	free(b->fns);
-	idmap_free(&b->fnmap);
+	free(b->fnindex);
 	free(b->segmapping);
+	free(b->mapflags);
+	for (size_t i = 0; i < b->ncomments; i++)
+		free(b->comments[i]);
+	free(b->comments);
 }
 
 static int write_all(int fd, const void *p, size_t n)
@@ -575,6 +858,7 @@ int pprof_write(const char *path, const struct cp_stacktab *tab,
 	b.syms = symbols_load();
 	if (!b.syms ||
 	    !(b.segmapping = calloc(b.syms->nsegs + 1, sizeof *b.segmapping)) ||
+	    !(b.mapflags = calloc(b.syms->nsegs + 1, sizeof *b.mapflags)) ||
 	    cp_array_grow((void **)&b.strs, &b.capstrs, 1, sizeof *b.strs, 256) ||
 	    !(b.strs[0] = strdup(""))) {
 		rc = -ENOMEM;

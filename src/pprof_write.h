@@ -37,4 +37,8 @@ struct cp_profile_meta {
 int pprof_write(const char *path, const struct cp_stacktab *tab,
 		const struct cp_profile_meta *meta, char *err, size_t errlen);
 
+/* Internal, for the benchmark (bench/lines/): 0 writes names only, as
+ * before source lines, to measure what they cost.  1 by default. */
+extern int cp_pprof_lines;
+
 #endif

@@ -695,6 +695,18 @@ static void test_pprof(int have_cxx)
 	char bid[sizeof seg->obj->build_id];
 	memcpy(bid, seg->obj->build_id, sizeof bid);
 	symbols_free(syms);
+	/* Functions whose symbols carry versions ("versioned@VERS_1",
+	 * "versioned@@VERS_2"), as libc's do. */
+	char vlib[200];
+	snprintf(vlib, sizeof vlib, "%s/tests/libversioned.so", getenv("B") ? getenv("B") : "build");
+	void *vh = dlopen(vlib, RTLD_NOW);
+	CHECK(vh != NULL, "dlopen %s: %s", vlib, dlerror());
+	int (*const *keep)(int) = dlsym(vh, "keep_versioned");
+	CHECK(keep != NULL, "keep_versioned");
+	uintptr_t s8[] = { (uintptr_t)keep[0] + 4, A(fn_gamma, 13) };
+	CHECK_EQ(stacktab_add(&t, s8, 2, 0, 1, 15000015), 0);
+	uintptr_t s9[] = { (uintptr_t)keep[1] + 4, A(fn_gamma, 13) };
+	CHECK_EQ(stacktab_add(&t, s9, 2, 0, 1, 16000016), 0);
 
 	const char *comments[] = { "cpuprof test: first comment",
 				   "second comment, with spaces" };
@@ -758,6 +770,8 @@ static void test_pprof(int have_cxx)
 		{ 12000012, "fn_alpha ; fn_beta" },
 		{ 13000013, "0x10" },
 		{ 14000014, "fn_alpha ; fn_beta ; [truncated]" },
+		{ 15000015, "versioned ; fn_gamma" },
+		{ 16000016, "versioned ; fn_gamma" },
 	};
 	for (size_t i = 0; i < sizeof wants / sizeof *wants; i++) {
 		if ((wants[i].ns == 6000006 && !gap) ||
@@ -771,6 +785,30 @@ static void test_pprof(int have_cxx)
 	CHECK(sample_frames(&r, 5000004, got, sizeof got), "malloc sample");
 	CHECK(strstr(got, "malloc") && strstr(got, " ; fn_gamma"),
 	      "malloc sample: %s", got);
+
+	/* Names without symbol versions, system names too; C++ names
+	 * demangled, the mangled symbol kept as the system name; no
+	 * Function's file is an object's path: sources or nothing. */
+	CHECK(!strstr(r.text, "@VERS_") && !strstr(r.text, "@GLIBC"), "a symbol version in:\n%s",
+	      r.text);
+	if (have_cxx)
+		CHECK(strstr(r.text, "std::exception::~exception() ") &&
+			      strstr(r.text, "(_ZNSt9exceptionD"),
+		      "std::exception::~exception() without its mangled system name:\n%s", r.text);
+	{
+		const char *maps = strstr(r.text, "\nMappings\n");
+		CHECK(maps != NULL, "no Mappings");
+		char obj[4200];
+		for (const char *m = maps; (m = strchr(m + 1, '/')) && m[-1] == ' ';) {
+			size_t len = strcspn(m, " \n");
+			snprintf(obj, sizeof obj, " %.*s:", (int)len, m);
+			const char *hit = strstr(r.text, obj);
+			CHECK(!hit || hit > maps, "a Function's file is the object %s", obj);
+			m += len;
+		}
+	}
+	CHECK(strstr(r.text, "fn_alpha ") && strstr(r.text, "unit_pprof.c:"),
+	      "fn_alpha without its source file:\n%s", r.text);
 
 	/* Addresses: the leaf as is, callers moved back into the call. */
 	for (int i = 1; i < r.nlocs; i++) {
