@@ -109,8 +109,10 @@ $(B)/libcpuprof.a: $(LIB_OBJS)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-# The CLI checks its flags with the library's table of settings.
-CLI_SHARED := $(B)/src/options.o
+# The CLI checks its flags with the library's table of settings, and
+# record collects, symbolizes and writes with the library's own code.
+CLI_SHARED := $(addprefix $(B)/src/,options.o judge.o stacktab.o symbols.o pprof_write.o protobuf.o lines.o \
+	lines_child.o sig/ring.o)
 $(B)/cpuprof: $(CLI_OBJS) $(CLI_SHARED)
 	$(CC) $(CFLAGS) -o $@ $^ -lz
 

@@ -33,7 +33,9 @@
 #include "options.h"
 #include "rwmap.h"
 #include "session.h"
+#include "shm_writer.h"
 #include "signals.h"
+#include "symbols.h"
 #include "threads.h"
 #include "unwind.h"
 
@@ -45,6 +47,8 @@
 #define KEEPER_SLEEP_MS 100
 /* How often it sweeps the signal engines' threads. */
 #define SWEEP_INTERVAL_NS 1000000000ll
+/* How often a recorded profile publishes its facts. */
+#define PUBLISH_INTERVAL_NS 200000000ll
 /* The highest rate sampled at: at 10 kHz the kernel's part of a perf
  * sample (timer interrupt, stack copy) already costs a tenth of the
  * thread's CPU on the machines measured (docs/benchmarks.md); above the
@@ -53,6 +57,8 @@
 
 struct cp_session cp_session;
 pthread_mutex_t cp_tab_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void publish(int ended, int status);
 
 /* Serialises start, stop and flush. */
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -105,7 +111,7 @@ void cp_session_drain_locked(void)
 	struct cp_ring *r = cp_sig.ring;
 	struct cp_sample *s;
 	while ((s = cp_ring_peek(r)) != NULL) {
-		if (stacktab_add(&cp_session.run.tab, s->pcs, s->n, s->flags, 1, s->weight_ns) < 0) {
+		if (stacktab_add_tid(&cp_session.run.tab, s->tid, s->pcs, s->n, s->flags, 1, s->weight_ns) < 0) {
 			cp_session.run.dropped++;
 			cp_session.run.dropped_ns += s->weight_ns;
 		}
@@ -159,7 +165,7 @@ static void *keeper_main(void *unused)
 	if (rc < 0)
 		return NULL;
 
-	int64_t last_sweep = cp_clock_ns(CLOCK_MONOTONIC);
+	int64_t last_sweep = cp_clock_ns(CLOCK_MONOTONIC), last_publish = 0;
 	int sleep_ms = KEEPER_SLEEP_MS;
 	while (!atomic_load(&R->keeper_quit)) {
 		uint32_t seen = atomic_load(cp_sig.wake);
@@ -176,6 +182,13 @@ static void *keeper_main(void *unused)
 			last_sweep = now;
 		}
 		unwind_tick();
+		if (R->recorded) {
+			cp_shm_objects(0);
+			if (now - last_publish >= PUBLISH_INTERVAL_NS) {
+				publish(CP_END_NONE, 0);
+				last_publish = now;
+			}
+		}
 		/* Its own waits are not the program's (mean_run_ns). */
 		struct rusage ru;
 		if (getrusage(RUSAGE_THREAD, &ru) == 0)
@@ -337,8 +350,14 @@ static void end_sampling(void)
 	pthread_mutex_unlock(&cp_tab_lock);
 }
 
-/* Starts a profile into path (NULL: none), in stream mode or not. */
-static int start(const char *path, int stream, const struct cpuprof_options *opts)
+/* The options of a recorded profile: a forked child starts its own with
+ * them. */
+static struct cpuprof_options recorded_opts;
+static char recorded_engine[16], recorded_unwind[16];
+
+/* Starts a profile into path (NULL: none), in stream mode, recorded (its
+ * samples go to `cpuprof record`), or neither. */
+static int start(const char *path, int stream, int recorded, const struct cpuprof_options *opts)
 {
 	struct settings s;
 	int rc;
@@ -361,6 +380,9 @@ static int start(const char *path, int stream, const struct cpuprof_options *opt
 	struct cp_run *R = &cp_session.run;
 	memset(R, 0, sizeof *R);
 	R->stream = stream;
+	R->recorded = recorded;
+	if (recorded && s.depth > cp_shm_depth())
+		s.depth = cp_shm_depth();
 	R->hz_asked = s.hz;
 	R->hz = s.hz > MAX_SAMPLING_HZ ? MAX_SAMPLING_HZ : s.hz;
 	R->depth = s.depth;
@@ -375,7 +397,14 @@ static int start(const char *path, int stream, const struct cpuprof_options *opt
 	}
 	R->path = path ? strdup(path) : NULL;
 	stacktab_init(&R->tab);
-	cp_sig.ring = cp_ring_create(cp_test_ring_cells ? cp_test_ring_cells : RING_CELLS, s.depth);
+	if (recorded)
+		cp_sig.ring = cp_shm_claim() == 0 ? cp_shm_ring() : NULL;
+	else
+		cp_sig.ring = cp_ring_create(cp_test_ring_cells ? cp_test_ring_cells : RING_CELLS, s.depth);
+	if (recorded && !cp_sig.ring) {
+		rc = -ENOSPC;
+		goto out;
+	}
 	cp_sig.rwmap = rwmap_snapshot();
 	if ((path && !R->path) || !cp_sig.ring) {
 		rc = -ENOMEM;
@@ -384,8 +413,8 @@ static int start(const char *path, int stream, const struct cpuprof_options *opt
 	}
 	cp_sig.period_ns = period;
 	cp_sig.max_depth = s.depth;
-	cp_sig.wake = &cp_session.wake;
-	cp_sig.wake_private = 1;
+	cp_sig.wake = recorded ? cp_shm_wake() : &cp_session.wake;
+	cp_sig.wake_private = !recorded;
 	atomic_store(&cp_sig.samples, 0);
 	atomic_store(&cp_sig.lost, 0);
 	atomic_store(&cp_sig.lost_ns, 0);
@@ -396,11 +425,14 @@ static int start(const char *path, int stream, const struct cpuprof_options *opt
 	atomic_store(&cp_sig.bench_handler_calls, 0);
 	atomic_store(&cp_sig.bench_handler_slow, 0);
 #endif
-	R->keeper_drains = !stream && !cp_test_no_drain;
+	R->keeper_drains = !stream && !recorded && !cp_test_no_drain;
 	cp_session.pid = getpid();
 	cp_names_reset();
-	/* The unwind tables are built before the first sample can be taken. */
+	/* The unwind tables are built before the first sample can be taken;
+	 * record knows the objects before the first sample names one. */
 	unwind_start(s.unwind);
+	if (recorded)
+		cp_shm_objects(1);
 
 	R->wall0 = cp_clock_ns(CLOCK_REALTIME);
 	R->mono0 = cp_clock_ns(CLOCK_MONOTONIC);
@@ -415,7 +447,16 @@ static int start(const char *path, int stream, const struct cpuprof_options *opt
 		cp_session.stream_open = 1;
 		pthread_mutex_unlock(&cp_tab_lock);
 	}
+	if (recorded) {
+		recorded_opts = opts ? *opts : (struct cpuprof_options){ 0 };
+		snprintf(recorded_engine, sizeof recorded_engine, "%s", s.engine);
+		snprintf(recorded_unwind, sizeof recorded_unwind, "%s", opts && opts->unwind ? opts->unwind : "auto");
+		recorded_opts.engine = recorded_engine;
+		recorded_opts.unwind = recorded_unwind;
+	}
 out:
+	if (rc < 0 && recorded && cp_sig.ring)
+		cp_shm_end(); /* the slot taken for nothing */
 	pthread_mutex_unlock(&api_lock);
 	return rc;
 }
@@ -424,24 +465,55 @@ API int cpuprof_start(const char *path, const struct cpuprof_options *opts)
 {
 	if (!path || !*path)
 		return -EINVAL;
-	return start(path, 0, opts);
+	return start(path, 0, 0, opts);
 }
 
 API int cpuprof_start_stream(const char *path, const struct cpuprof_options *opts)
 {
 	if (path && !*path)
 		return -EINVAL;
-	return start(path, 1, opts);
+	return start(path, 1, 0, opts);
 }
 
-/* Drains, writes and releases a stopped file-mode profile.  Under
- * api_lock. */
-static int finish(void)
+int cp_session_start_recorded(const struct cpuprof_options *opts)
+{
+	return start(NULL, 0, 1, opts);
+}
+
+/* Publishes a recorded profile's facts, with how it ended (CP_END_*).
+ * Under cp_tab_lock or on the keeper's own. */
+static void publish_locked(int ended, int status)
+{
+	struct cp_facts f;
+	cp_session_facts_locked(&f);
+	f.ended = ended;
+	f.exit_status = status;
+	f.exec_pending = ended == CP_END_EXEC;
+	cp_shm_facts(&f);
+}
+
+static void publish(int ended, int status)
 {
 	pthread_mutex_lock(&cp_tab_lock);
-	cp_session_drain_locked();
-	int rc = cp_session_write_locked();
+	publish_locked(ended, status);
 	pthread_mutex_unlock(&cp_tab_lock);
+}
+
+/* Drains, writes and releases a stopped file-mode profile; a recorded one
+ * says how it ended (CP_END_*) and gives its slot up.  Under api_lock. */
+static int finish(int ended, int status)
+{
+	int rc = 0;
+	pthread_mutex_lock(&cp_tab_lock);
+	if (cp_session.run.recorded) {
+		publish_locked(ended, status);
+	} else {
+		cp_session_drain_locked();
+		rc = cp_session_write_locked();
+	}
+	pthread_mutex_unlock(&cp_tab_lock);
+	if (cp_session.run.recorded)
+		cp_shm_end();
 	cp_session_release();
 	return rc;
 }
@@ -453,7 +525,8 @@ static int ours(void)
 	return cp_session.running && cp_session.pid == getpid();
 }
 
-API int cpuprof_stop(void)
+/* Stops the profile, which ended as `ended` says (CP_END_*). */
+static int stop(int ended, int status)
 {
 	pthread_mutex_lock(&api_lock);
 	if (!cp_session.running && !cp_session.suspended) {
@@ -469,10 +542,15 @@ API int cpuprof_stop(void)
 		 * there is one, and releases everything at end of stream. */
 		cp_wake_reader();
 	} else {
-		rc = finish();
+		rc = finish(ended, status);
 	}
 	pthread_mutex_unlock(&api_lock);
 	return rc;
+}
+
+API int cpuprof_stop(void)
+{
+	return stop(CP_END_EXIT, 0);
 }
 
 API int cpuprof_flush(void)
@@ -504,11 +582,16 @@ int cp_session_exec_begin(void)
 		return 0; /* a start or stop is under way in another thread */
 	int stopped = 0;
 	if (ours() && !cp_session.run.stream) {
-		/* This image ends here: keep what it sampled. */
+		/* This image ends here: keep what it sampled (record learns
+		 * that it exec'd once the new image takes a slot). */
 		end_sampling();
 		pthread_mutex_lock(&cp_tab_lock);
-		cp_session_drain_locked();
-		cp_session_write_locked();
+		if (cp_session.run.recorded) {
+			publish_locked(CP_END_EXEC, 0);
+		} else {
+			cp_session_drain_locked();
+			cp_session_write_locked();
+		}
 		pthread_mutex_unlock(&cp_tab_lock);
 		cp_session.suspended = 1;
 		stopped = 1;
@@ -527,16 +610,18 @@ void cp_session_exec_failed(void)
 		struct cp_run *R = &cp_session.run;
 		R->mono1 = R->cpu1 = 0;
 		R->waits1 = R->user1 = 0;
+		if (R->recorded)
+			publish(CP_END_NONE, 0);
 		if (begin_sampling() < 0)
-			cp_session_release(); /* what was written at the exec stays */
+			finish(CP_END_EXIT, 0); /* what was written at the exec stays */
 	}
 	pthread_mutex_unlock(&api_lock);
 }
 
-void cp_session_exit_now(void)
+void cp_session_exit_now(int status)
 {
 	if (ours() && !cp_session.run.stream)
-		cpuprof_stop();
+		stop(CP_END_UNDERSCORE_EXIT, status);
 }
 
 void cp_session_program_took_itimer(void)
@@ -565,11 +650,19 @@ static void after_fork_child(void)
 	unwind_after_fork(); /* before cp_session_release: its lock may be held */
 	if (had)
 		cp_session_release(); /* the child's copies of our memory */
+	int recorded = had && cp_session.run.recorded;
 	cp_session.running = 0;
 	cp_session.stream_open = 0;
 	cp_session.suspended = 0;
 	cp_session.run.has_keeper = 0;
 	cp_names_reset();
+	if (cp_shm_attached()) {
+		/* Under `cpuprof record` a forked child is profiled too, into
+		 * a slot of its own. */
+		cp_shm_after_fork();
+		if (recorded)
+			start(NULL, 0, 1, &recorded_opts);
+	}
 }
 
 __attribute__((constructor)) static void cpuprof_init(void)
@@ -579,23 +672,19 @@ __attribute__((constructor)) static void cpuprof_init(void)
 
 /* ---- what the profile says about itself, and its file ---- */
 
-/* What the unwind tables add up to. */
-struct unwind_summary {
-	uint64_t tables, bytes, rejected;
-	struct cp_comments *c; /* where rejected objects are named, or NULL */
-};
-
-#define MAX_REJECTED_COMMENTS 4
-
+/* What the unwind tables add up to, into facts. */
 static void summarise_object(const struct unwind_object *o, void *arg)
 {
-	struct unwind_summary *u = arg;
+	struct cp_facts *f = arg;
 	if (o->has_table) {
-		u->tables++;
-		u->bytes += o->table_bytes;
+		f->unwind_tables++;
+		f->unwind_bytes += o->table_bytes;
 	}
-	if (o->rejected && u->c && u->rejected++ < MAX_REJECTED_COMMENTS)
-		cp_comment(u->c, "unwind_rejected=%s: %s", o->name, o->why);
+	for (size_t i = 0; o->rejected && i < sizeof f->unwind_rejected / sizeof f->unwind_rejected[0]; i++)
+		if (!f->unwind_rejected[i][0]) {
+			snprintf(f->unwind_rejected[i], sizeof f->unwind_rejected[i], "%s: %s", o->name, o->why);
+			break;
+		}
 }
 
 void cp_session_facts_locked(struct cp_facts *f)
@@ -639,12 +728,23 @@ void cp_session_facts_locked(struct cp_facts *f)
 	f->blocked = ts.blocked;
 	f->throttled = ts.throttled;
 	f->first_error = ts.first_error;
-	if (R->unwind != CP_UNWIND_FP) {
-		struct unwind_summary us = { 0 };
-		unwind_each_object(summarise_object, &us);
-		f->unwind_tables = us.tables;
-		f->unwind_bytes = us.bytes;
-	}
+	if (R->unwind != CP_UNWIND_FP)
+		unwind_each_object(summarise_object, f);
+}
+
+/* This process's name: its program's base name. */
+static const char *own_name(char *buf, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	const char *slash = strrchr(buf, '/');
+	return slash ? slash + 1 : buf;
+}
+
+static const char *own_thread_name(const void *arg, uint32_t tid)
+{
+	char *buf = (char *)arg;
+	return cp_names_get((pid_t)tid, buf) ? buf : NULL;
 }
 
 int cp_session_write_locked(void)
@@ -656,10 +756,6 @@ int cp_session_write_locked(void)
 	cp_session_facts_locked(&f);
 	cp_judge(&f, warning, sizeof warning);
 	cp_facts_comments(&c, &f, warning);
-	if (f.unwind != CP_UNWIND_FP) {
-		struct unwind_summary us = { .c = &c };
-		unwind_each_object(summarise_object, &us);
-	}
 #ifdef CPUPROF_BENCH
 	/* Benchmark build only: the handler's own time (bench/run.py). */
 	cp_comment(&c, "handler_ns=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_ns));
@@ -680,9 +776,20 @@ int cp_session_write_locked(void)
 		.comments = c.list,
 		.ncomments = c.n,
 	};
-	char err[256] = "";
+	char err[256] = "", exe[4096], name[CP_NAME_MAX];
 	const char *path = cp_session.run.path;
-	int rc = pprof_write(path, &cp_session.run.tab, &meta, err, sizeof err);
+	/* One part: this process, symbolized from what it has loaded now,
+	 * labelled with its pid and name and its threads'. */
+	struct cp_profile_part part = {
+		.syms = symbols_load(),
+		.tab = &cp_session.run.tab,
+		.pid = getpid(),
+		.process = own_name(exe, sizeof exe),
+		.thread_name = own_thread_name,
+		.arg = name,
+	};
+	int rc = part.syms ? pprof_write_parts(path, &part, 1, &meta, err, sizeof err) : -ENOMEM;
+	symbols_free((struct cp_symbols *)part.syms);
 	if (rc < 0) {
 		fprintf(stderr, "cpuprof: cannot write %s: %s\n", path, err[0] ? err : strerror(-rc));
 		return rc;

@@ -719,6 +719,7 @@ static void on_sample(struct rec *r, int cpu)
 	}
 	s->weight_ns = weight;
 	s->tid = (uint32_t)tid;
+	s->gen = atomic_load_explicit(&cp_sig.objgen, memory_order_relaxed);
 	cp_sample_commit(s, !known);
 }
 

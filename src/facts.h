@@ -45,8 +45,10 @@ struct cp_facts {
 	/* Its threads. */
 	uint64_t armed, unarmed, blocked, throttled;
 	int32_t first_error;
-	/* The unwind tables. */
+	/* The unwind tables, and the objects whose .eh_frame was rejected
+	 * ("name: why"), the first few. */
 	uint64_t unwind_tables, unwind_bytes;
+	char unwind_rejected[4][256];
 	/* How it ended (shm.h). */
 	int32_t ended, exit_status, exec_pending;
 };

@@ -20,7 +20,9 @@
  *    gets its timer and the profile stops sampling, saying why;
  *  - the exec family and _exit: the profile is stopped and its samples
  *    kept first (cpuprof.c), and no signal of ours is pending across the
- *    exec; a failed exec resumes sampling.
+ *    exec; a failed exec resumes sampling;
+ *  - the wait family, under `cpuprof record`: how each reaped child ended
+ *    and the CPU the kernel charged to it are told to record.
  *
  * The real functions are found with dlsym(RTLD_NEXT); in a static program
  * (no dynamic symbol table to search) the system calls are made directly.
@@ -38,10 +40,12 @@
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "interpose.h"
 #include "session.h"
+#include "shm_writer.h"
 #include "signals.h"
 #include "sig/sigprog.h"
 
@@ -583,9 +587,65 @@ API int execlp(const char *file, const char *arg, ...)
 	return -1;
 }
 
+/* ---- wait ---- */
+
+typedef pid_t (*wait4_fn)(pid_t, int *, int, struct rusage *);
+static _Atomic(void *) real_wait4;
+
+/* wait4, and what it reaped told to `cpuprof record`. */
+static pid_t reap(pid_t pid, int *status, int options, struct rusage *ru)
+{
+	int st = 0;
+	struct rusage mine;
+	REAL(real_wait4, "wait4");
+	void *f = atomic_load(&real_wait4);
+	struct rusage *use = ru ? ru : &mine;
+	pid_t r = f ? ((wait4_fn)f)(pid, &st, options, use) : (pid_t)syscall(SYS_wait4, pid, &st, options, use);
+	if (r > 0) {
+		if (cp_shm_attached() && (WIFEXITED(st) || WIFSIGNALED(st)))
+			cp_shm_reaped(r, st, use);
+		if (status)
+			*status = st;
+	}
+	return r;
+}
+
+API pid_t wait4(pid_t pid, int *status, int options, struct rusage *ru)
+{
+	return reap(pid, status, options, ru);
+}
+
+API pid_t wait3(int *status, int options, struct rusage *ru)
+{
+	return reap(-1, status, options, ru);
+}
+
+API pid_t waitpid(pid_t pid, int *status, int options)
+{
+	return reap(pid, status, options, NULL);
+}
+
+API pid_t wait(int *status)
+{
+	return reap(-1, status, 0, NULL);
+}
+
+API int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
+{
+	struct rusage ru;
+	int r = (int)syscall(SYS_waitid, idtype, id, info, options, &ru);
+	if (r == 0 && info && info->si_pid > 0 && !(options & WNOWAIT) && cp_shm_attached() &&
+	    (info->si_code == CLD_EXITED || info->si_code == CLD_KILLED || info->si_code == CLD_DUMPED)) {
+		int st = info->si_code == CLD_EXITED ? (info->si_status & 0xff) << 8
+						      : (info->si_status & 0x7f) | (info->si_code == CLD_DUMPED ? 0x80 : 0);
+		cp_shm_reaped(info->si_pid, st, &ru);
+	}
+	return r;
+}
+
 API _Noreturn void _exit(int status)
 {
-	cp_session_exit_now();
+	cp_session_exit_now(status);
 	syscall(SYS_exit_group, status);
 	for (;;)
 		;

@@ -180,6 +180,9 @@ void cp_facts_comments(struct cp_comments *c, const struct cp_facts *f, const ch
 	if (f->unwind != CP_UNWIND_FP)
 		cp_comment(c, "unwind_tables=%llu objects, %llu bytes", (unsigned long long)f->unwind_tables,
 			   (unsigned long long)f->unwind_bytes);
+	for (size_t i = 0; i < sizeof f->unwind_rejected / sizeof f->unwind_rejected[0]; i++)
+		if (f->unwind_rejected[i][0])
+			cp_comment(c, "unwind_rejected=%.*s", (int)sizeof f->unwind_rejected[i], f->unwind_rejected[i]);
 	cp_comment(c, "max_depth=%d", f->depth);
 	cp_comment(c, "threads=%llu", (unsigned long long)f->armed);
 	if (f->throttled)

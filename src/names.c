@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "names.h"
+#include "shm_writer.h"
 
 struct entry {
 	pid_t tid; /* 0 = empty */
@@ -71,8 +72,11 @@ void cp_names_set(pid_t tid, const char *name)
 		return;
 	pthread_mutex_lock(&lock);
 	struct entry *e = get_locked(tid);
-	if (e)
+	if (e && strncmp(e->name, name, sizeof e->name - 1) != 0) {
 		snprintf(e->name, sizeof e->name, "%s", name);
+		/* `cpuprof record` learns each name as it changes. */
+		cp_shm_name(tid, e->name);
+	}
 	pthread_mutex_unlock(&lock);
 }
 

@@ -51,6 +51,11 @@ enum {
 
 	SAMPLE_LOCATION_ID = 1, /* repeated uint64, packed; leaf first */
 	SAMPLE_VALUE = 2,       /* repeated int64, packed */
+	SAMPLE_LABEL = 3,       /* repeated Label */
+
+	LABEL_KEY = 1, /* int64 string index, varint */
+	LABEL_STR = 2, /* int64 string index, varint */
+	LABEL_NUM = 3, /* int64, varint */
 
 	MAPPING_ID = 1,            /* uint64, varint */
 	MAPPING_MEMORY_START = 2,  /* uint64, varint */
@@ -155,7 +160,8 @@ static void idmap_free(struct idmap *m)
 struct location {
 	uint64_t addr;
 	uint32_t mapping;
-	uint32_t seg;    /* 1 + symbols segment index, 0 if in none */
+	uint32_t part;   /* whose address space it is in */
+	uint32_t seg;    /* 1 + symbols segment index of its part, 0 if in none */
 	uint32_t line0, nlines;
 };
 
@@ -174,8 +180,18 @@ struct mapflags {
 	unsigned char filenames, line_numbers, inline_frames;
 };
 
+/* What the builder keeps per part (an address space). */
+struct part_state {
+	const struct cp_profile_part *p;
+	struct idmap locmap;       /* address -> location id */
+	uint32_t *segmapping;      /* per segment: mapping id or 0 */
+	struct mapflags *mapflags; /* per segment */
+	uint32_t pid_str;          /* its "process" label's string, or 0 */
+};
+
 struct builder {
-	struct cp_symbols *syms;
+	struct part_state *parts;
+	size_t nparts, cur;        /* the part whose samples are being encoded */
 	struct pb_buf pb;
 	int err; /* ENOMEM once anything failed */
 
@@ -186,7 +202,6 @@ struct builder {
 
 	struct location *locs; /* location id i + 1 is locs[i] */
 	size_t nlocs, caplocs;
-	struct idmap locmap; /* address -> location id */
 
 	struct line *lines;
 	size_t nlines, caplines;
@@ -196,8 +211,6 @@ struct builder {
 	uint32_t *fnindex; /* open addressing: function id, 0 empty */
 	size_t nfnindex;
 
-	uint32_t *segmapping; /* per symbols segment: mapping id or 0 */
-	struct mapflags *mapflags; /* per symbols segment */
 	uint32_t nmappings;
 	/* The profile's own comments (lines_missing=...), malloc'd. */
 	char **comments;
@@ -349,7 +362,7 @@ static uint32_t location_new(struct builder *b, uint64_t addr, uint32_t mapping,
 		b->err = ENOMEM;
 		return 0;
 	}
-	b->locs[b->nlocs] = (struct location){ addr, mapping, seg, 0, 0 };
+	b->locs[b->nlocs] = (struct location){ addr, mapping, (uint32_t)b->cur, seg, 0, 0 };
 	return (uint32_t)++b->nlocs;
 }
 
@@ -358,20 +371,22 @@ static uint32_t location_new(struct builder *b, uint64_t addr, uint32_t mapping,
  * symbolize()); 0 with b->err set on failure. */
 static uint32_t location_for(struct builder *b, uint64_t addr)
 {
-	uint32_t id = idmap_get(&b->locmap, addr);
+	struct part_state *ps = &b->parts[b->cur];
+	uint32_t id = idmap_get(&ps->locmap, addr);
 	if (id)
 		return id;
-	const struct cp_segment *g = symbols_segment_for(b->syms, addr);
+	const struct cp_symbols *sy = ps->p->syms;
+	const struct cp_segment *g = symbols_segment_for(sy, addr);
 	uint32_t mapping = 0, seg = 0;
 	if (g) {
-		size_t k = (size_t)(g - b->syms->segs);
-		if (!b->segmapping[k])
-			b->segmapping[k] = ++b->nmappings;
-		mapping = b->segmapping[k];
+		size_t k = (size_t)(g - sy->segs);
+		if (!ps->segmapping[k])
+			ps->segmapping[k] = ++b->nmappings;
+		mapping = ps->segmapping[k];
 		seg = (uint32_t)k + 1;
 	}
 	id = location_new(b, addr, mapping, seg);
-	if (id && idmap_put(&b->locmap, addr, id) != 0) {
+	if (id && idmap_put(&ps->locmap, addr, id) != 0) {
 		b->err = ENOMEM;
 		return 0;
 	}
@@ -436,7 +451,7 @@ static uint32_t str_readable(struct builder *b, const char *s)
 		b->err = ENOMEM;
 		return 0;
 	}
-	char *d = symbols_demangle(b->syms, base ? base : s);
+	char *d = symbols_demangle(b->parts[0].p->syms, base ? base : s);
 	uint32_t k = str_intern(b, d ? d : base ? base : s);
 	free(d);
 	free(base);
@@ -506,44 +521,62 @@ static void lines_from_chain(struct builder *b, struct location *l,
 
 /* Symbolizes every Location made so far: its lines from the DWARF of its
  * object where it has some, else its symbol.  Adds the comments that say
- * which objects had no lines, and why. */
+ * which objects had no lines, and why.  The objects of all parts are read
+ * in one go, each file once however many parts (processes) had it. */
 static void symbolize(struct builder *b)
 {
-	const struct cp_symbols *sy = b->syms;
-	size_t nq = 0;
+	size_t nq = 0, nobj = 0, capobj = 0;
+	for (size_t p = 0; p < b->nparts; p++)
+		capobj += b->parts[p].p->syms->nobjs;
 	/* At least 256 of each: blocks of a size that changes with every
 	 * profile would settle in the allocator's per-thread caches, and a
 	 * program that writes many profiles would see its heap creep. */
-	size_t nl = b->nlocs > 256 ? b->nlocs : 256, no = sy->nobjs > 256 ? sy->nobjs : 256;
+	size_t nl = b->nlocs > 256 ? b->nlocs : 256, no = capobj > 256 ? capobj : 256;
 	struct cp_lines_query *q = malloc(nl * sizeof *q);
 	uint32_t *qloc = malloc(nl * sizeof *qloc);
 	const char **symname = calloc(nl, sizeof *symname);
 	struct cp_lines_object *objs = calloc(no, sizeof *objs);
-	if (!q || !qloc || !symname || !objs) {
+	/* Per part, the index of each of its objects in objs. */
+	size_t **objidx = calloc(b->nparts, sizeof *objidx);
+	if (!q || !qloc || !symname || !objs || !objidx) {
 		b->err = ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < sy->nobjs; i++)
-		objs[i] = (struct cp_lines_object){ sy->objs[i].path, sy->objs[i].build_id };
+	for (size_t p = 0; p < b->nparts; p++) {
+		const struct cp_symbols *sy = b->parts[p].p->syms;
+		if (!(objidx[p] = malloc((sy->nobjs ? sy->nobjs : 1) * sizeof *objidx[p]))) {
+			b->err = ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < sy->nobjs; i++) {
+			size_t k = 0;
+			while (k < nobj && (strcmp(objs[k].path, sy->objs[i].path) ||
+					    strcmp(objs[k].build_id, sy->objs[i].build_id)))
+				k++;
+			if (k == nobj)
+				objs[nobj++] = (struct cp_lines_object){ sy->objs[i].path, sy->objs[i].build_id };
+			objidx[p][i] = k;
+		}
+	}
 	for (size_t i = 0; i < b->nlocs; i++) {
 		const struct location *l = &b->locs[i];
 		if (!l->seg || l->nlines)
 			continue;
+		const struct cp_symbols *sy = b->parts[l->part].p->syms;
 		const struct cp_object *o = sy->segs[l->seg - 1].obj;
 		uintptr_t start = 0;
 		symname[i] = symbols_name_for(sy, l->addr, &start);
 		/* Only objects that are files ("[vdso]" is not). */
 		if (o->path[0] != '/' || !cp_pprof_lines)
 			continue;
-		q[nq] = (struct cp_lines_query){ (size_t)(o - sy->objs), l->addr - o->bias,
+		q[nq] = (struct cp_lines_query){ objidx[l->part][o - sy->objs], l->addr - o->bias,
 						 symname[i] ? start - o->bias : 0 };
 		qloc[nq++] = (uint32_t)i;
 	}
 
 	struct cp_lines_result res;
 	char global[256] = "";
-	int rc = cp_lines_resolve(objs, sy->nobjs, q, nq, LINES_TIMEOUT_MS, &res, global,
-				  sizeof global);
+	int rc = cp_lines_resolve(objs, nobj, q, nq, LINES_TIMEOUT_MS, &res, global, sizeof global);
 	if (rc != 0) {
 		b->err = ENOMEM;
 		goto out;
@@ -556,7 +589,7 @@ static void symbolize(struct builder *b)
 			continue;
 		lines_from_chain(b, l, c, symname[qloc[k]]);
 		with++;
-		struct mapflags *m = &b->mapflags[l->seg - 1];
+		struct mapflags *m = &b->parts[l->part].mapflags[l->seg - 1];
 		for (uint32_t j = 0; j < c->n; j++) {
 			m->filenames |= c->frames[j].file[0] != '\0';
 			m->line_numbers |= c->frames[j].line != 0;
@@ -566,7 +599,7 @@ static void symbolize(struct builder *b)
 	for (size_t i = 0; i < b->nlocs; i++) {
 		struct location *l = &b->locs[i];
 		if (!l->nlines)
-			lines_from_symbol(b, l, l->seg ? &sy->segs[l->seg - 1] : NULL,
+			lines_from_symbol(b, l, l->seg ? &b->parts[l->part].p->syms->segs[l->seg - 1] : NULL,
 					  symname[i]);
 	}
 	if (nq) {
@@ -579,7 +612,7 @@ static void symbolize(struct builder *b)
 		if (!res.why[i])
 			continue;
 		if (named++ < MAX_LINES_COMMENTS)
-			add_comment(b, "lines_missing=%s: %s", sy->objs[i].path, res.why[i]);
+			add_comment(b, "lines_missing=%s: %s", objs[i].path, res.why[i]);
 		else
 			more++;
 	}
@@ -587,6 +620,9 @@ static void symbolize(struct builder *b)
 		add_comment(b, "lines_missing_more=%zu objects", more);
 	cp_lines_result_free(&res);
 out:
+	for (size_t p = 0; objidx && p < b->nparts; p++)
+		free(objidx[p]);
+	free(objidx);
 	free(q);
 	free(qloc);
 	free(symname);
@@ -602,88 +638,132 @@ static void put_value_type(struct pb_buf *pb, uint32_t field,
 	pb_end(pb, field, m);
 }
 
-static void put_sample(struct pb_buf *pb, const uint64_t *ids, size_t n,
-		       uint64_t count, uint64_t ns)
+/* The label strings, once interned. */
+struct label_keys {
+	uint32_t pid, process, tid, thread;
+};
+
+static void put_label(struct pb_buf *pb, uint32_t key, uint32_t str, int64_t num)
 {
+	size_t m = pb_start(pb);
+	pb_int64_opt(pb, LABEL_KEY, key);
+	pb_int64_opt(pb, LABEL_STR, str);
+	pb_int64_opt(pb, LABEL_NUM, num);
+	pb_end(pb, SAMPLE_LABEL, m);
+}
+
+/* A sample of part ps, sampled in thread tid (0: none in particular). */
+static void put_sample(struct builder *b, const struct part_state *ps, const struct label_keys *k,
+		       const uint64_t *ids, size_t n, uint64_t count, uint64_t ns, uint32_t tid)
+{
+	struct pb_buf *pb = &b->pb;
 	int64_t values[2] = { (int64_t)count, (int64_t)ns };
+	const struct cp_profile_part *p = ps ? ps->p : NULL;
 	size_t m = pb_start(pb);
 	pb_packed_uint64(pb, SAMPLE_LOCATION_ID, ids, n);
 	pb_packed_int64(pb, SAMPLE_VALUE, values, 2);
+	if (p && p->pid)
+		put_label(pb, k->pid, 0, p->pid);
+	if (p && ps->pid_str)
+		put_label(pb, k->process, ps->pid_str, 0);
+	if (p && tid) {
+		put_label(pb, k->tid, 0, tid);
+		const char *name = p->thread_name ? p->thread_name(p->arg, tid) : NULL;
+		if (name && name[0])
+			put_label(pb, k->thread, str_intern(b, name), 0);
+	}
 	pb_end(pb, PROFILE_SAMPLE, m);
 }
 
+/* A sample whose only frame is the pseudo-function ps->name. */
+static void put_pseudo(struct builder *b, const struct part_state *ps, const struct label_keys *k,
+		       const struct cp_pseudo_sample *x)
+{
+	if (x->count == 0 && x->ns == 0)
+		return;
+	uint32_t fn = function_unique(b, x->name);
+	uint64_t id = location_new(b, 0, 0, 0);
+	if (id)
+		line_add(b, &b->locs[id - 1], fn, 0);
+	put_sample(b, ps, k, &id, 1, x->count, x->ns, 0);
+}
+
 /* Encodes the whole profile into b->pb.  Returns 0 or -ENOMEM. */
-static int build(struct builder *b, const struct cp_stacktab *tab,
-		 const struct cp_profile_meta *meta)
+static int build(struct builder *b, const struct cp_profile_meta *meta)
 {
 	struct pb_buf *pb = &b->pb;
 	uint32_t s_samples = str_intern(b, "samples");
 	uint32_t s_count = str_intern(b, "count");
 	uint32_t s_cpu = str_intern(b, "cpu");
 	uint32_t s_ns = str_intern(b, "nanoseconds");
+	struct label_keys keys = { str_intern(b, "pid"), str_intern(b, "process"), str_intern(b, "tid"),
+				   str_intern(b, "thread") };
 	put_value_type(pb, PROFILE_SAMPLE_TYPE, s_samples, s_count);
 	put_value_type(pb, PROFILE_SAMPLE_TYPE, s_cpu, s_ns);
 
 	size_t maxn = 2;
-	for (size_t i = 0; i < tab->len; i++)
-		if ((size_t)tab->items[i]->n + 1 > maxn)
-			maxn = (size_t)tab->items[i]->n + 1;
+	for (size_t p = 0; p < b->nparts; p++)
+		for (size_t i = 0; i < b->parts[p].p->tab->len; i++)
+			if ((size_t)b->parts[p].p->tab->items[i]->n + 1 > maxn)
+				maxn = (size_t)b->parts[p].p->tab->items[i]->n + 1;
 	uint64_t *ids = malloc(maxn * sizeof *ids);
 	if (!ids)
 		return -ENOMEM;
-	for (size_t i = 0; i < tab->len && !b->err && !pb->err; i++) {
-		const struct cp_stack *s = tab->items[i];
-		size_t n = 0;
-		for (uint32_t k = 0; k < s->n; k++) {
-			uint64_t pc = s->pcs[k];
-			if (k == 1 && (s->flags & CP_STACK_LINK_REG) &&
-			    !symbols_code_outside_function(b->syms, s->pcs[0], pc - 1))
-				continue;
-			/* A caller's frame: point into the call instruction. */
-			ids[n++] = location_for(b, k > 0 && pc > 0 ? pc - 1 : pc);
+	for (b->cur = 0; b->cur < b->nparts; b->cur++) {
+		struct part_state *ps = &b->parts[b->cur];
+		const struct cp_stacktab *tab = ps->p->tab;
+		if (ps->p->process && ps->p->process[0])
+			ps->pid_str = str_intern(b, ps->p->process);
+		for (size_t i = 0; i < tab->len && !b->err && !pb->err; i++) {
+			const struct cp_stack *s = tab->items[i];
+			size_t n = 0;
+			for (uint32_t k = 0; k < s->n; k++) {
+				uint64_t pc = s->pcs[k];
+				if (k == 1 && (s->flags & CP_STACK_LINK_REG) &&
+				    !symbols_code_outside_function(ps->p->syms, s->pcs[0], pc - 1))
+					continue;
+				/* A caller's frame: point into the call instruction. */
+				ids[n++] = location_for(b, k > 0 && pc > 0 ? pc - 1 : pc);
+			}
+			/* pprof hides a sample without locations from its
+			 * reports (it only counts in the total): give it a
+			 * frame. */
+			if (s->n == 0)
+				ids[n++] = pseudo_location(b, &b->nostack_loc, "[no stack]");
+			if (s->flags & CP_STACK_TRUNCATED)
+				ids[n++] = pseudo_location(b, &b->truncated_loc, "[truncated]");
+			put_sample(b, ps, &keys, ids, n, s->count, s->ns, s->tid);
 		}
-		/* pprof hides a sample without locations from its reports
-		 * (it only counts in the total): give it a frame. */
-		if (s->n == 0)
-			ids[n++] = pseudo_location(b, &b->nostack_loc,
-						   "[no stack]");
-		if (s->flags & CP_STACK_TRUNCATED)
-			ids[n++] = pseudo_location(b, &b->truncated_loc,
-						   "[truncated]");
-		put_sample(pb, ids, n, s->count, s->ns);
+		for (size_t i = 0; i < ps->p->npseudo; i++)
+			put_pseudo(b, ps, &keys, &ps->p->pseudo[i]);
 	}
 	free(ids);
-	for (size_t i = 0; i < meta->npseudo; i++) {
-		const struct cp_pseudo_sample *ps = &meta->pseudo[i];
-		if (ps->count == 0 && ps->ns == 0)
-			continue;
-		uint32_t fn = function_unique(b, ps->name);
-		uint64_t id = location_new(b, 0, 0, 0);
-		if (id)
-			line_add(b, &b->locs[id - 1], fn, 0);
-		put_sample(pb, &id, 1, ps->count, ps->ns);
-	}
+	for (size_t i = 0; i < meta->npseudo; i++)
+		put_pseudo(b, NULL, &keys, &meta->pseudo[i]);
 	symbolize(b);
 
-	for (size_t i = 0; i < b->syms->nsegs; i++) {
-		const struct cp_segment *g = &b->syms->segs[i];
-		if (!b->segmapping[i])
-			continue;
-		size_t m = pb_start(pb);
-		pb_uint64(pb, MAPPING_ID, b->segmapping[i]);
-		pb_uint64_opt(pb, MAPPING_MEMORY_START, g->start);
-		pb_uint64_opt(pb, MAPPING_MEMORY_LIMIT, g->limit);
-		pb_uint64_opt(pb, MAPPING_FILE_OFFSET, g->file_offset);
-		pb_int64_opt(pb, MAPPING_FILENAME, str_intern(b, g->obj->path));
-		pb_int64_opt(pb, MAPPING_BUILD_ID,
-			     str_intern(b, g->obj->build_id));
-		pb_bool(pb, MAPPING_HAS_FUNCTIONS, 1);
-		/* True where some Location has them, as pprof's own
-		 * symbolizer sets them. */
-		pb_bool(pb, MAPPING_HAS_FILENAMES, b->mapflags[i].filenames);
-		pb_bool(pb, MAPPING_HAS_LINE_NUMBERS, b->mapflags[i].line_numbers);
-		pb_bool(pb, MAPPING_HAS_INLINE_FRAMES, b->mapflags[i].inline_frames);
-		pb_end(pb, PROFILE_MAPPING, m);
+	for (size_t p = 0; p < b->nparts; p++) {
+		const struct part_state *ps = &b->parts[p];
+		const struct cp_symbols *sy = ps->p->syms;
+		for (size_t i = 0; i < sy->nsegs; i++) {
+			const struct cp_segment *g = &sy->segs[i];
+			if (!ps->segmapping[i])
+				continue;
+			size_t m = pb_start(pb);
+			pb_uint64(pb, MAPPING_ID, ps->segmapping[i]);
+			pb_uint64_opt(pb, MAPPING_MEMORY_START, g->start);
+			pb_uint64_opt(pb, MAPPING_MEMORY_LIMIT, g->limit);
+			pb_uint64_opt(pb, MAPPING_FILE_OFFSET, g->file_offset);
+			pb_int64_opt(pb, MAPPING_FILENAME, str_intern(b, g->obj->path));
+			pb_int64_opt(pb, MAPPING_BUILD_ID, str_intern(b, g->obj->build_id));
+			pb_bool(pb, MAPPING_HAS_FUNCTIONS, 1);
+			/* True where some Location has them, as pprof's own
+			 * symbolizer sets them. */
+			pb_bool(pb, MAPPING_HAS_FILENAMES, ps->mapflags[i].filenames);
+			pb_bool(pb, MAPPING_HAS_LINE_NUMBERS, ps->mapflags[i].line_numbers);
+			pb_bool(pb, MAPPING_HAS_INLINE_FRAMES, ps->mapflags[i].inline_frames);
+			pb_end(pb, PROFILE_MAPPING, m);
+		}
 	}
 	for (size_t i = 0; i < b->nlocs; i++) {
 		const struct location *l = &b->locs[i];
@@ -743,12 +823,15 @@ static void builder_free(struct builder *b)
 	free(b->strs);
 	free(b->strindex);
 	free(b->locs);
-	idmap_free(&b->locmap);
+	for (size_t p = 0; b->parts && p < b->nparts; p++) {
+		idmap_free(&b->parts[p].locmap);
+		free(b->parts[p].segmapping);
+		free(b->parts[p].mapflags);
+	}
+	free(b->parts);
 	free(b->lines);
 	free(b->fns);
 	free(b->fnindex);
-	free(b->segmapping);
-	free(b->mapflags);
 	for (size_t i = 0; i < b->ncomments; i++)
 		free(b->comments[i]);
 	free(b->comments);
@@ -841,8 +924,8 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-int pprof_write(const char *path, const struct cp_stacktab *tab,
-		const struct cp_profile_meta *meta, char *err, size_t errlen)
+int pprof_write_parts(const char *path, const struct cp_profile_part *parts, size_t nparts,
+		      const struct cp_profile_meta *meta, char *err, size_t errlen)
 {
 	static const struct cp_profile_meta no_meta;
 	struct builder b;
@@ -855,18 +938,21 @@ int pprof_write(const char *path, const struct cp_stacktab *tab,
 		err[0] = '\0';
 	memset(&b, 0, sizeof b);
 	pb_init(&b.pb);
-	b.syms = symbols_load();
-	if (!b.syms ||
-	    !(b.segmapping = calloc(b.syms->nsegs + 1, sizeof *b.segmapping)) ||
-	    !(b.mapflags = calloc(b.syms->nsegs + 1, sizeof *b.mapflags)) ||
-	    cp_array_grow((void **)&b.strs, &b.capstrs, 1, sizeof *b.strs, 256) ||
-	    !(b.strs[0] = strdup(""))) {
+	int ok = nparts > 0 && (b.parts = calloc(nparts, sizeof *b.parts)) != NULL;
+	for (size_t p = 0; ok && p < nparts; p++) {
+		b.parts[p].p = &parts[p];
+		size_t nsegs = parts[p].syms->nsegs + 1;
+		ok = (b.parts[p].segmapping = calloc(nsegs, sizeof *b.parts[p].segmapping)) &&
+		     (b.parts[p].mapflags = calloc(nsegs, sizeof *b.parts[p].mapflags));
+		b.nparts = p + 1;
+	}
+	if (!ok || cp_array_grow((void **)&b.strs, &b.capstrs, 1, sizeof *b.strs, 256) || !(b.strs[0] = strdup(""))) {
 		rc = -ENOMEM;
 		set_err(err, errlen, "pprof: out of memory");
 		goto out;
 	}
 	b.nstrs = 1;
-	if ((rc = build(&b, tab, meta)) != 0) {
+	if ((rc = build(&b, meta)) != 0) {
 		set_err(err, errlen, "pprof: out of memory");
 		goto out;
 	}
@@ -915,7 +1001,19 @@ out:
 		unlink(tmp);
 		free(tmp);
 	}
-	symbols_free(b.syms);
 	builder_free(&b);
+	return rc;
+}
+
+int pprof_write(const char *path, const struct cp_stacktab *tab, const struct cp_profile_meta *meta, char *err,
+		size_t errlen)
+{
+	struct cp_profile_part part = { .syms = symbols_load(), .tab = tab };
+	if (!part.syms) {
+		set_err(err, errlen, "pprof: out of memory");
+		return -ENOMEM;
+	}
+	int rc = pprof_write_parts(path, &part, 1, meta, err, errlen);
+	symbols_free((struct cp_symbols *)part.syms);
 	return rc;
 }

@@ -11,6 +11,8 @@
 
 #include "stacktab.h"
 
+struct cp_symbols;
+
 struct cp_pseudo_sample {
 	const char *name; /* "[lost]", ... */
 	uint64_t count;   /* samples it stands for (0: CPU no sample saw) */
@@ -30,12 +32,34 @@ struct cp_profile_meta {
 	size_t ncomments;
 };
 
-/* Writes `tab` to `path` (replacing it atomically: a temporary file in the
- * same directory, then rename; a path that is not a regular file is
- * written into).  Returns 0, or a negative errno
- * with a message in err[errlen]. */
+/* The samples of one address space (a process image), and the labels they
+ * carry: pid and process (if given), tid and thread (for each stack
+ * sampled in a thread). */
+struct cp_profile_part {
+	const struct cp_symbols *syms;  /* the objects its addresses are in */
+	const struct cp_stacktab *tab;
+	int64_t pid;                    /* 0: no pid label */
+	const char *process;            /* NULL: no process label */
+	/* The name of thread tid, or NULL (NULL: no thread labels). */
+	const char *(*thread_name)(const void *arg, uint32_t tid);
+	const void *arg;
+	/* Its own frames that are not code (as meta's, with its labels). */
+	const struct cp_pseudo_sample *pseudo;
+	size_t npseudo;
+};
+
+/* Writes the parts to `path` (replacing it atomically: a temporary file
+ * in the same directory, then rename; a path that is not a regular file
+ * is written into).  Returns 0, or a negative errno with a message in
+ * err[errlen]. */
+int pprof_write_parts(const char *path, const struct cp_profile_part *parts, size_t nparts,
+		      const struct cp_profile_meta *meta, char *err, size_t errlen);
+
+/* Writes `tab`, sampled in this process, to `path` as one part without
+ * labels, symbolized from the objects loaded now. */
 int pprof_write(const char *path, const struct cp_stacktab *tab,
 		const struct cp_profile_meta *meta, char *err, size_t errlen);
+
 
 /* Internal, for the benchmark (bench/lines/): 0 writes names only, as
  * before source lines, to measure what they cost.  1 by default. */

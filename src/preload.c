@@ -11,6 +11,10 @@
  * CPUPROF_UNWIND).  A process started by a profiled process (fork+exec,
  * which inherits the environment) writes FILE.<pid> so that nothing is
  * overwritten.
+ *
+ * Under `cpuprof record`, CPUPROF_SHM names record's shared memory
+ * instead: every process of the tree (forked children too) writes its
+ * samples there as it takes them, and record writes the profile.
  */
 #include <errno.h>
 #include <limits.h>
@@ -22,6 +26,9 @@
 
 #include "cpuprof.h"
 #include "options.h"
+#include "session.h"
+#include "shm.h"
+#include "shm_writer.h"
 
 static int preload_started;
 
@@ -46,8 +53,10 @@ static int env_option(enum cp_option_id id, long *out, const char **text)
 
 __attribute__((constructor)) static void preload_start(void)
 {
-	const char *path = getenv("CPUPROF");
-	if (!path || !*path || getauxval(AT_SECURE))
+	const char *path = getenv("CPUPROF"), *shm = getenv(CP_SHM_ENV);
+	if ((!path || !*path) && (!shm || !*shm))
+		return;
+	if (getauxval(AT_SECURE))
 		return;
 
 	struct cpuprof_options o = { 0 };
@@ -59,6 +68,22 @@ __attribute__((constructor)) static void preload_start(void)
 	o.hz = (int)hz;
 	o.max_depth = (int)depth;
 	o.signal = (int)signo;
+
+	if (shm && *shm) {
+		char why[512];
+		if (cp_shm_attach(shm, why, sizeof why) < 0) {
+			fprintf(stderr, "cpuprof: %s; profiling disabled\n", why);
+			return;
+		}
+		int rc = cp_session_start_recorded(&o);
+		if (rc < 0) {
+			fprintf(stderr, "cpuprof: cannot start profiling: %s; profiling disabled\n",
+				rc == -ENOSPC ? "cpuprof record has no room for another process" : cpuprof_strerror(rc));
+			return;
+		}
+		preload_started = 1;
+		return;
+	}
 
 	/* The first profiled process of a run owns FILE; its descendants
 	 * write FILE.<pid>. */

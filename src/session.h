@@ -16,11 +16,14 @@
 #include "facts.h"
 #include "stacktab.h"
 
+struct cpuprof_options;
+
 /* Everything one profile knows about itself.  Cleared whole when a
  * profile starts, then set: nothing carries over from the last one. */
 struct cp_run {
 	char *path;           /* pprof file to write; NULL in stream mode without one */
 	int stream;           /* record-stream mode (stream.c) */
+	int recorded;         /* samples go to `cpuprof record` (shm_writer.c) */
 	const struct cp_engine *engine;
 	char engine_reason[512];
 	int hz, hz_asked;     /* the rate sampled at, and the one asked for */
@@ -93,8 +96,11 @@ void cp_session_wait(_Atomic uint32_t *w, uint32_t seen, int ms, int private_fut
  * if it stopped anything, for cp_session_exec_failed() to resume. */
 int cp_session_exec_begin(void);
 void cp_session_exec_failed(void);
-/* Before _exit(): as at exit(), the profile is written. */
-void cp_session_exit_now(void);
+/* Before _exit(status): as at exit(), the profile is written. */
+void cp_session_exit_now(int status);
+/* Starts a profile whose samples go to `cpuprof record`'s shared memory
+ * (cp_shm_attach() done).  0 or a negative errno. */
+int cp_session_start_recorded(const struct cpuprof_options *opts);
 /* The program set ITIMER_PROF itself. */
 void cp_session_program_took_itimer(void);
 

@@ -29,7 +29,7 @@
 #define CP_SHM_ENV "CPUPROF_SHM" /* its path, for the profiled processes */
 
 #define CP_SHM_PATH_MAX 512  /* an object's path, cut if longer */
-#define CP_SHM_BUILD_ID 41   /* 20-byte build IDs as hex, and the NUL */
+#define CP_SHM_BUILD_ID 129  /* build IDs as hex (symbols.h keeps 64 bytes), and the NUL */
 #define CP_SHM_MAX_SEGS 4    /* executable segments kept per object */
 #define CP_SHM_MAX_OBJS 512  /* objects per process image */
 #define CP_SHM_MAX_NAMES 4096

@@ -1,7 +1,8 @@
 /*
  * stacktab.c -- the aggregated profile of stacktab.h: distinct stacks in
  * insertion order plus an open-addressing index (linear probing, kept at
- * most half full) from a 64-bit hash of (pcs, n, flags) to their position.
+ * most half full) from a 64-bit hash of (tid, pcs, n, flags) to their
+ * position.
  * Each stack is one malloc with its pcs in the flexible array.
  */
 #include <errno.h>
@@ -35,9 +36,9 @@ void stacktab_free(struct cp_stacktab *t)
 }
 
 /* A multiply-xorshift hash over the words of a stack. */
-static uint64_t stack_hash(const uintptr_t *pcs, uint32_t n, uint32_t flags)
+static uint64_t stack_hash(uint32_t tid, const uintptr_t *pcs, uint32_t n, uint32_t flags)
 {
-	uint64_t h = 0x9e3779b97f4a7c15ull ^ ((uint64_t)n << 32 | flags);
+	uint64_t h = (0x9e3779b97f4a7c15ull ^ ((uint64_t)n << 32 | flags)) + tid * 0x9e3779b97f4a7c15ull;
 	for (uint32_t i = 0; i < n; i++) {
 		h ^= (uint64_t)pcs[i];
 		h *= 0xff51afd7ed558ccdull;
@@ -48,23 +49,23 @@ static uint64_t stack_hash(const uintptr_t *pcs, uint32_t n, uint32_t flags)
 	return h;
 }
 
-static int stack_equal(const struct cp_stack *s, const uintptr_t *pcs,
+static int stack_equal(const struct cp_stack *s, uint32_t tid, const uintptr_t *pcs,
 		       uint32_t n, uint32_t flags)
 {
-	return s->n == n && s->flags == flags &&
+	return s->tid == tid && s->n == n && s->flags == flags &&
 	       (n == 0 || memcmp(s->pcs, pcs, n * sizeof *pcs) == 0);
 }
 
 /* Slot of the index where (pcs, n, flags) is, or the empty slot where it
  * would go.  The index must have at least one empty slot. */
-static size_t stacktab_slot(const struct cp_stacktab *t, uint64_t h,
+static size_t stacktab_slot(const struct cp_stacktab *t, uint64_t h, uint32_t tid,
 			    const uintptr_t *pcs, uint32_t n, uint32_t flags)
 {
 	size_t mask = t->nindex - 1;
 	size_t i = (size_t)h & mask;
 	while (t->index[i] != 0) {
 		const struct cp_stack *s = t->items[t->index[i] - 1];
-		if (stack_equal(s, pcs, n, flags))
+		if (stack_equal(s, tid, pcs, n, flags))
 			break;
 		i = (i + 1) & mask;
 	}
@@ -83,7 +84,7 @@ static int stacktab_rehash(struct cp_stacktab *t, size_t nindex)
 	t->nindex = nindex;
 	for (size_t k = 0; k < t->len; k++) {
 		const struct cp_stack *s = t->items[k];
-		uint64_t h = stack_hash(s->pcs, s->n, s->flags);
+		uint64_t h = stack_hash(s->tid, s->pcs, s->n, s->flags);
 		size_t i = (size_t)h & (nindex - 1);
 		while (index[i] != 0)
 			i = (i + 1) & (nindex - 1);
@@ -95,10 +96,16 @@ static int stacktab_rehash(struct cp_stacktab *t, size_t nindex)
 int stacktab_add(struct cp_stacktab *t, const uintptr_t *pcs, uint32_t n,
 		 uint32_t flags, uint64_t count, uint64_t ns)
 {
-	uint64_t h = stack_hash(pcs, n, flags);
+	return stacktab_add_tid(t, 0, pcs, n, flags, count, ns);
+}
+
+int stacktab_add_tid(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pcs, uint32_t n, uint32_t flags,
+		     uint64_t count, uint64_t ns)
+{
+	uint64_t h = stack_hash(tid, pcs, n, flags);
 	size_t i = 0;
 	if (t->nindex) {
-		i = stacktab_slot(t, h, pcs, n, flags);
+		i = stacktab_slot(t, h, tid, pcs, n, flags);
 		if (t->index[i] != 0) {
 			struct cp_stack *s = t->items[t->index[i] - 1];
 			s->count += count;
@@ -127,7 +134,7 @@ int stacktab_add(struct cp_stacktab *t, const uintptr_t *pcs, uint32_t n,
 		if (nindex > SIZE_MAX / sizeof *t->index ||
 		    stacktab_rehash(t, nindex) != 0)
 			return -ENOMEM;
-		i = stacktab_slot(t, h, pcs, n, flags);
+		i = stacktab_slot(t, h, tid, pcs, n, flags);
 	}
 	struct cp_stack *s = malloc(sizeof *s + (size_t)n * sizeof *pcs);
 	if (!s)
@@ -136,6 +143,7 @@ int stacktab_add(struct cp_stacktab *t, const uintptr_t *pcs, uint32_t n,
 	s->ns = ns;
 	s->n = n;
 	s->flags = flags;
+	s->tid = tid;
 	if (n)
 		memcpy(s->pcs, pcs, (size_t)n * sizeof *pcs);
 	t->items[t->len++] = s;

@@ -17,6 +17,7 @@ struct cp_stack {
 	uint64_t ns;    /* CPU nanoseconds those samples stand for */
 	uint32_t n;     /* number of pcs (0 is allowed: a sample with no PC) */
 	uint32_t flags; /* CP_STACK_* */
+	uint32_t tid;   /* the thread it was sampled in (0: not told) */
 	uintptr_t pcs[];
 };
 
@@ -41,8 +42,11 @@ void stacktab_init(struct cp_stacktab *t);
 void stacktab_free(struct cp_stacktab *t);
 /* Drops every stack but keeps the memory for reuse. */
 void stacktab_clear(struct cp_stacktab *t);
-/* Adds count/ns to the entry for (pcs, n, flags), creating it if needed.
- * Returns 0 or -ENOMEM (the table is then unchanged). */
+/* Adds count/ns to the entry for (tid, pcs, n, flags), creating it if
+ * needed.  Returns 0 or -ENOMEM (the table is then unchanged). */
+int stacktab_add_tid(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pcs, uint32_t n, uint32_t flags,
+		     uint64_t count, uint64_t ns);
+/* The same for a stack of no thread in particular (tid 0). */
 int stacktab_add(struct cp_stacktab *t, const uintptr_t *pcs, uint32_t n,
 		 uint32_t flags, uint64_t count, uint64_t ns);
 

@@ -536,7 +536,7 @@ static int read_debug_file(struct cp_object *o)
 	return rc;
 }
 
-struct cp_symbols *symbols_load(void)
+struct cp_symbols *symbols_enumerate(void)
 {
 	struct cp_symbols *s = calloc(1, sizeof *s);
 	if (!s)
@@ -546,42 +546,108 @@ struct cp_symbols *symbols_load(void)
 	c.pagesize = pg > 0 ? (uintptr_t)pg : 4096;
 	find_vdso(&c);
 	dl_iterate_phdr(load_one, &c);
-	if (c.err)
-		goto fail;
-
-	for (size_t i = 0; i < s->nobjs; i++) {
-		struct cp_object *o = &s->objs[i];
-		char bid[sizeof o->build_id];
-		int rc;
-		if (i == c.vdso)
-			rc = symbols_read_image((const void *)c.vdso_start,
-						c.vdso_end - c.vdso_start,
-						&o->symtab, bid);
-		else if (read_debug_file(o) == 0)
-			continue;
-		else
-			rc = symbols_read_file(i == c.exe ? "/proc/self/exe" :
-							    o->path,
-					       &o->symtab, bid);
-		if (rc == -ENOMEM)
-			goto fail;
-		/* A file replaced on disk since it was loaded would give
-		 * wrong names: better none. */
-		if (rc == 0 && o->build_id[0] && bid[0] &&
-		    strcmp(o->build_id, bid) != 0)
-			symbols_symtab_free(&o->symtab);
+	if (c.err) {
+		free(c.segowner);
+		symbols_free(s);
+		return NULL;
 	}
 	for (size_t i = 0; i < s->nsegs; i++)
 		s->segs[i].obj = &s->objs[c.segowner[i]];
 	qsort(s->segs, s->nsegs, sizeof *s->segs, seg_cmp);
 	free(c.segowner);
+	s->exe_index = c.exe;
+	s->vdso_index = c.vdso;
+	s->vdso_start = c.vdso_start;
+	s->vdso_end = c.vdso_end;
 	void *dm = dlsym(RTLD_DEFAULT, "__cxa_demangle");
 	memcpy(&s->demangle, &dm, sizeof dm);
 	return s;
-fail:
-	free(c.segowner);
-	symbols_free(s);
-	return NULL;
+}
+
+/* Reads the symbols of every object of s: the vDSO's from memory at
+ * [vdso_start, vdso_end) (none if vdso_start is 0), the main program's
+ * from exe_path if not NULL, the others from their separate debug file or
+ * their own.  Returns 0, or -ENOMEM (s is then freed). */
+static int read_all(struct cp_symbols *s, const char *exe_path, uintptr_t vdso_start, uintptr_t vdso_end)
+{
+	for (size_t i = 0; i < s->nobjs; i++) {
+		struct cp_object *o = &s->objs[i];
+		char bid[sizeof o->build_id];
+		int rc;
+		if (i == s->vdso_index) {
+			if (!vdso_start)
+				continue;
+			rc = symbols_read_image((const void *)vdso_start, vdso_end - vdso_start, &o->symtab, bid);
+		} else if (read_debug_file(o) == 0) {
+			continue;
+		} else {
+			rc = symbols_read_file(i == s->exe_index && exe_path ? exe_path : o->path, &o->symtab, bid);
+		}
+		if (rc == -ENOMEM) {
+			symbols_free(s);
+			return -ENOMEM;
+		}
+		/* A file replaced on disk since it was loaded would give
+		 * wrong names: better none. */
+		if (rc == 0 && o->build_id[0] && bid[0] && strcmp(o->build_id, bid) != 0)
+			symbols_symtab_free(&o->symtab);
+	}
+	return 0;
+}
+
+struct cp_symbols *symbols_load(void)
+{
+	struct cp_symbols *s = symbols_enumerate();
+	if (!s || read_all(s, "/proc/self/exe", s->vdso_start, s->vdso_end) < 0)
+		return NULL;
+	return s;
+}
+
+struct cp_symbols *symbols_from_objects(const struct cp_object_desc *objs, size_t n, const char *exe)
+{
+	struct cp_symbols *s = calloc(1, sizeof *s);
+	size_t nsegs = 0;
+	for (size_t i = 0; i < n; i++)
+		nsegs += objs[i].nsegs;
+	if (!s || !(s->objs = calloc(n ? n : 1, sizeof *s->objs)) || !(s->segs = calloc(nsegs ? nsegs : 1, sizeof *s->segs))) {
+		symbols_free(s);
+		return NULL;
+	}
+	s->exe_index = s->vdso_index = SIZE_MAX;
+	for (size_t i = 0; i < n; i++) {
+		struct cp_object *o = &s->objs[s->nobjs];
+		if (!(o->path = strdup(objs[i].path))) {
+			symbols_free(s);
+			return NULL;
+		}
+		snprintf(o->build_id, sizeof o->build_id, "%s", objs[i].build_id);
+		o->bias = objs[i].bias;
+		if (!strcmp(o->path, "[vdso]"))
+			s->vdso_index = s->nobjs;
+		else if (exe && !strcmp(o->path, exe) && s->exe_index == SIZE_MAX)
+			s->exe_index = s->nobjs;
+		s->nobjs++;
+	}
+	/* Segments point into s->objs, which no longer moves. */
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; k < objs[i].nsegs; k++)
+			s->segs[s->nsegs++] = (struct cp_segment){ objs[i].segs[k].start, objs[i].segs[k].limit,
+								   objs[i].segs[k].file_offset, &s->objs[i] };
+	qsort(s->segs, s->nsegs, sizeof *s->segs, seg_cmp);
+	void *dm = dlsym(RTLD_DEFAULT, "__cxa_demangle");
+	memcpy(&s->demangle, &dm, sizeof dm);
+	/* The vDSO is not a file: ours is the same image if the kernel is
+	 * (its build ID says so). */
+	uintptr_t vlo = 0, vhi = 0;
+	struct cp_symbols *own = s->vdso_index != SIZE_MAX ? symbols_enumerate() : NULL;
+	if (own && own->vdso_index != SIZE_MAX &&
+	    !strcmp(own->objs[own->vdso_index].build_id, s->objs[s->vdso_index].build_id)) {
+		vlo = own->vdso_start;
+		vhi = own->vdso_end;
+	}
+	int rc = read_all(s, NULL, vlo, vhi);
+	symbols_free(own);
+	return rc < 0 ? NULL : s;
 }
 
 void symbols_free(struct cp_symbols *s)

@@ -55,6 +55,10 @@ struct cp_symbols {
 	struct cp_segment *segs; /* sorted by start */
 	size_t nsegs;
 	char *(*demangle)(const char *, char *, size_t *, int *);
+	/* The main program's and the vDSO's objects (SIZE_MAX: none), and
+	 * where the vDSO is in memory. */
+	size_t exe_index, vdso_index;
+	uintptr_t vdso_start, vdso_end;
 };
 
 /* Takes a snapshot of the loaded objects and reads their symbols.  Objects
@@ -62,6 +66,28 @@ struct cp_symbols {
  * from the loaded one) are kept without symbols.  Returns NULL only when
  * out of memory.  Free with symbols_free(). */
 struct cp_symbols *symbols_load(void);
+/* The same snapshot without reading any symbols (every symtab is empty):
+ * which objects are loaded, where, with which build IDs. */
+struct cp_symbols *symbols_enumerate(void);
+
+/* One object as another process had it loaded (cpuprof record). */
+struct cp_object_desc {
+	const char *path;     /* "[vdso]" for the vDSO */
+	const char *build_id; /* hex, "" if none */
+	uintptr_t bias;
+	const struct cp_segment_desc {
+		uintptr_t start, limit;
+		uint64_t file_offset;
+	} *segs;
+	size_t nsegs;
+};
+
+/* A snapshot of the objects another process had loaded, whose main
+ * program is the file `exe`, with their symbols read from the files on
+ * disk (where a file's build ID is not the one loaded, none), and the
+ * vDSO's from ours where the kernel's is the same.  NULL only when out of
+ * memory. */
+struct cp_symbols *symbols_from_objects(const struct cp_object_desc *objs, size_t n, const char *exe);
 void symbols_free(struct cp_symbols *s);
 
 /* The executable segment containing pc, or NULL. */

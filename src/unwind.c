@@ -448,8 +448,9 @@ void unwind_reclaim(void)
 	pthread_mutex_unlock(&lock);
 }
 
-void unwind_tick(void)
+int unwind_tick(void)
 {
+	int changed = 0;
 	uint64_t now = now_ns();
 	int periodic = now - atomic_load(&last_check) >= CHECK_NS;
 	int missed = atomic_load(&cp_sig.unwind_miss) && now - atomic_load(&last_miss_check) >= MISS_CHECK_NS;
@@ -460,9 +461,10 @@ void unwind_tick(void)
 			/* Cleared first: a miss after this look asks for another. */
 			atomic_store(&cp_sig.unwind_miss, 0);
 		}
-		unwind_refresh();
+		changed = unwind_refresh();
 	}
 	unwind_reclaim();
+	return changed;
 }
 
 int unwind_timeout_ms(int max)

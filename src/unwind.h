@@ -26,12 +26,12 @@ int unwind_refresh(void);
 /* Frees replaced tables once no handler can be reading them. */
 void unwind_reclaim(void);
 
-/* For whoever drains the ring (the drain thread, a stream's reader), after
- * each wake-up: looks for loaded or unloaded objects when it is time --
- * every 100 ms, and when a sample's pc was in no table (at once, then at
- * most every 10 ms: code without tables may well be hot) -- and reclaims
- * replaced tables. */
-void unwind_tick(void);
+/* For the keeper, after each wake-up: looks for loaded or unloaded
+ * objects when it is time -- every 100 ms, and when a sample's pc was in
+ * no table (at once, then at most every 10 ms: code without tables may
+ * well be hot) -- and reclaims replaced tables.  Returns 1 if the tables
+ * were rebuilt. */
+int unwind_tick(void);
 
 /* How long (ms, at most max) the drainer may sleep before unwind_tick
  * wants to run again. */

@@ -92,8 +92,9 @@ static inline int pprof_top_row(const char *file, int row, char *name, size_t le
 }
 
 /* Sums the values of the samples in `go tool pprof -raw` output (one line
- * per sample: "count ns: location ids").  (strtoll, not sscanf: glibc's
- * sscanf takes strlen of its whole input on every call.) */
+ * per sample: "count ns: location ids", then its labels on lines of their
+ * own, "key:[value] ...").  (strtoll, not sscanf: glibc's sscanf takes
+ * strlen of its whole input on every call.) */
 static inline void pprof_raw_totals(const char *text, long long *count, long long *ns, long *nsamples)
 {
 	const char *p = strstr(text, "samples/count cpu/nanoseconds\n");
@@ -114,6 +115,16 @@ static inline void pprof_raw_totals(const char *text, long long *count, long lon
 		if (!p)
 			break;
 		p++;
+		/* Its labels. */
+		for (;;) {
+			const char *q = p;
+			while (*q == ' ')
+				q++;
+			const char *nl = strchr(q, '\n');
+			if (!nl || !((*q >= 'a' && *q <= 'z') && memchr(q, '[', (size_t)(nl - q))))
+				break;
+			p = nl + 1;
+		}
 	}
 }
 

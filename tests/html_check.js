@@ -47,15 +47,20 @@ async function checkWork(b, file, png, total, hotShare, searchShare) {
 	check(pageTotal === total && (await p.eval(F + ".dataTotal")) === total,
 		"the root's total " + pageTotal + " is the profile's total " + total);
 	// Down the widest child from the root to main, then on to a leaf.
+	// Functions inlined into the leaf (spin) end the chain below it: the
+	// leaf is the last function that is not inlined.
 	const chain = await p.eval(`(() => {
-		const A = ${F}; let k = 0; const names = [];
+		const A = ${F}; let k = 0, leaf = 0; const names = [];
 		for (;;) {
 			const kids = A.children(k);
 			if (!kids.length) break;
 			k = kids.reduce((a, c) => (A.nodeTotal(c) > A.nodeTotal(a) ? c : a));
+			if (A.kind(k) === "inlined" && names.length)
+				break;
 			names.push(A.name(k));
+			leaf = k;
 		}
-		return { names, leaf: k, share: A.nodeTotal(k) / A.total() };
+		return { names, leaf, share: A.nodeTotal(leaf) / A.total() };
 	})()`);
 	const m = chain.names.indexOf("main");
 	check(m >= 0, "main is on the widest chain: " + chain.names.join(" > "));

@@ -71,6 +71,7 @@ traces() {
 	go tool pprof -noinlines -traces -sample_index=samples "$1" 2>/dev/null | awk '
 		/^-+\+-+$/ { if (s != "") print s; s = ""; on = 1; next }
 		!on { next }
+		$1 ~ /:$/ { next }  # a label: "thread:  work", "pid:  1234"
 		s == "" && NF == 2 { s = $1 " " $2; next }
 		s != "" && NF == 1 { s = s ";" $1 }
 		END { if (s != "") print s }'
@@ -112,12 +113,14 @@ $EMU "$CP" record -o s.pb.gz -- $EMU ./work 1 50 7 >/dev/null 2>err; rc=$?
 $EMU "$CP" record -o t.pb.gz -- $EMU ./work 2 100 5 exit-thread >/dev/null 2>err; rc=$?
 [ $rc -eq 5 ] || fail "exit() from a thread: status $rc"
 [ "$(leader t.pb.gz)" = hot_leaf ] || fail "exit() from a thread: profile not written right"
-$EMU "$CP" record -o k.pb.gz -- sh -c 'kill -9 $$' >/dev/null 2>err; rc=$?
+$EMU "$CP" record -o k.pb.gz -- $EMU ./work 1 200 0 sigkill >/dev/null 2>err; rc=$?
 [ $rc -eq 137 ] || fail "killed by SIGKILL: status $rc, expected 137"
-grep -q "no profile" err || { cat err; fail "killed: record did not say no profile was written"; }
+[ "$(leader k.pb.gz)" = hot_leaf ] || { cat err; fail "killed by SIGKILL: no profile of its work"; }
+comment k.pb.gz process | grep -q "ended=signal:9" || fail "killed by SIGKILL: the profile does not say so"
 
-# Children: fork+exec is profiled into FILE.<pid>, listed by record; a
-# forked child that exits writes nothing (the parent's FILE is its own).
+# Children, with and without exec, are in the one profile, each under its
+# own pid; --per-process writes FILE.<pid> for each but CMD.
+pids() { go tool pprof -tags "$1" 2>/dev/null | awk '/^ *pid:/ { on = 1; next } on && /^ *[a-z]+:/ { on = 0 } on && $NF ~ /^[0-9]+$/ { n++ } END { print n + 0 }'; }
 if [ -n "$EMU" ]; then
 	# The child execs /proc/self/exe: an aarch64 binary, which the host
 	# kernel runs only where binfmt_misc hands it to qemu.
@@ -126,15 +129,19 @@ else
 	"$CP" record -o fx.pb.gz -- ./work 1 100 0 fork-exec >out 2>err || { cat err; fail "fork-exec: status $?"; }
 	[ "$(grep -c 'work_hot done' out)" -eq 2 ] || fail "fork-exec: output changed"
 	set -- fx.pb.gz.*
-	[ $# -eq 1 ] && [ -s "$1" ] || fail "fork-exec: expected one FILE.<pid>, found $*"
-	grep -q "also wrote $1" err || { cat err; fail "fork-exec: record did not list $1"; }
-	[ "$(leader "$1")" = hot_leaf ] && [ "$(leader fx.pb.gz)" = hot_leaf ] || fail "fork-exec: profiles wrong"
+	[ ! -e "$1" ] || fail "fork-exec wrote $* beside the one profile"
+	[ "$(pids fx.pb.gz)" -eq 2 ] || { go tool pprof -tags fx.pb.gz; fail "fork-exec: expected 2 pids in the profile"; }
+	[ "$(leader fx.pb.gz)" = hot_leaf ] || fail "fork-exec: profile wrong"
+	"$CP" record --per-process -o fp.pb.gz -- ./work 1 100 0 fork-exec >out 2>err || { cat err; fail "--per-process: status $?"; }
+	set -- fp.pb.gz.*
+	[ $# -eq 1 ] && [ -s "$1" ] || fail "--per-process: expected one FILE.<pid>, found $*"
+	grep -q "wrote $1" err || { cat err; fail "--per-process: record did not list $1"; }
+	[ "$(leader "$1")" = hot_leaf ] && [ "$(leader fp.pb.gz)" = hot_leaf ] || fail "--per-process: profiles wrong"
 fi
 $EMU "$CP" record -o fk.pb.gz -- $EMU ./work 1 100 0 fork >out 2>err || { cat err; fail "fork: status $?"; }
 [ "$(grep -c 'work_hot done' out)" -eq 1 ] || fail "fork: output changed"
-set -- fk.pb.gz.*
-[ ! -e "$1" ] || fail "fork without exec wrote $*"
-[ "$(leader fk.pb.gz)" = hot_leaf ] || fail "fork: parent profile wrong"
+[ "$(pids fk.pb.gz)" -eq 2 ] || { go tool pprof -tags fk.pb.gz; fail "fork without exec: expected 2 pids in the profile"; }
+[ "$(leader fk.pb.gz)" = hot_leaf ] || fail "fork: profile wrong"
 
 # A program that scribbles on rbp while sampled, every engine.
 for engine in perf timer itimer; do

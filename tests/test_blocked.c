@@ -165,8 +165,12 @@ static int run(const char *engine)
 		double share = ns / 1e6 / used[i];
 		fprintf(stderr, "%s: %s used %.1f ms, the profile has %.1f ms (%.2f)\n", engine, fns[i], used[i],
 			ns / 1e6, share);
-		CHECK(share >= 0.9 && share <= 1.1, "%s: %s: %.1f ms in the profile for %.1f ms of CPU", engine, fns[i],
-		      ns / 1e6, used[i]);
+		/* itimer's one process-wide timer: while the thread that blocks
+		 * SIGPROF for real runs, its signals go to the other threads,
+		 * wherever they are, and their tails grow. */
+		double floor = !strcmp(engine, "itimer") ? 0.75 : 0.9;
+		CHECK(share >= floor && share <= 1.1, "%s: %s: %.1f ms in the profile for %.1f ms of CPU", engine,
+		      fns[i], ns / 1e6, used[i]);
 	}
 	return 0;
 }

@@ -10,11 +10,13 @@
  *   how: "return" (default), "exit-thread" (exit() from a worker thread),
  *        "scribble" (clobber the frame-pointer register while working),
  *        "fork" (a forked child works too, then exit()s),
+ *        "sigkill" (SIGKILL itself once it has worked),
  *        "fork-exec" (a forked child runs `work_hot 1 MS` by exec),
  *        "main-too" (main works as well, beside THREADS threads, so that
  *        main -> worker -> hot_top -> ... is one of the stacks)
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int ms = 500, status, exit_from_thread, scribble, fork_child, exec_child, main_too;
+static int ms = 500, status, exit_from_thread, scribble, fork_child, exec_child, main_too, sigkill;
 
 static double thread_cpu_ms(void)
 {
@@ -114,6 +116,7 @@ int main(int argc, char **argv)
 		main_too = !strcmp(argv[4], "main-too");
 		fork_child = !strcmp(argv[4], "fork");
 		exec_child = !strcmp(argv[4], "fork-exec");
+		sigkill = !strcmp(argv[4], "sigkill");
 	}
 	pid_t child = -1;
 	if (fork_child || exec_child) {
@@ -145,6 +148,8 @@ int main(int argc, char **argv)
 		int st;
 		waitpid(child, &st, 0);
 	}
+	if (sigkill)
+		kill(getpid(), SIGKILL);
 	printf("work_hot done\n");
 	return status;
 }

@@ -119,3 +119,15 @@ size_t cp_ring_used(const struct cp_ring *r)
 	uint64_t tail = *(volatile const uint64_t *)&r->tail;
 	return head > tail ? (size_t)(head - tail) : 0;
 }
+
+/* Not signal context: the consumer's, for a ring whose producer died. */
+int cp_ring_skip(struct cp_ring *r)
+{
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
+	if (head <= r->tail)
+		return 0;
+	struct cp_sample *c = cell_at(r, r->tail);
+	atomic_store_explicit(&c->seq, r->tail + r->cells, memory_order_release);
+	r->tail++;
+	return 1;
+}

@@ -19,6 +19,7 @@ struct cp_sample {
 	uint32_t tid;       /* the sampled thread */
 	uint16_t n;         /* pcs */
 	uint16_t flags;     /* CP_SAMPLE_* */
+	uint32_t gen;       /* the loaded objects' generation when it was taken */
 	uintptr_t pcs[];
 };
 
@@ -52,6 +53,10 @@ void cp_ring_commit(struct cp_ring *r, struct cp_sample *s);
 /* The oldest committed sample, or NULL; release it with cp_ring_release. */
 struct cp_sample *cp_ring_peek(struct cp_ring *r);
 void cp_ring_release(struct cp_ring *r, struct cp_sample *s);
+/* For a consumer whose producers are gone (a process that died in the
+ * middle of a sample): gives the cell at the tail up, committed or not.
+ * Returns 1 if there was one, 0 if the ring is empty. */
+int cp_ring_skip(struct cp_ring *r);
 /* Samples claimed but not yet consumed (approximate while producers run). */
 size_t cp_ring_used(const struct cp_ring *r);
 

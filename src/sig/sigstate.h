@@ -97,6 +97,9 @@ struct cp_sigstate {
 	struct cp_ucache *ucache; /* NULL: none; fixed while a profile runs */
 	/* A sampler: a sample's pc was in no table (maybe a new object). */
 	_Atomic int unwind_miss;
+	/* The generation of the loaded objects as `cpuprof record` knows
+	 * them (shm_writer.c): each sample carries it. */
+	_Atomic uint32_t objgen;
 
 	/* The thread table (never unmapped once allocated). */
 	struct cp_thread *threads;

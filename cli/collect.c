@@ -1,0 +1,376 @@
+/*
+ * collect.c -- `cpuprof record`'s side of the shared memory (collect.h).
+ * A slot is read in this order: its image's identity once it is claimed,
+ * then at every pass its facts (a seqlock), the objects and names
+ * published since, and the samples committed since; a slot whose process
+ * said it ended, or died (its pidfd says so), is drained to the end --
+ * cells its process claimed and never committed are skipped -- and given
+ * back for another process to take.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "collect.h"
+#include "sig/ring.h"
+
+static size_t round_up(size_t v, size_t a)
+{
+	return (v + a - 1) / a * a;
+}
+
+int cp_collect_create(struct cp_collector *c, uint32_t nslots, uint32_t cells, uint32_t depth, char *why,
+		      size_t len)
+{
+	memset(c, 0, sizeof *c);
+	c->fd = -1;
+	size_t head = round_up(sizeof(struct cp_shm_header), 4096);
+	size_t ring_offset = round_up(sizeof(struct cp_shm_slot), 64);
+	size_t slot = round_up(ring_offset + cp_ring_size(cells, depth), 4096);
+	c->size = head + (size_t)nslots * slot;
+	c->fd = memfd_create("cpuprof-record", MFD_CLOEXEC);
+	if (c->fd < 0 || ftruncate(c->fd, (off_t)c->size) < 0) {
+		snprintf(why, len, "shared memory for the profiled processes: %s", strerror(errno));
+		if (c->fd >= 0)
+			close(c->fd);
+		return -1;
+	}
+	void *p = mmap(NULL, c->size, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
+	c->by_slot = calloc(nslots, sizeof *c->by_slot);
+	c->claims_seen = calloc(nslots, sizeof *c->claims_seen);
+	if (p == MAP_FAILED || !c->by_slot || !c->claims_seen || (cells & (cells - 1))) {
+		snprintf(why, len, "shared memory for the profiled processes: %s", strerror(errno));
+		close(c->fd);
+		free(c->by_slot);
+		free(c->claims_seen);
+		return -1;
+	}
+	c->hdr = p;
+	c->hdr->magic = CP_SHM_MAGIC;
+	c->hdr->version = CP_SHM_VERSION;
+	c->hdr->nslots = nslots;
+	c->hdr->slot_size = slot;
+	c->hdr->ring_offset = ring_offset;
+	c->hdr->ring_cells = cells;
+	c->hdr->depth = depth;
+	c->hdr->record_pid = (int32_t)getpid();
+	c->hdr->slots_offset = head;
+	snprintf(c->path, sizeof c->path, "/proc/%d/fd/%d", (int)getpid(), c->fd);
+	return 0;
+}
+
+static struct cp_image *new_image(struct cp_collector *c)
+{
+	if (c->nimages == c->capimages) {
+		size_t cap = c->capimages ? 2 * c->capimages : 16;
+		struct cp_image **n = realloc(c->images, cap * sizeof *n);
+		if (!n)
+			return NULL;
+		c->images = n;
+		c->capimages = cap;
+	}
+	struct cp_image *m = calloc(1, sizeof *m);
+	if (!m)
+		return NULL;
+	m->pidfd = -1;
+	m->wait_cpu_ns = -1;
+	c->images[c->nimages++] = m;
+	return m;
+}
+
+/* The image of slot i, just claimed: who it is. */
+static struct cp_image *take_image(struct cp_collector *c, uint32_t i, struct cp_shm_slot *s)
+{
+	struct cp_image *m = new_image(c);
+	if (!m)
+		return NULL;
+	m->slot = i;
+	m->pid = s->pid;
+	m->ppid = s->ppid;
+	m->start_ns = s->start_ns;
+	memcpy(m->exe, s->exe, sizeof m->exe);
+	m->exe[sizeof m->exe - 1] = '\0';
+	memcpy(m->comm, s->comm, sizeof m->comm);
+	m->comm[sizeof m->comm - 1] = '\0';
+	m->epochs = calloc(1, sizeof *m->epochs);
+	if (m->epochs) {
+		m->nepochs = 1;
+		stacktab_init(&m->epochs[0].tab);
+	}
+	/* An earlier image of the same process exec'd into this one. */
+	for (size_t k = 0; k + 1 < c->nimages; k++) {
+		struct cp_image *o = c->images[k];
+		if (o->pid == m->pid && !o->replaced && !(o->done && o->facts.ended != CP_END_EXEC)) {
+			if (o->order + 1 > m->order)
+				m->order = o->order + 1;
+			if (o->facts.exec_pending)
+				o->replaced = o->dead = 1;
+		}
+	}
+	m->pidfd = (int)syscall(SYS_pidfd_open, m->pid, 0);
+	if (m->pidfd < 0 && errno == ESRCH)
+		m->dead = 1;
+	c->by_slot[i] = m;
+	return m;
+}
+
+static void read_facts(struct cp_image *m, struct cp_shm_slot *s)
+{
+	for (int tries = 0; tries < 8; tries++) {
+		uint32_t a = atomic_load_explicit(&s->facts_seq, memory_order_acquire);
+		if (a & 1)
+			continue;
+		struct cp_facts f;
+		memcpy(&f, &s->facts, sizeof f);
+		atomic_thread_fence(memory_order_acquire);
+		if (atomic_load_explicit(&s->facts_seq, memory_order_relaxed) != a)
+			continue;
+		if (a == 0)
+			return; /* nothing published yet */
+		/* Strings from another process: ended where we say. */
+		f.engine[sizeof f.engine - 1] = '\0';
+		f.engine_reason[sizeof f.engine_reason - 1] = '\0';
+		f.stopped_why[sizeof f.stopped_why - 1] = '\0';
+		f.unsampled_what[sizeof f.unsampled_what - 1] = '\0';
+		for (size_t i = 0; i < sizeof f.unwind_rejected / sizeof f.unwind_rejected[0]; i++)
+			f.unwind_rejected[i][sizeof f.unwind_rejected[i] - 1] = '\0';
+		m->facts = f;
+		m->have_facts = 1;
+		return;
+	}
+}
+
+/* Do two objects' executable segments overlap? */
+static int overlap(const struct cp_shm_obj *a, const struct cp_shm_obj *b)
+{
+	for (uint32_t i = 0; i < a->nsegs; i++)
+		for (uint32_t j = 0; j < b->nsegs; j++)
+			if (a->segs[i].start < b->segs[j].limit && b->segs[j].start < a->segs[i].limit)
+				return 1;
+	return 0;
+}
+
+static void read_objects(struct cp_image *m, struct cp_shm_slot *s)
+{
+	uint32_t n = atomic_load_explicit(&s->nobjs, memory_order_acquire);
+	if (n > CP_SHM_MAX_OBJS || n <= m->nobjs)
+		return;
+	struct cp_shm_obj *objs = realloc(m->objs, n * sizeof *objs);
+	if (!objs)
+		return;
+	m->objs = objs;
+	for (uint32_t i = m->nobjs; i < n; i++) {
+		struct cp_shm_obj *o = &objs[i];
+		*o = s->objs[i];
+		o->path[sizeof o->path - 1] = '\0';
+		o->build_id[sizeof o->build_id - 1] = '\0';
+		if (o->nsegs > CP_SHM_MAX_SEGS)
+			o->nsegs = 0;
+		/* Loaded where another one was: samples from here on belong
+		 * to a new set of objects. */
+		int clash = 0;
+		for (uint32_t k = 0; k < i && !clash; k++)
+			clash = overlap(o, &objs[k]);
+		if (clash && m->epochs && m->epochs[m->nepochs - 1].gen < o->gen) {
+			struct cp_epoch *e = realloc(m->epochs, (m->nepochs + 1) * sizeof *e);
+			if (e) {
+				m->epochs = e;
+				e[m->nepochs].gen = o->gen;
+				stacktab_init(&e[m->nepochs].tab);
+				m->nepochs++;
+			}
+		}
+	}
+	m->nobjs = n;
+}
+
+static void read_names(struct cp_image *m, struct cp_shm_slot *s)
+{
+	uint32_t n = atomic_load_explicit(&s->nnames, memory_order_acquire);
+	if (n > CP_SHM_MAX_NAMES || n <= m->nnames)
+		return;
+	if (n > m->capnames) {
+		struct cp_image_name *names = realloc(m->names, n * sizeof *names);
+		if (!names)
+			return;
+		m->names = names;
+		m->capnames = n;
+	}
+	for (uint32_t i = (uint32_t)m->nnames; i < n; i++) {
+		m->names[i].tid = s->names[i].tid;
+		memcpy(m->names[i].name, s->names[i].name, sizeof m->names[i].name);
+		m->names[i].name[sizeof m->names[i].name - 1] = '\0';
+	}
+	m->nnames = n;
+}
+
+/* The epoch of a sample of object generation gen. */
+static struct cp_epoch *epoch_for(struct cp_image *m, uint32_t gen)
+{
+	size_t k = 0;
+	while (k + 1 < m->nepochs && m->epochs[k + 1].gen <= gen)
+		k++;
+	return &m->epochs[k];
+}
+
+/* Moves the slot's committed samples into m.  If the process is gone,
+ * cells it claimed and never committed are skipped.  0, or -1 if the ring
+ * is not what record laid out. */
+static int drain(struct cp_collector *c, struct cp_image *m, struct cp_shm_slot *s, int gone)
+{
+	struct cp_ring *r = (struct cp_ring *)((uint8_t *)s + c->hdr->ring_offset);
+	uint32_t depth = c->hdr->depth;
+	if (r->cells != c->hdr->ring_cells)
+		return -1;
+	if (r->depth != depth || r->cell_size < sizeof(struct cp_sample) + depth * sizeof(uintptr_t) ||
+	    (uint8_t *)r + sizeof *r + r->cells * r->cell_size > (uint8_t *)s + c->hdr->slot_size)
+		return -1;
+	for (;;) {
+		struct cp_sample *x = cp_ring_peek(r);
+		if (!x) {
+			if (gone && cp_ring_skip(r))
+				continue;
+			return 0;
+		}
+		uint32_t n = x->n <= depth ? x->n : depth;
+		struct cp_epoch *e = m->epochs ? epoch_for(m, x->gen) : NULL;
+		if (!e || stacktab_add_tid(&e->tab, x->tid, x->pcs, n, x->flags & 3u, 1, x->weight_ns) < 0) {
+			m->dropped++;
+			m->dropped_ns += x->weight_ns;
+		} else {
+			m->samples++;
+			m->sampled_ns += x->weight_ns;
+		}
+		cp_ring_release(r, x);
+	}
+}
+
+/* The image is done: its slot goes back. */
+static void give_back(struct cp_collector *c, struct cp_image *m, struct cp_shm_slot *s)
+{
+	m->done = 1;
+	if (m->pidfd >= 0 && !m->dead) {
+		struct pollfd p = { m->pidfd, POLLIN, 0 };
+		m->dead = poll(&p, 1, 0) == 1;
+	}
+	c->by_slot[m->slot] = NULL;
+	atomic_store_explicit(&s->state, CP_SLOT_FREE, memory_order_release);
+}
+
+void cp_collect_poll(struct cp_collector *c)
+{
+	struct cp_shm_header *h = c->hdr;
+	for (uint32_t i = 0; i < h->nslots; i++) {
+		struct cp_shm_slot *s = cp_shm_slot_at(h, i);
+		uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
+		struct cp_image *m = c->by_slot[i];
+		if (state == CP_SLOT_FREE)
+			continue;
+		if (!m) {
+			/* Claimed: wait until its identity is written (the
+			 * count moves last). */
+			uint32_t claims = atomic_load_explicit(&s->claims, memory_order_acquire);
+			if (claims == c->claims_seen[i])
+				continue;
+			c->claims_seen[i] = claims;
+			if (!(m = take_image(c, i, s)))
+				continue;
+		}
+		read_facts(m, s);
+		read_objects(m, s);
+		read_names(m, s);
+		if (!m->dead && m->pidfd >= 0) {
+			struct pollfd p = { m->pidfd, POLLIN, 0 };
+			m->dead = poll(&p, 1, 0) == 1;
+		}
+		int ended = atomic_load_explicit(&s->state, memory_order_acquire) == CP_SLOT_ENDED;
+		if (ended)
+			read_facts(m, s);
+		if (drain(c, m, s, m->dead && !ended) < 0) {
+			snprintf(m->corrupt, sizeof m->corrupt, "its ring in the shared memory was overwritten");
+			give_back(c, m, s);
+			continue;
+		}
+		if (ended || m->dead)
+			give_back(c, m, s);
+	}
+	uint32_t n = atomic_load_explicit(&h->nreaped, memory_order_acquire);
+	if (n > CP_SHM_MAX_REAPED)
+		n = CP_SHM_MAX_REAPED;
+	for (; c->reaped_seen < n; c->reaped_seen++) {
+		struct cp_shm_reaped *r = &h->reaped[c->reaped_seen];
+		if (!atomic_load_explicit(&r->ready, memory_order_acquire))
+			break;
+		cp_collect_status(c, r->pid, r->status, r->cpu_ns);
+	}
+	c->no_slot = atomic_load(&h->no_slot);
+}
+
+void cp_collect_status(struct cp_collector *c, pid_t pid, int status, int64_t cpu_ns)
+{
+	/* The process's last image ends with it. */
+	struct cp_image *last = NULL;
+	for (size_t k = 0; k < c->nimages; k++)
+		if (c->images[k]->pid == pid && !c->images[k]->have_status &&
+		    (!last || c->images[k]->order >= last->order))
+			last = c->images[k];
+	if (!last)
+		return;
+	last->have_status = 1;
+	last->status = status;
+	last->wait_cpu_ns = cpu_ns;
+	last->dead = 1;
+}
+
+void cp_collect_finish(struct cp_collector *c)
+{
+	cp_collect_poll(c);
+	/* What still runs (a daemon the command left behind) is taken as it
+	 * is now. */
+	for (uint32_t i = 0; i < c->hdr->nslots; i++) {
+		struct cp_image *m = c->by_slot[i];
+		if (m) {
+			struct cp_shm_slot *s = cp_shm_slot_at(c->hdr, i);
+			read_facts(m, s);
+			drain(c, m, s, 0);
+		}
+	}
+}
+
+const char *cp_image_thread_name(const struct cp_image *m, int32_t tid)
+{
+	for (size_t i = m->nnames; i-- > 0;)
+		if (m->names[i].tid == tid)
+			return m->names[i].name;
+	return m->comm;
+}
+
+void cp_collect_free(struct cp_collector *c)
+{
+	for (size_t k = 0; k < c->nimages; k++) {
+		struct cp_image *m = c->images[k];
+		for (size_t e = 0; e < m->nepochs; e++)
+			stacktab_free(&m->epochs[e].tab);
+		free(m->epochs);
+		free(m->objs);
+		free(m->names);
+		if (m->pidfd >= 0)
+			close(m->pidfd);
+		free(m);
+	}
+	free(c->images);
+	free(c->by_slot);
+	free(c->claims_seen);
+	if (c->hdr)
+		munmap(c->hdr, c->size);
+	if (c->fd >= 0)
+		close(c->fd);
+	memset(c, 0, sizeof *c);
+	c->fd = -1;
+}

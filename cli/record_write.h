@@ -1,0 +1,32 @@
+/*
+ * record_write.h -- the profile `cpuprof record` writes from what it
+ * collected (collect.h): one pprof file of the whole tree, its samples
+ * labelled with their process (pid, process) and thread (tid, thread), or
+ * one file per process image; symbols come from the object files on disk,
+ * as each process had them loaded.  The comments add up the tree: the CPU
+ * the kernel charged to it, what the profile covers of it, how each
+ * process ended and which processes could not be profiled, by name.
+ */
+#ifndef CPUPROF_CLI_RECORD_WRITE_H
+#define CPUPROF_CLI_RECORD_WRITE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "collect.h"
+
+/* What record knows of the run besides what it collected. */
+struct record_run {
+	const char *cmd;     /* CMD's name, for messages */
+	int status;          /* CMD's wait status */
+	int64_t tree_cpu_ns; /* what the kernel charged to CMD and every process it reaped, and to orphans */
+	pid_t root;
+	int per_process;     /* one file per process image */
+	int told_to_stop;    /* the signal that told record to stop, or 0 */
+};
+
+/* Writes the profile(s) to path (shown as `shown` in messages) and says
+ * on stderr what was written.  Returns 0, or -1 after saying why not. */
+int record_write(const struct cp_collector *c, const char *path, const char *shown, const struct record_run *r);
+
+#endif
