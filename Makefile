@@ -85,22 +85,33 @@ UNWIND_BINS := $(B)/tests/work_unwind_nofp $(B)/tests/libunwind_dl.so $(B)/tests
 
 all: $(B)/libcpuprof.so $(B)/libcpuprof.a $(B)/cpuprof
 
-$(B)/src/%.o: src/%.c $(wildcard src/*.h src/sig/*.h src/arch/$(ARCH)/*.h include/*.h)
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LIBFLAGS) -c -o $@ $<
+# Each object depends on the headers it includes (-MMD writes the list
+# beside it; -MP keeps a deleted header from breaking the build).
+DEPFLAGS := -MMD -MP
 
-$(B)/cli/%.o: cli/%.c $(wildcard cli/*.h include/*.h)
+$(B)/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE) -c -o $@ $<
+	$(CC) $(CFLAGS) $(LIBFLAGS) $(DEPFLAGS) -c -o $@ $<
 
+$(B)/cli/%.o: cli/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) $(DEPFLAGS) -c -o $@ $<
+
+# The flame graph's page is built into the CLI (.incbin in cli/flame.c).
+$(B)/cli/flame.o: cli/flame.html
+
+# nodelete: the library's signal handler may stay installed after a
+# profile (src/signals.c), so the library must never be unloaded.
 $(B)/libcpuprof.so: $(LIB_OBJS)
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -Wl,-z,nodelete -o $@ $^ $(LDLIBS)
 
 $(B)/libcpuprof.a: $(LIB_OBJS)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
-$(B)/cpuprof: $(CLI_OBJS)
+# The CLI checks its flags with the library's table of settings.
+CLI_SHARED := $(B)/src/options.o
+$(B)/cpuprof: $(CLI_OBJS) $(CLI_SHARED)
 	$(CC) $(CFLAGS) -o $@ $^ -lz
 
 # Test programs: test_*.c use the public API of libcpuprof.so; unit_*.c test
@@ -144,10 +155,15 @@ $(B)/tests/tool_lines: tests/tool_lines.c $(B)/libcpuprof.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< $(B)/libcpuprof.a $(LDLIBS)
 
+# The report tests' profile writer: its own encoder, nothing of ours.
+$(B)/tests/tool_mkprof: tests/tool_mkprof.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -o $@ $< -lz
+
 $(B)/demo: demo/demo.c
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -pthread
 
-tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/demo
+tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/tests/tool_mkprof $(B)/demo
 
 # Signal-context objects may call nothing that can allocate, lock or use stdio.
 check-sigsafe: $(SIG_SRCS:%.c=$(B)/%.o)
@@ -177,12 +193,12 @@ BB      := build-bench
 PYTHON  ?= /usr/bin/python3
 BENCH_BINS := $(patsubst bench/%.c,$(BB)/bench/%,$(wildcard bench/*.c))
 
-$(BB)/src/%.o: src/%.c $(wildcard src/*.h src/sig/*.h src/arch/$(ARCH)/*.h include/*.h)
+$(BB)/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(LIBFLAGS) -DCPUPROF_BENCH -c -o $@ $<
+	$(CC) $(CFLAGS) $(LIBFLAGS) $(DEPFLAGS) -DCPUPROF_BENCH -c -o $@ $<
 
 $(BB)/libcpuprof.so: $(LIB_OBJS:$(B)/%=$(BB)/%)
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -Wl,-z,nodelete -o $@ $^ $(LDLIBS)
 
 # Workloads: frame pointers, as every profiler compared walks them.  In
 # scale.c the function that works is also the one that calls: without
@@ -207,8 +223,25 @@ bench: bench-build
 	sh scripts/deps.sh python3 gnuplot-nox google-perftools linux-perf golang-go
 	$(PYTHON) bench/run.py $(BENCH_ARGS)
 
-clean:
-	rm -rf $(B) $(BB)
+# Fuzzing report's reader and writers with libFuzzer (clang), by hand:
+# `make fuzz-report [FUZZ_SECONDS=300]`.  The corpus starts from profiles
+# the tests make; crashes are written to build-fuzz/.
+FUZZ_SECONDS ?= 300
+FUZZ_SRCS := tests/fuzz/report.c $(filter-out cli/main.c cli/record.c,$(CLI_SRCS))
+build-fuzz/report: $(FUZZ_SRCS) $(wildcard cli/*.h) cli/flame.html
+	@mkdir -p build-fuzz
+	clang -g -O1 -std=gnu11 -D_GNU_SOURCE -Icli -fsanitize=fuzzer,address,undefined \
+		-fno-sanitize-recover=undefined -o $@ $(FUZZ_SRCS) -lz
 
-.PHONY: all tests check check-sigsafe install clean bench bench-build
+fuzz-report: build-fuzz/report tests
+	sh tests/fuzz/corpus.sh $(B) build-fuzz/corpus
+	cd build-fuzz && ./report -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+		-rss_limit_mb=2048 -timeout=10 corpus
+
+clean:
+	rm -rf $(B) $(BB) build-fuzz
+
+-include $(shell find $(B) $(BB) -name '*.d' 2>/dev/null)
+
+.PHONY: all tests check check-sigsafe install clean bench bench-build fuzz-report
 .DELETE_ON_ERROR:

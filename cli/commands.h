@@ -21,8 +21,10 @@
  * could not be run, EXIT_USAGE for bad options. */
 int cmd_record(int argc, char **argv);
 
-/* `cpuprof report [--top N] FILE`; argv[0] is "report".  Returns 0, or
- * EXIT_USAGE for bad usage or a missing, unreadable or corrupt FILE. */
+/* `cpuprof report [OPTIONS] FILE...`; argv[0] is "report".  Returns 0,
+ * EXIT_USAGE for bad usage, a missing, unreadable, corrupt or refused
+ * FILE, or profiles that cannot be merged, and 1 if the output cannot be
+ * written. */
 int cmd_report(int argc, char **argv);
 
 /* Parses the whole of s as a decimal integer in [min, max] into *out;

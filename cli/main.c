@@ -1,7 +1,7 @@
 /*
  * main.c -- entry point of the cpuprof command: `cpuprof record` runs a
- * program with libcpuprof preloaded, `cpuprof report` prints the top
- * functions of a pprof profile.  This file only dispatches and prints the
+ * program with libcpuprof preloaded, `cpuprof report` shows pprof profiles
+ * (top functions, call tree, folded stacks, an HTML flame graph).  This file only dispatches and prints the
  * top-level usage and version.
  */
 #include <stdio.h>

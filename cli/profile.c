@@ -42,7 +42,8 @@ enum {
 	PROFILE_DEFAULT_SAMPLE_TYPE = 14, /* int64 string index */
 };
 enum { VALUETYPE_TYPE = 1, VALUETYPE_UNIT = 2 };
-enum { SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2 };
+enum { SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3 };
+enum { LABEL_KEY = 1, LABEL_STR, LABEL_NUM, LABEL_NUM_UNIT };
 enum {
 	MAPPING_ID = 1, MAPPING_MEMORY_START, MAPPING_MEMORY_LIMIT,
 	MAPPING_FILE_OFFSET, MAPPING_FILENAME, MAPPING_BUILD_ID,
@@ -249,10 +250,18 @@ struct raw_vt {
 	int64_t type, unit;
 };
 
+/* Offsets and counts fit 32 bits: the decoded buffer is at most
+ * PROFILE_MAX_DECODED (1 GiB) and every element takes at least a byte of
+ * it.  (Kept small: an empty sample is two bytes of protobuf.) */
 struct raw_sample {
-	size_t loc_off, nloc; /* into builder.loc_ids */
-	size_t val_off, nval; /* into builder.values */
-	size_t off;           /* file offset, for messages */
+	uint32_t loc_off, nloc;     /* into builder.loc_ids */
+	uint32_t val_off, nval;     /* into builder.values */
+	uint32_t label_off, nlabel; /* into builder.labels */
+	uint32_t off;               /* file offset, for messages */
+};
+
+struct raw_label {
+	int64_t key, str, num, num_unit;
 };
 
 struct raw_mapping {
@@ -288,6 +297,7 @@ struct builder {
 	struct vec samples;      /* struct raw_sample */
 	struct vec loc_ids;      /* uint64_t, all samples' location ids */
 	struct vec values;       /* uint64_t (int64 bits), all samples' values */
+	struct vec labels;       /* struct raw_label, all samples' labels */
 	struct vec mappings;     /* struct raw_mapping */
 	struct vec locations;    /* struct raw_location */
 	struct vec lines;        /* struct raw_line, all locations' lines */
@@ -306,6 +316,7 @@ static void builder_free(struct builder *b)
 	free(b->samples.a);
 	free(b->loc_ids.a);
 	free(b->values.a);
+	free(b->labels.a);
 	free(b->mappings.a);
 	free(b->locations.a);
 	free(b->lines.a);
@@ -393,8 +404,39 @@ static int decode_value_type(struct ctx *c, struct reader r,
 	return 0;
 }
 
-/* Decodes a Sample message; its location ids and values are appended to
- * the builder's shared pools (labels are skipped). */
+/* Decodes a Label message and appends it to b->labels. */
+static int decode_label(struct ctx *c, struct builder *b, struct reader r)
+{
+	struct raw_label *l = vec_push(c, &b->labels, sizeof *l);
+	if (!l)
+		return -1;
+	struct field f;
+	while (r.p < r.end) {
+		if (next_field(c, &r, &f))
+			return -1;
+		int rc = 0;
+		switch (f.num) {
+		case LABEL_KEY:
+			rc = get_i64(c, &f, &l->key, "Label.key");
+			break;
+		case LABEL_STR:
+			rc = get_i64(c, &f, &l->str, "Label.str");
+			break;
+		case LABEL_NUM:
+			rc = get_i64(c, &f, &l->num, "Label.num");
+			break;
+		case LABEL_NUM_UNIT:
+			rc = get_i64(c, &f, &l->num_unit, "Label.num_unit");
+			break;
+		}
+		if (rc)
+			return -1;
+	}
+	return 0;
+}
+
+/* Decodes a Sample message; its location ids, values and labels are
+ * appended to the builder's shared pools. */
 static int decode_sample(struct ctx *c, struct builder *b, struct reader r,
 			 size_t off)
 {
@@ -403,6 +445,7 @@ static int decode_sample(struct ctx *c, struct builder *b, struct reader r,
 		return -1;
 	size_t si = b->samples.n - 1;
 	size_t loc_off = b->loc_ids.n, val_off = b->values.n;
+	size_t label_off = b->labels.n;
 	struct field f;
 	while (r.p < r.end) {
 		if (next_field(c, &r, &f))
@@ -416,16 +459,23 @@ static int decode_sample(struct ctx *c, struct builder *b, struct reader r,
 		case SAMPLE_VALUE:
 			rc = push_ints(c, &r, &f, &b->values, "Sample.value");
 			break;
+		case SAMPLE_LABEL:
+			rc = expect(c, &f, WT_LEN, "Sample.label");
+			if (!rc)
+				rc = decode_label(c, b, sub_reader(&r, &f));
+			break;
 		}
 		if (rc)
 			return -1;
 	}
 	s = (struct raw_sample *)b->samples.a + si;
-	s->loc_off = loc_off;
-	s->nloc = b->loc_ids.n - loc_off;
-	s->val_off = val_off;
-	s->nval = b->values.n - val_off;
-	s->off = off;
+	s->loc_off = (uint32_t)loc_off;
+	s->nloc = (uint32_t)(b->loc_ids.n - loc_off);
+	s->val_off = (uint32_t)val_off;
+	s->nval = (uint32_t)(b->values.n - val_off);
+	s->label_off = (uint32_t)label_off;
+	s->nlabel = (uint32_t)(b->labels.n - label_off);
+	s->off = (uint32_t)off;
 	return 0;
 }
 
@@ -908,9 +958,32 @@ out:
 	return rc;
 }
 
-/* Links samples to their locations and checks one value per sample type. */
+/* Resolves the labels of all samples into one array. */
+static int resolve_labels(struct ctx *c, struct profile *p,
+			  struct builder *b)
+{
+	const struct raw_label *rl = b->labels.a;
+	size_t n = b->labels.n;
+	struct profile_label *labels = calloc(n ? n : 1, sizeof *labels);
+	p->priv_.labels = labels;
+	if (!labels)
+		return fail(c, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		labels[i].num = rl[i].num;
+		if (get_string(c, p, rl[i].key, &labels[i].key, "Label.key") ||
+		    get_string(c, p, rl[i].str, &labels[i].str, "Label.str") ||
+		    get_string(c, p, rl[i].num_unit, &labels[i].num_unit,
+			       "Label.num_unit"))
+			return -1;
+	}
+	return 0;
+}
+
+/* Links samples to their locations and labels, checks one value per
+ * sample type, and counts the frames of all samples against the bound
+ * PROFILE_FRAMES_PER_BYTE per byte of the `decoded` bytes of protobuf. */
 static int resolve_samples(struct ctx *c, struct profile *p,
-			   struct builder *b)
+			   struct builder *b, size_t decoded)
 {
 	const struct raw_sample *rs = b->samples.a;
 	const uint64_t *ids = b->loc_ids.a;
@@ -922,12 +995,17 @@ static int resolve_samples(struct ctx *c, struct profile *p,
 	p->samples = calloc(n ? n : 1, sizeof *p->samples);
 	if (!ptrs || !p->samples)
 		return fail(c, "out of memory");
+	if (resolve_labels(c, p, b))
+		return -1;
 	struct idref *lix = index_ids(c, p->locations, p->nlocations,
 				      sizeof *p->locations,
 				      offsetof(struct profile_location, id),
 				      "location");
 	if (!lix)
 		return -1;
+	uint64_t frames = 0;
+	uint64_t max_frames = (uint64_t)decoded * PROFILE_FRAMES_PER_BYTE +
+			      PROFILE_FRAMES_SLACK;
 	for (size_t i = 0; i < nids; i++) {
 		size_t k = lookup_id(lix, p->nlocations, ids[i]);
 		if (k == SIZE_MAX) {
@@ -936,15 +1014,27 @@ static int resolve_samples(struct ctx *c, struct profile *p,
 			goto out;
 		}
 		ptrs[i] = &p->locations[k];
+		frames += p->locations[k].nlines ? p->locations[k].nlines : 1;
+		if (frames > max_frames) {
+			fail(c, "the samples' stacks hold more than %llu frames "
+			     "(inlined lines included), over %d per byte of "
+			     "protobuf (%zu bytes): a location with very many "
+			     "lines listed very often?  Refusing",
+			     (unsigned long long)max_frames,
+			     PROFILE_FRAMES_PER_BYTE, decoded);
+			goto out;
+		}
 	}
+	p->nframes = (size_t)frames;
 	int64_t *values = vec_take(c, &b->values);
 	p->priv_.values = values;
 	if (!values)
 		goto out;
+	const struct profile_label *labels = p->priv_.labels;
 	p->nsamples = n;
 	for (size_t i = 0; i < n; i++) {
 		if (rs[i].nval != p->nsample_types) {
-			fail(c, "sample #%zu (offset %zu) has %zu values for "
+			fail(c, "sample #%zu (offset %u) has %u values for "
 			     "%zu sample types", i + 1, rs[i].off, rs[i].nval,
 			     p->nsample_types);
 			goto out;
@@ -952,6 +1042,8 @@ static int resolve_samples(struct ctx *c, struct profile *p,
 		p->samples[i].locations = ptrs + rs[i].loc_off;
 		p->samples[i].nlocations = rs[i].nloc;
 		p->samples[i].values = values + rs[i].val_off;
+		p->samples[i].labels = labels + rs[i].label_off;
+		p->samples[i].nlabels = rs[i].nlabel;
 	}
 	rc = 0;
 out:
@@ -960,7 +1052,8 @@ out:
 }
 
 /* Turns the decoded records into p, checking every reference. */
-static int resolve(struct ctx *c, struct profile *p, struct builder *b)
+static int resolve(struct ctx *c, struct profile *p, struct builder *b,
+		   size_t decoded)
 {
 	if (resolve_strings(c, p, b))
 		return -1;
@@ -997,7 +1090,7 @@ static int resolve(struct ctx *c, struct profile *p, struct builder *b)
 	p->duration_nanos = b->duration_nanos;
 	p->period = b->period;
 	if (resolve_functions(c, p, b) || resolve_mappings(c, p, b) ||
-	    resolve_locations(c, p, b) || resolve_samples(c, p, b))
+	    resolve_locations(c, p, b) || resolve_samples(c, p, b, decoded))
 		return -1;
 	return 0;
 }
@@ -1012,7 +1105,8 @@ static bool is_gzip(const uint8_t *d, size_t len)
 
 /* Inflates the gzip data at in[inlen] (one or more members, nothing after
  * them) into a new buffer *out of *outlen bytes, refusing to produce more
- * than PROFILE_MAX_DECODED bytes. */
+ * than PROFILE_MAX_RATIO times inlen plus PROFILE_RATIO_SLACK bytes (a
+ * gzip bomb), or more than PROFILE_MAX_DECODED. */
 static int gunzip(struct ctx *c, const uint8_t *in, size_t inlen,
 		  uint8_t **out, size_t *outlen)
 {
@@ -1020,11 +1114,15 @@ static int gunzip(struct ctx *c, const uint8_t *in, size_t inlen,
 	memset(&zs, 0, sizeof zs);
 	if (inlen > UINT_MAX)
 		return fail(c, "compressed input too large");
+	uint64_t limit = (uint64_t)inlen * PROFILE_MAX_RATIO + PROFILE_RATIO_SLACK;
+	bool by_ratio = limit < PROFILE_MAX_DECODED;
+	if (!by_ratio)
+		limit = PROFILE_MAX_DECODED;
 	if (inflateInit2(&zs, 15 + 32) != Z_OK)
 		return fail(c, "zlib initialisation failed");
 	size_t cap = inlen < (1u << 20) ? 64u << 10 : inlen * 4;
-	if (cap > PROFILE_MAX_DECODED)
-		cap = PROFILE_MAX_DECODED;
+	if (cap > limit)
+		cap = (size_t)limit;
 	size_t n = 0;
 	uint8_t *buf = malloc(cap);
 	if (!buf) {
@@ -1035,15 +1133,23 @@ static int gunzip(struct ctx *c, const uint8_t *in, size_t inlen,
 	zs.avail_in = (uInt)inlen;
 	for (;;) {
 		if (n == cap) {
-			if (cap >= PROFILE_MAX_DECODED) {
-				fail(c, "gzip data inflates to more than %llu "
-				     "GiB; refusing",
-				     (unsigned long long)(PROFILE_MAX_DECODED >> 30));
+			if (cap >= limit) {
+				if (by_ratio)
+					fail(c, "gzip data inflates to more than "
+					     "%d times its %zu bytes (a gzip "
+					     "bomb?); refusing.  If the profile "
+					     "is genuine, gunzip it and report "
+					     "the plain protobuf",
+					     PROFILE_MAX_RATIO, inlen);
+				else
+					fail(c, "gzip data inflates to more than "
+					     "%llu GiB; refusing",
+					     (unsigned long long)(PROFILE_MAX_DECODED >> 30));
 				goto err;
 			}
 			size_t ncap = cap * 2;
-			if (ncap > PROFILE_MAX_DECODED)
-				ncap = PROFILE_MAX_DECODED;
+			if (ncap > limit)
+				ncap = (size_t)limit;
 			uint8_t *nb = realloc(buf, ncap);
 			if (!nb) {
 				fail(c, "out of memory");
@@ -1132,7 +1238,7 @@ int profile_parse(const void *data, size_t len, struct profile **out,
 		fail(&c, "out of memory");
 		goto err;
 	}
-	if (decode_profile(&c, &b, r) || resolve(&c, p, &b))
+	if (decode_profile(&c, &b, r) || resolve(&c, p, &b, plen))
 		goto err;
 	builder_free(&b);
 	free(plain);
@@ -1247,6 +1353,7 @@ void profile_free(struct profile *p)
 	free(p->priv_.lines);
 	free(p->priv_.locptrs);
 	free(p->priv_.values);
+	free(p->priv_.labels);
 	free(p);
 }
 
@@ -1258,6 +1365,15 @@ const char *profile_comment(const struct profile *p, const char *key)
 		if (strncmp(s, key, klen) == 0 && s[klen] == '=')
 			return s + klen + 1;
 	}
+	return NULL;
+}
+
+const struct profile_label *profile_label(const struct profile_sample *s,
+					  const char *key)
+{
+	for (size_t i = 0; i < s->nlabels; i++)
+		if (strcmp(s->labels[i].key, key) == 0)
+			return &s->labels[i];
 	return NULL;
 }
 

@@ -13,10 +13,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Largest file profile_read_file() accepts, and the largest protobuf it
- * will inflate a gzipped file to. */
+/* The reader's bounds, so that its time and memory follow the size of its
+ * input (README, "Input bounds"):
+ * - a file is at most PROFILE_MAX_FILE bytes;
+ * - gzip data inflates to at most PROFILE_MAX_RATIO times its compressed
+ *   size plus PROFILE_RATIO_SLACK bytes, and never beyond
+ *   PROFILE_MAX_DECODED (a plain protobuf is bounded by its file size);
+ * - the frames of all samples, each location counted once per inline
+ *   level (Line) and once per sample that lists it, are at most
+ *   PROFILE_FRAMES_PER_BYTE per byte of protobuf plus PROFILE_FRAMES_SLACK:
+ *   every reader that walks the stacks does work in proportion to these. */
 #define PROFILE_MAX_FILE (1ull << 30)
 #define PROFILE_MAX_DECODED (1ull << 30)
+#define PROFILE_MAX_RATIO 64
+#define PROFILE_RATIO_SLACK (1ull << 20)
+#define PROFILE_FRAMES_PER_BYTE 32
+#define PROFILE_FRAMES_SLACK (4ull << 20)
 
 /* Strings below are NUL-terminated copies of string-table entries (an
  * entry containing a NUL byte is cut there); never NULL. */
@@ -56,10 +68,22 @@ struct profile_location {
 	bool is_folded;
 };
 
+/* A Sample's label: key and either str (num 0) or num (str ""), with
+ * num_unit naming num's unit ("" if none).  cpuprof writes pid, tid (num)
+ * and process, thread (str). */
+struct profile_label {
+	const char *key;
+	const char *str;
+	int64_t num;
+	const char *num_unit;
+};
+
 struct profile_sample {
 	const struct profile_location *const *locations; /* [0] is the leaf */
 	size_t nlocations;
 	const int64_t *values; /* exactly profile.nsample_types of them */
+	const struct profile_label *labels; /* in file order */
+	size_t nlabels;
 };
 
 struct profile {
@@ -77,6 +101,9 @@ struct profile {
 	size_t nstrings;
 	const char **comments;
 	size_t ncomments;
+	/* Frames of all samples: sum over samples and their locations of the
+	 * location's lines (1 for a location without any). */
+	size_t nframes;
 	const char *drop_frames, *keep_frames, *default_sample_type;
 	int64_t time_nanos, duration_nanos;
 	struct profile_value_type period_type;
@@ -84,7 +111,7 @@ struct profile {
 
 	/* Private: pools the arrays above point into; see profile_free(). */
 	struct {
-		void *text, *lines, *locptrs, *values;
+		void *text, *lines, *locptrs, *values, *labels;
 	} priv_;
 };
 
@@ -108,6 +135,10 @@ void profile_free(struct profile *p);
 /* Returns the value of the first comment of the form "key=value" in `p`, or
  * NULL if there is none.  The pointer is into p and lives as long as p. */
 const char *profile_comment(const struct profile *p, const char *key);
+
+/* Returns the first label of sample s with `key`, or NULL. */
+const struct profile_label *profile_label(const struct profile_sample *s,
+					  const char *key);
 
 /* Returns the index of the sample type type/unit in p->sample_types, or -1
  * if there is none. */

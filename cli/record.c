@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "options.h"
 #include "profile.h"
 
 #define DEFAULT_OUTPUT "cpu.pb.gz"
@@ -54,7 +55,8 @@ void record_usage(FILE *f)
 	      "      FILE (default " DEFAULT_OUTPUT "; child processes write\n"
 	      "      FILE.<pid>).  HZ: samples per CPU second, 1..100000;\n"
 	      "      NAME: auto, perf, hw, timer or itimer; N: stack depth 1..1024,\n"
-	      "      sampling signal 1..64; MODE: auto (.eh_frame tables, frame\n"
+	      "      sampling signal of the timer engines: SIGPROF (27) or a\n"
+	      "      real-time signal; MODE: auto (.eh_frame tables, frame\n"
 	      "      pointers where there are none), dwarf or fp.  Exits with\n"
 	      "      CMD's status.\n",
 	      f);
@@ -136,39 +138,23 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		fprintf(stderr, "cpuprof record: -o/--output: empty file name\n");
 		return -1;
 	}
-	if (o->hz && !parse_int_arg(o->hz, 1, 100000, &v)) {
-		fprintf(stderr, "cpuprof record: -F/--hz %s: the sampling rate must "
-			"be an integer from 1 to 100000 (Hz)\n", o->hz);
-		return -1;
-	}
-	if (o->engine && strcmp(o->engine, "auto") != 0 &&
-	    strcmp(o->engine, "perf") != 0 && strcmp(o->engine, "hw") != 0 &&
-	    strcmp(o->engine, "timer") != 0 && strcmp(o->engine, "itimer") != 0) {
-		fprintf(stderr, "cpuprof record: --engine %s: unknown engine "
-			"(use auto, perf, hw, timer or itimer)\n", o->engine);
-		return -1;
-	}
-	if (o->unwind && strcmp(o->unwind, "auto") != 0 &&
-	    strcmp(o->unwind, "dwarf") != 0 && strcmp(o->unwind, "fp") != 0) {
-		fprintf(stderr, "cpuprof record: --unwind %s: unknown mode "
-			"(use auto, dwarf or fp)\n", o->unwind);
-		return -1;
-	}
-	if (o->depth && !parse_int_arg(o->depth, 1, 1024, &v)) {
-		fprintf(stderr, "cpuprof record: --depth %s: the stack depth "
-			"must be an integer from 1 to 1024\n", o->depth);
-		return -1;
-	}
-	if (o->signal) {
-		if (!parse_int_arg(o->signal, 1, 64, &v)) {
-			fprintf(stderr, "cpuprof record: --signal %s: the "
-				"signal must be a number from 1 to 64\n",
-				o->signal);
-			return -1;
-		}
-		if (v == SIGKILL || v == SIGSTOP) {
-			fprintf(stderr, "cpuprof record: --signal %ld: that "
-				"signal cannot be caught\n", v);
+	/* Each setting checked by the library's own table (src/options.h),
+	 * which the profiled program reads it with. */
+	const struct {
+		const char *val;
+		enum cp_option_id id;
+	} checks[] = {
+		{ o->hz, CP_OPT_HZ },
+		{ o->engine, CP_OPT_ENGINE },
+		{ o->depth, CP_OPT_DEPTH },
+		{ o->signal, CP_OPT_SIGNAL },
+		{ o->unwind, CP_OPT_UNWIND },
+	};
+	for (size_t k = 0; k < sizeof checks / sizeof checks[0]; k++) {
+		const struct cp_option *opt = &cp_options[checks[k].id];
+		char why[256];
+		if (checks[k].val && cp_option_parse(opt, checks[k].val, &v, why, sizeof why) < 0) {
+			fprintf(stderr, "cpuprof record: %s %s: %s\n", opt->flag, checks[k].val, why);
 			return -1;
 		}
 	}

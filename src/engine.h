@@ -1,9 +1,19 @@
 /*
- * engine.h -- the sampling engines: each makes the kernel send the sampling
- * signal to a thread after every period of that thread's CPU time.  One
- * file per mechanism (engine_perf.c: perf and hw, engine_timer.c,
- * engine_itimer.c), one ops table per engine; cpuprof.c tries them best
- * first.
+ * engine.h -- the sampling engines.  One file per mechanism, one ops table
+ * per engine; engines.c lists them and picks one.
+ *
+ * Two kinds.  The perf engines (engine_perf.c: perf, hw) need no signal:
+ * the kernel writes each sample, with the thread's user registers and a
+ * copy of the top of its stack, into rings that cpuprof's own thread
+ * drains and walks.  The signal engines (engine_timer.c: timer,
+ * engine_itimer.c: itimer) make the kernel signal a thread after each
+ * period of its CPU time, and the handler (src/sig/handler.c) walks the
+ * live stack; their threads are armed one by one through threads.c.
+ *
+ * Every op but probe, arm and disarm runs on cpuprof's own thread (the
+ * keeper, cpuprof.c), which has a descriptor table of its own: whatever
+ * descriptors an engine opens there, the program can neither see nor
+ * close.
  */
 #ifndef CPUPROF_ENGINE_H
 #define CPUPROF_ENGINE_H
@@ -11,30 +21,76 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include "sig/sigstate.h"
 
+/* What an engine is started with. */
+struct cp_engine_conf {
+	uint64_t period_ns;
+	int signo;        /* signal engines: the sampling signal */
+	pid_t keeper_tid; /* cpuprof's own thread: never sampled */
+};
+
+/* What an engine tells the profile about its threads. */
+struct cp_engine_stats {
+	uint64_t armed;        /* threads sampled during the profile */
+	uint64_t unarmed;      /* threads the engine could not arm */
+	int first_error;       /* negative errno of the first failure */
+	/* CPU of the sampled threads that no sample stands for: after each
+	 * thread's last sample, and (perf engines without privileges)
+	 * periods that ended in the kernel, which raise no sample. */
+	uint64_t unsampled_ns;
+	const char *unsampled_what; /* the frame that holds it (NULL: the usual one) */
+	uint64_t lost, lost_ns; /* samples the kernel had no room for */
+	uint64_t throttled;     /* times the kernel throttled sampling */
+	/* Signal engines: threads that had the sampling signal blocked when
+	 * the profile started, out of the interposed calls' reach: no sample
+	 * comes from them until they unblock it. */
+	uint64_t blocked;
+};
+
 struct cp_engine {
 	const char *name;
-	enum cp_engine_kind kind;
+	/* Which of its signals the handler takes as samples (CP_SIG_NONE:
+	 * the engine sends none, and no handler is installed for it). */
+	int signal_source;
+	/* Its signal is fixed (setitimer sends only SIGPROF), or 0. */
+	int fixed_signal;
+	/* The kernel raises its samples at the scheduler tick, whatever the
+	 * rate asked for. */
+	int tick_driven;
+	/* It counts user-mode time only: kernel time lands in no sample. */
+	int user_only;
 	/* Checks that the engine works here, before anything is armed.
 	 * Returns 0, or a negative errno with the reason in why[len]. */
 	int (*probe)(int signo, uint64_t period_ns, char *why, size_t len);
-	/* Makes the kernel signal thread t->tid every period of its CPU time.
-	 * Called with the registry lock held, after the handler is installed. */
-	int (*arm)(struct cp_thread *t, int signo, uint64_t period_ns);
-	/* Undoes arm(); no signal from this thread's arming follows it. */
-	void (*disarm)(struct cp_thread *t);
-	/* Process-wide start and stop (NULL when the engine has none). */
-	int (*start)(int signo, uint64_t period_ns);
+	/* Starts sampling every thread of the process but the keeper.
+	 * Returns 0 or a negative errno. */
+	int (*start)(const struct cp_engine_conf *c);
+	/* Perf engines: moves what the kernel wrote into cp_sig.ring and
+	 * returns how long (ms) the keeper may sleep before the kernel's
+	 * rings could fill; NULL for the signal engines. */
+	int (*drain)(void);
+	/* Stops sampling; no sample of this profile follows it. */
 	void (*stop)(void);
+	/* The profile's counts so far. */
+	void (*stats)(struct cp_engine_stats *s);
+	/* In a child after fork(): forgets the parent's state without
+	 * touching what belongs to the parent. */
+	void (*forget)(void);
+	/* Signal engines (threads.c): makes the kernel signal thread t->tid
+	 * every period of its CPU time, and undoes it. */
+	int (*arm)(struct cp_thread *t, int signo, uint64_t period_ns);
+	void (*disarm)(struct cp_thread *t);
 };
 
 extern const struct cp_engine cp_engine_perf, cp_engine_hw, cp_engine_timer, cp_engine_itimer;
 
-/* Is `name` "auto" or an engine's name? */
-int cp_engine_known(const char *name);
+/* The program set ITIMER_PROF while the itimer engine sampled: the timer
+ * is the program's now, and stopping must leave it alone. */
+void cp_itimer_yield(void);
 
 /* The CPU-time clock of any thread of this process, by thread id: the
  * kernel's encoding, ~tid << 3 | CPUCLOCK_PERTHREAD (4) | CPUCLOCK_SCHED
@@ -53,16 +109,6 @@ static inline int cp_thread_cpu_ns(pid_t tid, uint64_t *ns)
 		return -errno;
 	*ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 	return 0;
-}
-
-/* Starts t's sample weights at the CPU time its thread has used so far
- * (the handler weighs each sample by the CPU used since t->last_ns).
- * Returns 0 or a negative errno. */
-static inline int cp_start_weights(struct cp_thread *t)
-{
-	int e = cp_thread_cpu_ns(t->tid, &t->last_ns);
-	t->seen_ns = t->last_ns;
-	return e;
 }
 
 #endif

@@ -8,11 +8,16 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include "engine.h"
+#include "interpose.h"
+#include "sig/sigprog.h"
+#include "threads.h"
 
 static int itimer_probe(int signo, uint64_t period_ns, char *why, size_t len)
 {
@@ -25,36 +30,67 @@ static int itimer_probe(int signo, uint64_t period_ns, char *why, size_t len)
 
 static int itimer_arm(struct cp_thread *t, int signo, uint64_t period_ns)
 {
-	return cp_start_weights(t); /* the timer itself is process-wide */
+	return 0; /* the timer itself is process-wide */
 }
 
 static void itimer_disarm(struct cp_thread *t)
 {
 }
 
-static int itimer_start(int signo, uint64_t period_ns)
+/* How long after the stop a SIGPROF from the kernel is taken for one of
+ * ours, still in flight, rather than the program's own timer's. */
+#define GRACE_NS 1000000000ull
+
+/* The program took ITIMER_PROF (cp_itimer_yield). */
+static _Atomic int yielded;
+
+void cp_itimer_yield(void)
 {
+	atomic_store(&yielded, 1);
+}
+
+static int itimer_start(const struct cp_engine_conf *c)
+{
+	atomic_store(&yielded, 0);
+	uint64_t period_ns = c->period_ns;
 	struct itimerval v = {
 		.it_interval = { (time_t)(period_ns / 1000000000u), (suseconds_t)(period_ns % 1000000000u / 1000u) },
 	};
 	if (v.it_interval.tv_sec == 0 && v.it_interval.tv_usec == 0)
 		v.it_interval.tv_usec = 1;
 	v.it_value = v.it_interval;
-	return setitimer(ITIMER_PROF, &v, NULL) < 0 ? -errno : 0;
+	int e = cp_threads_begin(&cp_engine_itimer, c);
+	if (e == 0 && cp_real_setitimer(ITIMER_PROF, &v, NULL) < 0)
+		e = -errno;
+	if (e < 0)
+		cp_threads_end();
+	return e;
 }
 
 static void itimer_stop(void)
 {
+	if (atomic_load(&yielded)) {
+		cp_threads_end();
+		return;
+	}
 	struct itimerval v = { { 0, 0 }, { 0, 0 } };
-	setitimer(ITIMER_PROF, &v, NULL);
+	cp_real_setitimer(ITIMER_PROF, &v, NULL);
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	atomic_store(&cp_prog.itimer_grace_ns, (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec + GRACE_NS);
+	cp_threads_end();
 }
 
 const struct cp_engine cp_engine_itimer = {
 	.name = "itimer",
-	.kind = CP_ENGINE_ITIMER,
+	.signal_source = CP_SIG_ITIMER,
+	.fixed_signal = SIGPROF,
+	.tick_driven = 1,
 	.probe = itimer_probe,
-	.arm = itimer_arm,
-	.disarm = itimer_disarm,
 	.start = itimer_start,
 	.stop = itimer_stop,
+	.stats = cp_threads_stats,
+	.forget = cp_threads_forget,
+	.arm = itimer_arm,
+	.disarm = itimer_disarm,
 };

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "threads.h"
 
 static int make_timer(pid_t tid, int signo, uint64_t period_ns, timer_t *out)
 {
@@ -56,10 +57,7 @@ static int timer_probe(int signo, uint64_t period_ns, char *why, size_t len)
 
 static int timer_arm(struct cp_thread *t, int signo, uint64_t period_ns)
 {
-	int e = cp_start_weights(t);
-	if (e < 0)
-		return e;
-	e = make_timer(t->tid, signo, period_ns, &t->timer);
+	int e = make_timer(t->tid, signo, period_ns, &t->timer);
 	if (e == 0)
 		t->has_timer = 1;
 	return e;
@@ -73,10 +71,20 @@ static void timer_disarm(struct cp_thread *t)
 	}
 }
 
+static int timer_start(const struct cp_engine_conf *c)
+{
+	return cp_threads_begin(&cp_engine_timer, c);
+}
+
 const struct cp_engine cp_engine_timer = {
 	.name = "timer",
-	.kind = CP_ENGINE_TIMER,
+	.signal_source = CP_SIG_TIMER,
+	.tick_driven = 1,
 	.probe = timer_probe,
+	.start = timer_start,
+	.stop = cp_threads_end,
+	.stats = cp_threads_stats,
+	.forget = cp_threads_forget,
 	.arm = timer_arm,
 	.disarm = timer_disarm,
 };

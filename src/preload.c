@@ -1,14 +1,16 @@
 /*
  * preload.c -- profiling a whole program with LD_PRELOAD=libcpuprof.so:
  * CPUPROF=FILE starts a profile before main() and writes it when the
- * program exits (return from main or exit() from any thread).  A bad
- * setting prints one warning and leaves the program unprofiled; setuid and
- * other secure-exec programs are never profiled.
+ * program exits (return from main, exit() or _exit() from any thread) or
+ * execs another program.  A bad setting prints one warning and leaves the
+ * program unprofiled; setuid and other secure-exec programs are never
+ * profiled.
  *
- * Environment: CPUPROF (output file), CPUPROF_HZ, CPUPROF_ENGINE,
- * CPUPROF_DEPTH, CPUPROF_SIGNAL, CPUPROF_UNWIND.  A process started by a
- * profiled process (fork+exec, which inherits the environment) writes
- * FILE.<pid> so that nothing is overwritten.
+ * Environment: CPUPROF (output file) and the settings of options.h
+ * (CPUPROF_HZ, CPUPROF_ENGINE, CPUPROF_DEPTH, CPUPROF_SIGNAL,
+ * CPUPROF_UNWIND).  A process started by a profiled process (fork+exec,
+ * which inherits the environment) writes FILE.<pid> so that nothing is
+ * overwritten.
  */
 #include <errno.h>
 #include <limits.h>
@@ -19,25 +21,26 @@
 #include <unistd.h>
 
 #include "cpuprof.h"
-#include "engine.h"
+#include "options.h"
 
 static int preload_started;
 
-/* Parses env var `name` as an integer in [lo, hi] into *out (unchanged
- * when unset).  Returns -1 after printing the warning if it is bad. */
-static int env_int(const char *name, long lo, long hi, int *out)
+/* Reads option id from the environment into *out (unchanged when unset;
+ * the text itself into *text for a choice).  Returns -1 after printing the
+ * warning if it is bad. */
+static int env_option(enum cp_option_id id, long *out, const char **text)
 {
-	const char *s = getenv(name);
+	const struct cp_option *o = &cp_options[id];
+	const char *s = getenv(o->env);
 	if (!s)
 		return 0;
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi) {
-		fprintf(stderr, "cpuprof: %s=%s is not an integer in %ld..%ld; profiling disabled\n", name, s, lo, hi);
+	char why[256];
+	if (cp_option_parse(o, s, out, why, sizeof why) < 0) {
+		fprintf(stderr, "cpuprof: %s=%s: %s; profiling disabled\n", o->env, s, why);
 		return -1;
 	}
-	*out = (int)v;
+	if (text)
+		*text = s;
 	return 0;
 }
 
@@ -48,21 +51,14 @@ __attribute__((constructor)) static void preload_start(void)
 		return;
 
 	struct cpuprof_options o = { 0 };
-	if (env_int("CPUPROF_HZ", 1, 100000, &o.hz) < 0 || env_int("CPUPROF_DEPTH", 1, 1024, &o.max_depth) < 0 ||
-	    env_int("CPUPROF_SIGNAL", 1, 64, &o.signal) < 0)
+	long hz = 0, depth = 0, signo = 0, engine, unwind;
+	if (env_option(CP_OPT_HZ, &hz, NULL) < 0 || env_option(CP_OPT_DEPTH, &depth, NULL) < 0 ||
+	    env_option(CP_OPT_SIGNAL, &signo, NULL) < 0 || env_option(CP_OPT_ENGINE, &engine, &o.engine) < 0 ||
+	    env_option(CP_OPT_UNWIND, &unwind, &o.unwind) < 0)
 		return;
-	o.engine = getenv("CPUPROF_ENGINE");
-	if (o.engine && !cp_engine_known(o.engine)) {
-		fprintf(stderr, "cpuprof: CPUPROF_ENGINE=%s is not one of auto, perf, hw, timer, itimer; profiling disabled\n",
-			o.engine);
-		return;
-	}
-	o.unwind = getenv("CPUPROF_UNWIND");
-	if (o.unwind && strcmp(o.unwind, "auto") && strcmp(o.unwind, "dwarf") && strcmp(o.unwind, "fp")) {
-		fprintf(stderr, "cpuprof: CPUPROF_UNWIND=%s is not one of auto, dwarf, fp; profiling disabled\n",
-			o.unwind);
-		return;
-	}
+	o.hz = (int)hz;
+	o.max_depth = (int)depth;
+	o.signal = (int)signo;
 
 	/* The first profiled process of a run owns FILE; its descendants
 	 * write FILE.<pid>. */

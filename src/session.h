@@ -1,56 +1,101 @@
 /*
  * session.h -- the one profile a process runs at a time: its settings,
- * its stack table and its clocks, shared by cpuprof.c (start, drain, stop,
- * the pprof file) and stream.c (the record stream for language runtimes).
- * Not signal context.
+ * its stack table, its clocks and cpuprof's own thread (the keeper), shared
+ * by cpuprof.c (the profile's life), judge.c (what the profile says about
+ * itself, and the pprof file) and stream.c (the record stream for
+ * language runtimes).  Not signal context.
  */
 #ifndef CPUPROF_SESSION_H
 #define CPUPROF_SESSION_H
 
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "engine.h"
+#include "facts.h"
 #include "stacktab.h"
 
-struct cp_session {
-	int running;          /* sampling: between start and stop */
-	int stream;           /* record-stream mode (stream.c) */
-	int stream_open;      /* stream mode: not yet read to its end */
+/* Everything one profile knows about itself.  Cleared whole when a
+ * profile starts, then set: nothing carries over from the last one. */
+struct cp_run {
 	char *path;           /* pprof file to write; NULL in stream mode without one */
+	int stream;           /* record-stream mode (stream.c) */
 	const struct cp_engine *engine;
 	char engine_reason[512];
-	int hz;
+	int hz, hz_asked;     /* the rate sampled at, and the one asked for */
+	int signo;            /* signal engines */
+	unsigned depth;
+	int unwind;
 	long timer_res_ns;    /* clock_getres(CLOCK_MONOTONIC): the tick if tick-bound */
 	struct cp_stacktab tab;
 	uint64_t dropped, dropped_ns; /* drained but not stored: no memory */
-	pthread_t drain;
-	int has_drain;
-	uint64_t drain_cpu_ns;      /* the drain thread's CPU, once it has ended */
-	_Atomic int drain_quit;
-	int64_t wall0, mono0, cpu0; /* clocks when sampling started */
-	int64_t mono1, cpu1;        /* ... and when it stopped; 0 while running */
-	long waits0, waits1;        /* the process's voluntary context switches, the same */
-	int64_t user0, user1;       /* the process's user-mode CPU, the same */
-	_Atomic long drain_waits;   /* the drain thread's voluntary context switches */
+	int64_t wall0, mono0, cpu0;   /* clocks when sampling started */
+	int64_t mono1, cpu1;          /* ... and when it stopped; 0 while running */
+	long waits0, waits1;          /* the process's voluntary context switches, the same */
+	int64_t user0, user1;         /* the process's user-mode CPU, the same */
+	struct cp_engine_stats stats; /* the engine's, once it has stopped */
+	char stopped_why[256];        /* why sampling stopped before the profile did */
+	/* The keeper: cpuprof's own thread. */
+	pthread_t keeper;
+	int has_keeper;
+	_Atomic pid_t keeper_tid;
+	_Atomic int keeper_state;     /* 0 starting, 1 running, or the start's negative errno */
+	_Atomic int keeper_quit;
+	int keeper_drains;            /* it moves samples into the table (file mode) */
+	uint64_t keeper_cpu_ns;       /* its CPU, once it has ended */
+	_Atomic long keeper_waits;    /* its voluntary context switches */
 	/* stream.c's state */
 	int hdr_sent;
 	uint64_t lost_sent;
 	uint64_t carry_ns;
-	int64_t last_sweep;
+};
+
+struct cp_session {
+	int running;          /* sampling: between start and stop */
+	int stream_open;      /* stream mode: not yet read to its end */
+	int suspended;        /* stopped for an exec that may fail */
+	int stuck;            /* a handler did not finish when sampling stopped */
+	pid_t pid;            /* the process that started it */
+	_Atomic uint32_t wake; /* the futex the keeper or a stream reader sleeps on */
+	struct cp_run run;
 };
 
 extern struct cp_session cp_session;
-/* Serialises the ring's consumer side, the stack table and the stream. */
+/* Serialises the ring's consumer side, the perf engines' rings, the stack
+ * table and the stream. */
 extern pthread_mutex_t cp_tab_lock;
 
 int64_t cp_clock_ns(clockid_t c);
+/* The whole process's voluntary context switches so far (each a thread
+ * going to sleep) and its user-mode CPU. */
+void cp_process_usage(long *waits, int64_t *user_ns);
 /* Moves every committed sample from the ring into the table.  Under
  * cp_tab_lock. */
-void session_drain_locked(void);
-/* Writes cp_session.path from the table.  Under cp_tab_lock. */
-int session_write_locked(void);
-/* Frees what start allocated.  No handler may be able to see it. */
-void session_release(void);
+void cp_session_drain_locked(void);
+/* The engine's counts so far (or final, once it stopped).  Under
+ * cp_tab_lock. */
+void cp_session_stats_locked(struct cp_engine_stats *s);
+/* The CPU cpuprof's own thread has used so far. */
+uint64_t cp_session_keeper_cpu_ns(void);
+/* The profile's facts so far (facts.h).  Under cp_tab_lock. */
+void cp_session_facts_locked(struct cp_facts *f);
+/* Writes cp_session.run.path from the table.  Under cp_tab_lock. */
+int cp_session_write_locked(void);
+/* Frees what start allocated, unless a handler was stuck in it when
+ * sampling stopped: then what a handler may read stays mapped. */
+void cp_session_release(void);
+/* Sleeps until the futex word *w moves from `seen` or ms pass. */
+void cp_session_wait(_Atomic uint32_t *w, uint32_t seen, int ms, int private_futex);
+
+/* Hooks for interpose.c, called by the program's threads.  Before an
+ * exec: stops sampling and keeps the samples (writes the file); returns 1
+ * if it stopped anything, for cp_session_exec_failed() to resume. */
+int cp_session_exec_begin(void);
+void cp_session_exec_failed(void);
+/* Before _exit(): as at exit(), the profile is written. */
+void cp_session_exit_now(void);
+/* The program set ITIMER_PROF itself. */
+void cp_session_program_took_itimer(void);
 
 #endif

@@ -5,47 +5,44 @@
  * is {3+n, 0, count, pc...} (count in sampling periods: a sample weighed at
  * two periods of CPU time counts 2; fractions carry over to the next
  * sample), and lost samples are {4, 0, 0, lost}.  The reader drains the
- * ring itself: stream mode has no drain thread.  End of stream comes only
+ * sample ring itself (the keeper only fills it, for the perf engines).
+ * End of stream comes only
  * after cpuprof_stop() and a full drain; the next profile cannot start
  * before it, so none of this profile's samples can reach the next one.
  */
 #include <errno.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include "cpuprof.h"
 #include "session.h"
-#include "threads.h"
-#include "unwind.h"
 
 #define API __attribute__((visibility("default")))
-#define P cp_session
 
 #define READ_WAIT_MS 100
-#define SWEEP_INTERVAL_NS 1000000000ll
 
 /* Fills w[0..cap) with whole records; returns the words used.  Under
  * cp_tab_lock. */
 static size_t fill_locked(uint64_t *w, size_t cap)
 {
 	size_t used = 0;
-	if (!P.hdr_sent) {
+	struct cp_run *R = &cp_session.run;
+	if (!R->hdr_sent) {
 		w[used++] = 3;
 		w[used++] = 0;
-		w[used++] = (uint64_t)P.hz;
-		P.hdr_sent = 1;
+		w[used++] = (uint64_t)R->hz;
+		R->hdr_sent = 1;
 	}
 	struct cp_ring *r = cp_sig.ring;
 	struct cp_sample *s;
 	uint64_t period = cp_sig.period_ns;
 	while ((s = cp_ring_peek(r)) != NULL && used + 3 + s->n <= cap) {
-		if (P.path && stacktab_add(&P.tab, s->pcs, s->n, s->flags, 1, s->weight_ns) < 0) {
-			P.dropped++;
-			P.dropped_ns += s->weight_ns;
+		if (R->path && stacktab_add(&R->tab, s->pcs, s->n, s->flags, 1, s->weight_ns) < 0) {
+			R->dropped++;
+			R->dropped_ns += s->weight_ns;
 		}
-		uint64_t ns = s->weight_ns + P.carry_ns;
+		uint64_t ns = s->weight_ns + R->carry_ns;
 		uint64_t count = ns / period;
-		P.carry_ns = ns % period;
+		R->carry_ns = ns % period;
 		if (count) {
 			/* A link-register frame is confirmed only against the
 			 * symbols (see CP_STACK_LINK_REG), which the stream
@@ -61,13 +58,15 @@ static size_t fill_locked(uint64_t *w, size_t cap)
 		}
 		cp_ring_release(r, s);
 	}
-	uint64_t lost = atomic_load(&cp_sig.lost) + P.dropped;
-	if (lost > P.lost_sent && used + 4 <= cap) {
+	struct cp_engine_stats st;
+	cp_session_stats_locked(&st);
+	uint64_t lost = atomic_load(&cp_sig.lost) + st.lost + R->dropped;
+	if (lost > R->lost_sent && used + 4 <= cap) {
 		w[used++] = 4;
 		w[used++] = 0;
 		w[used++] = 0;
-		w[used++] = lost - P.lost_sent;
-		P.lost_sent = lost;
+		w[used++] = lost - R->lost_sent;
+		R->lost_sent = lost;
 	}
 	return used;
 }
@@ -77,10 +76,10 @@ static size_t fill_locked(uint64_t *w, size_t cap)
 static int finish_locked(void)
 {
 	int rc = 0;
-	if (P.path)
-		rc = session_write_locked();
-	session_release();
-	P.stream_open = 0;
+	if (cp_session.run.path)
+		rc = cp_session_write_locked();
+	cp_session_release();
+	cp_session.stream_open = 0;
 	return rc;
 }
 
@@ -89,7 +88,7 @@ API int cpuprof_read_stream(uint64_t *words, size_t cap, size_t *nwords, int fla
 	*nwords = 0;
 	for (;;) {
 		pthread_mutex_lock(&cp_tab_lock);
-		if (!P.stream_open) {
+		if (!cp_session.stream_open) {
 			pthread_mutex_unlock(&cp_tab_lock);
 			return CPUPROF_EOF;
 		}
@@ -97,34 +96,20 @@ API int cpuprof_read_stream(uint64_t *words, size_t cap, size_t *nwords, int fla
 			pthread_mutex_unlock(&cp_tab_lock);
 			return -EINVAL;
 		}
+		uint32_t seen = atomic_load(&cp_session.wake);
 		atomic_store(&cp_sig.wake_pending, 0);
 		size_t n = fill_locked(words, cap);
-		int stopped = !P.running;
-		int wake_fd = cp_sig.wake_fd;
-		int64_t now = cp_clock_ns(CLOCK_MONOTONIC);
-		int sweep = !stopped && now - P.last_sweep >= SWEEP_INTERVAL_NS;
-		if (sweep)
-			P.last_sweep = now;
+		int stopped = !cp_session.running;
 		if (n == 0 && stopped) {
 			int rc = finish_locked();
 			pthread_mutex_unlock(&cp_tab_lock);
 			return rc < 0 ? rc : CPUPROF_EOF;
 		}
 		pthread_mutex_unlock(&cp_tab_lock);
-		if (sweep)
-			threads_sweep();
-		if (!stopped)
-			unwind_tick(); /* new objects' tables; reclaim: no drain thread here */
 		if (n || (flags & CPUPROF_NONBLOCK)) {
 			*nwords = n;
 			return 0;
 		}
-		struct pollfd pfd = { .fd = wake_fd, .events = POLLIN };
-		if (poll(&pfd, 1, unwind_timeout_ms(READ_WAIT_MS)) > 0) {
-			uint64_t v;
-			if (read(wake_fd, &v, sizeof v) < 0) {
-				/* EAGAIN: raced with another wake-up */
-			}
-		}
+		cp_session_wait(&cp_session.wake, seen, READ_WAIT_MS, 1);
 	}
 }

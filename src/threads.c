@@ -1,24 +1,28 @@
 /*
- * threads.c -- the registry of sampled threads.  Each sampled thread owns
- * a slot in a table that is mapped once and never unmapped (the handler may
- * hold a stale slot pointer; `gen` tells it so).  Threads made with
- * pthread_create() arm themselves in a trampoline and disarm in a
+ * threads.c -- the registry of the threads a signal engine samples.  Each
+ * owns a slot in a table that is mapped once and never unmapped (the
+ * handler may hold a stale slot pointer; `gen` tells it so).  Threads made
+ * with pthread_create() arm themselves in a trampoline and disarm in a
  * thread-specific-data destructor when they exit; threads found in
  * /proc/self/task at start, which we cannot hook, are released by
- * threads_sweep() once they are gone.
+ * cp_threads_sweep() once they are gone.
  */
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "interpose.h"
+#include "names.h"
 #include "threads.h"
 
 #define MAX_THREADS 32768
@@ -26,9 +30,9 @@
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct cp_engine *reg_engine; /* non-NULL while arming; under reg_lock */
 static int reg_signo;
+static pid_t reg_keeper; /* cpuprof's own thread: never armed */
 static uint64_t reg_period;
-static struct cp_thread_stats reg_stats;
-static size_t reg_live, reg_fd_budget;
+static struct cp_engine_stats reg_stats;
 /* Read without the lock by pthread_create() as a hint. */
 static _Atomic int arming;
 
@@ -42,7 +46,8 @@ static void make_exit_key(void)
 		exit_key = (pthread_key_t)-1;
 }
 
-int threads_init(void)
+/* Allocates the thread table (once per process).  0 or -ENOMEM. */
+static int threads_init(void)
 {
 	pthread_once(&exit_key_once, make_exit_key);
 	if (cp_sig.threads)
@@ -82,6 +87,24 @@ static struct cp_thread *slot_by_tid(pid_t tid)
 	return NULL;
 }
 
+/* Does thread tid have signal sig blocked (/proc/self/task/TID/status)? */
+static int blocks_signal(pid_t tid, int sig)
+{
+	char path[64], buf[2048];
+	snprintf(path, sizeof path, "/proc/self/task/%d/status", (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	const char *p = strstr(buf, "\nSigBlk:");
+	if (!p)
+		return 0;
+	unsigned long long mask = strtoull(p + 8, NULL, 16);
+	return sig > 0 && sig <= 64 && (mask >> (sig - 1) & 1);
+}
+
 /* Arms thread tid with the current engine; `self` says it is the calling
  * thread, whose stack bounds can be read directly.  Under reg_lock. */
 static struct cp_thread *arm_locked(pid_t tid, int self)
@@ -90,15 +113,13 @@ static struct cp_thread *arm_locked(pid_t tid, int self)
 	if (t)
 		return t;
 	int err = -ENOSPC;
-	if (reg_engine->kind == CP_ENGINE_PERF && reg_live >= reg_fd_budget)
-		err = -EMFILE;
-	else if ((t = slot_alloc()) != NULL) {
+	if ((t = slot_alloc()) != NULL) {
 		t->tid = tid;
-		t->perf_fd = -1;
 		t->has_timer = 0;
 		t->own = self;
 		t->stack_lo = t->stack_hi = 0;
 		t->last_ns = t->seen_ns = 0;
+		t->name[0] = '\0';
 		pthread_attr_t a;
 		if (self && pthread_getattr_np(pthread_self(), &a) == 0) {
 			void *addr;
@@ -109,11 +130,16 @@ static struct cp_thread *arm_locked(pid_t tid, int self)
 			}
 			pthread_attr_destroy(&a);
 		}
-		err = reg_engine->arm(t, reg_signo, reg_period);
+		/* The sample weights start at the CPU time used so far. */
+		err = cp_thread_cpu_ns(tid, &t->last_ns);
+		t->seen_ns = t->last_ns;
+		if (err == 0)
+			err = reg_engine->arm(t, reg_signo, reg_period);
 		if (err == 0) {
 			atomic_store_explicit(&t->state, CP_T_LIVE, memory_order_release);
-			reg_live++;
 			reg_stats.armed++;
+			if (!self && blocks_signal(tid, reg_signo))
+				reg_stats.blocked++;
 			return t;
 		}
 	}
@@ -126,8 +152,8 @@ static struct cp_thread *arm_locked(pid_t tid, int self)
 /* The CPU thread t has used since its last sample (the handler moves
  * t->last_ns to the thread's CPU clock at every sample).  A thread that
  * has exited cannot be read: for it, what it had used when the registry
- * last saw it alive (threads_sweep reads the threads it cannot hook every
- * second).  Under reg_lock. */
+ * last saw it alive (cp_threads_sweep reads the threads it cannot hook
+ * every second).  Under reg_lock. */
 static uint64_t unsampled_ns(struct cp_thread *t)
 {
 	uint64_t ns = 0;
@@ -143,10 +169,11 @@ static uint64_t unsampled_ns(struct cp_thread *t)
 static void release_locked(struct cp_thread *t)
 {
 	reg_engine->disarm(t);
+	if (t->name[0])
+		cp_names_set(t->tid, t->name);
 	reg_stats.unsampled_ns += unsampled_ns(t);
 	atomic_fetch_add(&t->gen, 1);
 	atomic_store_explicit(&t->state, CP_T_FREE, memory_order_release);
-	reg_live--;
 }
 
 static void arm_self_locked(void)
@@ -160,48 +187,46 @@ static void arm_self_locked(void)
 	}
 }
 
-void threads_begin(const struct cp_engine *e, int signo, uint64_t period_ns)
+int cp_threads_begin(const struct cp_engine *e, const struct cp_engine_conf *c)
 {
+	if (threads_init() < 0)
+		return -ENOMEM;
 	pthread_mutex_lock(&reg_lock);
 	reg_engine = e;
-	reg_signo = signo;
-	reg_period = period_ns;
+	reg_signo = c->signo;
+	reg_period = c->period_ns;
+	reg_keeper = c->keeper_tid;
 	memset(&reg_stats, 0, sizeof reg_stats);
-	reg_live = 0;
-	struct rlimit rl;
-	reg_fd_budget = 256;
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 2 > 256)
-		reg_fd_budget = rl.rlim_cur / 2;
 	atomic_store(&arming, 1);
-
-	arm_self_locked();
 	DIR *d = opendir("/proc/self/task");
 	if (d) {
 		struct dirent *de;
 		while ((de = readdir(d)) != NULL) {
 			char *end;
 			long tid = strtol(de->d_name, &end, 10);
-			if (*end == '\0' && tid > 0)
+			if (*end == '\0' && tid > 0 && tid != reg_keeper)
 				arm_locked((pid_t)tid, 0);
 		}
 		closedir(d);
 	}
+	int rc = reg_stats.armed ? 0 : reg_stats.first_error ? reg_stats.first_error : -ENODEV;
 	pthread_mutex_unlock(&reg_lock);
+	return rc;
 }
 
-void threads_end(void)
+void cp_threads_end(void)
 {
 	pthread_mutex_lock(&reg_lock);
 	atomic_store(&arming, 0);
 	size_t hwm = atomic_load(&cp_sig.hwm);
-	for (size_t i = 0; i < hwm; i++)
+	for (size_t i = 0; reg_engine && i < hwm; i++)
 		if (atomic_load(&cp_sig.threads[i].state) == CP_T_LIVE)
 			release_locked(&cp_sig.threads[i]);
 	reg_engine = NULL;
 	pthread_mutex_unlock(&reg_lock);
 }
 
-int threads_register_self(void)
+int cp_threads_register_self(void)
 {
 	int rc = 0;
 	pthread_mutex_lock(&reg_lock);
@@ -215,7 +240,7 @@ int threads_register_self(void)
 	return rc;
 }
 
-void threads_sweep(void)
+void cp_threads_sweep(void)
 {
 	pid_t pid = getpid();
 	pthread_mutex_lock(&reg_lock);
@@ -224,18 +249,21 @@ void threads_sweep(void)
 		struct cp_thread *t = &cp_sig.threads[i];
 		if (atomic_load(&t->state) != CP_T_LIVE)
 			continue;
-		if (syscall(SYS_tgkill, pid, t->tid, 0) < 0 && errno == ESRCH)
+		if (syscall(SYS_tgkill, pid, t->tid, 0) < 0 && errno == ESRCH) {
 			release_locked(t);
-		else if (!t->own)
-			cp_thread_cpu_ns(t->tid, &t->seen_ns); /* its exit will not tell us */
+		} else if (!t->own) {
+			/* Its exit will not tell us its CPU time or its name. */
+			cp_thread_cpu_ns(t->tid, &t->seen_ns);
+			cp_names_get(t->tid, t->name);
+		}
 	}
 	pthread_mutex_unlock(&reg_lock);
 }
 
-struct cp_thread_stats threads_stats(void)
+void cp_threads_stats(struct cp_engine_stats *s)
 {
 	pthread_mutex_lock(&reg_lock);
-	struct cp_thread_stats s = reg_stats;
+	*s = reg_stats;
 	/* Live threads: the CPU since their last sample so far.  A sample
 	 * the drain has not yet moved into the table may have just moved
 	 * last_ns past it: a flushed profile can miss up to one sample per
@@ -243,22 +271,18 @@ struct cp_thread_stats threads_stats(void)
 	size_t hwm = atomic_load(&cp_sig.hwm);
 	for (size_t i = 0; reg_engine && i < hwm; i++)
 		if (atomic_load(&cp_sig.threads[i].state) == CP_T_LIVE)
-			s.unsampled_ns += unsampled_ns(&cp_sig.threads[i]);
+			s->unsampled_ns += unsampled_ns(&cp_sig.threads[i]);
 	pthread_mutex_unlock(&reg_lock);
-	return s;
 }
 
-void threads_forget_after_fork(void)
+void cp_threads_forget(void)
 {
 	pthread_mutex_init(&reg_lock, NULL);
 	atomic_store(&arming, 0);
 	reg_engine = NULL;
-	reg_live = 0;
 	size_t hwm = atomic_load(&cp_sig.hwm);
 	for (size_t i = 0; i < hwm; i++) {
 		struct cp_thread *t = &cp_sig.threads[i];
-		if (atomic_load(&t->state) == CP_T_LIVE && t->perf_fd >= 0)
-			close(t->perf_fd); /* our copy; the parent's event lives on */
 		atomic_fetch_add(&t->gen, 1);
 		atomic_store(&t->state, CP_T_FREE);
 	}
@@ -275,14 +299,16 @@ static void on_thread_exit(void *unused)
 	pthread_mutex_lock(&reg_lock);
 	if (reg_engine)
 		sigaddset(&block, reg_signo);
-	pthread_sigmask(SIG_BLOCK, &block, &old);
+	cp_real_sigmask(SIG_BLOCK, &block, &old);
 	struct cp_thread *t = cp_tls_slot;
 	if (reg_engine && t && atomic_load(&t->state) == CP_T_LIVE && atomic_load(&t->gen) == cp_tls_gen &&
-	    t->tid == (pid_t)syscall(SYS_gettid))
+	    t->tid == (pid_t)syscall(SYS_gettid)) {
+		prctl(PR_GET_NAME, t->name, 0, 0, 0);
 		release_locked(t);
+	}
 	cp_tls_slot = NULL;
 	pthread_mutex_unlock(&reg_lock);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	cp_real_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* ---- pthread_create interposition ---- */
@@ -310,7 +336,7 @@ static void *trampoline(void *p)
 	struct start s = *(struct start *)p;
 	free(p);
 	if (atomic_load_explicit(&arming, memory_order_relaxed))
-		threads_register_self();
+		cp_threads_register_self();
 	return s.fn(s.arg);
 }
 
@@ -333,15 +359,15 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *th, const p
 	return rc;
 }
 
-int threads_spawn_internal(pthread_t *th, void *(*fn)(void *), void *arg)
+int cp_threads_spawn_internal(pthread_t *th, void *(*fn)(void *), void *arg)
 {
 	create_fn real = resolve_create();
 	if (!real)
 		return -EAGAIN;
 	sigset_t all, old;
 	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
+	cp_real_sigmask(SIG_SETMASK, &all, &old);
 	int rc = real(th, NULL, fn, arg);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	cp_real_sigmask(SIG_SETMASK, &old, NULL);
 	return -rc;
 }

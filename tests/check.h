@@ -31,8 +31,6 @@
 		exit(77);                                                     \
 	} while (0)
 
-#endif
-
 /* ---- reading profiles back with `go tool pprof` ---- */
 
 #include <string.h>
@@ -119,6 +117,27 @@ static inline void pprof_raw_totals(const char *text, long long *count, long lon
 	}
 }
 
+/* The cumulative CPU time (ns) of function `fn` in the profile, from
+ * `go tool pprof -top`; -1 if it is not in the profile (or pprof failed). */
+static inline long long pprof_cum_ns(const char *file, const char *fn)
+{
+	char *out = pprof_run("-top -sample_index=cpu -unit=ns -nodecount=1000", file);
+	if (!out)
+		return -1;
+	long long cum = -1;
+	char *line = strstr(out, "flat%");
+	while (line && (line = strchr(line, '\n')) != NULL) {
+		line++;
+		char f[64], fp[64], sp[64], c[64], cp[64], name[512];
+		if (sscanf(line, "%63s %63s %63s %63s %63s %511s", f, fp, sp, c, cp, name) == 6 && !strcmp(name, fn)) {
+			cum = strtoll(c, NULL, 10);
+			break;
+		}
+	}
+	free(out);
+	return cum;
+}
+
 /* The value of profile comment KEY=VALUE into val; 0 if present. */
 static inline int pprof_comment(const char *file, const char *key, char *val, size_t len)
 {
@@ -203,3 +222,5 @@ static inline double thread_cpu_ms(void)
 				x = x * 6364136223846793005ull + 1;           \
 		sink += x;                                                    \
 	}
+
+#endif

@@ -59,7 +59,16 @@ bad "--top" report --top
 bad "--top" report --top x some-file
 bad "--top" report --top=-1 some-file
 bad "unknown option" report --bogus some-file
-bad "one FILE" report a b
+bad "no-such-a" report no-such-a no-such-b
+bad "--format is one of" report --format bogus some-file
+bad "--format is one of" report --format
+bad "--min-share" report --min-share 101 some-file
+bad "--min-share" report --min-share=x some-file
+bad "--group-by" report --group-by cpu some-file
+bad "--value" report --value
+bad "-o needs" report -o
+bad "-o needs" report -o '' some-file
+bad "regular expression" report --list '[' some-file
 
 # record: every bad option stops before the command runs
 run 0 record --help
@@ -67,21 +76,25 @@ grep -q 'cpuprof record' out || fail "record --help"
 bad "no command" record
 bad "no command" record -F 100 --
 bad "needs a value" record -o
-bad "1 to 100000" record -F 0 -- touch marker
-bad "1 to 100000" record -F 100001 -- touch marker
-bad "1 to 100000" record -F abc -- touch marker
-bad "1 to 100000" record -F 1.5 -- touch marker
-bad "1 to 100000" record -F '' -- touch marker
-bad "1 to 100000" record --hz=-5 -- touch marker
-bad "unknown engine" record --engine bogus -- touch marker
-bad "unknown engine" record --engine= -- touch marker
-bad "1 to 1024" record --depth 0 -- touch marker
-bad "1 to 1024" record --depth 1025 -- touch marker
-bad "1 to 64" record --signal 0 -- touch marker
-bad "1 to 64" record --signal 65 -- touch marker
-bad "cannot be caught" record --signal 9 -- touch marker
-bad "unknown mode" record --unwind frames -- touch marker
-bad "unknown mode" record --unwind= -- touch marker
+bad "from 1 to 100000" record -F 0 -- touch marker
+bad "from 1 to 100000" record -F 100001 -- touch marker
+bad "from 1 to 100000" record -F abc -- touch marker
+bad "from 1 to 100000" record -F 1.5 -- touch marker
+bad "from 1 to 100000" record -F '' -- touch marker
+bad "from 1 to 100000" record --hz=-5 -- touch marker
+bad "use one of auto, perf, hw, timer, itimer" record --engine bogus -- touch marker
+bad "use one of auto, perf, hw, timer, itimer" record --engine= -- touch marker
+bad "from 1 to 1024" record --depth 0 -- touch marker
+bad "from 1 to 1024" record --depth 1025 -- touch marker
+bad "not a signal number" record --signal 0 -- touch marker
+bad "not a signal number" record --signal 65 -- touch marker
+bad "not a signal number" record --signal PROF -- touch marker
+# The library would refuse these too (src/options.c: one description).
+for s in 1 2 9 11 13 14 15 19; do
+	bad "cannot sample" record --signal $s -- touch marker
+done
+bad "use one of auto, dwarf, fp" record --unwind frames -- touch marker
+bad "use one of auto, dwarf, fp" record --unwind= -- touch marker
 bad "unknown option" record --bogus -- touch marker
 bad "empty file name" record -o '' -- touch marker
 bad "no-such-dir" record -o no-such-dir/p.pb.gz -- touch marker

@@ -67,18 +67,32 @@ static void keeps_own_sigprof(void)
 	struct cpuprof_options itimer = { .engine = "itimer" };
 	CHECK_EQ(cpuprof_start(path, &itimer), -ENODEV);
 
-	CHECK_EQ(cpuprof_start(path, NULL), 0);
-	program_itimer(10000);
-	burn(300);
-	program_itimer(0);
-	CHECK_EQ(cpuprof_stop(), 0);
-	CHECK(own_prof > 0, "the program's own SIGPROF never reached its handler");
-	CHECK_EQ(own_engine_like, 0);
-	CHECK(sigaction(SIGPROF, NULL, &now) == 0 && same_action(&now, &mine), "SIGPROF disposition changed");
-	CHECK(pprof_comment(path, "signal", val, sizeof val) == 0, "no signal comment");
-	CHECK(atoi(val) >= SIGRTMIN && atoi(val) <= SIGRTMAX, "sampled on signal %s, not a real-time one", val);
-	char name[256];
-	CHECK(pprof_top_row(path, 0, name, sizeof name) == 0 && !strcmp(name, "burn"), "leader %s", name);
+	/* The default engine (perf where it works: it sends no signal at
+	 * all), and the timer engine, which must take a real-time signal. */
+	const char *engines[] = { NULL, "timer" };
+	for (int e = 0; e < 2; e++) {
+		struct cpuprof_options o = { .engine = engines[e] };
+		CHECK_EQ(cpuprof_start(path, &o), 0);
+		program_itimer(10000);
+		burn(300);
+		program_itimer(0);
+		CHECK_EQ(cpuprof_stop(), 0);
+		CHECK(own_prof > 0, "the program's own SIGPROF never reached its handler");
+		CHECK_EQ(own_engine_like, 0);
+		CHECK(sigaction(SIGPROF, NULL, &now) == 0 && same_action(&now, &mine), "SIGPROF disposition changed");
+		char engine[64];
+		CHECK(pprof_comment(path, "engine", engine, sizeof engine) == 0, "no engine comment");
+		if (!strcmp(engine, "perf") || !strcmp(engine, "hw")) {
+			CHECK(pprof_comment(path, "signal", val, sizeof val) != 0, "%s sent signal %s", engine, val);
+		} else {
+			CHECK(pprof_comment(path, "signal", val, sizeof val) == 0, "%s: no signal comment", engine);
+			CHECK(atoi(val) >= SIGRTMIN && atoi(val) <= SIGRTMAX, "%s sampled on signal %s, not a real-time one",
+			      engine, val);
+		}
+		char name[256];
+		CHECK(pprof_top_row(path, 0, name, sizeof name) == 0 && !strcmp(name, "burn"), "%s: leader %s", engine,
+		      name);
+	}
 
 	/* After stop the program's SIGPROF handler still gets SIGPROF. */
 	int before = own_prof;
@@ -93,26 +107,34 @@ static void keeps_own_sigprof(void)
 static void hands_back_exactly(void)
 {
 	char path[600];
-	snprintf(path, sizeof path, "%s/usr1.pb.gz", dir);
+	snprintf(path, sizeof path, "%s/rt.pb.gz", dir);
 	struct sigaction mine, now;
+	int rt = SIGRTMIN + 3;
 	memset(&mine, 0, sizeof mine);
 	mine.sa_handler = usr1_handler;
 	mine.sa_flags = SA_RESTART | SA_NODEFER;
 	sigemptyset(&mine.sa_mask);
 	sigaddset(&mine.sa_mask, SIGTERM);
-	CHECK_EQ(sigaction(SIGUSR1, &mine, NULL), 0);
-	CHECK_EQ(sigaction(SIGUSR1, NULL, &mine), 0);
+	CHECK_EQ(sigaction(rt, &mine, NULL), 0);
+	CHECK_EQ(sigaction(rt, NULL, &mine), 0);
 
-	struct cpuprof_options o = { .signal = SIGUSR1, .engine = "timer" };
+	/* Signals that mean something else to programs cannot sample. */
+	int refused[] = { SIGHUP, SIGINT, SIGPIPE, SIGALRM, SIGTERM, SIGUSR1, SIGSEGV, SIGKILL };
+	for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+		struct cpuprof_options bad = { .signal = refused[i], .engine = "timer" };
+		CHECK_EQ(cpuprof_start(path, &bad), -EINVAL);
+	}
+
+	struct cpuprof_options o = { .signal = rt, .engine = "timer" };
 	CHECK_EQ(cpuprof_start(path, &o), 0);
-	raise(SIGUSR1); /* not the engine's: passed on */
+	raise(rt); /* not the engine's: passed on */
 	CHECK_EQ(usr1_seen, 1);
 	burn(100);
 	CHECK_EQ(cpuprof_stop(), 0);
-	CHECK(sigaction(SIGUSR1, NULL, &now) == 0 && same_action(&now, &mine), "SIGUSR1 disposition not restored");
-	raise(SIGUSR1);
+	CHECK(sigaction(rt, NULL, &now) == 0 && same_action(&now, &mine), "signal %d's disposition not restored", rt);
+	raise(rt);
 	CHECK_EQ(usr1_seen, 2);
-	signal(SIGUSR1, SIG_DFL);
+	signal(rt, SIG_DFL);
 
 	/* SIG_IGN comes back as SIG_IGN. */
 	signal(SIGPROF, SIG_IGN);

@@ -5,6 +5,8 @@
  * a location without a function).  Uses the CLI's profile reader.
  *
  * Usage: tool_fold PROFILE          the samples
+ *        tool_fold -v TYPE PROFILE  the samples, with their TYPE values
+ *                                   (e.g. cpu) instead of samples/count
  *        tool_fold -c KEY PROFILE   the value of comment KEY=VALUE
  */
 #include <stdio.h>
@@ -20,12 +22,15 @@ static const char *base(const char *path)
 
 int main(int argc, char **argv)
 {
-	const char *key = NULL, *file = argv[1];
+	const char *key = NULL, *type = "samples", *file = argv[1];
 	if (argc == 4 && !strcmp(argv[1], "-c")) {
 		key = argv[2];
 		file = argv[3];
+	} else if (argc == 4 && !strcmp(argv[1], "-v")) {
+		type = argv[2];
+		file = argv[3];
 	} else if (argc != 2) {
-		fprintf(stderr, "usage: tool_fold [-c KEY] PROFILE\n");
+		fprintf(stderr, "usage: tool_fold [-c KEY | -v TYPE] PROFILE\n");
 		return 2;
 	}
 	struct profile *p;
@@ -45,7 +50,15 @@ int main(int argc, char **argv)
 		profile_free(p);
 		return found ? 0 : 1;
 	}
-	int ci = profile_find_sample_type(p, "samples", "count");
+	int ci = -1;
+	for (size_t i = 0; i < p->nsample_types && ci < 0; i++)
+		if (!strcmp(p->sample_types[i].type, type))
+			ci = (int)i;
+	if (ci < 0 && strcmp(type, "samples")) {
+		fprintf(stderr, "tool_fold: %s: no sample type %s\n", file, type);
+		profile_free(p);
+		return 1;
+	}
 	if (ci < 0)
 		ci = 0;
 	for (size_t i = 0; i < p->nsamples; i++) {

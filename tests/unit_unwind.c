@@ -95,16 +95,15 @@ static struct result walk(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t hi
 {
 	static struct cp_ucache cache;
 	struct result r[2];
-	ucontext_t uc;
-	memset(&uc, 0, sizeof uc);
-	cp_uc_set(&uc, pc, sp, fp, 0);
+	struct cp_regs regs = { .pc = pc, .sp = sp, .fp = fp };
+	struct cp_stackmem m = { .lo = sp, .hi = hi };
 	for (int c = 0; c < 2; c++) {
 		memset(&cache, 0, sizeof cache);
 		cp_sig.ucache = c ? &cache : NULL;
 		/* Twice with the cache: cold, then warm. */
 		for (int rep = 0; rep < 1 + c; rep++) {
 			memset(&r[c], 0, sizeof r[c]);
-			r[c].n = cp_unwind_dwarf(&uc, NULL, fallback, sp, hi, r[c].pcs, max, &r[c].truncated, &r[c].known);
+			r[c].n = cp_unwind_dwarf(&regs, &m, fallback, r[c].pcs, max, &r[c].truncated, &r[c].known);
 		}
 	}
 	cp_sig.ucache = NULL;

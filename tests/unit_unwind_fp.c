@@ -48,7 +48,9 @@ static void expect(uintptr_t fp, uintptr_t lr, unsigned max, const uintptr_t *wa
 	uintptr_t pcs[WORDS];
 	uint32_t flags = 0xff;
 	memset(pcs, 0, sizeof pcs);
-	unsigned got = cp_unwind_fp(0x9000, fp, lr, LO, HI, pcs, max, &flags);
+	struct cp_regs r = { .pc = 0x9000, .fp = fp, .lr = lr };
+	struct cp_stackmem m = { .lo = LO, .hi = HI };
+	unsigned got = cp_unwind_fp(&r, &m, pcs, max, &flags);
 	CHECK(got == n, "line %d: %u frames, want %u", line, got, n);
 	for (unsigned i = 0; i < n; i++)
 		CHECK(pcs[i] == want[i], "line %d: frame %u is %#lx, want %#lx", line, i,
@@ -79,8 +81,9 @@ int main(void)
 	{
 		uintptr_t pcs[1] = { 0 };
 		uint32_t flags = 0xff;
-		CHECK(cp_unwind_fp(0x9000, AT(4), 0, LO, HI, pcs, 0, &flags) == 0 && flags == 0 && pcs[0] == 0,
-		      "max 0 wrote something");
+		struct cp_regs r = { .pc = 0x9000, .fp = AT(4) };
+		struct cp_stackmem m = { .lo = LO, .hi = HI };
+		CHECK(cp_unwind_fp(&r, &m, pcs, 0, &flags) == 0 && flags == 0 && pcs[0] == 0, "max 0 wrote something");
 	}
 
 	/* Records the walk must not follow or read. */

@@ -80,8 +80,11 @@ NOINLINE static void measure(void)
 	if (no_cache)
 		cp_sig.ucache = NULL;
 
-	n = mode == CP_UNWIND_FP ? cp_unwind_fp(cp_uc_pc(&uc), cp_uc_fp(&uc), cp_uc_lr(&uc), lo, hi, pcs, 128, &fp_flags)
-				 : cp_unwind_dwarf(&uc, NULL, mode == CP_UNWIND_AUTO, lo, hi, pcs, 128, &trunc, &known);
+	struct cp_regs regs;
+	CP_UC_REGS(&uc, &regs);
+	struct cp_stackmem m = { .lo = lo, .hi = hi };
+	n = mode == CP_UNWIND_FP ? cp_unwind_fp(&regs, &m, pcs, 128, &fp_flags)
+				 : cp_unwind_dwarf(&regs, &m, mode == CP_UNWIND_AUTO, pcs, 128, &trunc, &known);
 	for (int r = 0; r < REPS; r++) {
 		uint64_t t0 = now_ns(), spent = 0;
 		for (int i = 0; i < ITERS; i++) {
@@ -96,9 +99,9 @@ NOINLINE static void measure(void)
 				}
 				cp_sig_handler(SIGPROF, &si, &uc);
 			} else if (mode == CP_UNWIND_FP) {
-				cp_unwind_fp(cp_uc_pc(&uc), cp_uc_fp(&uc), cp_uc_lr(&uc), lo, hi, pcs, 128, &fp_flags);
+				cp_unwind_fp(&regs, &m, pcs, 128, &fp_flags);
 			} else {
-				cp_unwind_dwarf(&uc, NULL, mode == CP_UNWIND_AUTO, lo, hi, pcs, 128, &trunc, &known);
+				cp_unwind_dwarf(&regs, &m, mode == CP_UNWIND_AUTO, pcs, 128, &trunc, &known);
 			}
 		}
 		spent += now_ns() - t0;

@@ -1,20 +1,28 @@
 /*
- * handler.c -- SIGNAL CONTEXT.  The sampling signal handler.  It decides
- * whether the signal came from the armed engine (anything else goes to the
- * handler that was installed before ours), weighs the sample by the CPU
- * time it stands for, walks the stack into a ring cell and commits it.
- * No allocation, no stdio, no locks; errno is preserved; every memory read
- * is bounded by the thread's stack or by our own tables.
+ * handler.c -- SIGNAL CONTEXT.  The sampling signal handler of the timer
+ * and itimer engines, the commit of a sample into the ring, and the
+ * reader's wake-up.  The handler decides whether the signal came from the
+ * armed engine, weighs the sample by the CPU time it stands for, walks the
+ * stack into a ring cell and commits it.  Any other delivery of the signal
+ * gets what the program asked for (its handler, with its mask; or the
+ * default action, which for every signal we sample with terminates the
+ * process; or nothing), as if cpuprof were not there.  It runs with every
+ * signal blocked, so no handler of the program can interrupt it and
+ * longjmp out of it.  No allocation, no stdio, no locks; errno is
+ * preserved; every memory read is bounded by the thread's stack or by our
+ * own tables.
  */
 #include <errno.h>
+#include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "arch.h"
 #include "sigstate.h"
+#include "sigprog.h"
 
-struct cp_sigstate cp_sig = { .wake_fd = -1 };
+struct cp_sigstate cp_sig;
 __thread struct cp_thread *cp_tls_slot __attribute__((tls_model("initial-exec")));
 __thread uint32_t cp_tls_gen __attribute__((tls_model("initial-exec")));
 
@@ -23,13 +31,12 @@ __thread uint32_t cp_tls_gen __attribute__((tls_model("initial-exec")));
 
 /* The calling thread's live slot, or NULL.  Tries the thread's cached slot,
  * then scans the table by thread id and caches what it finds. */
-static struct cp_thread *own_slot(void)
+static struct cp_thread *own_slot(pid_t tid)
 {
 	struct cp_thread *t = cp_tls_slot;
 	if (t && atomic_load_explicit(&t->state, memory_order_acquire) == CP_T_LIVE &&
 	    atomic_load_explicit(&t->gen, memory_order_relaxed) == cp_tls_gen)
 		return t;
-	pid_t tid = (pid_t)syscall(SYS_gettid);
 	size_t hwm = atomic_load_explicit(&cp_sig.hwm, memory_order_acquire);
 	for (size_t i = 0; i < hwm; i++) {
 		t = &cp_sig.threads[i];
@@ -76,6 +83,32 @@ int cp_find_stack(const struct cp_thread *t, uintptr_t sp, uintptr_t *lo, uintpt
 	return rwmap_find(sp, lo, hi);
 }
 
+/* Signal context. */
+void cp_wake_reader(void)
+{
+	_Atomic uint32_t *w = cp_sig.wake;
+	if (!w)
+		return;
+	atomic_fetch_add_explicit(w, 1, memory_order_release);
+	/* Every sleeper: the keeper, and in stream mode the stream's reader. */
+	syscall(SYS_futex, w, cp_sig.wake_private ? FUTEX_WAKE_PRIVATE : FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
+}
+
+/* Signal context. */
+void cp_sample_commit(struct cp_sample *s, int urgent)
+{
+	struct cp_ring *r = cp_sig.ring;
+	cp_ring_commit(r, s);
+	/* Wake the reader once the ring is half full, or when a pc is in no
+	 * unwind table: an object may have been loaded since the tables were
+	 * built (the reader rate-limits what that costs). */
+	if ((cp_ring_used(r) >= r->cells / 2 &&
+	     !atomic_exchange_explicit(&cp_sig.wake_pending, 1, memory_order_relaxed)) ||
+	    (urgent && !atomic_load_explicit(&cp_sig.unwind_miss, memory_order_relaxed) &&
+	     !atomic_exchange_explicit(&cp_sig.unwind_miss, 1, memory_order_relaxed)))
+		cp_wake_reader();
+}
+
 /* Signal context.  Sets *weight to the calling thread's CPU time since
  * t->last_ns and moves t->last_ns to now; 0 if the clock cannot be read. */
 static int take_cpu(struct cp_thread *t, uint64_t *weight)
@@ -90,27 +123,22 @@ static int take_cpu(struct cp_thread *t, uint64_t *weight)
 	return 1;
 }
 
-/* Is this signal one the armed engine sent?  Returns 1 and the sample's
- * weight if so, 0 if it is foreign, -1 if it is ours but must be dropped
- * (a stale engine signal: the thread was disarmed, or no profile runs). */
+/* Signal context.  CLOCK_MONOTONIC in ns (a vDSO call). */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Is this signal one the engine sent?  Returns 1 and the sample's weight
+ * if so, 0 if it is the program's, -1 if it is ours but must be dropped
+ * (sent before the profile stopped, or to a thread without a slot). */
 static int classify(const siginfo_t *si, struct cp_thread *t, uint64_t *weight)
 {
 	int active = atomic_load_explicit(&cp_sig.active, memory_order_acquire);
 	switch (cp_sig.engine) {
-	case CP_ENGINE_PERF:
-		if (si->si_code != POLL_IN && si->si_code != POLL_HUP)
-			return 0;
-		if (!active || !t || t->perf_fd < 0 || si->si_fd != t->perf_fd)
-			return -1;
-		/* The weight is the thread's CPU time since its previous sample
-		 * by the kernel's own accounting (the clock getrusage sums), not
-		 * the event's task clock: that one also runs while the
-		 * hypervisor steals the CPU, and read(2) on it costs twice the
-		 * clock's syscall. */
-		if (!take_cpu(t, weight))
-			return -1;
-		return 1;
-	case CP_ENGINE_TIMER:
+	case CP_SIG_TIMER:
 		if (si->si_code != SI_TIMER || si->si_value.sival_ptr != TIMER_COOKIE)
 			return 0;
 		if (!active)
@@ -121,11 +149,16 @@ static int classify(const siginfo_t *si, struct cp_thread *t, uint64_t *weight)
 		if (!t || !take_cpu(t, weight))
 			*weight = (1 + (uint64_t)(si->si_overrun > 0 ? si->si_overrun : 0)) * cp_sig.period_ns;
 		return 1;
-	case CP_ENGINE_ITIMER:
+	case CP_SIG_ITIMER:
 		if (si->si_code != SI_KERNEL)
 			return 0;
-		if (!active)
-			return -1;
+		if (!active) {
+			/* ITIMER_PROF's signals carry no cookie: one that comes
+			 * soon after the stop is a straggler of ours, later
+			 * ones are the program's own timer's. */
+			uint64_t until = atomic_load_explicit(&cp_prog.itimer_grace_ns, memory_order_relaxed);
+			return mono_ns() < until ? -1 : 0;
+		}
 		/* The process-wide timer's signal goes to whichever thread
 		 * was running at the tick: its CPU clock says what the sample
 		 * stands for; one period is the fallback without a slot. */
@@ -136,21 +169,7 @@ static int classify(const siginfo_t *si, struct cp_thread *t, uint64_t *weight)
 	return 0;
 }
 
-static void pass_on(int sig, siginfo_t *si, void *uc)
-{
-	const struct sigaction *p = &cp_sig.prev;
-	atomic_fetch_add_explicit(&cp_sig.foreign, 1, memory_order_relaxed);
-	if (p->sa_flags & SA_SIGINFO) {
-		if (p->sa_sigaction)
-			p->sa_sigaction(sig, si, uc);
-	} else if (p->sa_handler != SIG_DFL && p->sa_handler != SIG_IGN) {
-		p->sa_handler(sig);
-	}
-	/* SIG_DFL / SIG_IGN: a stray profiling signal is dropped rather than
-	 * allowed to terminate the program. */
-}
-
-static void sample(const ucontext_t *uc, struct cp_thread *t, uint64_t weight)
+static void sample(const ucontext_t *uc, struct cp_thread *t, pid_t tid, uint64_t weight)
 {
 	struct cp_ring *r = cp_sig.ring;
 	atomic_fetch_add_explicit(&cp_sig.samples, 1, memory_order_relaxed);
@@ -160,51 +179,28 @@ static void sample(const ucontext_t *uc, struct cp_thread *t, uint64_t weight)
 		atomic_fetch_add_explicit(&cp_sig.lost_ns, weight, memory_order_relaxed);
 		return;
 	}
-	uintptr_t sp = cp_uc_sp(uc), lo = 0, hi = 0;
-	if (cp_find_stack(t, sp, &lo, &hi)) {
+	struct cp_regs regs;
+	CP_UC_REGS((const ucontext_t *)uc, &regs);
+	struct cp_stackmem m = { .thread = t };
+	if (cp_find_stack(t, regs.sp, &m.lo, &m.hi)) {
 		/* Remember the bounds of a thread that did not record its own. */
 		if (t && !t->stack_hi) {
-			t->stack_lo = lo;
-			t->stack_hi = hi;
+			t->stack_lo = m.lo;
+			t->stack_hi = m.hi;
 		}
-		lo = sp;
+		m.lo = regs.sp;
 	}
-	uint32_t flags = 0;
-	int truncated = 0, known = 1;
-	if (cp_sig.unwind_mode == CP_UNWIND_FP) {
-		s->n = cp_unwind_fp(cp_uc_pc(uc), cp_uc_fp(uc), cp_uc_lr(uc), lo, hi, s->pcs, cp_sig.max_depth,
-				    &flags);
-	} else {
-		s->n = cp_unwind_dwarf(uc, t, cp_sig.unwind_mode == CP_UNWIND_AUTO, lo, hi, s->pcs,
-				       cp_sig.max_depth, &truncated, &known);
-		flags = truncated ? CP_SAMPLE_TRUNCATED : 0;
-	}
-	s->flags = flags;
+	int known = cp_unwind(&regs, &m, s);
 	s->weight_ns = weight;
-	cp_ring_commit(r, s);
-
-	/* Wake the drain thread once the ring is half full, or when a pc is
-	 * in no unwind table: an object may have been loaded since the tables
-	 * were built (the drain thread rate-limits what that costs). */
-	if ((cp_ring_used(r) >= r->cells / 2 &&
-	     !atomic_exchange_explicit(&cp_sig.wake_pending, 1, memory_order_relaxed)) ||
-	    (!known && !atomic_load_explicit(&cp_sig.unwind_miss, memory_order_relaxed) &&
-	     !atomic_exchange_explicit(&cp_sig.unwind_miss, 1, memory_order_relaxed))) {
-		uint64_t one = 1;
-		if (write(cp_sig.wake_fd, &one, sizeof one) < 0) {
-			/* Nothing to do: the drain thread also wakes on a timer. */
-		}
-	}
+	s->tid = (uint32_t)tid;
+	cp_sample_commit(s, !known);
 }
 
 #ifdef CPUPROF_BENCH
-/* Signal context.  CLOCK_MONOTONIC in ns (a vDSO call): the benchmark
- * build times the handler with it. */
+/* Signal context.  The benchmark build times the handler. */
 static uint64_t bench_now(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return mono_ns();
 }
 #endif
 
@@ -217,13 +213,16 @@ void cp_sig_handler(int sig, siginfo_t *si, void *ucontext)
 	atomic_fetch_add_explicit(&cp_sig.inflight, 1, memory_order_seq_cst);
 
 	struct cp_thread *t = NULL;
-	if (atomic_load_explicit(&cp_sig.active, memory_order_seq_cst))
-		t = own_slot();
+	pid_t tid = 0;
+	if (atomic_load_explicit(&cp_sig.active, memory_order_seq_cst)) {
+		tid = (pid_t)syscall(SYS_gettid);
+		t = own_slot(tid);
+	}
 
 	uint64_t weight = 0;
 	int c = classify(si, t, &weight);
 	if (c > 0)
-		sample(ucontext, t, weight);
+		sample(ucontext, t, tid, weight);
 
 #ifdef CPUPROF_BENCH
 	/* A call that took over 200 us was preempted: that is the wait for
@@ -237,7 +236,9 @@ void cp_sig_handler(int sig, siginfo_t *si, void *ucontext)
 	}
 #endif
 	atomic_fetch_sub_explicit(&cp_sig.inflight, 1, memory_order_seq_cst);
-	if (c == 0)
-		pass_on(sig, si, ucontext);
+	if (c == 0) {
+		atomic_fetch_add_explicit(&cp_sig.foreign, 1, memory_order_relaxed);
+		cp_prog_deliver(sig, si, ucontext);
+	}
 	errno = saved_errno;
 }

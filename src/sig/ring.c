@@ -17,21 +17,32 @@ static struct cp_sample *cell_at(struct cp_ring *r, uint64_t pos)
 	return (struct cp_sample *)(r->mem + (pos & (r->cells - 1)) * r->cell_size);
 }
 
-struct cp_ring *cp_ring_create(size_t cells, unsigned depth)
+static size_t cell_bytes(unsigned depth)
+{
+	return (sizeof(struct cp_sample) + depth * sizeof(uintptr_t) + 63) & ~(size_t)63;
+}
+
+static size_t round_cells(size_t cells)
 {
 	size_t n = 1;
 	while (n < cells)
 		n <<= 1;
-	size_t cell_size = (sizeof(struct cp_sample) + depth * sizeof(uintptr_t) + 63) & ~(size_t)63;
-	size_t size = sizeof(struct cp_ring) + n * cell_size;
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return NULL;
-	struct cp_ring *r = p;
+	return n;
+}
+
+size_t cp_ring_size(size_t cells, unsigned depth)
+{
+	return sizeof(struct cp_ring) + round_cells(cells) * cell_bytes(depth);
+}
+
+struct cp_ring *cp_ring_init(void *mem, size_t cells, unsigned depth)
+{
+	struct cp_ring *r = mem;
+	size_t n = round_cells(cells);
 	r->cells = n;
-	r->cell_size = cell_size;
+	r->cell_size = cell_bytes(depth);
 	r->depth = depth;
-	r->map_size = size;
+	r->map_size = 0;
 	atomic_store_explicit(&r->head, 0, memory_order_relaxed);
 	r->tail = 0;
 	for (size_t i = 0; i < n; i++)
@@ -40,9 +51,20 @@ struct cp_ring *cp_ring_create(size_t cells, unsigned depth)
 	return r;
 }
 
+struct cp_ring *cp_ring_create(size_t cells, unsigned depth)
+{
+	size_t size = cp_ring_size(cells, depth);
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	struct cp_ring *r = cp_ring_init(p, cells, depth);
+	r->map_size = size;
+	return r;
+}
+
 void cp_ring_destroy(struct cp_ring *r)
 {
-	if (r)
+	if (r && r->map_size)
 		munmap(r, r->map_size);
 }
 

@@ -15,9 +15,10 @@
 
 struct cp_sample {
 	_Atomic uint64_t seq;
-	uint64_t weight_ns;
-	uint32_t n;
-	uint32_t flags;
+	uint64_t weight_ns; /* CPU time the sample stands for */
+	uint32_t tid;       /* the sampled thread */
+	uint16_t n;         /* pcs */
+	uint16_t flags;     /* CP_SAMPLE_* */
 	uintptr_t pcs[];
 };
 
@@ -31,9 +32,17 @@ struct cp_ring {
 	_Alignas(64) unsigned char mem[];
 };
 
-/* Maps a ring able to hold at least `cells` samples of `depth` pcs (not
- * signal context, but async-signal-safe: mmap only).  NULL on failure. */
+/* The bytes a ring of at least `cells` samples of `depth` pcs takes. */
+size_t cp_ring_size(size_t cells, unsigned depth);
+/* Lays such a ring out in mem[0..cp_ring_size()) (zeroed memory, maybe
+ * shared with another process) and returns it.  map_size is left 0: the
+ * memory is the caller's. */
+struct cp_ring *cp_ring_init(void *mem, size_t cells, unsigned depth);
+/* Maps a ring of its own (not signal context, but async-signal-safe: mmap
+ * only).  NULL on failure. */
 struct cp_ring *cp_ring_create(size_t cells, unsigned depth);
+/* Unmaps a ring from cp_ring_create(); rings laid out by cp_ring_init()
+ * are left alone. */
 void cp_ring_destroy(struct cp_ring *r);
 
 /* Claims a cell to fill, or NULL if the ring is full or contended. */

@@ -1,10 +1,17 @@
 /*
- * sigstate.h -- SIGNAL CONTEXT.  The state the sampling signal handler
- * reads, and the per-thread slots it samples into.  Everything here is set
- * up by normal code while the handler cannot see it (before `active` is
- * raised, or after it is lowered and `inflight` has drained to zero); while
- * a profile runs the handler only reads it, except for the fields marked
- * "handler" below, which only the owning thread's handler writes.
+ * sigstate.h -- SIGNAL CONTEXT.  The state the samplers share: the sample
+ * ring and how its reader is woken, the signal handler's configuration and
+ * the per-thread slots of the signal engines, and the stack walkers.
+ * Everything here is set up by normal code while no sampler can see it
+ * (before `active` is raised, or after it is lowered and `inflight` has
+ * drained to zero); while a profile runs the samplers only read it, except
+ * for the fields marked "handler" below, which only the owning thread's
+ * handler writes.
+ *
+ * Two kinds of sampler fill the ring: the signal handler (the timer and
+ * itimer engines) and, for the perf engines, cpuprof's own thread, which
+ * walks the copies of the stack that the kernel wrote into its perf rings.
+ * Both use the walkers below; neither ever blocks.
  *
  * Files under src/sig/ include nothing from the rest of cpuprof.
  */
@@ -20,23 +27,28 @@
 #include "ring.h"
 #include "unwind_table.h"
 
-enum cp_engine_kind { CP_ENGINE_PERF = 1, CP_ENGINE_TIMER, CP_ENGINE_ITIMER };
-
 /* How stacks are walked: unwind tables where an object has them and frame
  * pointers elsewhere (auto), tables only (dwarf), frame pointers only. */
 enum cp_unwind_mode { CP_UNWIND_AUTO = 0, CP_UNWIND_DWARF, CP_UNWIND_FP };
 
+/* Which signals the handler takes for its own (cp_sigstate.engine). */
+enum cp_signal_source {
+	CP_SIG_NONE = 0, /* none: every delivery is the program's */
+	CP_SIG_TIMER,    /* timer_create timers carrying our cookie (SI_TIMER) */
+	CP_SIG_ITIMER,   /* setitimer(ITIMER_PROF) (SI_KERNEL) */
+};
+
 /* Thread slot states. */
 enum { CP_T_FREE = 0, CP_T_LIVE = 1 };
 
-/* One sampled thread.  Slots live in one table that is allocated once and
- * never unmapped, so a stale pointer to a slot is always readable; `gen`
- * changes every time a slot is released so that stale users can tell. */
+/* One thread sampled by a signal engine.  Slots live in one table that is
+ * allocated once and never unmapped, so a stale pointer to a slot is
+ * always readable; `gen` changes every time a slot is released so that
+ * stale users can tell. */
 struct cp_thread {
 	_Atomic int state;
 	_Atomic uint32_t gen;
 	pid_t tid;
-	int perf_fd;         /* perf engine: the thread's task-clock event, or -1 */
 	timer_t timer;       /* timer engine */
 	int has_timer;
 	int own;             /* registered by the thread itself (wrapper or API) */
@@ -46,6 +58,8 @@ struct cp_thread {
 	                        sample, or when it was armed */
 	uint64_t seen_ns;    /* not the handler's: the thread's CPU time when
 	                        the registry last read it (threads.c) */
+	char name[16];       /* not the handler's: the thread's name when it
+	                        was released */
 };
 
 /* Read-only snapshot of the process's readable+writable mappings, sorted,
@@ -57,25 +71,31 @@ struct cp_rwmap {
 };
 
 struct cp_sigstate {
-	_Atomic int active;   /* a profile is running: the handler may sample */
+	_Atomic int active;   /* a profile is running: samplers may sample */
 	_Atomic int inflight; /* handlers currently past the entry check */
 
 	/* Configuration, fixed while a profile runs. */
-	int engine;
+	int engine;           /* enum cp_signal_source */
 	int signo;
 	uint64_t period_ns;
 	unsigned max_depth;
 	struct cp_ring *ring;
 	const struct cp_rwmap *rwmap;
-	int wake_fd;          /* eventfd of the drain thread */
 	int unwind_mode;      /* enum cp_unwind_mode */
+
+	/* The ring's reader sleeps on this futex word; a sampler that finds
+	 * the ring half full bumps it and wakes the reader.  It lives beside
+	 * the ring (in shared memory when another process reads the ring),
+	 * so the futex is a shared one unless `wake_private`. */
+	_Atomic uint32_t *wake;
+	int wake_private;
 
 	/* The unwind tables of the loaded objects (NULL: none yet).  Swapped
 	 * by normal code while a profile runs; a set it replaces is freed only
 	 * once `inflight` has been seen at zero after the swap. */
 	_Atomic(const struct cp_unwind_set *) unwind;
 	struct cp_ucache *ucache; /* NULL: none; fixed while a profile runs */
-	/* Handler: a sample's pc was in no table (maybe a new object). */
+	/* A sampler: a sample's pc was in no table (maybe a new object). */
 	_Atomic int unwind_miss;
 
 	/* The thread table (never unmapped once allocated). */
@@ -83,14 +103,15 @@ struct cp_sigstate {
 	size_t nthreads;      /* capacity */
 	_Atomic size_t hwm;   /* slots [0, hwm) have ever been used */
 
-	/* Where signals that are not ours go. */
+	/* The disposition the program wants for the sampling signal: where
+	 * deliveries that are not ours go. */
 	struct sigaction prev;
 
 	/* Counters, reset at start. */
 	_Atomic uint64_t samples;  /* samples taken (pushed or lost) */
 	_Atomic uint64_t lost;     /* ring full or contended */
 	_Atomic uint64_t lost_ns;
-	_Atomic uint64_t foreign;  /* signals passed on to the previous handler */
+	_Atomic uint64_t foreign;  /* signals passed on to the program */
 	_Atomic int wake_pending;
 #ifdef CPUPROF_BENCH
 	/* Benchmark build only: the handler's own time and calls, summed,
@@ -119,29 +140,59 @@ void cp_sig_handler(int sig, siginfo_t *info, void *ucontext);
 #define CP_SAMPLE_TRUNCATED 1u /* cut at the depth limit: more frames existed */
 #define CP_SAMPLE_LINK_REG 2u  /* pcs[1] is the link register, unconfirmed */
 
-/* Walks frame pointers from (pc, fp) reading only words inside [lo, hi).
- * lr is the link register at the interrupt (0 if the architecture has
- * none); unless the record at fp already holds it, it becomes pcs[1] and
- * CP_SAMPLE_LINK_REG is set.  Writes at most max pcs, pcs[0] = pc, and
- * sets CP_SAMPLE_TRUNCATED when more frames existed.  Returns the number
- * of pcs written. */
-unsigned cp_unwind_fp(uintptr_t pc, uintptr_t fp, uintptr_t lr, uintptr_t lo, uintptr_t hi,
-		      uintptr_t *pcs, unsigned max, uint32_t *flags);
+/* The registers a stack walk starts from: where the thread was (pc), its
+ * stack and frame pointers, and its link register (0 on an architecture
+ * without one). */
+struct cp_regs {
+	uintptr_t pc, sp, fp, lr;
+};
 
-/* Walks the stack of the context uc with the unwind tables in cp_sig.unwind,
- * falling back to the frame-pointer rule for a frame without a table rule
- * if fp_fallback is set.  Reads only words inside [lo, hi) (lo being the
- * interrupted sp), or inside the stack a signal frame leads to (found with
- * cp_find_stack for thread t).  Writes at most max pcs, pcs[0] = the
- * interrupted pc, the rest return addresses; sets *truncated when more
- * frames existed and *first_known when a table covered pcs[0].  Returns
- * the number of pcs written. */
-unsigned cp_unwind_dwarf(const ucontext_t *uc, const struct cp_thread *t, int fp_fallback, uintptr_t lo,
-			 uintptr_t hi, uintptr_t *pcs, unsigned max, int *truncated, int *first_known);
+/* The stack memory a walk may read: the words in [lo, hi) of the sampled
+ * thread's address space, which are at address + delta in ours (delta 0
+ * for the live stack of a thread of this process; for a copy, where the
+ * copy is).  A walk over a copy never leaves it (`copy`: a signal frame
+ * that switched stacks ends the walk); over a live stack it may follow a
+ * signal frame onto another stack of `thread` (cp_find_stack). */
+struct cp_stackmem {
+	uintptr_t lo, hi;
+	intptr_t delta;
+	int copy;
+	const struct cp_thread *thread;
+};
+
+/* Walks frame pointers from r, reading only words inside m.  r->lr is the
+ * link register (0 if the architecture has none); unless the record at fp
+ * already holds it, it becomes pcs[1] and CP_SAMPLE_LINK_REG is set.
+ * Writes at most max pcs, pcs[0] = r->pc, and sets CP_SAMPLE_TRUNCATED
+ * when more frames existed.  Returns the number of pcs written. */
+unsigned cp_unwind_fp(const struct cp_regs *r, const struct cp_stackmem *m, uintptr_t *pcs, unsigned max,
+		      uint32_t *flags);
+
+/* Walks the stack from r with the unwind tables in cp_sig.unwind, falling
+ * back to the frame-pointer rule for a frame without a table rule if
+ * fp_fallback is set.  Reads only words inside m (see cp_stackmem).
+ * Writes at most max pcs, pcs[0] = r->pc, the rest return addresses; sets
+ * *truncated when more frames existed and *first_known when a table
+ * covered pcs[0].  Returns the number of pcs written. */
+unsigned cp_unwind_dwarf(const struct cp_regs *r, const struct cp_stackmem *m, int fp_fallback, uintptr_t *pcs,
+			 unsigned max, int *truncated, int *first_known);
+
+/* Walks the stack from r by cp_sig.unwind_mode into s (pcs, n, flags),
+ * at most cp_sig.max_depth frames.  Returns 1 if the first pc was covered
+ * by an unwind table (or tables are not in use), 0 if it may be code
+ * loaded since the tables were built. */
+int cp_unwind(const struct cp_regs *r, const struct cp_stackmem *m, struct cp_sample *s);
 
 /* The bounds [*lo, *hi) of the stack holding sp: thread t's own stack if it
  * recorded one that holds sp, else the readable+writable mapping holding sp
- * in the start-time snapshot.  Returns 0 if none is known.  Signal context. */
+ * in the start-time snapshot.  Returns 0 if none is known. */
 int cp_find_stack(const struct cp_thread *t, uintptr_t sp, uintptr_t *lo, uintptr_t *hi);
+
+/* Commits the filled sample s to cp_sig.ring and wakes the ring's reader
+ * if the ring is half full (or if `urgent`: a pc in no unwind table). */
+void cp_sample_commit(struct cp_sample *s, int urgent);
+
+/* Wakes the ring's reader (a futex wake: no descriptor is involved). */
+void cp_wake_reader(void);
 
 #endif

@@ -4,9 +4,10 @@
  * (unwind_table.h) gives the caller's stack pointer (the CFA), return
  * address and frame pointer; where no rule covers a pc the walk can fall
  * back to the frame-pointer rule for that frame.  It reads no memory but
- * our own tables and words inside the interrupted thread's stack (or the
- * stack a signal frame switches to), word-aligned; every step must move
- * strictly up the stack, and the walk stops at the depth cap.
+ * our own tables and words inside the sampled thread's stack (or the stack
+ * a signal frame switches to, on a live stack), word-aligned, directly or
+ * in a copy of the stack; every step must move strictly up the stack, and
+ * the walk stops at the depth cap.
  */
 #include <stdatomic.h>
 
@@ -228,19 +229,18 @@ struct frame {
 
 struct walk {
 	const struct cp_unwind_set *set;
-	const struct cp_thread *thread;
-	uintptr_t lo, hi; /* the stack being read */
+	struct cp_stackmem m; /* the stack being read */
 	int fp_fallback;
 };
 
 enum { STEP_OK, STEP_END, STEP_FAIL };
 
-/* Reads the aligned word at a if it lies inside [lo, hi); signal context. */
+/* Reads the aligned word at a if it lies inside the stack; signal context. */
 CP_READS_STACK static int read_word(const struct walk *w, uintptr_t a, uintptr_t *out)
 {
-	if ((a & (WORD - 1)) || a < w->lo || w->hi - w->lo < WORD || a > w->hi - WORD)
+	if ((a & (WORD - 1)) || a < w->m.lo || w->m.hi - w->m.lo < WORD || a > w->m.hi - WORD)
 		return 0;
-	*out = *(const uintptr_t *)a;
+	*out = *(const uintptr_t *)(a + (uintptr_t)w->m.delta);
 	return 1;
 }
 
@@ -279,17 +279,18 @@ static int step_sigframe(struct walk *w, struct frame *f)
 		return STEP_FAIL;
 	if (pc < MIN_CODE_ADDR)
 		return STEP_END;
-	if (sp >= w->lo && sp < w->hi) {
+	if (sp >= w->m.lo && sp < w->m.hi) {
 		/* Same stack: the signal frame lies below the interrupted sp. */
 		if (sp <= uc)
 			return STEP_FAIL;
 	} else {
-		/* The handler ran on another stack (sigaltstack). */
+		/* The handler ran on another stack (sigaltstack), which a copy
+		 * of this one does not hold. */
 		uintptr_t lo, hi;
-		if (!cp_find_stack(w->thread, sp, &lo, &hi))
+		if (w->m.copy || !cp_find_stack(w->m.thread, sp, &lo, &hi))
 			return STEP_FAIL;
-		w->lo = sp;
-		w->hi = hi;
+		w->m.lo = sp;
+		w->m.hi = hi;
 	}
 	f->pc = pc;
 	f->sp = sp;
@@ -344,7 +345,7 @@ static int step_rule(struct walk *w, struct frame *f, const struct cp_urule *r)
 	 * return address is still in the link register has CFA == sp. */
 	if (!(cfa > f->floor || (ra_from_lr && cfa == f->floor)))
 		return STEP_FAIL;
-	if (cfa < w->lo || cfa > w->hi)
+	if (cfa < w->m.lo || cfa > w->m.hi)
 		return STEP_FAIL;
 	if (ra < MIN_CODE_ADDR)
 		return STEP_END;
@@ -367,23 +368,21 @@ static int step_rule(struct walk *w, struct frame *f, const struct cp_urule *r)
 }
 
 /* Signal context. */
-unsigned cp_unwind_dwarf(const ucontext_t *uc, const struct cp_thread *t, int fp_fallback, uintptr_t lo,
-			 uintptr_t hi, uintptr_t *pcs, unsigned max, int *truncated, int *first_known)
+unsigned cp_unwind_dwarf(const struct cp_regs *r, const struct cp_stackmem *m, int fp_fallback, uintptr_t *pcs,
+			 unsigned max, int *truncated, int *first_known)
 {
 	/* seq_cst: after the handler's in-flight increment in the one total
 	 * order, which is what lets unwind_reclaim() free a replaced set. */
 	struct walk w = {
 		.set = atomic_load_explicit(&cp_sig.unwind, memory_order_seq_cst),
-		.thread = t,
-		.lo = lo,
-		.hi = hi,
+		.m = *m,
 		.fp_fallback = fp_fallback,
 	};
 	struct frame f = {
-		.pc = cp_uc_pc(uc),
-		.sp = cp_uc_sp(uc),
-		.fp = cp_uc_fp(uc),
-		.lr = cp_uc_lr(uc),
+		.pc = r->pc,
+		.sp = r->sp,
+		.fp = r->fp,
+		.lr = r->lr,
 		.sp_ok = 1,
 		.fp_ok = 1,
 		.lr_ok = CP_HAS_LINK_REGISTER,
@@ -398,15 +397,15 @@ unsigned cp_unwind_dwarf(const ucontext_t *uc, const struct cp_thread *t, int fp
 		return 0;
 	pcs[n++] = f.pc;
 	for (;;) {
-		struct cp_urule r;
+		struct cp_urule rule;
 		uintptr_t look = f.exact ? f.pc : f.pc - 1;
-		int have = w.set && lookup_rule(w.set, look, &r);
+		int have = w.set && lookup_rule(w.set, look, &rule);
 		int s = STEP_FAIL;
 		if (n == 1)
 			*first_known = have;
 		if (have) {
 			/* A failed step leaves f as it was. */
-			s = step_rule(&w, &f, &r);
+			s = step_rule(&w, &f, &rule);
 			if (s == STEP_FAIL && w.fp_fallback)
 				s = step_fp(&w, &f);
 		} else if (w.fp_fallback) {
@@ -421,4 +420,20 @@ unsigned cp_unwind_dwarf(const ucontext_t *uc, const struct cp_thread *t, int fp
 		pcs[n++] = f.pc;
 	}
 	return n;
+}
+
+/* Signal context. */
+int cp_unwind(const struct cp_regs *r, const struct cp_stackmem *m, struct cp_sample *s)
+{
+	uint32_t flags = 0;
+	int truncated = 0, known = 1;
+	if (cp_sig.unwind_mode == CP_UNWIND_FP) {
+		s->n = (uint16_t)cp_unwind_fp(r, m, s->pcs, cp_sig.max_depth, &flags);
+	} else {
+		s->n = (uint16_t)cp_unwind_dwarf(r, m, cp_sig.unwind_mode == CP_UNWIND_AUTO, s->pcs, cp_sig.max_depth,
+						 &truncated, &known);
+		flags = truncated ? CP_SAMPLE_TRUNCATED : 0;
+	}
+	s->flags = (uint16_t)flags;
+	return known;
 }

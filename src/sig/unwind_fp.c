@@ -16,40 +16,45 @@
 /* Return addresses below this are not code: a NULL page, small integers. */
 #define MIN_CODE_ADDR 4096
 
-/* Is there a whole, aligned frame record at fp inside [lo, hi)?  Signal
- * context. */
-static int record_ok(uintptr_t fp, uintptr_t lo, uintptr_t hi)
+/* Is there a whole, aligned frame record at fp inside m?  Signal context. */
+static int record_ok(const struct cp_stackmem *m, uintptr_t fp)
 {
 	const uintptr_t rec = (CP_FRAME_RA_SLOT + 1) * sizeof(uintptr_t);
-	return fp >= lo && hi - lo >= rec && fp <= hi - rec && (fp & (sizeof(uintptr_t) - 1)) == 0;
+	return fp >= m->lo && m->hi - m->lo >= rec && fp <= m->hi - rec && (fp & (sizeof(uintptr_t) - 1)) == 0;
+}
+
+/* Word k of the frame record at fp, which record_ok() accepted.  Signal
+ * context. */
+CP_READS_STACK static uintptr_t record_word(const struct cp_stackmem *m, uintptr_t fp, unsigned k)
+{
+	return ((const uintptr_t *)(fp + (uintptr_t)m->delta))[k];
 }
 
 /* Signal context. */
-CP_READS_STACK unsigned cp_unwind_fp(uintptr_t pc, uintptr_t fp, uintptr_t lr, uintptr_t lo, uintptr_t hi,
-				     uintptr_t *pcs, unsigned max, uint32_t *flags)
+unsigned cp_unwind_fp(const struct cp_regs *r, const struct cp_stackmem *m, uintptr_t *pcs, unsigned max,
+		      uint32_t *flags)
 {
 	unsigned n = 0;
+	uintptr_t fp = r->fp;
 
 	*flags = 0;
 	if (max == 0)
 		return 0;
-	pcs[n++] = pc;
+	pcs[n++] = r->pc;
 	/* The link register is news only if the record at fp does not hold
 	 * the same return address (it does once the function has stored its
 	 * record and called nothing yet). */
-	if (lr >= MIN_CODE_ADDR &&
-	    !(record_ok(fp, lo, hi) && ((const uintptr_t *)fp)[CP_FRAME_RA_SLOT] == lr)) {
+	if (r->lr >= MIN_CODE_ADDR && !(record_ok(m, fp) && record_word(m, fp, CP_FRAME_RA_SLOT) == r->lr)) {
 		if (n == max) {
 			*flags |= CP_SAMPLE_TRUNCATED;
 			return n;
 		}
-		pcs[n++] = lr;
+		pcs[n++] = r->lr;
 		*flags |= CP_SAMPLE_LINK_REG;
 	}
-	while (record_ok(fp, lo, hi)) {
-		const uintptr_t *frame = (const uintptr_t *)fp;
-		uintptr_t ra = frame[CP_FRAME_RA_SLOT];
-		uintptr_t next = frame[CP_FRAME_FP_SLOT];
+	while (record_ok(m, fp)) {
+		uintptr_t ra = record_word(m, fp, CP_FRAME_RA_SLOT);
+		uintptr_t next = record_word(m, fp, CP_FRAME_FP_SLOT);
 		if (ra < MIN_CODE_ADDR)
 			break;
 		if (n == max) {

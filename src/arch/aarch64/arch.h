@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <ucontext.h>
+#include <asm/perf_regs.h>
 
 #define CP_ARCH_NAME "aarch64"
 
@@ -66,5 +67,16 @@ static inline uintptr_t cp_uc_lr(const ucontext_t *uc) { return (uintptr_t)uc->u
 #define CP_UC_SP_OFFSET offsetof(ucontext_t, uc_mcontext.sp)
 #define CP_UC_FP_OFFSET offsetof(ucontext_t, uc_mcontext.regs[29])
 #define CP_UC_LR_OFFSET offsetof(ucontext_t, uc_mcontext.regs[30])
+
+/* The registers a walk starts from, out of a signal's context. */
+#define CP_UC_REGS(uc, r) ((r)->pc = cp_uc_pc(uc), (r)->sp = cp_uc_sp(uc), (r)->fp = cp_uc_fp(uc), (r)->lr = cp_uc_lr(uc))
+
+/* The user registers a perf sample carries (PERF_SAMPLE_REGS_USER), in
+ * the kernel's order of their bits: x29, x30 (lr), sp, pc. */
+#define CP_PERF_REGS_MASK                                                                                      \
+	((1ull << PERF_REG_ARM64_X29) | (1ull << PERF_REG_ARM64_LR) | (1ull << PERF_REG_ARM64_SP) |             \
+	 (1ull << PERF_REG_ARM64_PC))
+#define CP_PERF_NREGS 4
+#define CP_PERF_REGS(v, r) ((r)->fp = (v)[0], (r)->lr = (v)[1], (r)->sp = (v)[2], (r)->pc = (v)[3])
 
 #endif

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <ucontext.h>
+#include <asm/perf_regs.h>
 
 #define CP_ARCH_NAME "x86_64"
 
@@ -58,5 +59,14 @@ static inline uintptr_t cp_uc_lr(const ucontext_t *uc) { (void)uc; return 0; }
 #define CP_UC_FP_OFFSET offsetof(ucontext_t, uc_mcontext.gregs[REG_RBP])
 /* No link register: the same slot as the pc, read and ignored. */
 #define CP_UC_LR_OFFSET CP_UC_PC_OFFSET
+
+/* The registers a walk starts from, out of a signal's context. */
+#define CP_UC_REGS(uc, r) ((r)->pc = cp_uc_pc(uc), (r)->sp = cp_uc_sp(uc), (r)->fp = cp_uc_fp(uc), (r)->lr = cp_uc_lr(uc))
+
+/* The user registers a perf sample carries (PERF_SAMPLE_REGS_USER), in
+ * the kernel's order of their bits: rbp, rsp, rip. */
+#define CP_PERF_REGS_MASK ((1ull << PERF_REG_X86_BP) | (1ull << PERF_REG_X86_SP) | (1ull << PERF_REG_X86_IP))
+#define CP_PERF_NREGS 3
+#define CP_PERF_REGS(v, r) ((r)->fp = (v)[0], (r)->sp = (v)[1], (r)->pc = (v)[2], (r)->lr = 0)
 
 #endif

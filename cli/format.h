@@ -1,0 +1,39 @@
+/*
+ * format.h -- how `cpuprof report` writes numbers: values in their unit
+ * (times scaled to s/ms/us/ns), shares as percentages like pprof's, and
+ * saturating sums for values a hostile profile may make overflow.
+ */
+#ifndef CPUPROF_CLI_FORMAT_H
+#define CPUPROF_CLI_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* a + b, clamped to the int64_t range. */
+int64_t sat_add(int64_t a, int64_t b);
+
+/* Nanoseconds per unit for time units ("nanoseconds", "ms", ...), 0 for
+ * anything else. */
+double ns_per_unit(const char *unit);
+
+/* Formats v (in `unit`) into buf: times scaled to s/ms/us/ns with two
+ * decimals and no ".00", other units as plain integers. */
+void format_value(char *buf, size_t len, int64_t v, const char *unit);
+
+/* v as a percentage of total with two decimals ("0%" and "100%" without,
+ * as pprof does). */
+void format_pct(char *buf, size_t len, int64_t v, int64_t total);
+
+/* The length of the valid UTF-8 sequence at s[0..n) (1 to 4 bytes; no
+ * overlong forms, surrogates or code points above U+10FFFF), or 0 if s
+ * does not start with one. */
+size_t utf8_char_len(const unsigned char *s, size_t n);
+
+/* Writes name s to out for a text format: every byte that is not part of
+ * valid UTF-8 becomes U+FFFD, control characters (C0, DEL, C1) become '?', and so do
+ * the bytes in `also` (";" for folded stacks), so that a hostile name can
+ * neither forge lines nor send escape sequences to a terminal. */
+void put_name(FILE *out, const char *s, const char *also);
+
+#endif

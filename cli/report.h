@@ -1,0 +1,55 @@
+/*
+ * report.h -- the formats of `cpuprof report`.  report.c parses the
+ * options, reads and merges the profiles (stacks.h) and calls one of these
+ * writers; each writes to `out` and returns 0, or -1 if out of memory
+ * (nothing else can fail once the profiles are read).
+ */
+#ifndef CPUPROF_CLI_REPORT_H
+#define CPUPROF_CLI_REPORT_H
+
+#include <stdio.h>
+
+#include "profile.h"
+#include "stacks.h"
+
+/* The profiles being reported, as read, and their file names. */
+struct report_input {
+	struct profile *const *profiles;
+	const char *const *names;
+	size_t n;
+};
+
+/* The header of the text formats: each profile's comments that matter
+ * (engine, hz, samples, lost, coverage, attributed, unwind; one line per
+ * profile when several are merged), any warning, the sample type when it
+ * is not CPU time, the duration (summed over the profiles) and the total. */
+void header_print(FILE *out, const struct report_input *in,
+		  const struct stackset *ss);
+
+/* `--format top`: the `top` functions (0: all) with the most flat value,
+ * like `go tool pprof -top`. */
+int top_write(FILE *out, const struct report_input *in,
+	      const struct stackset *ss, long top);
+
+/* `--format tree`: the call tree from the roots, children by total, each
+ * line with total and self values and shares; subtrees whose total is
+ * below min_share percent of the whole are summarised in one line. */
+int tree_write(FILE *out, const struct report_input *in,
+	       const struct stackset *ss, double min_share);
+
+/* `--format folded`: one line "root;...;leaf VALUE" per distinct stack
+ * with a non-zero value, in name order. */
+int folded_write(FILE *out, const struct stackset *ss);
+
+/* `--format html`: the self-contained flame graph page (flame.c). */
+int flame_write(FILE *out, const struct report_input *in,
+		const struct stackset *ss);
+
+/* `--list REGEX`: the source of every function whose name matches, each
+ * line with its flat and cum values, like `go tool pprof -list`.  Returns
+ * 0, -1 if out of memory; writes a line saying so when nothing matches or
+ * a source file cannot be read. */
+int list_write(FILE *out, const struct report_input *in,
+	       const struct stackset *ss, const char *regex);
+
+#endif

@@ -1,0 +1,484 @@
+/*
+ * stacks.c -- merges the profiles `cpuprof report` reads into one set of
+ * root-first stacks of interned frames, and aggregates them into a call
+ * tree (see stacks.h).  The work is linear in the profiles' frames, which
+ * the reader bounds by the input's size (profile.h).
+ */
+#include "stacks.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "format.h"
+
+static const char *const kind_names[FRAME_KINDS] = {
+	[FRAME_FUNCTION] = "function",   [FRAME_INLINED] = "inlined",
+	[FRAME_ADDRESS] = "address",     [FRAME_LOST] = "lost",
+	[FRAME_UNSAMPLED] = "unsampled", [FRAME_PROFILER] = "profiler",
+	[FRAME_TRUNCATED] = "truncated", [FRAME_NOSTACK] = "pseudo",
+	[FRAME_PROCESS] = "process",     [FRAME_THREAD] = "thread",
+};
+
+const char *frame_kind_name(enum frame_kind k)
+{
+	return k < FRAME_KINDS ? kind_names[k] : "?";
+}
+
+/* Formats the first error into err; always returns -1. */
+__attribute__((format(printf, 3, 4))) static int
+fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* ---- frames ------------------------------------------------------------- */
+
+/* Keeps s (malloc'd) to be freed with ss; returns s, or NULL (and frees s)
+ * if out of memory. */
+static char *own(struct stackset *ss, char *s)
+{
+	if (!s)
+		return NULL;
+	if (ss->priv_.nowned == ss->priv_.capowned) {
+		size_t cap = ss->priv_.capowned ? 2 * ss->priv_.capowned : 64;
+		char **o = realloc(ss->priv_.owned, cap * sizeof *o);
+		if (!o) {
+			free(s);
+			return NULL;
+		}
+		ss->priv_.owned = o;
+		ss->priv_.capowned = cap;
+	}
+	ss->priv_.owned[ss->priv_.nowned++] = s;
+	return s;
+}
+
+/* An owned copy of the printf-formatted text, or NULL. */
+__attribute__((format(printf, 2, 3))) static char *
+own_printf(struct stackset *ss, const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	return own(ss, s);
+}
+
+/* FNV-1a over a string, continuing from h. */
+static uint64_t hash_str(uint64_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ull;
+	return (h ^ 0xff) * 1099511628211ull;
+}
+
+static uint64_t frame_hash(const struct frame *f)
+{
+	uint64_t h = 1469598103934665603ull ^ (uint64_t)f->kind;
+	h = hash_str(h, f->name);
+	h = hash_str(h, f->file);
+	return (h ^ (uint64_t)f->line) * 1099511628211ull;
+}
+
+static bool frame_eq(const struct frame *a, const struct frame *b)
+{
+	return a->kind == b->kind && a->line == b->line &&
+	       strcmp(a->name, b->name) == 0 && strcmp(a->file, b->file) == 0;
+}
+
+/* Doubles the frame hash (1 + frame index per slot, 0 empty). */
+static int rehash(struct stackset *ss)
+{
+	size_t n = ss->priv_.nhash ? 2 * ss->priv_.nhash : 1024;
+	size_t *h = calloc(n, sizeof *h);
+	if (!h)
+		return -1;
+	for (size_t i = 0; i < ss->nframes; i++) {
+		size_t j = frame_hash(&ss->priv_.frames[i]) & (n - 1);
+		while (h[j])
+			j = (j + 1) & (n - 1);
+		h[j] = i + 1;
+	}
+	free(ss->priv_.hash);
+	ss->priv_.hash = h;
+	ss->priv_.nhash = n;
+	return 0;
+}
+
+/* The index of the frame equal to *f, added if new (its label made then,
+ * from f's fields and `lines`; and f->name copied if it is `temporary`);
+ * -1 if out of memory. */
+static long intern(struct stackset *ss, const struct frame *f, bool lines,
+		   bool temporary)
+{
+	if (2 * (ss->nframes + 1) > ss->priv_.nhash && rehash(ss) < 0)
+		return -1;
+	size_t mask = ss->priv_.nhash - 1, j;
+	for (j = frame_hash(f) & mask; ss->priv_.hash[j]; j = (j + 1) & mask)
+		if (frame_eq(&ss->priv_.frames[ss->priv_.hash[j] - 1], f))
+			return (long)(ss->priv_.hash[j] - 1);
+	if (ss->nframes == ss->priv_.capframes) {
+		size_t cap = ss->priv_.capframes ? 2 * ss->priv_.capframes : 256;
+		struct frame *fr = realloc(ss->priv_.frames, cap * sizeof *fr);
+		if (!fr)
+			return -1;
+		ss->priv_.frames = fr;
+		ss->frames = fr;
+		ss->priv_.capframes = cap;
+	}
+	struct frame nf = *f;
+	bool inl = f->kind == FRAME_INLINED;
+	if (temporary && !(nf.name = own(ss, strdup(f->name))))
+		return -1;
+	if (lines && *f->file && f->line > 0)
+		nf.label = own_printf(ss, "%s %s:%" PRId64 "%s", nf.name, f->file,
+				      f->line, inl ? " (inlined)" : "");
+	else if (lines && *f->file)
+		nf.label = own_printf(ss, "%s %s%s", nf.name, f->file,
+				      inl ? " (inlined)" : "");
+	else if (inl)
+		nf.label = own_printf(ss, "%s (inlined)", nf.name);
+	else
+		nf.label = nf.name;
+	if (!nf.label)
+		return -1;
+	ss->priv_.frames[ss->nframes] = nf;
+	ss->priv_.hash[j] = ++ss->nframes;
+	return (long)(ss->nframes - 1);
+}
+
+/* The kind of a pseudo-function cpuprof writes ("[lost]", ...): a name in
+ * brackets with no source file. */
+static enum frame_kind pseudo_kind(const char *name)
+{
+	if (strcmp(name, "[lost]") == 0)
+		return FRAME_LOST;
+	if (strncmp(name, "[unsampled", 10) == 0)
+		return FRAME_UNSAMPLED;
+	if (strncmp(name, "[profiler", 9) == 0)
+		return FRAME_PROFILER;
+	if (strcmp(name, "[truncated]") == 0)
+		return FRAME_TRUNCATED;
+	return FRAME_NOSTACK;
+}
+
+/* The index of the frame of `line` of location l (of the location itself
+ * when it has no lines, line NULL), `inlined` into the next line or not;
+ * -1 if out of memory. */
+static long line_frame(struct stackset *ss, const struct profile_location *l,
+		       const struct profile_line *line, bool inlined,
+		       bool lines)
+{
+	struct frame fr, *f = &fr;
+	const struct profile_function *fn = line ? line->function : NULL;
+	f->file = fn ? fn->filename : "";
+	f->line = lines && line && line->line > 0 ? line->line : 0;
+	f->start_line = fn && fn->start_line > 0 ? fn->start_line : 0;
+	f->name = fn && *fn->name ? fn->name : fn && *fn->system_name ? fn->system_name : NULL;
+	if (f->name) {
+		if (f->name[0] == '[' && !*f->file)
+			f->kind = pseudo_kind(f->name);
+		else
+			f->kind = inlined ? FRAME_INLINED : FRAME_FUNCTION;
+		return intern(ss, f, lines, false);
+	}
+	/* No name: "[file]" for the base name of its mapped file (all such
+	 * frames of one file become one, as in pprof), else its address. */
+	const char *map = l->mapping ? l->mapping->filename : "";
+	const char *base = strrchr(map, '/');
+	base = base ? base + 1 : map;
+	char name[512];
+	f->kind = FRAME_ADDRESS;
+	f->file = "";
+	f->line = 0;
+	f->start_line = 0;
+	if (*base)
+		snprintf(name, sizeof name, "[%s]", base);
+	else
+		snprintf(name, sizeof name, "0x%" PRIx64, l->address);
+	f->name = name;
+	return intern(ss, f, lines, true);
+}
+
+/* Appends frame index fi to the stacks' frame pool. */
+static int push_frame(struct stackset *ss, long fi)
+{
+	if (fi < 0)
+		return -1;
+	if (ss->priv_.nstack == ss->priv_.capstack) {
+		size_t cap = ss->priv_.capstack ? 2 * ss->priv_.capstack : 4096;
+		uint32_t *a = realloc(ss->priv_.stack_frames, cap * sizeof *a);
+		if (!a)
+			return -1;
+		ss->priv_.stack_frames = a;
+		ss->stack_frames = a;
+		ss->priv_.capstack = cap;
+	}
+	ss->priv_.stack_frames[ss->priv_.nstack++] = (uint32_t)fi;
+	return 0;
+}
+
+/* The grouping frame of a sample's labels strkey (a name) and numkey (a
+ * number), e.g. "worker (tid 12)"; *has false if it has neither. */
+static long group_frame(struct stackset *ss, const struct profile_sample *s,
+			const char *strkey, const char *numkey,
+			enum frame_kind kind, bool *has)
+{
+	const struct profile_label *str = profile_label(s, strkey);
+	const struct profile_label *num = profile_label(s, numkey);
+	*has = (str && *str->str) || num;
+	if (!*has)
+		return 0;
+	char name[512];
+	if (str && *str->str && num)
+		snprintf(name, sizeof name, "%s (%s %" PRId64 ")", str->str,
+			 numkey, num->num);
+	else if (num)
+		snprintf(name, sizeof name, "%s %" PRId64, numkey, num->num);
+	else
+		snprintf(name, sizeof name, "%s", str->str);
+	struct frame f = { .name = name, .file = "", .kind = kind };
+	return intern(ss, &f, false, true);
+}
+
+/* "type/unit,type/unit" of p's sample types into buf. */
+static void describe_types(const struct profile *p, char *buf, size_t len)
+{
+	size_t o = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < p->nsample_types && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%s/%s", i ? "," : "",
+				      p->sample_types[i].type,
+				      p->sample_types[i].unit);
+	if (p->nsample_types == 0)
+		snprintf(buf, len, "none");
+}
+
+/* Fails unless every profile has p[0]'s sample types and period type. */
+static int check_compatible(struct profile *const *p, const char *const *names,
+			    size_t n, char *err, size_t errlen)
+{
+	for (size_t i = 1; i < n; i++) {
+		bool same = p[i]->nsample_types == p[0]->nsample_types;
+		for (size_t k = 0; same && k < p[0]->nsample_types; k++)
+			same = strcmp(p[i]->sample_types[k].type,
+				      p[0]->sample_types[k].type) == 0 &&
+			       strcmp(p[i]->sample_types[k].unit,
+				      p[0]->sample_types[k].unit) == 0;
+		if (!same) {
+			char a[256], b[256];
+			describe_types(p[0], a, sizeof a);
+			describe_types(p[i], b, sizeof b);
+			return fail(err, errlen, "cannot merge %s and %s: their "
+				    "sample types differ (%s; %s)", names[0],
+				    names[i], a, b);
+		}
+		if (strcmp(p[i]->period_type.type, p[0]->period_type.type) ||
+		    strcmp(p[i]->period_type.unit, p[0]->period_type.unit))
+			return fail(err, errlen, "cannot merge %s and %s: their "
+				    "period types differ (%s/%s; %s/%s)",
+				    names[0], names[i], p[0]->period_type.type,
+				    p[0]->period_type.unit,
+				    p[i]->period_type.type,
+				    p[i]->period_type.unit);
+	}
+	return 0;
+}
+
+/* Appends the samples of p to ss, counting value vi. */
+static int add_profile(struct stackset *ss, const struct profile *p,
+		       size_t vi, const struct stack_options *o)
+{
+	for (size_t s = 0; s < p->nsamples; s++) {
+		const struct profile_sample *smp = &p->samples[s];
+		size_t off = ss->priv_.nstack;
+		bool has;
+		if (o->group != GROUP_NONE) {
+			long g = group_frame(ss, smp, "process", "pid",
+					     FRAME_PROCESS, &has);
+			if (has && push_frame(ss, g) < 0)
+				return -1;
+		}
+		if (o->group == GROUP_THREAD) {
+			long g = group_frame(ss, smp, "thread", "tid",
+					     FRAME_THREAD, &has);
+			if (has && push_frame(ss, g) < 0)
+				return -1;
+		}
+		for (size_t j = smp->nlocations; j-- > 0;) {
+			const struct profile_location *l = smp->locations[j];
+			if (l->nlines == 0 &&
+			    push_frame(ss, line_frame(ss, l, NULL, false,
+						      o->lines)) < 0)
+				return -1;
+			for (size_t k = l->nlines; k-- > 0;)
+				if (push_frame(ss, line_frame(ss, l, &l->lines[k],
+							      k + 1 < l->nlines,
+							      o->lines)) < 0)
+					return -1;
+		}
+		if (ss->priv_.nstack > UINT32_MAX)
+			return -1;
+		struct stack_sample *out = &ss->samples[ss->nsamples++];
+		out->off = (uint32_t)off;
+		out->n = (uint32_t)(ss->priv_.nstack - off);
+		out->value = smp->values[vi];
+		ss->total = sat_add(ss->total, out->value);
+	}
+	return 0;
+}
+
+int stackset_build(struct stackset *ss, struct profile *const *p,
+		   const char *const *names, size_t n,
+		   const struct stack_options *o, char *err, size_t errlen)
+{
+	memset(ss, 0, sizeof *ss);
+	ss->value_type = "";
+	ss->unit = "";
+	if (n == 0 || check_compatible(p, names, n, err, errlen) < 0)
+		return -1;
+	size_t nsamples = 0;
+	for (size_t i = 0; i < n; i++) {
+		nsamples += p[i]->nsamples;
+		for (size_t s = 0; s < p[i]->nsamples && !ss->has_groups; s++) {
+			const struct profile_sample *smp = &p[i]->samples[s];
+			ss->has_groups = profile_label(smp, "pid") ||
+					 profile_label(smp, "tid") ||
+					 profile_label(smp, "process") ||
+					 profile_label(smp, "thread");
+		}
+	}
+	if (p[0]->nsample_types == 0)
+		return 0; /* nothing to count; the formats say so */
+	int vi = -1;
+	if (o->value) {
+		for (size_t k = 0; k < p[0]->nsample_types && vi < 0; k++)
+			if (strcmp(p[0]->sample_types[k].type, o->value) == 0)
+				vi = (int)k;
+		if (vi < 0) {
+			char a[256];
+			describe_types(p[0], a, sizeof a);
+			return fail(err, errlen, "no sample type '%s' in %s (it "
+				    "has %s)", o->value, names[0], a);
+		}
+	} else {
+		vi = profile_find_sample_type(p[0], "cpu", "nanoseconds");
+		if (vi < 0)
+			vi = (int)p[0]->nsample_types - 1;
+	}
+	ss->value_type = p[0]->sample_types[vi].type;
+	ss->unit = p[0]->sample_types[vi].unit;
+	ss->is_cpu = strcmp(ss->value_type, "cpu") == 0 &&
+		     strcmp(ss->unit, "nanoseconds") == 0;
+	ss->samples = calloc(nsamples ? nsamples : 1, sizeof *ss->samples);
+	if (!ss->samples)
+		return fail(err, errlen, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		if (add_profile(ss, p[i], (size_t)vi, o) < 0)
+			return fail(err, errlen, "out of memory");
+	return 0;
+}
+
+void stackset_free(struct stackset *ss)
+{
+	for (size_t i = 0; i < ss->priv_.nowned; i++)
+		free(ss->priv_.owned[i]);
+	free(ss->priv_.owned);
+	free(ss->priv_.frames);
+	free(ss->priv_.stack_frames);
+	free(ss->priv_.hash);
+	free(ss->samples);
+	memset(ss, 0, sizeof *ss);
+}
+
+/* ---- the call tree ------------------------------------------------------ */
+
+int calltree_build(struct calltree *t, const struct stackset *ss)
+{
+	size_t max = ss->priv_.nstack + 1, nhash = 1024;
+	while (nhash < 2 * max)
+		nhash *= 2;
+	t->n = 1;
+	t->nodes = calloc(max, sizeof *t->nodes);
+	uint32_t *hash = calloc(nhash, sizeof *hash);
+	if (!t->nodes || !hash) {
+		free(hash);
+		calltree_free(t);
+		return -1;
+	}
+	for (size_t s = 0; s < ss->nsamples; s++) {
+		const struct stack_sample *smp = &ss->samples[s];
+		uint32_t cur = 0;
+		for (uint32_t k = 0; k < smp->n; k++) {
+			uint32_t fr = ss->stack_frames[smp->off + k];
+			uint64_t h = ((uint64_t)cur * 0x9e3779b97f4a7c15ull) ^
+				     ((uint64_t)fr * 0xc2b2ae3d27d4eb4full);
+			size_t j = (size_t)(h ^ (h >> 29)) & (nhash - 1);
+			for (; hash[j]; j = (j + 1) & (nhash - 1)) {
+				const struct cnode *c = &t->nodes[hash[j]];
+				if (c->parent == cur && c->frame == fr)
+					break;
+			}
+			if (!hash[j]) {
+				uint32_t id = (uint32_t)t->n++;
+				struct cnode *c = &t->nodes[id];
+				c->frame = fr;
+				c->parent = cur;
+				c->depth = t->nodes[cur].depth + 1;
+				c->next = t->nodes[cur].child;
+				t->nodes[cur].child = id;
+				hash[j] = id;
+			}
+			cur = hash[j];
+		}
+		t->nodes[cur].self = sat_add(t->nodes[cur].self, smp->value);
+	}
+	free(hash);
+	/* Children are made after their parents: add totals bottom-up. */
+	for (size_t i = t->n; i-- > 0;) {
+		struct cnode *c = &t->nodes[i];
+		c->total = sat_add(c->total, c->self);
+		if (i > 0)
+			t->nodes[c->parent].total =
+				sat_add(t->nodes[c->parent].total, c->total);
+	}
+	return 0;
+}
+
+void calltree_free(struct calltree *t)
+{
+	free(t->nodes);
+	t->nodes = NULL;
+	t->n = 0;
+}
+
+long calltree_children(const struct calltree *t, uint32_t node,
+		       int (*cmp)(const void *, const void *, void *),
+		       void *arg, uint32_t **out)
+{
+	size_t n = 0;
+	*out = NULL;
+	for (uint32_t c = t->nodes[node].child; c; c = t->nodes[c].next)
+		n++;
+	if (n == 0)
+		return 0;
+	uint32_t *a = malloc(n * sizeof *a);
+	if (!a)
+		return -1;
+	n = 0;
+	for (uint32_t c = t->nodes[node].child; c; c = t->nodes[c].next)
+		a[n++] = c;
+	if (n > 1)
+		qsort_r(a, n, sizeof *a, cmp, arg);
+	*out = a;
+	return (long)n;
+}

@@ -1,0 +1,133 @@
+/*
+ * stacks.h -- the profiles `cpuprof report` reads, merged into the one set
+ * of stacks that every format writes.  Each sample becomes a stack of
+ * frames, root first, and one value.  Every Line of a location is a frame
+ * of its own: lines[0] is the innermost call, and each line but the last
+ * is a function inlined into the next one, a frame marked FRAME_INLINED.
+ * Frames are interned by what they show (kind, name, and with `lines` the
+ * source file and line), across all the profiles merged, so that samples
+ * of several files add up as `go tool pprof A B` adds them.
+ *
+ * A call tree (struct calltree) aggregates the stacks: one node per
+ * distinct path from the root, with the value of the samples that end
+ * there (self) and of those that pass through (total).
+ */
+#ifndef CPUPROF_CLI_STACKS_H
+#define CPUPROF_CLI_STACKS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile.h"
+
+enum frame_kind {
+	FRAME_FUNCTION,  /* a function: the outermost line of a location */
+	FRAME_INLINED,   /* a function inlined into the frame below it */
+	FRAME_ADDRESS,   /* no function name: "[object]" or an address */
+	FRAME_LOST,      /* "[lost]": samples the ring had no room for */
+	FRAME_UNSAMPLED, /* "[unsampled: ...]": CPU after the last sample */
+	FRAME_PROFILER,  /* "[profiler: ...]": cpuprof's own thread */
+	FRAME_TRUNCATED, /* "[truncated]": a stack cut at the depth limit */
+	FRAME_NOSTACK,   /* "[no stack]" and other "[...]" pseudo-functions */
+	FRAME_PROCESS,   /* a grouping frame: a sample's process label */
+	FRAME_THREAD,    /* a grouping frame: a sample's thread label */
+	FRAME_KINDS
+};
+
+/* The short name of a kind ("function", "inlined", "lost", ...). */
+const char *frame_kind_name(enum frame_kind k);
+
+struct frame {
+	const char *name; /* the function's (or pseudo-frame's) name */
+	const char *file; /* source file, "" if unknown */
+	int64_t line;     /* with `lines` the line, else 0; part of the key */
+	int64_t start_line; /* the function's first line (0 if unknown), as
+			       the first location seen says; not in the key */
+	enum frame_kind kind;
+	/* What text formats print: name, " file:line" with `lines`, and
+	 * " (inlined)" for inlined frames. */
+	const char *label;
+};
+
+/* Grouping frames put at the root of every stack from its labels. */
+enum stack_group { GROUP_NONE, GROUP_PROCESS, GROUP_THREAD };
+
+struct stack_options {
+	bool lines;             /* frames are function + file:line */
+	enum stack_group group; /* GROUP_THREAD: process, then thread */
+	const char *value;      /* the sample type to count ("cpu",
+				   "samples"); NULL: cpu if the profiles
+				   have it, else their last type */
+};
+
+struct stack_sample {
+	uint32_t off, n; /* its frames: stackset.stack_frames[off..off+n) */
+	int64_t value;
+};
+
+struct stackset {
+	const struct frame *frames;
+	size_t nframes;
+	const uint32_t *stack_frames; /* every sample's frames, root first */
+	struct stack_sample *samples;
+	size_t nsamples;
+	int64_t total;          /* of all samples' values (saturated) */
+	const char *value_type; /* the sample type counted ("cpu") */
+	const char *unit;       /* its unit ("nanoseconds") */
+	bool is_cpu;            /* the value is cpu/nanoseconds */
+	bool has_groups;        /* a sample had a process or thread label */
+
+	/* Private. */
+	struct {
+		struct frame *frames;
+		size_t capframes;
+		uint32_t *stack_frames;
+		size_t nstack, capstack;
+		size_t *hash, nhash;
+		char **owned;
+		size_t nowned, capowned;
+	} priv_;
+};
+
+/* Builds ss from the n profiles p[0..n) (which must outlive ss; names[i]
+ * is p[i]'s file name, for messages).  Fails (-1, with a one-line reason in
+ * err) if their sample types or period types differ, if o->value names no
+ * sample type, or out of memory. */
+int stackset_build(struct stackset *ss, struct profile *const *p,
+		   const char *const *names, size_t n,
+		   const struct stack_options *o, char *err, size_t errlen);
+
+/* Frees what stackset_build() made (also after it failed). */
+void stackset_free(struct stackset *ss);
+
+/* A node of the call tree; node 0 is the root, above every stack's
+ * first frame.  Indexes, 0 meaning none (for child and next). */
+struct cnode {
+	uint32_t frame;  /* into stackset.frames (unused for the root) */
+	uint32_t parent; /* 0 for the root's children (and the root) */
+	uint32_t child;  /* the first child, 0 if none */
+	uint32_t next;   /* the next sibling, 0 if none */
+	uint32_t depth;  /* 0 for the root */
+	int64_t self;    /* value of the samples whose stack ends here */
+	int64_t total;   /* value of the samples whose stack passes here */
+};
+
+struct calltree {
+	struct cnode *nodes;
+	size_t n;
+};
+
+/* Builds the call tree of ss into t; -1 if out of memory. */
+int calltree_build(struct calltree *t, const struct stackset *ss);
+
+void calltree_free(struct calltree *t);
+
+/* The children of node `node` into a new array *out (its length is the
+ * return value; 0 and *out NULL when none), sorted by cmp over node
+ * indexes (qsort_r-style, with arg passed through); -1 if out of memory. */
+long calltree_children(const struct calltree *t, uint32_t node,
+		       int (*cmp)(const void *, const void *, void *),
+		       void *arg, uint32_t **out);
+
+#endif

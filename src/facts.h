@@ -1,0 +1,54 @@
+/*
+ * facts.h -- what a profile knows about itself: how it was taken, how much
+ * CPU the kernel charged, how much of it the samples and the frames that
+ * are not code stand for.  judge.c turns facts into the profile's
+ * comments and its warning.  The profiled process fills them from its
+ * session (cpuprof.c); under `cpuprof record` it publishes them in shared
+ * memory (shm.h) and the record process adds them up for the whole tree.
+ * Plain data: no pointers.
+ */
+#ifndef CPUPROF_FACTS_H
+#define CPUPROF_FACTS_H
+
+#include <stdint.h>
+
+/* How a process image ended, by its own word. */
+enum {
+	CP_END_NONE = 0,        /* still running, or it never said */
+	CP_END_EXIT,            /* exit(): its exit handlers ran */
+	CP_END_UNDERSCORE_EXIT, /* _exit(status) */
+	CP_END_EXEC,            /* it exec'd another program */
+};
+
+struct cp_facts {
+	/* How it was taken. */
+	char engine[16];
+	char engine_reason[512];
+	char stopped_why[256]; /* sampling stopped before the profile did */
+	int32_t hz, hz_asked, signo, depth, unwind;
+	int32_t tick_driven, user_only; /* of the engine (engine.h) */
+	int64_t timer_res_ns;
+	uint64_t period_ns;
+	int64_t wall0_ns;      /* CLOCK_REALTIME at the start */
+	int64_t duration_ns;
+	/* What the kernel charged. */
+	int64_t cpu_ns;        /* the process's CPU since the start */
+	int64_t user_ns;       /* ... in user mode */
+	int64_t waits;         /* the program's voluntary context switches */
+	/* What the profile holds. */
+	uint64_t samples;      /* in the stack table */
+	uint64_t sampled_ns;   /* the CPU they stand for */
+	uint64_t lost, lost_ns;
+	uint64_t unsampled_ns;
+	char unsampled_what[96]; /* its frame */
+	uint64_t profiler_ns;  /* cpuprof's own thread's CPU */
+	/* Its threads. */
+	uint64_t armed, unarmed, blocked, throttled;
+	int32_t first_error;
+	/* The unwind tables. */
+	uint64_t unwind_tables, unwind_bytes;
+	/* How it ended (shm.h). */
+	int32_t ended, exit_status, exec_pending;
+};
+
+#endif

@@ -1,0 +1,191 @@
+/*
+ * judge.c -- what a profile says about itself (judge.h): from its facts,
+ * the comments that say how it was taken and what it covers, and the
+ * warning that says, in plain words, where it is not what was asked for.
+ * Plain computation, shared by the library and `cpuprof record`.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "judge.h"
+#include "sig/sigstate.h"
+
+/* Timers coarser than this make a kernel "tick-bound". */
+#define TICK_BOUND_NS 1000000
+
+__attribute__((format(printf, 2, 3))) void cp_comment(struct cp_comments *c, const char *fmt, ...)
+{
+	va_list ap;
+	if (c->n == CP_MAX_COMMENTS || c->used >= sizeof c->buf)
+		return;
+	va_start(ap, fmt);
+	int len = vsnprintf(c->buf + c->used, sizeof c->buf - c->used, fmt, ap);
+	va_end(ap);
+	if (len < 0 || (size_t)len >= sizeof c->buf - c->used)
+		return; /* no room: dropped whole rather than cut */
+	c->list[c->n++] = c->buf + c->used;
+	c->used += (size_t)len + 1;
+}
+
+/* Appends a clause to the warning in why[len], after "; " if it has one. */
+__attribute__((format(printf, 3, 4))) static void clause(char *why, size_t len, const char *fmt, ...)
+{
+	size_t n = strlen(why);
+	if (n && n + 2 < len) {
+		memcpy(why + n, "; ", 3);
+		n += 2;
+	}
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why + n, len - n, fmt, ap);
+	va_end(ap);
+}
+
+const char *cp_facts_unsampled_frame(const struct cp_facts *f)
+{
+	return f->unsampled_what[0] ? f->unsampled_what : "[unsampled: after each thread's last sample]";
+}
+
+size_t cp_facts_pseudo(const struct cp_facts *f, struct cp_pseudo_sample out[3])
+{
+	out[0] = (struct cp_pseudo_sample){ "[lost]", f->lost, f->lost_ns };
+	out[1] = (struct cp_pseudo_sample){ cp_facts_unsampled_frame(f), 0, f->unsampled_ns };
+	out[2] = (struct cp_pseudo_sample){ "[profiler: cpuprof's own thread]", 0, f->profiler_ns };
+	return 3;
+}
+
+uint64_t cp_facts_profile_ns(const struct cp_facts *f)
+{
+	return f->sampled_ns + f->lost_ns + f->unsampled_ns + f->profiler_ns;
+}
+
+double cp_facts_coverage(const struct cp_facts *f)
+{
+	return f->cpu_ns > 0 ? (double)cp_facts_profile_ns(f) / (double)f->cpu_ns : 0.0;
+}
+
+uint64_t cp_facts_expected(const struct cp_facts *f)
+{
+	return f->cpu_ns > 0 && f->period_ns ? (uint64_t)f->cpu_ns / f->period_ns : 0;
+}
+
+int64_t cp_facts_mean_run_ns(const struct cp_facts *f)
+{
+	return f->waits > 0 ? f->cpu_ns / f->waits : f->cpu_ns;
+}
+
+/* Judged only once the run has used a few dozen periods or kernel ticks
+ * (10 ms at most): before that, one sample more or less is already a few
+ * percent of it. */
+void cp_judge(const struct cp_facts *f, char *why, size_t len)
+{
+	uint64_t unit = f->period_ns > 10000000 ? f->period_ns : 10000000;
+	double cov = cp_facts_coverage(f);
+	uint64_t expected = cp_facts_expected(f);
+	int64_t run_ns = cp_facts_mean_run_ns(f);
+	why[0] = '\0';
+	if (f->hz != f->hz_asked)
+		clause(why, len, "sampled at %d Hz, not the %d Hz asked for: above that the kernel's own cost per "
+		       "sample would take a tenth of the program's CPU time", f->hz, f->hz_asked);
+	if (f->stopped_why[0])
+		clause(why, len, "%s", f->stopped_why);
+	if (f->blocked)
+		clause(why, len, "%llu threads had signal %d blocked when the profile started: the %s engine samples "
+		       "them only once they unblock it (the perf engines sample every thread, whatever its mask)",
+		       (unsigned long long)f->blocked, f->signo, f->engine);
+	if (f->cpu_ns < (int64_t)(32 * unit))
+		return;
+	if (cov < 0.9) {
+		if (f->unarmed)
+			clause(why, len, "covers only %.1f%% of the process's CPU time: %llu threads could not be armed (%s)",
+			       cov * 100, (unsigned long long)f->unarmed, strerror(-f->first_error));
+		else
+			clause(why, len, "covers only %.1f%% of the process's CPU time: the rest was used by threads the "
+			       "profiler did not see, or saw last more than a second before they ended", cov * 100);
+	}
+	if (f->lost * 100 > f->samples + f->lost)
+		clause(why, len, "%llu of %llu samples were lost (a ring was full: cpuprof's own thread fell behind); "
+		       "their CPU is in [lost]", (unsigned long long)f->lost, (unsigned long long)(f->samples + f->lost));
+	if ((f->samples + f->lost) * 8 < expected) {
+		const char *cause;
+		char tick[128];
+		if (f->user_only) {
+			cause = "the cycle counter overflowed less often than its calibration promised, or the "
+				"threads spent most of their CPU in the kernel";
+		} else if (f->timer_res_ns > TICK_BOUND_NS) {
+			snprintf(tick, sizeof tick, "this kernel's timers fire only at its tick, every %lld us, "
+				 "and only for a thread running then", (long long)(f->timer_res_ns / 1000));
+			cause = tick;
+		} else if (f->tick_driven) {
+			cause = "CPU-time timers fire only at the kernel's tick";
+		} else {
+			cause = "threads ran for less than a period, or the kernel sent fewer signals than asked for";
+		}
+		clause(why, len, "%llu samples where %d Hz asks for %llu (%s): the CPU totals come from the "
+		       "kernel's clocks, but each function's share rests on those samples",
+		       (unsigned long long)(f->samples + f->lost), f->hz, (unsigned long long)expected, cause);
+	}
+	if (f->user_only && (f->cpu_ns - f->user_ns) * 4 > f->cpu_ns)
+		clause(why, len, "about %.0f%% of the CPU time was spent in the kernel (its own estimate), where "
+		       "the %s engine counts no cycles: that time is charged to the user code each thread ran next",
+		       100.0 * (double)(f->cpu_ns - f->user_ns) / (double)f->cpu_ns, f->engine);
+	/* On a tick-bound kernel a sleep also ends at a tick: threads that
+	 * work less than a tick between sleeps run in step with it, and the
+	 * samples, taken at ticks too (all engines but hw), see the same
+	 * moments of every run. */
+	if (f->timer_res_ns > TICK_BOUND_NS && run_ns < f->timer_res_ns && !f->user_only)
+		clause(why, len, "the threads ran %lld us at a time between waits, less than this kernel's tick "
+		       "(%lld us), and sleeps end at ticks, where the samples are taken too: each function's share "
+		       "can be far off however many samples there are", (long long)(run_ns / 1000),
+		       (long long)(f->timer_res_ns / 1000));
+	if (f->unsampled_ns * 10 > (uint64_t)f->cpu_ns)
+		clause(why, len, "%.1f%% of the CPU time is in no function but in [unsampled: ...]: threads used it after "
+		       "their last sample", 100.0 * (double)f->unsampled_ns / (double)f->cpu_ns);
+}
+
+static const char *unwind_name(int mode)
+{
+	return mode == CP_UNWIND_DWARF ? "dwarf" : mode == CP_UNWIND_FP ? "fp" : "auto";
+}
+
+void cp_facts_comments(struct cp_comments *c, const struct cp_facts *f, const char *warning)
+{
+	cp_comment(c, "engine=%s", f->engine);
+	if (f->engine_reason[0])
+		cp_comment(c, "engine_reason=%s", f->engine_reason);
+	cp_comment(c, "hz=%d", f->hz);
+	if (f->hz != f->hz_asked)
+		cp_comment(c, "hz_asked=%d", f->hz_asked);
+	if (f->signo)
+		cp_comment(c, "signal=%d", f->signo);
+	cp_comment(c, "samples=%llu", (unsigned long long)f->samples);
+	/* What the rate asked for: far more than `samples` means the shares
+	 * rest on fewer samples than the user thinks (a tick-bound kernel). */
+	cp_comment(c, "expected_samples=%llu", (unsigned long long)cp_facts_expected(f));
+	cp_comment(c, "lost=%llu", (unsigned long long)f->lost);
+	/* coverage: the CPU the kernel charged that the profile accounts for;
+	 * attributed: the part of it that sampled stacks stand for. */
+	cp_comment(c, "coverage=%.3f", cp_facts_coverage(f));
+	cp_comment(c, "attributed=%.3f", f->cpu_ns > 0 ? (double)f->sampled_ns / (double)f->cpu_ns : 0.0);
+	cp_comment(c, "profile_cpu_ns=%llu", (unsigned long long)cp_facts_profile_ns(f));
+	cp_comment(c, "process_cpu_ns=%lld", (long long)f->cpu_ns);
+	cp_comment(c, "unsampled_cpu_ns=%llu", (unsigned long long)f->unsampled_ns);
+	cp_comment(c, "profiler_cpu_ns=%llu", (unsigned long long)f->profiler_ns);
+	if (warning && warning[0])
+		cp_comment(c, "warning=%s", warning);
+	cp_comment(c, "timer_resolution_ns=%lld", (long long)f->timer_res_ns);
+	cp_comment(c, "mean_run_ns=%lld", (long long)cp_facts_mean_run_ns(f));
+	cp_comment(c, "unwind=%s", unwind_name(f->unwind));
+	if (f->unwind != CP_UNWIND_FP)
+		cp_comment(c, "unwind_tables=%llu objects, %llu bytes", (unsigned long long)f->unwind_tables,
+			   (unsigned long long)f->unwind_bytes);
+	cp_comment(c, "max_depth=%d", f->depth);
+	cp_comment(c, "threads=%llu", (unsigned long long)f->armed);
+	if (f->throttled)
+		cp_comment(c, "throttled=%llu", (unsigned long long)f->throttled);
+	if (f->unarmed)
+		cp_comment(c, "unarmed_threads=%llu (%s)", (unsigned long long)f->unarmed, strerror(-f->first_error));
+	if (f->blocked)
+		cp_comment(c, "blocked_threads=%llu", (unsigned long long)f->blocked);
+}

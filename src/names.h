@@ -1,0 +1,26 @@
+/*
+ * names.h -- the names of the profiled process's threads, by thread id,
+ * as the program set them (pthread_setname_np, prctl(PR_SET_NAME)): the
+ * engines record them as they learn them, and the profile's `thread`
+ * labels come from here.  Thread-safe; not signal context.
+ */
+#ifndef CPUPROF_NAMES_H
+#define CPUPROF_NAMES_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#define CP_NAME_MAX 16 /* the kernel's TASK_COMM_LEN, with its NUL */
+
+/* Forgets every name (a new profile, or a child after fork()). */
+void cp_names_reset(void);
+/* Records the name of thread tid (cut to CP_NAME_MAX - 1 bytes). */
+void cp_names_set(pid_t tid, const char *name);
+/* Thread tid starts with the name of thread parent, if that is known. */
+void cp_names_inherit(pid_t tid, pid_t parent);
+/* The name of thread tid into out[CP_NAME_MAX]: the kernel's, while the
+ * thread lives, else the last one recorded.  Returns 0 if none is known
+ * (out is then ""). */
+int cp_names_get(pid_t tid, char *out);
+
+#endif

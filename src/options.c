@@ -1,0 +1,100 @@
+/*
+ * options.c -- the table of settings (options.h) and its checks.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "options.h"
+
+static const char *const engines[] = { "auto", "perf", "hw", "timer", "itimer", NULL };
+static const char *const unwinds[] = { "auto", "dwarf", "fp", NULL };
+
+const struct cp_option cp_options[CP_NOPTIONS] = {
+	[CP_OPT_HZ] = { "hz", "CPUPROF_HZ", "-F/--hz", CP_OPT_INT, 1, 100000, 1000, NULL,
+			"the sampling rate, in samples per second of CPU time" },
+	[CP_OPT_ENGINE] = { "engine", "CPUPROF_ENGINE", "--engine", CP_OPT_CHOICE, 0, 0, 0, engines,
+			    "the sampling engine" },
+	[CP_OPT_SIGNAL] = { "signal", "CPUPROF_SIGNAL", "--signal", CP_OPT_SIGNO, 1, 64, 0, NULL,
+			    "the sampling signal of the timer and itimer engines" },
+	[CP_OPT_DEPTH] = { "max_depth", "CPUPROF_DEPTH", "--depth", CP_OPT_INT, 1, 1024, 128, NULL,
+			   "the most frames kept per sample" },
+	[CP_OPT_UNWIND] = { "unwind", "CPUPROF_UNWIND", "--unwind", CP_OPT_CHOICE, 0, 0, 0, unwinds,
+			    "how stacks are walked" },
+};
+
+const char *cp_signal_unusable(int signo)
+{
+	if (signo == SIGPROF || (signo >= SIGRTMIN && signo <= SIGRTMAX))
+		return NULL;
+	if (signo < 1 || signo > 64)
+		return "not a signal number";
+	if (signo > 31)
+		return "reserved by the C library";
+	/* SIGTERM, SIGINT, SIGPIPE, SIGALRM... each means something of its
+	 * own to the program or its users; SIGSEGV and the like mean a fault,
+	 * SIGKILL and SIGSTOP cannot be caught. */
+	return "it means something else to programs: use SIGPROF (27) or a real-time signal";
+}
+
+const char *cp_option_choices(const struct cp_option *o, char *buf, size_t len)
+{
+	size_t used = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; o->choices && o->choices[i]; i++) {
+		int n = snprintf(buf + used, len - used, "%s%s", i ? ", " : "", o->choices[i]);
+		if (n < 0 || (size_t)n >= len - used)
+			break;
+		used += (size_t)n;
+	}
+	return buf;
+}
+
+int cp_option_check_int(const struct cp_option *o, long v, char *why, size_t len)
+{
+	if (o->kind == CP_OPT_SIGNO) {
+		const char *bad = cp_signal_unusable((int)v);
+		if (bad) {
+			snprintf(why, len, "signal %ld cannot sample: %s", v, bad);
+			return -1;
+		}
+		return 0;
+	}
+	if (v < o->min || v > o->max) {
+		snprintf(why, len, "%s must be an integer from %ld to %ld", o->what, o->min, o->max);
+		return -1;
+	}
+	return 0;
+}
+
+int cp_option_parse(const struct cp_option *o, const char *s, long *out, char *why, size_t len)
+{
+	if (o->kind == CP_OPT_CHOICE) {
+		for (long i = 0; o->choices[i]; i++)
+			if (strcmp(s, o->choices[i]) == 0) {
+				*out = i;
+				return 0;
+			}
+		char buf[128];
+		snprintf(why, len, "'%s' is not %s: use one of %s", s, o->what, cp_option_choices(o, buf, sizeof buf));
+		return -1;
+	}
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end) {
+		if (o->kind == CP_OPT_SIGNO)
+			snprintf(why, len, "'%s' is not a signal number (SIGPROF is 27; real-time signals %d to %d)", s,
+				 SIGRTMIN, SIGRTMAX);
+		else
+			snprintf(why, len, "'%s' is not an integer: %s must be from %ld to %ld", s, o->what, o->min,
+				 o->max);
+		return -1;
+	}
+	if (cp_option_check_int(o, v, why, len) < 0)
+		return -1;
+	*out = v;
+	return 0;
+}

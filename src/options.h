@@ -1,0 +1,47 @@
+/*
+ * options.h -- every setting of a profile, described once: its name, its
+ * environment variable (LD_PRELOAD mode), its command-line flag (`cpuprof
+ * record`), its range or choices and its default.  cpuprof_start()
+ * checks its options with this table, preload.c reads the environment
+ * with it and the CLI validates its flags with it, so the three cannot
+ * disagree.  Shared by the library and the CLI; not signal context.
+ */
+#ifndef CPUPROF_OPTIONS_H
+#define CPUPROF_OPTIONS_H
+
+#include <stddef.h>
+
+enum cp_option_id { CP_OPT_HZ, CP_OPT_ENGINE, CP_OPT_SIGNAL, CP_OPT_DEPTH, CP_OPT_UNWIND, CP_NOPTIONS };
+
+enum cp_option_kind { CP_OPT_INT, CP_OPT_CHOICE, CP_OPT_SIGNO };
+
+struct cp_option {
+	const char *name;  /* "hz": the struct cpuprof_options field */
+	const char *env;   /* "CPUPROF_HZ" */
+	const char *flag;  /* "-F/--hz" */
+	enum cp_option_kind kind;
+	long min, max;     /* CP_OPT_INT; CP_OPT_SIGNO: 1..64 */
+	long def;          /* CP_OPT_INT: the default (0 for none) */
+	const char *const *choices; /* CP_OPT_CHOICE: NULL-terminated, the default first */
+	const char *what;  /* what a value means, for messages: "the sampling rate (Hz)" */
+};
+
+extern const struct cp_option cp_options[CP_NOPTIONS];
+
+/* Checks the number v for option o.  Returns 0, or -1 with a one-line
+ * reason in why[len] ("must be an integer from 1 to 100000"). */
+int cp_option_check_int(const struct cp_option *o, long v, char *why, size_t len);
+/* Checks the text s for option o (a number for CP_OPT_INT and
+ * CP_OPT_SIGNO, one of the choices for CP_OPT_CHOICE) and stores an
+ * integer value in *out (the choice's index for CP_OPT_CHOICE).  Returns 0,
+ * or -1 with a one-line reason in why[len]. */
+int cp_option_parse(const struct cp_option *o, const char *s, long *out, char *why, size_t len);
+/* The choices of o joined with ", " into buf ("auto, perf, hw, timer, itimer"). */
+const char *cp_option_choices(const struct cp_option *o, char *buf, size_t len);
+
+/* NULL if signo may be a sampling signal (SIGPROF or a real-time signal:
+ * their default action is to terminate and nothing else sends them on its
+ * own), else why not, in a few words. */
+const char *cp_signal_unusable(int signo);
+
+#endif

@@ -1,0 +1,44 @@
+/*
+ * report.c -- a libFuzzer harness for `cpuprof report`: each input is read
+ * by the CLI's pprof reader and, if accepted, merged and written in every
+ * format (top, tree, folded, html, a listing), with and without --lines
+ * and grouping, to /dev/null.  Built and run by `make fuzz-report` with
+ * clang's -fsanitize=fuzzer,address,undefined; not part of `make check`.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "profile.h"
+#include "report.h"
+#include "stacks.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static FILE *null;
+	if (!null && !(null = fopen("/dev/null", "w")))
+		abort();
+	struct profile *p;
+	char err[512];
+	if (profile_parse(data, size, &p, err, sizeof err) < 0)
+		return 0;
+	const char *name = "fuzz.pb";
+	struct report_input in = { &p, &name, 1 };
+	for (int mode = 0; mode < 2; mode++) {
+		struct stack_options o = { mode == 1, mode == 1 ? GROUP_THREAD : GROUP_NONE, NULL };
+		struct stackset ss;
+		if (stackset_build(&ss, &p, &name, 1, &o, err, sizeof err) == 0) {
+			top_write(null, &in, &ss, 0);
+			tree_write(null, &in, &ss, mode ? 0.0 : 1.0);
+			folded_write(null, &ss);
+			flame_write(null, &in, &ss);
+			if (mode == 0)
+				list_write(null, &in, &ss, ".");
+		}
+		stackset_free(&ss);
+	}
+	profile_free(p);
+	return 0;
+}

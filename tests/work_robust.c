@@ -1,0 +1,404 @@
+/*
+ * work_robust.c -- programs that profilers break, run under `cpuprof
+ * record` by tests/t_robust.sh and tests/t_exec.sh.  Each mode checks its
+ * own behaviour and exits 0 only if it saw what it would see without a
+ * profiler; each burns its CPU in functions named for the mode, so that
+ * the profile can be checked too.
+ *
+ * Usage: work_robust MODE [ARGS...]
+ *   exec-self N         burn 150 ms, then exec itself with N-1 (0: stop)
+ *   closefrom           close every descriptor above 2, then use files
+ *                       opened on those numbers while threads come and go
+ *   signal SIG HOW      burn 200 ms, then get SIG (TERM, INT, HUP, PIPE,
+ *                       ALRM, PROF) the usual way; HOW is "default" (the
+ *                       process must die of it: exit 3 if it survives) or
+ *                       "handler" (its handler must run once)
+ *   sigprof-main        its own SIGPROF handler and ITIMER_PROF at 100 Hz,
+ *                       installed in main: prints its handler's rate
+ *   spin THREADS MS     THREADS threads burn MS ms of CPU each
+ *   longjmp MS          a SIGALRM handler (ITIMER_REAL at 2 kHz) that
+ *                       siglongjmps out, for MS ms of CPU
+ *   sleeps THREADS N    THREADS threads each do N rounds of work and a
+ *                       short sleep, poll, epoll_wait, futex wait or
+ *                       select: none may end early with EINTR
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static double thread_cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static double process_cpu_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static volatile uint64_t sink;
+
+/* Each burner's code differs (its line), so that no two are folded into
+ * one function. */
+#define BURNER(name)                                                           \
+	__attribute__((noinline, noclone)) static void name(double ms)         \
+	{                                                                      \
+		double end = thread_cpu_ms() + ms;                             \
+		uint64_t x = 1;                                                \
+		while (thread_cpu_ms() < end)                                  \
+			for (int i = 0; i < 20000; i++)                        \
+				x = x * 6364136223846793005ull + __LINE__;     \
+		sink += x;                                                     \
+	}
+
+BURNER(exec_work)
+BURNER(closefrom_work)
+BURNER(signal_work)
+BURNER(sigprof_work)
+BURNER(spin_work)
+BURNER(longjmp_work)
+BURNER(sleeps_work)
+
+static void fail(const char *what)
+{
+	fprintf(stderr, "work_robust: %s\n", what);
+	exit(1);
+}
+
+/* ---- exec-self ---- */
+
+static int exec_self(int n, char **argv)
+{
+	exec_work(150);
+	if (n <= 0) {
+		printf("exec-self done\n");
+		return 0;
+	}
+	char next[16];
+	snprintf(next, sizeof next, "%d", n - 1);
+	char *args[] = { argv[0], "exec-self", next, NULL };
+	execv("/proc/self/exe", args);
+	fail("execv failed");
+	return 1;
+}
+
+/* ---- closefrom ---- */
+
+static pthread_barrier_t go;
+
+static void *short_thread(void *arg)
+{
+	closefrom_work(2);
+	return NULL;
+}
+
+/* A thread that exists before the descriptors are closed, and ends after
+ * the program has opened its own files on the numbers. */
+static void *early_thread(void *arg)
+{
+	closefrom_work(2);
+	pthread_barrier_wait(&go);
+	pthread_barrier_wait(&go);
+	closefrom_work(20);
+	return NULL;
+}
+
+static int closefrom_mode(void)
+{
+	pthread_t early[4];
+	pthread_barrier_init(&go, NULL, 5);
+	for (int i = 0; i < 4; i++)
+		if (pthread_create(&early[i], NULL, early_thread, NULL) != 0)
+			fail("pthread_create");
+	pthread_barrier_wait(&go);
+	/* A daemon or a spawner: nothing of anyone else's stays open. */
+	for (int fd = 3; fd < 1024; fd++)
+		close(fd);
+	char in[] = "/tmp/work_robust.in.XXXXXX", out[] = "/tmp/work_robust.out.XXXXXX";
+	int fi = mkstemp(in), fo = mkstemp(out), spare[8];
+	if (fi < 0 || fo < 0)
+		fail("mkstemp");
+	unlink(in);
+	unlink(out);
+	/* Every low number is the program's now. */
+	for (int i = 0; i < 8; i++)
+		spare[i] = dup(fo);
+	static const char data[] = "the program's own data, byte for byte";
+	for (int i = 0; i < 41; i++)
+		if (write(fi, data, sizeof data) != (ssize_t)sizeof data)
+			fail("write input");
+	if (lseek(fi, 0, SEEK_SET) != 0)
+		fail("lseek");
+	pthread_barrier_wait(&go);
+	for (int round = 0; round < 40; round++) {
+		pthread_t t[4];
+		for (int i = 0; i < 4; i++)
+			if (pthread_create(&t[i], NULL, short_thread, NULL) != 0)
+				fail("pthread_create");
+		/* Read in sequence: a byte taken by anyone else shifts the rest. */
+		char buf[sizeof data];
+		if (read(fi, buf, sizeof buf) != (ssize_t)sizeof buf || memcmp(buf, data, sizeof data) != 0)
+			fail("the input file read back wrong");
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+		if (write(fo, data, sizeof data) != (ssize_t)sizeof data)
+			fail("write to the output file failed");
+		for (int i = 0; i < 8; i++)
+			if (write(spare[i], "", 0) != 0)
+				fail("a descriptor of the program's was closed under it");
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(early[i], NULL);
+	char buf[sizeof data];
+	if (pread(fo, buf, sizeof buf, 39 * sizeof data) != (ssize_t)sizeof buf || memcmp(buf, data, sizeof data))
+		fail("the output file reads back wrong");
+	for (int i = 0; i < 8; i++)
+		if (close(spare[i]) != 0)
+			fail("close failed: a descriptor was not the program's any more");
+	if (close(fi) != 0 || close(fo) != 0)
+		fail("close failed: a descriptor was not the program's any more");
+	printf("closefrom done\n");
+	return 0;
+}
+
+/* ---- signal ---- */
+
+static volatile sig_atomic_t handled;
+
+static void on_signal(int sig)
+{
+	handled++;
+}
+
+static int signal_mode(const char *name, const char *how)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} sigs[] = { { "TERM", SIGTERM }, { "INT", SIGINT }, { "HUP", SIGHUP },
+		     { "PIPE", SIGPIPE }, { "ALRM", SIGALRM }, { "PROF", SIGPROF } };
+	int sig = 0;
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		if (!strcmp(name, sigs[i].name))
+			sig = sigs[i].sig;
+	if (!sig)
+		fail("unknown signal");
+	int own = !strcmp(how, "handler");
+	if (own) {
+		struct sigaction sa;
+		memset(&sa, 0, sizeof sa);
+		sa.sa_handler = on_signal;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(sig, &sa, NULL) != 0)
+			fail("sigaction");
+	}
+	signal_work(200);
+	if (sig == SIGPIPE) {
+		int p[2];
+		if (pipe(p) != 0)
+			fail("pipe");
+		close(p[0]);
+		if (write(p[1], "x", 1) >= 0 || errno != EPIPE)
+			fail("write to a closed pipe did not fail with EPIPE");
+	} else if (sig == SIGALRM) {
+		alarm(1);
+		double end = process_cpu_ms() + 5000;
+		while (!handled && process_cpu_ms() < end)
+			signal_work(5);
+	} else {
+		kill(getpid(), sig);
+	}
+	if (!own) {
+		fprintf(stderr, "work_robust: survived signal %s\n", name);
+		return 3;
+	}
+	if (handled != 1) {
+		fprintf(stderr, "work_robust: the handler of %s ran %d times\n", name, (int)handled);
+		return 1;
+	}
+	printf("signal %s handled\n", name);
+	return 0;
+}
+
+/* ---- sigprof-main ---- */
+
+static volatile sig_atomic_t prof_ticks;
+
+static void on_prof(int sig)
+{
+	prof_ticks++;
+}
+
+static int sigprof_main(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_prof;
+	sa.sa_flags = SA_RESTART;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGPROF, &sa, NULL) != 0)
+		fail("sigaction");
+	struct itimerval v = { { 0, 10000 }, { 0, 10000 } };
+	if (setitimer(ITIMER_PROF, &v, NULL) != 0)
+		fail("setitimer");
+	double t0 = process_cpu_ms();
+	sigprof_work(1000);
+	double cpu = process_cpu_ms() - t0;
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+	setitimer(ITIMER_PROF, &off, NULL);
+	printf("sigprof-main: %.0f ticks per CPU second\n", prof_ticks * 1000.0 / cpu);
+	return 0;
+}
+
+/* ---- spin ---- */
+
+static double spin_ms;
+
+static void *spin_thread(void *arg)
+{
+	spin_work(spin_ms);
+	return NULL;
+}
+
+static int spin_mode(int threads, double ms)
+{
+	spin_ms = ms;
+	pthread_t t[64];
+	if (threads < 1 || threads > 64)
+		fail("1 to 64 threads");
+	for (int i = 0; i < threads; i++)
+		if (pthread_create(&t[i], NULL, spin_thread, NULL) != 0)
+			fail("pthread_create");
+	for (int i = 0; i < threads; i++)
+		pthread_join(t[i], NULL);
+	printf("spin done\n");
+	return 0;
+}
+
+/* ---- longjmp ---- */
+
+static sigjmp_buf jump;
+static volatile sig_atomic_t jumps;
+
+static void on_alarm(int sig)
+{
+	jumps++;
+	siglongjmp(jump, 1);
+}
+
+static int longjmp_mode(double ms)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_alarm;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGALRM, &sa, NULL) != 0)
+		fail("sigaction");
+	struct itimerval v = { { 0, 500 }, { 0, 500 } };
+	if (setitimer(ITIMER_REAL, &v, NULL) != 0)
+		fail("setitimer");
+	double end = thread_cpu_ms() + ms;
+	sigsetjmp(jump, 1);
+	while (thread_cpu_ms() < end)
+		longjmp_work(1);
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+	setitimer(ITIMER_REAL, &off, NULL);
+	printf("longjmp: %d jumps\n", (int)jumps);
+	return 0;
+}
+
+/* ---- sleeps ---- */
+
+static int sleep_rounds;
+static _Atomic int interrupted, waits;
+
+static void count(int rc)
+{
+	waits++;
+	if (rc < 0 && errno == EINTR)
+		interrupted++;
+}
+
+static void *sleeper(void *arg)
+{
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+	if (ep < 0)
+		fail("epoll_create1");
+	uint32_t word = 0;
+	for (int i = 0; i < sleep_rounds; i++) {
+		sleeps_work(0.2);
+		struct timespec ts = { 0, 100000 };
+		struct epoll_event ev;
+		struct timeval tv = { 0, 100 };
+		switch (i % 5) {
+		case 0: count(nanosleep(&ts, NULL)); break;
+		case 1: count(poll(NULL, 0, 1)); break;
+		case 2: count(epoll_wait(ep, &ev, 1, 1)); break;
+		case 3: {
+			long r = syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0);
+			count(r < 0 && errno == ETIMEDOUT ? 0 : (int)r);
+			break;
+		}
+		case 4: count(select(0, NULL, NULL, NULL, &tv)); break;
+		}
+	}
+	close(ep);
+	return NULL;
+}
+
+static int sleeps_mode(int threads, int rounds)
+{
+	sleep_rounds = rounds;
+	pthread_t t[16];
+	if (threads < 1 || threads > 16)
+		fail("1 to 16 threads");
+	for (int i = 0; i < threads; i++)
+		if (pthread_create(&t[i], NULL, sleeper, NULL) != 0)
+			fail("pthread_create");
+	for (int i = 0; i < threads; i++)
+		pthread_join(t[i], NULL);
+	printf("sleeps: %d of %d waits ended early (EINTR)\n", (int)interrupted, (int)waits);
+	return interrupted ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (argc < 2)
+		fail("usage: work_robust MODE [ARGS...]");
+	const char *m = argv[1];
+	if (!strcmp(m, "exec-self") && argc == 3)
+		return exec_self(atoi(argv[2]), argv);
+	if (!strcmp(m, "closefrom"))
+		return closefrom_mode();
+	if (!strcmp(m, "signal") && argc == 4)
+		return signal_mode(argv[2], argv[3]);
+	if (!strcmp(m, "sigprof-main"))
+		return sigprof_main();
+	if (!strcmp(m, "spin") && argc == 4)
+		return spin_mode(atoi(argv[2]), atof(argv[3]));
+	if (!strcmp(m, "longjmp") && argc == 3)
+		return longjmp_mode(atof(argv[2]));
+	if (!strcmp(m, "sleeps") && argc == 4)
+		return sleeps_mode(atoi(argv[2]), atoi(argv[3]));
+	fail("unknown mode or arguments");
+	return 1;
+}
