@@ -147,11 +147,6 @@ $(B)/tests/tool_fold: tests/tool_fold.c cli/profile.c cli/profile.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -Icli -o $@ tests/tool_fold.c cli/profile.c -lz
 
-# The report tests' profile writer: its own encoder, nothing of ours.
-$(B)/tests/tool_mkprof: tests/tool_mkprof.c
-	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE) -o $@ $< -lz
-
 # Without DWARF, like a libc without its debug package: its names come from
 # the versioned symbols.
 $(B)/tests/libversioned.so: tests/lib_versioned.c tests/lib_versioned.map
@@ -161,6 +156,11 @@ $(B)/tests/libversioned.so: tests/lib_versioned.c tests/lib_versioned.map
 $(B)/tests/tool_lines: tests/tool_lines.c $(B)/libcpuprof.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< $(B)/libcpuprof.a $(LDLIBS)
+
+# The report tests' profile writer: its own encoder, nothing of ours.
+$(B)/tests/tool_mkprof: tests/tool_mkprof.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -o $@ $< -lz
 
 $(B)/demo: demo/demo.c
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -pthread

@@ -48,8 +48,7 @@ perf:*perf_event_open*) ;;
 *) fail "engine_reason '$reason' does not say why perf was not used" ;;
 esac
 grep -q "cpuprof: wrote auto.pb.gz: [0-9]* samples, engine=timer" err || fail "no summary line"
-# -noinlines: spin() is inlined into the leaf, which is what must lead.
-l=$(go tool pprof -noinlines -top auto.pb.gz 2>/dev/null | sed -n '/flat%/,$p' | awk 'NR == 2 { print $6 }')
+l=$(go tool pprof -top auto.pb.gz 2>/dev/null | sed -n '/flat%/,$p' | awk 'NR == 2 { print $6 }')
 [ "$l" = hot_leaf ] || fail "leader is '$l', not hot_leaf"
 
 # Asking for perf where it does not exist: one warning, no profile, the

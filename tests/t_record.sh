@@ -22,9 +22,7 @@ cd "$tmp" || fail "cd $tmp"
 # The workload runs from a copy that is deleted before pprof reads the
 # profile: names must come from the profile itself.
 cp "$WORK" ./work
-# -noinlines: spin() is inlined into both leaves, and these checks are
-# about which function's code ran (t_lines.sh checks the inline frames).
-top() { go tool pprof -noinlines -top "$1" 2>/dev/null | sed -n '/flat%/,$p' | sed 1d; }
+top() { go tool pprof -top "$1" 2>/dev/null | sed -n '/flat%/,$p' | sed 1d; }
 comment() { go tool pprof -comments "$1" 2>/dev/null | sed -n "s/^ *$2=//p"; }
 
 # leader FILE: the first function of the flat table
@@ -68,7 +66,7 @@ cp "$WORK" ./work
 # per stack of `go tool pprof -traces`: its sample count, a space, and its
 # functions leaf first, joined by ";".
 traces() {
-	go tool pprof -noinlines -traces -sample_index=samples "$1" 2>/dev/null | awk '
+	go tool pprof -traces -sample_index=samples "$1" 2>/dev/null | awk '
 		/^-+\+-+$/ { if (s != "") print s; s = ""; on = 1; next }
 		!on { next }
 		$1 ~ /:$/ { next }  # a label: "thread:  work", "pid:  1234"

@@ -36,13 +36,15 @@ static double thread_cpu_ms(void)
 
 static volatile uint64_t sink;
 
-__attribute__((always_inline)) static inline uint64_t spin(uint64_t n)
-{
-	uint64_t x = n;
-	for (uint64_t i = 0; i < n; i++)
-		x = x * 6364136223846793005ull + 1442695040888963407ull;
-	return x;
-}
+/* A macro, not an inline function: profiles carry inlined functions as
+ * frames of their own (tests/work_inline.c is about those), and here the
+ * leaf must be the function that burns the time. */
+#define spin(n) __extension__({                                             \
+	uint64_t n_ = (n), x_ = n_;                                         \
+	for (uint64_t i_ = 0; i_ < n_; i_++)                                \
+		x_ = x_ * 6364136223846793005ull + 1442695040888963407ull;  \
+	x_;                                                                 \
+})
 
 /* Call lengths vary at random around 3:1, so that no rhythm of the work
  * can lock to the rhythm of a tick-driven timer: a strict 0.4 ms cycle
