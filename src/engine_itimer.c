@@ -47,11 +47,15 @@ static _Atomic int yielded;
 void cp_itimer_yield(void)
 {
 	atomic_store(&yielded, 1);
+	atomic_store(&cp_prog.itimer_grace_ns, 0);
 }
 
 static int itimer_start(const struct cp_engine_conf *c)
 {
 	atomic_store(&yielded, 0);
+	/* Until the timer stops, every SIGPROF from the kernel is ours, also
+	 * while the profile is being stopped (active already lowered). */
+	atomic_store(&cp_prog.itimer_grace_ns, UINT64_MAX);
 	uint64_t period_ns = c->period_ns;
 	struct itimerval v = {
 		.it_interval = { (time_t)(period_ns / 1000000000u), (suseconds_t)(period_ns % 1000000000u / 1000u) },
@@ -73,6 +77,8 @@ static void itimer_stop(void)
 		cp_threads_end();
 		return;
 	}
+	/* From here on a SIGPROF from the kernel is ours only for a while:
+	 * after that it is the program's own timer's. */
 	struct itimerval v = { { 0, 0 }, { 0, 0 } };
 	cp_real_setitimer(ITIMER_PROF, &v, NULL);
 	struct timespec now;

@@ -134,9 +134,17 @@ static uint64_t mono_ns(void)
 /* Is this signal one the engine sent?  Returns 1 and the sample's weight
  * if so, 0 if it is the program's, -1 if it is ours but must be dropped
  * (sent before the profile stopped, or to a thread without a slot). */
-static int classify(const siginfo_t *si, struct cp_thread *t, uint64_t *weight)
+static int classify(int sig, const siginfo_t *si, struct cp_thread *t, uint64_t *weight)
 {
 	int active = atomic_load_explicit(&cp_sig.active, memory_order_acquire);
+	/* ITIMER_PROF's signals carry no cookie: while its timer runs, and
+	 * for a while after it stopped (whatever engine samples now), a
+	 * SIGPROF from the kernel is ours; later ones are the program's own
+	 * timer's. */
+	int itimer = sig == SIGPROF && si->si_code == SI_KERNEL &&
+		     mono_ns() < atomic_load_explicit(&cp_prog.itimer_grace_ns, memory_order_relaxed);
+	if (itimer && !(active && cp_sig.engine == CP_SIG_ITIMER))
+		return -1;
 	switch (cp_sig.engine) {
 	case CP_SIG_TIMER:
 		if (si->si_code != SI_TIMER || si->si_value.sival_ptr != TIMER_COOKIE)
@@ -150,15 +158,8 @@ static int classify(const siginfo_t *si, struct cp_thread *t, uint64_t *weight)
 			*weight = (1 + (uint64_t)(si->si_overrun > 0 ? si->si_overrun : 0)) * cp_sig.period_ns;
 		return 1;
 	case CP_SIG_ITIMER:
-		if (si->si_code != SI_KERNEL)
+		if (!itimer)
 			return 0;
-		if (!active) {
-			/* ITIMER_PROF's signals carry no cookie: one that comes
-			 * soon after the stop is a straggler of ours, later
-			 * ones are the program's own timer's. */
-			uint64_t until = atomic_load_explicit(&cp_prog.itimer_grace_ns, memory_order_relaxed);
-			return mono_ns() < until ? -1 : 0;
-		}
 		/* The process-wide timer's signal goes to whichever thread
 		 * was running at the tick: its CPU clock says what the sample
 		 * stands for; one period is the fallback without a slot. */
@@ -221,7 +222,7 @@ void cp_sig_handler(int sig, siginfo_t *si, void *ucontext)
 	}
 
 	uint64_t weight = 0;
-	int c = classify(si, t, &weight);
+	int c = classify(sig, si, t, &weight);
 	if (c > 0)
 		sample(ucontext, t, tid, weight);
 

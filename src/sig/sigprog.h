@@ -32,7 +32,8 @@ struct cp_prog {
 	_Atomic uint64_t managed;
 	struct cp_prog_sig sig[CP_PROG_NSIG];
 	/* The itimer engine's signals carry no cookie: SIGPROF from the
-	 * kernel before this CLOCK_MONOTONIC instant is a straggler of ours. */
+	 * kernel before this CLOCK_MONOTONIC instant is a straggler of ours
+	 * (UINT64_MAX while its timer runs). */
 	_Atomic uint64_t itimer_grace_ns;
 };
 
