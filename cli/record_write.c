@@ -55,12 +55,22 @@ static const char *image_name(const struct cp_image *m)
 }
 
 /* The image's facts, with what record counted itself. */
-static void image_facts(const struct cp_image *m, struct cp_facts *f)
+static void image_facts(const struct cp_collector *c, const struct cp_image *m, struct cp_facts *f)
 {
 	if (m->have_facts)
 		*f = m->facts;
 	else
 		memset(f, 0, sizeof *f);
+	/* Its CPU before its profile started, by its own clock: the clock of
+	 * a process goes on through an exec, so for an image an exec made,
+	 * what the one before it had used (at its stop) is not its own. */
+	int64_t base = 0;
+	for (size_t k = 0; k < c->nimages; k++) {
+		const struct cp_image *o = c->images[k];
+		if (o->pid == m->pid && o->order + 1 == m->order && o->have_facts)
+			base = o->facts.cpu0_ns + o->facts.cpu_ns;
+	}
+	f->before_ns = m->have_facts && f->cpu0_ns > base ? (uint64_t)(f->cpu0_ns - base) : 0;
 	f->samples = m->samples;
 	f->sampled_ns = m->sampled_ns;
 	f->lost += m->dropped;
@@ -83,6 +93,7 @@ static void add_facts(struct cp_facts *t, const struct cp_facts *f)
 	t->lost_ns += f->lost_ns;
 	t->unsampled_ns += f->unsampled_ns;
 	t->profiler_ns += f->profiler_ns;
+	t->before_ns += f->before_ns;
 	t->armed += f->armed;
 	t->unarmed += f->unarmed;
 	t->blocked += f->blocked;
@@ -163,7 +174,7 @@ static struct cp_symbols *epoch_symbols(const struct cp_image *m, size_t e)
 
 /* The parts of image m (one per epoch with samples, the first with its
  * frames that are not code) appended to *parts; its pseudo samples go in
- * pseudo[3].  0 or -1 (out of memory). */
+ * pseudo[CP_FACTS_PSEUDO].  0 or -1 (out of memory). */
 static int image_parts(const struct cp_image *m, const struct cp_facts *f, struct cp_pseudo_sample *pseudo,
 		       struct cp_profile_part **parts, size_t *nparts, size_t *cap)
 {
@@ -324,7 +335,7 @@ int record_write(const struct cp_collector *c, const char *path, const char *sho
 	if (!r->per_process) {
 		struct cp_profile_part *parts = NULL;
 		size_t nparts = 0, cap = 0;
-		struct cp_pseudo_sample(*pseudo)[3] = calloc(c->nimages ? c->nimages : 1, sizeof *pseudo);
+		struct cp_pseudo_sample(*pseudo)[CP_FACTS_PSEUDO] = calloc(c->nimages ? c->nimages : 1, sizeof *pseudo);
 		struct cp_facts *facts = calloc(c->nimages ? c->nimages : 1, sizeof *facts);
 		static struct cp_comments cm;
 		cm.n = cm.used = 0;
@@ -335,7 +346,7 @@ int record_write(const struct cp_collector *c, const char *path, const char *sho
 			return -1;
 		}
 		for (size_t k = 0; k < c->nimages; k++) {
-			image_facts(c->images[k], &facts[k]);
+			image_facts(c, c->images[k], &facts[k]);
 			add_facts(&tree, &facts[k]);
 			if (image_parts(c->images[k], &facts[k], pseudo[k], &parts, &nparts, &cap) < 0) {
 				rc = -1;
@@ -383,8 +394,8 @@ int record_write(const struct cp_collector *c, const char *path, const char *sho
 	for (size_t k = 0; k < c->nimages; k++) {
 		const struct cp_image *m = c->images[k];
 		struct cp_facts f;
-		struct cp_pseudo_sample pseudo[3];
-		image_facts(m, &f);
+		struct cp_pseudo_sample pseudo[CP_FACTS_PSEUDO];
+		image_facts(c, m, &f);
 		int own = m == primary;
 		if (!own && m->samples == 0)
 			continue; /* an image that exec'd before it sampled anything */

@@ -47,8 +47,12 @@
 #define KEEPER_SLEEP_MS 100
 /* How often it sweeps the signal engines' threads. */
 #define SWEEP_INTERVAL_NS 1000000000ll
-/* How often a recorded profile publishes its facts. */
+/* How often a recorded profile publishes its facts, and how long its
+ * keeper sleeps at most: a process killed by a signal takes with it what
+ * the kernel wrote into its perf rings since the keeper last drained
+ * them. */
 #define PUBLISH_INTERVAL_NS 200000000ll
+#define RECORDED_SLEEP_MS 10
 /* The highest rate sampled at: at 10 kHz the kernel's part of a perf
  * sample (timer interrupt, stack copy) already costs a tenth of the
  * thread's CPU on the machines measured (docs/benchmarks.md); above the
@@ -173,6 +177,8 @@ static void *keeper_main(void *unused)
 		pthread_mutex_lock(&cp_tab_lock);
 		if (R->engine->drain)
 			sleep_ms = R->engine->drain();
+		if (R->recorded && sleep_ms > RECORDED_SLEEP_MS)
+			sleep_ms = RECORDED_SLEEP_MS;
 		if (R->keeper_drains)
 			cp_session_drain_locked();
 		pthread_mutex_unlock(&cp_tab_lock);
@@ -447,7 +453,9 @@ static int start(const char *path, int stream, int recorded, const struct cpupro
 		cp_session.stream_open = 1;
 		pthread_mutex_unlock(&cp_tab_lock);
 	}
-	if (recorded) {
+	if (recorded && opts != &recorded_opts) {
+		/* Kept for forked children (which start with these, and keep
+		 * them as they are). */
 		recorded_opts = opts ? *opts : (struct cpuprof_options){ 0 };
 		snprintf(recorded_engine, sizeof recorded_engine, "%s", s.engine);
 		snprintf(recorded_unwind, sizeof recorded_unwind, "%s", opts && opts->unwind ? opts->unwind : "auto");
@@ -706,6 +714,7 @@ void cp_session_facts_locked(struct cp_facts *f)
 	f->timer_res_ns = R->timer_res_ns;
 	f->period_ns = cp_sig.period_ns;
 	f->wall0_ns = R->wall0;
+	f->cpu0_ns = R->cpu0;
 	f->duration_ns = (R->mono1 ? R->mono1 : cp_clock_ns(CLOCK_MONOTONIC)) - R->mono0;
 	f->cpu_ns = (R->cpu1 ? R->cpu1 : cp_clock_ns(CLOCK_PROCESS_CPUTIME_ID)) - R->cpu0;
 	long waits = R->waits1;
@@ -766,7 +775,7 @@ int cp_session_write_locked(void)
 	 * lost, of each thread after its last sample and of cpuprof's own
 	 * thread: each of the last three as a sample with a frame that says
 	 * what it is. */
-	struct cp_pseudo_sample pseudo[3];
+	struct cp_pseudo_sample pseudo[CP_FACTS_PSEUDO];
 	struct cp_profile_meta meta = {
 		.period_ns = f.period_ns,
 		.time_nanos = f.wall0_ns,

@@ -47,17 +47,18 @@ const char *cp_facts_unsampled_frame(const struct cp_facts *f)
 	return f->unsampled_what[0] ? f->unsampled_what : "[unsampled: after each thread's last sample]";
 }
 
-size_t cp_facts_pseudo(const struct cp_facts *f, struct cp_pseudo_sample out[3])
+size_t cp_facts_pseudo(const struct cp_facts *f, struct cp_pseudo_sample out[CP_FACTS_PSEUDO])
 {
 	out[0] = (struct cp_pseudo_sample){ "[lost]", f->lost, f->lost_ns };
 	out[1] = (struct cp_pseudo_sample){ cp_facts_unsampled_frame(f), 0, f->unsampled_ns };
 	out[2] = (struct cp_pseudo_sample){ "[profiler: cpuprof's own thread]", 0, f->profiler_ns };
-	return 3;
+	out[3] = (struct cp_pseudo_sample){ "[unsampled: before the profile started]", 0, f->before_ns };
+	return CP_FACTS_PSEUDO;
 }
 
 uint64_t cp_facts_profile_ns(const struct cp_facts *f)
 {
-	return f->sampled_ns + f->lost_ns + f->unsampled_ns + f->profiler_ns;
+	return f->sampled_ns + f->lost_ns + f->unsampled_ns + f->profiler_ns + f->before_ns;
 }
 
 double cp_facts_coverage(const struct cp_facts *f)
@@ -172,6 +173,8 @@ void cp_facts_comments(struct cp_comments *c, const struct cp_facts *f, const ch
 	cp_comment(c, "process_cpu_ns=%lld", (long long)f->cpu_ns);
 	cp_comment(c, "unsampled_cpu_ns=%llu", (unsigned long long)f->unsampled_ns);
 	cp_comment(c, "profiler_cpu_ns=%llu", (unsigned long long)f->profiler_ns);
+	if (f->before_ns)
+		cp_comment(c, "before_start_cpu_ns=%llu", (unsigned long long)f->before_ns);
 	if (warning && warning[0])
 		cp_comment(c, "warning=%s", warning);
 	cp_comment(c, "timer_resolution_ns=%lld", (long long)f->timer_res_ns);

@@ -31,8 +31,10 @@ void cp_judge(const struct cp_facts *f, char *why, size_t len);
 void cp_facts_comments(struct cp_comments *c, const struct cp_facts *f, const char *warning);
 
 /* The frames that are not code (lost samples, CPU no sample saw, cpuprof's
- * own thread), as samples of the profile; returns how many (3). */
-size_t cp_facts_pseudo(const struct cp_facts *f, struct cp_pseudo_sample out[3]);
+ * own thread, what ran before the profile), as samples of the profile;
+ * returns how many (CP_FACTS_PSEUDO). */
+#define CP_FACTS_PSEUDO 4
+size_t cp_facts_pseudo(const struct cp_facts *f, struct cp_pseudo_sample out[CP_FACTS_PSEUDO]);
 const char *cp_facts_unsampled_frame(const struct cp_facts *f);
 
 /* The CPU the profile accounts for, and the share of f->cpu_ns it is. */

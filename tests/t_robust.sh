@@ -78,7 +78,7 @@ for e in $engines; do
 	# 3. Signals that should kill kill; handlers run.
 	for s in TERM:15 INT:2 HUP:1 PIPE:13 ALRM:14 PROF:27; do
 		name=${s%:*} num=${s#*:}
-		rec $e $((128 + num)) - - -- $EMU "$W" signal $name default
+		rec $e $((128 + num)) - signal_work -- $EMU "$W" signal $name default
 		rec $e 0 "signal $name handled" signal_work -- $EMU "$W" signal $name handler
 	done
 

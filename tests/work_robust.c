@@ -21,7 +21,19 @@
  *   sleeps THREADS N    THREADS threads each do N rounds of work and a
  *                       short sleep, poll, epoll_wait, futex wait or
  *                       select: none may end early with EINTR
+ *   end HOW             burn 500 ms, then end: exit, thread-exit (exit()
+ *                       from a thread), _exit, INT, TERM, SEGV, ABRT, KILL
+ *                       (die of that signal), exec (exec `end exit`)
+ *   tree DEPTH HOW      burn 100 ms and fork a child that does the same
+ *                       one level down, DEPTH levels; HOW: fork (the child
+ *                       goes on without exec) or exec (it execs itself)
+ *   server [ignore]     burn until a signal ends it (with "ignore",
+ *                       SIGTERM, SIGINT and SIGHUP are ignored)
+ *   spawn N             fork N children at once, each burns 50 ms
+ *   dlchurn LIB N       N rounds of dlopen LIB, its dl_entry, dlclose
+ *   clearenv            exec itself (`end exit`) with an empty environment
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -37,6 +49,7 @@
 #include <sys/select.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -76,6 +89,10 @@ BURNER(sigprof_work)
 BURNER(spin_work)
 BURNER(longjmp_work)
 BURNER(sleeps_work)
+BURNER(end_work)
+BURNER(tree_work)
+BURNER(server_work)
+BURNER(spawn_work)
 
 static void fail(const char *what)
 {
@@ -379,6 +396,134 @@ static int sleeps_mode(int threads, int rounds)
 	return interrupted ? 1 : 0;
 }
 
+/* ---- endings ---- */
+
+static void *exiting_thread(void *arg)
+{
+	exit(0);
+	return NULL;
+}
+
+static int end_mode(const char *how, char **argv)
+{
+	end_work(500);
+	static const struct {
+		const char *name;
+		int sig;
+	} sigs[] = { { "INT", SIGINT }, { "TERM", SIGTERM }, { "SEGV", SIGSEGV }, { "ABRT", SIGABRT }, { "KILL", SIGKILL } };
+	for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+		if (!strcmp(how, sigs[i].name)) {
+			if (sigs[i].sig == SIGSEGV)
+				*(volatile int *)sink = 1; /* a real fault, not a raise */
+			if (sigs[i].sig == SIGABRT)
+				abort();
+			kill(getpid(), sigs[i].sig);
+			for (;;)
+				pause();
+		}
+	if (!strcmp(how, "exit"))
+		exit(0);
+	if (!strcmp(how, "_exit"))
+		_exit(0);
+	if (!strcmp(how, "thread-exit")) {
+		pthread_t t;
+		pthread_create(&t, NULL, exiting_thread, NULL);
+		for (;;)
+			pause();
+	}
+	if (!strcmp(how, "exec")) {
+		char *args[] = { argv[0], "end", "exit", NULL };
+		execv("/proc/self/exe", args);
+	}
+	fail("unknown ending");
+	return 1;
+}
+
+static int tree_mode(int depth, const char *how, char **argv)
+{
+	tree_work(100);
+	if (depth <= 1)
+		return 0;
+	pid_t pid = fork();
+	if (pid < 0)
+		fail("fork");
+	if (pid == 0) {
+		char next[16];
+		snprintf(next, sizeof next, "%d", depth - 1);
+		if (!strcmp(how, "exec")) {
+			char *args[] = { argv[0], "tree", next, (char *)how, NULL };
+			execv("/proc/self/exe", args);
+			_exit(127);
+		}
+		exit(tree_mode(depth - 1, how, argv));
+	}
+	int st;
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail("a child of the tree failed");
+	return 0;
+}
+
+static int server_mode(int ignore)
+{
+	if (ignore) {
+		signal(SIGTERM, SIG_IGN);
+		signal(SIGINT, SIG_IGN);
+		signal(SIGHUP, SIG_IGN);
+	}
+	printf("server ready\n");
+	for (;;)
+		server_work(10);
+	return 0;
+}
+
+static int spawn_mode(int n)
+{
+	pid_t pids[256];
+	if (n < 1 || n > 256)
+		fail("1 to 256 children");
+	for (int i = 0; i < n; i++) {
+		pids[i] = fork();
+		if (pids[i] < 0)
+			fail("fork");
+		if (pids[i] == 0) {
+			spawn_work(50);
+			exit(0);
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		int st;
+		if (waitpid(pids[i], &st, 0) != pids[i] || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+			fail("a child failed");
+	}
+	printf("spawn done\n");
+	return 0;
+}
+
+static int dlchurn_mode(const char *lib, int rounds)
+{
+	for (int i = 0; i < rounds; i++) {
+		void *h = dlopen(lib, RTLD_NOW);
+		if (!h)
+			fail(dlerror());
+		uint64_t (*entry)(uint64_t) = (uint64_t(*)(uint64_t))dlsym(h, "dl_entry");
+		if (!entry)
+			fail("no dl_entry");
+		sink += entry(2000000);
+		dlclose(h);
+	}
+	printf("dlchurn done\n");
+	return 0;
+}
+
+static int clearenv_mode(char **argv)
+{
+	char *args[] = { argv[0], "end", "exit", NULL };
+	char *env[] = { NULL };
+	execve("/proc/self/exe", args, env);
+	fail("execve");
+	return 1;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -399,6 +544,18 @@ int main(int argc, char **argv)
 		return longjmp_mode(atof(argv[2]));
 	if (!strcmp(m, "sleeps") && argc == 4)
 		return sleeps_mode(atoi(argv[2]), atoi(argv[3]));
+	if (!strcmp(m, "end") && argc == 3)
+		return end_mode(argv[2], argv);
+	if (!strcmp(m, "tree") && argc == 4)
+		return tree_mode(atoi(argv[2]), argv[3], argv);
+	if (!strcmp(m, "server"))
+		return server_mode(argc > 2 && !strcmp(argv[2], "ignore"));
+	if (!strcmp(m, "spawn") && argc == 3)
+		return spawn_mode(atoi(argv[2]));
+	if (!strcmp(m, "dlchurn") && argc == 4)
+		return dlchurn_mode(argv[2], atoi(argv[3]));
+	if (!strcmp(m, "clearenv"))
+		return clearenv_mode(argv);
 	fail("unknown mode or arguments");
 	return 1;
 }
