@@ -101,7 +101,7 @@ static struct cp_image *take_image(struct cp_collector *c, uint32_t i, struct cp
 	m->epochs = calloc(1, sizeof *m->epochs);
 	if (m->epochs) {
 		m->nepochs = 1;
-		stacktab_init(&m->epochs[0].tab);
+		cp_stacktab_init(&m->epochs[0].tab);
 	}
 	/* An earlier image of the same process exec'd into this one. */
 	for (size_t k = 0; k + 1 < c->nimages; k++) {
@@ -182,7 +182,7 @@ static void read_objects(struct cp_image *m, struct cp_shm_slot *s)
 			if (e) {
 				m->epochs = e;
 				e[m->nepochs].gen = o->gen;
-				stacktab_init(&e[m->nepochs].tab);
+				cp_stacktab_init(&e[m->nepochs].tab);
 				m->nepochs++;
 			}
 		}
@@ -240,7 +240,7 @@ static int drain(struct cp_collector *c, struct cp_image *m, struct cp_shm_slot 
 		}
 		uint32_t n = x->n <= depth ? x->n : depth;
 		struct cp_epoch *e = m->epochs ? epoch_for(m, x->gen) : NULL;
-		if (!e || stacktab_add_tid(&e->tab, x->tid, x->pcs, n, x->flags & 3u, 1, x->weight_ns) < 0) {
+		if (!e || cp_stacktab_add_tid(&e->tab, x->tid, x->pcs, n, x->flags & 3u, 1, x->weight_ns) < 0) {
 			m->dropped++;
 			m->dropped_ns += x->weight_ns;
 		} else {
@@ -356,7 +356,7 @@ void cp_collect_free(struct cp_collector *c)
 	for (size_t k = 0; k < c->nimages; k++) {
 		struct cp_image *m = c->images[k];
 		for (size_t e = 0; e < m->nepochs; e++)
-			stacktab_free(&m->epochs[e].tab);
+			cp_stacktab_free(&m->epochs[e].tab);
 		free(m->epochs);
 		free(m->objs);
 		free(m->names);

@@ -166,7 +166,7 @@ static struct cp_symbols *epoch_symbols(const struct cp_image *m, size_t e)
 							  o->segs[g].file_offset };
 		d[n++] = (struct cp_object_desc){ o->path, o->build_id, (uintptr_t)o->bias, sd, o->nsegs };
 	}
-	struct cp_symbols *s = d && segs ? symbols_from_objects(d, n, m->exe) : NULL;
+	struct cp_symbols *s = d && segs ? cp_symbols_from_objects(d, n, m->exe) : NULL;
 	free(d);
 	free(segs);
 	return s;
@@ -211,7 +211,7 @@ static int image_parts(const struct cp_image *m, const struct cp_facts *f, struc
 static void free_parts(struct cp_profile_part *parts, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		symbols_free((struct cp_symbols *)parts[i].syms);
+		cp_symbols_free((struct cp_symbols *)parts[i].syms);
 	free(parts);
 }
 
@@ -254,7 +254,7 @@ static int write_one(const char *path, const char *shown, const struct cp_profil
 		.ncomments = c->n,
 	};
 	char err[256] = "";
-	int rc = pprof_write_parts(path, parts, nparts, &meta, err, sizeof err);
+	int rc = cp_pprof_write_parts(path, parts, nparts, &meta, err, sizeof err);
 	if (rc < 0) {
 		fprintf(stderr, "cpuprof: cannot write %s: %s\n", shown, err[0] ? err : strerror(-rc));
 		return -1;

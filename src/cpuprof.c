@@ -115,7 +115,7 @@ void cp_session_drain_locked(void)
 	struct cp_ring *r = cp_sig.ring;
 	struct cp_sample *s;
 	while ((s = cp_ring_peek(r)) != NULL) {
-		if (stacktab_add_tid(&cp_session.run.tab, s->tid, s->pcs, s->n, s->flags, 1, s->weight_ns) < 0) {
+		if (cp_stacktab_add_tid(&cp_session.run.tab, s->tid, s->pcs, s->n, s->flags, 1, s->weight_ns) < 0) {
 			cp_session.run.dropped++;
 			cp_session.run.dropped_ns += s->weight_ns;
 		}
@@ -187,7 +187,7 @@ static void *keeper_main(void *unused)
 			cp_threads_sweep();
 			last_sweep = now;
 		}
-		unwind_tick();
+		cp_unwind_tick();
 		if (R->recorded) {
 			cp_shm_objects(0);
 			if (now - last_publish >= PUBLISH_INTERVAL_NS) {
@@ -201,7 +201,7 @@ static void *keeper_main(void *unused)
 			atomic_store(&R->keeper_waits, ru.ru_nvcsw);
 		if (atomic_load(&R->keeper_quit))
 			break;
-		cp_session_wait(cp_sig.wake, seen, unwind_timeout_ms(sleep_ms), cp_sig.wake_private);
+		cp_session_wait(cp_sig.wake, seen, cp_unwind_timeout_ms(sleep_ms), cp_sig.wake_private);
 	}
 	pthread_mutex_lock(&cp_tab_lock);
 	R->engine->stop();
@@ -253,7 +253,7 @@ static int check_options(const struct cpuprof_options *o, struct settings *s)
 	    cp_option_parse(&cp_options[CP_OPT_ENGINE], s->engine, &v, why, sizeof why) < 0 ||
 	    cp_option_parse(&cp_options[CP_OPT_UNWIND], o && o->unwind ? o->unwind : "auto", &v, why, sizeof why) < 0)
 		return -EINVAL;
-	s->unwind = unwind_mode_parse(o && o->unwind ? o->unwind : "auto");
+	s->unwind = cp_unwind_mode_parse(o && o->unwind ? o->unwind : "auto");
 	return 0;
 }
 
@@ -263,15 +263,15 @@ void cp_session_release(void)
 		/* A handler is stuck (a thread stopped in it): leave the ring,
 		 * the map and the tables it may still read mapped. */
 		fprintf(stderr, "cpuprof: warning: a signal handler did not finish; keeping its buffers\n");
-		unwind_stop(0);
+		cp_unwind_stop(0);
 	} else {
-		unwind_stop(1);
+		cp_unwind_stop(1);
 		cp_ring_destroy(cp_sig.ring);
-		rwmap_free((struct cp_rwmap *)cp_sig.rwmap);
+		cp_rwmap_free((struct cp_rwmap *)cp_sig.rwmap);
 	}
 	cp_sig.ring = NULL;
 	cp_sig.rwmap = NULL;
-	stacktab_free(&cp_session.run.tab);
+	cp_stacktab_free(&cp_session.run.tab);
 	free(cp_session.run.path);
 	cp_session.run.path = NULL;
 }
@@ -402,7 +402,7 @@ static int start(const char *path, int stream, int recorded, const struct cpupro
 		goto out;
 	}
 	R->path = path ? strdup(path) : NULL;
-	stacktab_init(&R->tab);
+	cp_stacktab_init(&R->tab);
 	if (recorded)
 		cp_sig.ring = cp_shm_claim() == 0 ? cp_shm_ring() : NULL;
 	else
@@ -411,7 +411,7 @@ static int start(const char *path, int stream, int recorded, const struct cpupro
 		rc = -ENOSPC;
 		goto out;
 	}
-	cp_sig.rwmap = rwmap_snapshot();
+	cp_sig.rwmap = cp_rwmap_snapshot();
 	if ((path && !R->path) || !cp_sig.ring) {
 		rc = -ENOMEM;
 		cp_session_release();
@@ -436,7 +436,7 @@ static int start(const char *path, int stream, int recorded, const struct cpupro
 	cp_names_reset();
 	/* The unwind tables are built before the first sample can be taken;
 	 * record knows the objects before the first sample names one. */
-	unwind_start(s.unwind);
+	cp_unwind_start(s.unwind);
 	if (recorded)
 		cp_shm_objects(1);
 
@@ -655,7 +655,7 @@ static void after_fork_child(void)
 	int had = cp_session.running || cp_session.stream_open || cp_session.suspended;
 	if (had && cp_session.run.engine)
 		cp_session.run.engine->forget();
-	unwind_after_fork(); /* before cp_session_release: its lock may be held */
+	cp_unwind_after_fork(); /* before cp_session_release: its lock may be held */
 	if (had)
 		cp_session_release(); /* the child's copies of our memory */
 	int recorded = had && cp_session.run.recorded;
@@ -738,7 +738,7 @@ void cp_session_facts_locked(struct cp_facts *f)
 	f->throttled = ts.throttled;
 	f->first_error = ts.first_error;
 	if (R->unwind != CP_UNWIND_FP)
-		unwind_each_object(summarise_object, f);
+		cp_unwind_each_object(summarise_object, f);
 }
 
 /* This process's name: its program's base name. */
@@ -790,15 +790,15 @@ int cp_session_write_locked(void)
 	/* One part: this process, symbolized from what it has loaded now,
 	 * labelled with its pid and name and its threads'. */
 	struct cp_profile_part part = {
-		.syms = symbols_load(),
+		.syms = cp_symbols_load(),
 		.tab = &cp_session.run.tab,
 		.pid = getpid(),
 		.process = own_name(exe, sizeof exe),
 		.thread_name = own_thread_name,
 		.arg = name,
 	};
-	int rc = part.syms ? pprof_write_parts(path, &part, 1, &meta, err, sizeof err) : -ENOMEM;
-	symbols_free((struct cp_symbols *)part.syms);
+	int rc = part.syms ? cp_pprof_write_parts(path, &part, 1, &meta, err, sizeof err) : -ENOMEM;
+	cp_symbols_free((struct cp_symbols *)part.syms);
 	if (rc < 0) {
 		fprintf(stderr, "cpuprof: cannot write %s: %s\n", path, err[0] ? err : strerror(-rc));
 		return rc;

@@ -219,7 +219,7 @@ static int get_encoded(struct cur *c, uint8_t enc, int app, uint64_t datarel, ui
 	return 0;
 }
 
-int ehframe_hdr_parse(const uint8_t *hdr, size_t size, uint64_t hdr_addr, uint64_t *eh_frame,
+int cp_ehframe_hdr_parse(const uint8_t *hdr, size_t size, uint64_t hdr_addr, uint64_t *eh_frame,
 		      size_t *fde_count, char *err, size_t errlen)
 {
 	struct cur c = { hdr, hdr + size, hdr, hdr_addr, 0 };
@@ -700,7 +700,7 @@ static struct cie *find_cie(struct cie *cies, size_t n, size_t off)
 	return NULL;
 }
 
-int ehframe_parse(const uint8_t *data, size_t size, uint64_t addr, size_t fde_count,
+int cp_ehframe_parse(const uint8_t *data, size_t size, uint64_t addr, size_t fde_count,
 		  const struct ehf_range *text, size_t ntext, struct ehf_result *out, char *err,
 		  size_t errlen)
 {
@@ -868,11 +868,11 @@ int ehframe_parse(const uint8_t *data, size_t size, uint64_t addr, size_t fde_co
 out:
 	free(cies);
 	if (rc < 0)
-		ehframe_free(out);
+		cp_ehframe_free(out);
 	return rc;
 }
 
-void ehframe_free(struct ehf_result *r)
+void cp_ehframe_free(struct ehf_result *r)
 {
 	free(r->fdes);
 	free(r->rows);

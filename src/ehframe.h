@@ -46,7 +46,7 @@ struct ehf_range {
  * hdr_addr: the address of .eh_frame into *eh_frame and the number of FDEs
  * its search table lists into *fde_count (0 if it has none).  Returns 0,
  * or -1 with a reason in err. */
-int ehframe_hdr_parse(const uint8_t *hdr, size_t size, uint64_t hdr_addr, uint64_t *eh_frame,
+int cp_ehframe_hdr_parse(const uint8_t *hdr, size_t size, uint64_t hdr_addr, uint64_t *eh_frame,
 		      size_t *fde_count, char *err, size_t errlen);
 
 /* Parses the .eh_frame at data[0..size), which lives at address addr (run
@@ -54,12 +54,12 @@ int ehframe_hdr_parse(const uint8_t *hdr, size_t size, uint64_t hdr_addr, uint64
  * at a zero terminator, at the end of the data, or once fde_count FDEs have
  * been seen if fde_count is not 0 (fewer is an error: a truncated
  * section).  FDEs are kept if they lie inside one of text[0..ntext).
- * Returns 0 and fills *out (free with ehframe_free), or -1 with a reason
+ * Returns 0 and fills *out (free with cp_ehframe_free), or -1 with a reason
  * in err: the whole section is then rejected. */
-int ehframe_parse(const uint8_t *data, size_t size, uint64_t addr, size_t fde_count,
+int cp_ehframe_parse(const uint8_t *data, size_t size, uint64_t addr, size_t fde_count,
 		  const struct ehf_range *text, size_t ntext, struct ehf_result *out, char *err,
 		  size_t errlen);
 
-void ehframe_free(struct ehf_result *r);
+void cp_ehframe_free(struct ehf_result *r);
 
 #endif

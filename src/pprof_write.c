@@ -376,7 +376,7 @@ static uint32_t location_for(struct builder *b, uint64_t addr)
 	if (id)
 		return id;
 	const struct cp_symbols *sy = ps->p->syms;
-	const struct cp_segment *g = symbols_segment_for(sy, addr);
+	const struct cp_segment *g = cp_symbols_segment_for(sy, addr);
 	uint32_t mapping = 0, seg = 0;
 	if (g) {
 		size_t k = (size_t)(g - sy->segs);
@@ -451,7 +451,7 @@ static uint32_t str_readable(struct builder *b, const char *s)
 		b->err = ENOMEM;
 		return 0;
 	}
-	char *d = symbols_demangle(b->parts[0].p->syms, base ? base : s);
+	char *d = cp_symbols_demangle(b->parts[0].p->syms, base ? base : s);
 	uint32_t k = str_intern(b, d ? d : base ? base : s);
 	free(d);
 	free(base);
@@ -565,7 +565,7 @@ static void symbolize(struct builder *b)
 		const struct cp_symbols *sy = b->parts[l->part].p->syms;
 		const struct cp_object *o = sy->segs[l->seg - 1].obj;
 		uintptr_t start = 0;
-		symname[i] = symbols_name_for(sy, l->addr, &start);
+		symname[i] = cp_symbols_name_for(sy, l->addr, &start);
 		/* Only objects that are files ("[vdso]" is not). */
 		if (o->path[0] != '/' || !cp_pprof_lines)
 			continue;
@@ -632,10 +632,10 @@ out:
 static void put_value_type(struct pb_buf *pb, uint32_t field,
 			   uint32_t type, uint32_t unit)
 {
-	size_t m = pb_start(pb);
-	pb_int64_opt(pb, VALUE_TYPE_TYPE, type);
-	pb_int64_opt(pb, VALUE_TYPE_UNIT, unit);
-	pb_end(pb, field, m);
+	size_t m = cp_pb_start(pb);
+	cp_pb_int64_opt(pb, VALUE_TYPE_TYPE, type);
+	cp_pb_int64_opt(pb, VALUE_TYPE_UNIT, unit);
+	cp_pb_end(pb, field, m);
 }
 
 /* The label strings, once interned. */
@@ -645,11 +645,11 @@ struct label_keys {
 
 static void put_label(struct pb_buf *pb, uint32_t key, uint32_t str, int64_t num)
 {
-	size_t m = pb_start(pb);
-	pb_int64_opt(pb, LABEL_KEY, key);
-	pb_int64_opt(pb, LABEL_STR, str);
-	pb_int64_opt(pb, LABEL_NUM, num);
-	pb_end(pb, SAMPLE_LABEL, m);
+	size_t m = cp_pb_start(pb);
+	cp_pb_int64_opt(pb, LABEL_KEY, key);
+	cp_pb_int64_opt(pb, LABEL_STR, str);
+	cp_pb_int64_opt(pb, LABEL_NUM, num);
+	cp_pb_end(pb, SAMPLE_LABEL, m);
 }
 
 /* A sample of part ps, sampled in thread tid (0: none in particular). */
@@ -659,9 +659,9 @@ static void put_sample(struct builder *b, const struct part_state *ps, const str
 	struct pb_buf *pb = &b->pb;
 	int64_t values[2] = { (int64_t)count, (int64_t)ns };
 	const struct cp_profile_part *p = ps ? ps->p : NULL;
-	size_t m = pb_start(pb);
-	pb_packed_uint64(pb, SAMPLE_LOCATION_ID, ids, n);
-	pb_packed_int64(pb, SAMPLE_VALUE, values, 2);
+	size_t m = cp_pb_start(pb);
+	cp_pb_packed_uint64(pb, SAMPLE_LOCATION_ID, ids, n);
+	cp_pb_packed_int64(pb, SAMPLE_VALUE, values, 2);
 	if (p && p->pid)
 		put_label(pb, k->pid, 0, p->pid);
 	if (p && ps->pid_str)
@@ -672,7 +672,7 @@ static void put_sample(struct builder *b, const struct part_state *ps, const str
 		if (name && name[0])
 			put_label(pb, k->thread, str_intern(b, name), 0);
 	}
-	pb_end(pb, PROFILE_SAMPLE, m);
+	cp_pb_end(pb, PROFILE_SAMPLE, m);
 }
 
 /* A sample whose only frame is the pseudo-function ps->name. */
@@ -720,7 +720,7 @@ static int build(struct builder *b, const struct cp_profile_meta *meta)
 			for (uint32_t k = 0; k < s->n; k++) {
 				uint64_t pc = s->pcs[k];
 				if (k == 1 && (s->flags & CP_STACK_LINK_REG) &&
-				    !symbols_code_outside_function(ps->p->syms, s->pcs[0], pc - 1))
+				    !cp_symbols_code_outside_function(ps->p->syms, s->pcs[0], pc - 1))
 					continue;
 				/* A caller's frame: point into the call instruction. */
 				ids[n++] = location_for(b, k > 0 && pc > 0 ? pc - 1 : pc);
@@ -749,52 +749,52 @@ static int build(struct builder *b, const struct cp_profile_meta *meta)
 			const struct cp_segment *g = &sy->segs[i];
 			if (!ps->segmapping[i])
 				continue;
-			size_t m = pb_start(pb);
-			pb_uint64(pb, MAPPING_ID, ps->segmapping[i]);
-			pb_uint64_opt(pb, MAPPING_MEMORY_START, g->start);
-			pb_uint64_opt(pb, MAPPING_MEMORY_LIMIT, g->limit);
-			pb_uint64_opt(pb, MAPPING_FILE_OFFSET, g->file_offset);
-			pb_int64_opt(pb, MAPPING_FILENAME, str_intern(b, g->obj->path));
-			pb_int64_opt(pb, MAPPING_BUILD_ID, str_intern(b, g->obj->build_id));
-			pb_bool(pb, MAPPING_HAS_FUNCTIONS, 1);
+			size_t m = cp_pb_start(pb);
+			cp_pb_uint64(pb, MAPPING_ID, ps->segmapping[i]);
+			cp_pb_uint64_opt(pb, MAPPING_MEMORY_START, g->start);
+			cp_pb_uint64_opt(pb, MAPPING_MEMORY_LIMIT, g->limit);
+			cp_pb_uint64_opt(pb, MAPPING_FILE_OFFSET, g->file_offset);
+			cp_pb_int64_opt(pb, MAPPING_FILENAME, str_intern(b, g->obj->path));
+			cp_pb_int64_opt(pb, MAPPING_BUILD_ID, str_intern(b, g->obj->build_id));
+			cp_pb_bool(pb, MAPPING_HAS_FUNCTIONS, 1);
 			/* True where some Location has them, as pprof's own
 			 * symbolizer sets them. */
-			pb_bool(pb, MAPPING_HAS_FILENAMES, ps->mapflags[i].filenames);
-			pb_bool(pb, MAPPING_HAS_LINE_NUMBERS, ps->mapflags[i].line_numbers);
-			pb_bool(pb, MAPPING_HAS_INLINE_FRAMES, ps->mapflags[i].inline_frames);
-			pb_end(pb, PROFILE_MAPPING, m);
+			cp_pb_bool(pb, MAPPING_HAS_FILENAMES, ps->mapflags[i].filenames);
+			cp_pb_bool(pb, MAPPING_HAS_LINE_NUMBERS, ps->mapflags[i].line_numbers);
+			cp_pb_bool(pb, MAPPING_HAS_INLINE_FRAMES, ps->mapflags[i].inline_frames);
+			cp_pb_end(pb, PROFILE_MAPPING, m);
 		}
 	}
 	for (size_t i = 0; i < b->nlocs; i++) {
 		const struct location *l = &b->locs[i];
-		size_t m = pb_start(pb);
-		pb_uint64(pb, LOCATION_ID, i + 1);
-		pb_uint64_opt(pb, LOCATION_MAPPING_ID, l->mapping);
-		pb_uint64_opt(pb, LOCATION_ADDRESS, l->addr);
+		size_t m = cp_pb_start(pb);
+		cp_pb_uint64(pb, LOCATION_ID, i + 1);
+		cp_pb_uint64_opt(pb, LOCATION_MAPPING_ID, l->mapping);
+		cp_pb_uint64_opt(pb, LOCATION_ADDRESS, l->addr);
 		for (uint32_t k = 0; k < l->nlines; k++) {
 			const struct line *ln = &b->lines[l->line0 + k];
-			size_t line = pb_start(pb);
-			pb_uint64(pb, LINE_FUNCTION_ID, ln->function);
-			pb_int64_opt(pb, LINE_LINE, ln->line);
-			pb_end(pb, LOCATION_LINE, line);
+			size_t line = cp_pb_start(pb);
+			cp_pb_uint64(pb, LINE_FUNCTION_ID, ln->function);
+			cp_pb_int64_opt(pb, LINE_LINE, ln->line);
+			cp_pb_end(pb, LOCATION_LINE, line);
 		}
-		pb_end(pb, PROFILE_LOCATION, m);
+		cp_pb_end(pb, PROFILE_LOCATION, m);
 	}
 	for (size_t i = 0; i < b->nfns; i++) {
 		const struct function *f = &b->fns[i];
-		size_t m = pb_start(pb);
-		pb_uint64(pb, FUNCTION_ID, i + 1);
-		pb_int64_opt(pb, FUNCTION_NAME, f->name);
-		pb_int64_opt(pb, FUNCTION_SYSTEM_NAME, f->system_name);
-		pb_int64_opt(pb, FUNCTION_FILENAME, f->filename);
-		pb_int64_opt(pb, FUNCTION_START_LINE, f->start_line);
-		pb_end(pb, PROFILE_FUNCTION, m);
+		size_t m = cp_pb_start(pb);
+		cp_pb_uint64(pb, FUNCTION_ID, i + 1);
+		cp_pb_int64_opt(pb, FUNCTION_NAME, f->name);
+		cp_pb_int64_opt(pb, FUNCTION_SYSTEM_NAME, f->system_name);
+		cp_pb_int64_opt(pb, FUNCTION_FILENAME, f->filename);
+		cp_pb_int64_opt(pb, FUNCTION_START_LINE, f->start_line);
+		cp_pb_end(pb, PROFILE_FUNCTION, m);
 	}
 
-	pb_int64_opt(pb, PROFILE_TIME_NANOS, meta->time_nanos);
-	pb_int64_opt(pb, PROFILE_DURATION_NANOS, meta->duration_nanos);
+	cp_pb_int64_opt(pb, PROFILE_TIME_NANOS, meta->time_nanos);
+	cp_pb_int64_opt(pb, PROFILE_DURATION_NANOS, meta->duration_nanos);
 	put_value_type(pb, PROFILE_PERIOD_TYPE, s_cpu, s_ns);
-	pb_int64_opt(pb, PROFILE_PERIOD, (int64_t)meta->period_ns);
+	cp_pb_int64_opt(pb, PROFILE_PERIOD, (int64_t)meta->period_ns);
 	size_t nc = meta->ncomments + b->ncomments;
 	if (nc) {
 		int64_t *c = malloc(nc * sizeof *c);
@@ -805,19 +805,19 @@ static int build(struct builder *b, const struct cp_profile_meta *meta)
 						     meta->comments[i] : "");
 		for (size_t i = 0; i < b->ncomments; i++)
 			c[meta->ncomments + i] = str_intern(b, b->comments[i]);
-		pb_packed_int64(pb, PROFILE_COMMENT, c, nc);
+		cp_pb_packed_int64(pb, PROFILE_COMMENT, c, nc);
 		free(c);
 	}
 
 	/* Last, now that every string is in it. */
 	for (size_t i = 0; i < b->nstrs; i++)
-		pb_string(pb, PROFILE_STRING_TABLE, b->strs[i]);
+		cp_pb_string(pb, PROFILE_STRING_TABLE, b->strs[i]);
 	return b->err || pb->err ? -ENOMEM : 0;
 }
 
 static void builder_free(struct builder *b)
 {
-	pb_free(&b->pb);
+	cp_pb_free(&b->pb);
 	for (size_t i = 0; i < b->nstrs; i++)
 		free(b->strs[i]);
 	free(b->strs);
@@ -924,7 +924,7 @@ static void set_err(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-int pprof_write_parts(const char *path, const struct cp_profile_part *parts, size_t nparts,
+int cp_pprof_write_parts(const char *path, const struct cp_profile_part *parts, size_t nparts,
 		      const struct cp_profile_meta *meta, char *err, size_t errlen)
 {
 	static const struct cp_profile_meta no_meta;
@@ -937,7 +937,7 @@ int pprof_write_parts(const char *path, const struct cp_profile_part *parts, siz
 	if (err && errlen)
 		err[0] = '\0';
 	memset(&b, 0, sizeof b);
-	pb_init(&b.pb);
+	cp_pb_init(&b.pb);
 	int ok = nparts > 0 && (b.parts = calloc(nparts, sizeof *b.parts)) != NULL;
 	for (size_t p = 0; ok && p < nparts; p++) {
 		b.parts[p].p = &parts[p];
@@ -1005,15 +1005,15 @@ out:
 	return rc;
 }
 
-int pprof_write(const char *path, const struct cp_stacktab *tab, const struct cp_profile_meta *meta, char *err,
+int cp_pprof_write(const char *path, const struct cp_stacktab *tab, const struct cp_profile_meta *meta, char *err,
 		size_t errlen)
 {
-	struct cp_profile_part part = { .syms = symbols_load(), .tab = tab };
+	struct cp_profile_part part = { .syms = cp_symbols_load(), .tab = tab };
 	if (!part.syms) {
 		set_err(err, errlen, "pprof: out of memory");
 		return -ENOMEM;
 	}
-	int rc = pprof_write_parts(path, &part, 1, meta, err, errlen);
-	symbols_free((struct cp_symbols *)part.syms);
+	int rc = cp_pprof_write_parts(path, &part, 1, meta, err, errlen);
+	cp_symbols_free((struct cp_symbols *)part.syms);
 	return rc;
 }

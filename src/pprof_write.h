@@ -52,12 +52,12 @@ struct cp_profile_part {
  * in the same directory, then rename; a path that is not a regular file
  * is written into).  Returns 0, or a negative errno with a message in
  * err[errlen]. */
-int pprof_write_parts(const char *path, const struct cp_profile_part *parts, size_t nparts,
+int cp_pprof_write_parts(const char *path, const struct cp_profile_part *parts, size_t nparts,
 		      const struct cp_profile_meta *meta, char *err, size_t errlen);
 
 /* Writes `tab`, sampled in this process, to `path` as one part without
  * labels, symbolized from the objects loaded now. */
-int pprof_write(const char *path, const struct cp_stacktab *tab,
+int cp_pprof_write(const char *path, const struct cp_stacktab *tab,
 		const struct cp_profile_meta *meta, char *err, size_t errlen);
 
 

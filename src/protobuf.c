@@ -10,15 +10,15 @@
 
 #include "protobuf.h"
 
-void pb_init(struct pb_buf *b)
+void cp_pb_init(struct pb_buf *b)
 {
 	memset(b, 0, sizeof *b);
 }
 
-void pb_free(struct pb_buf *b)
+void cp_pb_free(struct pb_buf *b)
 {
 	free(b->data);
-	pb_init(b);
+	cp_pb_init(b);
 }
 
 /* Makes room for `more` bytes past b->len; returns 0, or -1 with the sticky
@@ -69,7 +69,7 @@ static size_t pb_put_varint(uint8_t *p, uint64_t v)
 	return n;
 }
 
-void pb_varint(struct pb_buf *b, uint64_t v)
+void cp_pb_varint(struct pb_buf *b, uint64_t v)
 {
 	if (pb_reserve(b, 10) == 0)
 		b->len += pb_put_varint(b->data + b->len, v);
@@ -77,54 +77,54 @@ void pb_varint(struct pb_buf *b, uint64_t v)
 
 static void pb_key(struct pb_buf *b, uint32_t field, int wire)
 {
-	pb_varint(b, (uint64_t)field << 3 | (uint64_t)wire);
+	cp_pb_varint(b, (uint64_t)field << 3 | (uint64_t)wire);
 }
 
-void pb_uint64(struct pb_buf *b, uint32_t field, uint64_t v)
+void cp_pb_uint64(struct pb_buf *b, uint32_t field, uint64_t v)
 {
 	pb_key(b, field, PB_WIRE_VARINT);
-	pb_varint(b, v);
+	cp_pb_varint(b, v);
 }
 
-void pb_uint64_opt(struct pb_buf *b, uint32_t field, uint64_t v)
+void cp_pb_uint64_opt(struct pb_buf *b, uint32_t field, uint64_t v)
 {
 	if (v)
-		pb_uint64(b, field, v);
+		cp_pb_uint64(b, field, v);
 }
 
 /* int64 is encoded as the two's-complement uint64 (not zigzag). */
-void pb_int64(struct pb_buf *b, uint32_t field, int64_t v)
+void cp_pb_int64(struct pb_buf *b, uint32_t field, int64_t v)
 {
-	pb_uint64(b, field, (uint64_t)v);
+	cp_pb_uint64(b, field, (uint64_t)v);
 }
 
-void pb_int64_opt(struct pb_buf *b, uint32_t field, int64_t v)
+void cp_pb_int64_opt(struct pb_buf *b, uint32_t field, int64_t v)
 {
 	if (v)
-		pb_int64(b, field, v);
+		cp_pb_int64(b, field, v);
 }
 
-void pb_bool(struct pb_buf *b, uint32_t field, int v)
+void cp_pb_bool(struct pb_buf *b, uint32_t field, int v)
 {
-	pb_uint64(b, field, v ? 1 : 0);
+	cp_pb_uint64(b, field, v ? 1 : 0);
 }
 
-void pb_bytes(struct pb_buf *b, uint32_t field, const void *p, size_t n)
+void cp_pb_bytes(struct pb_buf *b, uint32_t field, const void *p, size_t n)
 {
 	pb_key(b, field, PB_WIRE_BYTES);
-	pb_varint(b, n);
+	cp_pb_varint(b, n);
 	if (n && pb_reserve(b, n) == 0) {
 		memcpy(b->data + b->len, p, n);
 		b->len += n;
 	}
 }
 
-void pb_string(struct pb_buf *b, uint32_t field, const char *s)
+void cp_pb_string(struct pb_buf *b, uint32_t field, const char *s)
 {
-	pb_bytes(b, field, s, strlen(s));
+	cp_pb_bytes(b, field, s, strlen(s));
 }
 
-void pb_packed_uint64(struct pb_buf *b, uint32_t field, const uint64_t *v,
+void cp_pb_packed_uint64(struct pb_buf *b, uint32_t field, const uint64_t *v,
 		      size_t n)
 {
 	if (n == 0)
@@ -133,26 +133,26 @@ void pb_packed_uint64(struct pb_buf *b, uint32_t field, const uint64_t *v,
 	for (size_t i = 0; i < n; i++)
 		len += pb_varint_len(v[i]);
 	pb_key(b, field, PB_WIRE_BYTES);
-	pb_varint(b, len);
+	cp_pb_varint(b, len);
 	if (pb_reserve(b, len) != 0)
 		return;
 	for (size_t i = 0; i < n; i++)
 		b->len += pb_put_varint(b->data + b->len, v[i]);
 }
 
-void pb_packed_int64(struct pb_buf *b, uint32_t field, const int64_t *v,
+void cp_pb_packed_int64(struct pb_buf *b, uint32_t field, const int64_t *v,
 		     size_t n)
 {
 	/* Same bits, same encoding. */
-	pb_packed_uint64(b, field, (const uint64_t *)(const void *)v, n);
+	cp_pb_packed_uint64(b, field, (const uint64_t *)(const void *)v, n);
 }
 
-size_t pb_start(struct pb_buf *b)
+size_t cp_pb_start(struct pb_buf *b)
 {
 	return b->len;
 }
 
-void pb_end(struct pb_buf *b, uint32_t field, size_t start)
+void cp_pb_end(struct pb_buf *b, uint32_t field, size_t start)
 {
 	uint8_t head[20];
 	size_t body = b->len - start;

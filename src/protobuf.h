@@ -1,7 +1,7 @@
 /*
  * protobuf.h -- a minimal protocol-buffer encoder: a growable byte buffer
  * and functions that append one field each (varint, length-delimited,
- * packed repeated) plus pb_start/pb_end that wrap a nested message.  Only
+ * packed repeated) plus cp_pb_start/cp_pb_end that wrap a nested message.  Only
  * what a pprof writer needs.  An allocation failure is sticky in the
  * buffer (pb->err = ENOMEM, later appends do nothing): check it once at
  * the end.
@@ -22,32 +22,32 @@ struct pb_buf {
 	int err; /* 0, or ENOMEM once any append failed */
 };
 
-void pb_init(struct pb_buf *b);
-void pb_free(struct pb_buf *b);
+void cp_pb_init(struct pb_buf *b);
+void cp_pb_free(struct pb_buf *b);
 
 /* Appends v as a base-128 varint (no key). */
-void pb_varint(struct pb_buf *b, uint64_t v);
+void cp_pb_varint(struct pb_buf *b, uint64_t v);
 
 /* Single fields: key (field number `field`, wire type implied) + value.
  * The *_opt forms write nothing for zero, the proto3 default. */
-void pb_uint64(struct pb_buf *b, uint32_t field, uint64_t v);
-void pb_uint64_opt(struct pb_buf *b, uint32_t field, uint64_t v);
-void pb_int64(struct pb_buf *b, uint32_t field, int64_t v);
-void pb_int64_opt(struct pb_buf *b, uint32_t field, int64_t v);
-void pb_bool(struct pb_buf *b, uint32_t field, int v);
-void pb_string(struct pb_buf *b, uint32_t field, const char *s);
-void pb_bytes(struct pb_buf *b, uint32_t field, const void *p, size_t n);
+void cp_pb_uint64(struct pb_buf *b, uint32_t field, uint64_t v);
+void cp_pb_uint64_opt(struct pb_buf *b, uint32_t field, uint64_t v);
+void cp_pb_int64(struct pb_buf *b, uint32_t field, int64_t v);
+void cp_pb_int64_opt(struct pb_buf *b, uint32_t field, int64_t v);
+void cp_pb_bool(struct pb_buf *b, uint32_t field, int v);
+void cp_pb_string(struct pb_buf *b, uint32_t field, const char *s);
+void cp_pb_bytes(struct pb_buf *b, uint32_t field, const void *p, size_t n);
 
 /* Packed repeated fields: one length-delimited field holding n varints.
  * Nothing is written for n == 0. */
-void pb_packed_uint64(struct pb_buf *b, uint32_t field, const uint64_t *v,
+void cp_pb_packed_uint64(struct pb_buf *b, uint32_t field, const uint64_t *v,
 		      size_t n);
-void pb_packed_int64(struct pb_buf *b, uint32_t field, const int64_t *v,
+void cp_pb_packed_int64(struct pb_buf *b, uint32_t field, const int64_t *v,
 		     size_t n);
 
-/* A nested message: `size_t m = pb_start(b);` append its fields, then
- * `pb_end(b, field, m)` inserts the key and length in front of them. */
-size_t pb_start(struct pb_buf *b);
-void pb_end(struct pb_buf *b, uint32_t field, size_t start);
+/* A nested message: `size_t m = cp_pb_start(b);` append its fields, then
+ * `cp_pb_end(b, field, m)` inserts the key and length in front of them. */
+size_t cp_pb_start(struct pb_buf *b);
+void cp_pb_end(struct pb_buf *b, uint32_t field, size_t start);
 
 #endif

@@ -29,7 +29,7 @@ static int parse_hex(const char **p, const char *end, uintptr_t *out)
 	return n;
 }
 
-struct cp_rwmap *rwmap_parse(const char *text, size_t len)
+struct cp_rwmap *cp_rwmap_parse(const char *text, size_t len)
 {
 	size_t lines = 1;
 	for (size_t i = 0; i < len; i++)
@@ -59,7 +59,7 @@ struct cp_rwmap *rwmap_parse(const char *text, size_t len)
 	return m;
 }
 
-struct cp_rwmap *rwmap_snapshot(void)
+struct cp_rwmap *cp_rwmap_snapshot(void)
 {
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -87,12 +87,12 @@ struct cp_rwmap *rwmap_snapshot(void)
 		len += (size_t)r;
 	}
 	close(fd);
-	struct cp_rwmap *m = buf ? rwmap_parse(buf, len) : NULL;
+	struct cp_rwmap *m = buf ? cp_rwmap_parse(buf, len) : NULL;
 	free(buf);
 	return m;
 }
 
-void rwmap_free(struct cp_rwmap *m)
+void cp_rwmap_free(struct cp_rwmap *m)
 {
 	free(m);
 }

@@ -10,9 +10,9 @@
 
 /* Parses maps text (as read from /proc/self/maps) into a sorted snapshot,
  * merging adjacent ranges.  NULL on allocation failure. */
-struct cp_rwmap *rwmap_parse(const char *text, size_t len);
+struct cp_rwmap *cp_rwmap_parse(const char *text, size_t len);
 /* Reads /proc/self/maps and parses it; NULL if it cannot be read. */
-struct cp_rwmap *rwmap_snapshot(void);
-void rwmap_free(struct cp_rwmap *m);
+struct cp_rwmap *cp_rwmap_snapshot(void);
+void cp_rwmap_free(struct cp_rwmap *m);
 
 #endif

@@ -151,7 +151,7 @@ void cp_shm_objects(int always)
 		return;
 	seen[0] = now[0];
 	seen[1] = now[1];
-	struct cp_symbols *s = symbols_enumerate();
+	struct cp_symbols *s = cp_symbols_enumerate();
 	if (!s)
 		return;
 	uint32_t n = atomic_load(&slot->nobjs), added = 0;
@@ -177,7 +177,7 @@ void cp_shm_objects(int always)
 		n++;
 		added++;
 	}
-	symbols_free(s);
+	cp_symbols_free(s);
 	if (added) {
 		atomic_store_explicit(&slot->nobjs, n, memory_order_release);
 		atomic_store(&slot->objgen, gen);

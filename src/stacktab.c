@@ -11,12 +11,12 @@
 
 #include "stacktab.h"
 
-void stacktab_init(struct cp_stacktab *t)
+void cp_stacktab_init(struct cp_stacktab *t)
 {
 	memset(t, 0, sizeof *t);
 }
 
-void stacktab_clear(struct cp_stacktab *t)
+void cp_stacktab_clear(struct cp_stacktab *t)
 {
 	for (size_t i = 0; i < t->len; i++)
 		free(t->items[i]);
@@ -27,12 +27,12 @@ void stacktab_clear(struct cp_stacktab *t)
 	t->total_ns = 0;
 }
 
-void stacktab_free(struct cp_stacktab *t)
+void cp_stacktab_free(struct cp_stacktab *t)
 {
-	stacktab_clear(t);
+	cp_stacktab_clear(t);
 	free(t->items);
 	free(t->index);
-	stacktab_init(t);
+	cp_stacktab_init(t);
 }
 
 /* A multiply-xorshift hash over the words of a stack. */
@@ -93,13 +93,13 @@ static int stacktab_rehash(struct cp_stacktab *t, size_t nindex)
 	return 0;
 }
 
-int stacktab_add(struct cp_stacktab *t, const uintptr_t *pcs, uint32_t n,
+int cp_stacktab_add(struct cp_stacktab *t, const uintptr_t *pcs, uint32_t n,
 		 uint32_t flags, uint64_t count, uint64_t ns)
 {
-	return stacktab_add_tid(t, 0, pcs, n, flags, count, ns);
+	return cp_stacktab_add_tid(t, 0, pcs, n, flags, count, ns);
 }
 
-int stacktab_add_tid(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pcs, uint32_t n, uint32_t flags,
+int cp_stacktab_add_tid(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pcs, uint32_t n, uint32_t flags,
 		     uint64_t count, uint64_t ns)
 {
 	uint64_t h = stack_hash(tid, pcs, n, flags);

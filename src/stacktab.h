@@ -26,7 +26,7 @@ struct cp_stack {
 /* pcs[1] is the link register's value at the interrupt: the caller of
  * pcs[0] if that function had not stored its return address yet (a leaf, a
  * prologue), else stale.  Writers keep it only if
- * symbols_code_outside_function(pcs[0], pcs[1] - 1) says it is a call
+ * cp_symbols_code_outside_function(pcs[0], pcs[1] - 1) says it is a call
  * site in another function. */
 #define CP_STACK_LINK_REG 2u
 
@@ -38,16 +38,16 @@ struct cp_stacktab {
 	uint64_t total_count, total_ns;
 };
 
-void stacktab_init(struct cp_stacktab *t);
-void stacktab_free(struct cp_stacktab *t);
+void cp_stacktab_init(struct cp_stacktab *t);
+void cp_stacktab_free(struct cp_stacktab *t);
 /* Drops every stack but keeps the memory for reuse. */
-void stacktab_clear(struct cp_stacktab *t);
+void cp_stacktab_clear(struct cp_stacktab *t);
 /* Adds count/ns to the entry for (tid, pcs, n, flags), creating it if
  * needed.  Returns 0 or -ENOMEM (the table is then unchanged). */
-int stacktab_add_tid(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pcs, uint32_t n, uint32_t flags,
+int cp_stacktab_add_tid(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pcs, uint32_t n, uint32_t flags,
 		     uint64_t count, uint64_t ns);
 /* The same for a stack of no thread in particular (tid 0). */
-int stacktab_add(struct cp_stacktab *t, const uintptr_t *pcs, uint32_t n,
+int cp_stacktab_add(struct cp_stacktab *t, const uintptr_t *pcs, uint32_t n,
 		 uint32_t flags, uint64_t count, uint64_t ns);
 
 #endif

@@ -240,7 +240,7 @@ static int symtab_build(struct cp_symtab *out, const ElfW(Sym) *sy,
 	out->names = malloc(bytes);
 	if (!out->syms || !out->names) {
 		free(tmp);
-		symbols_symtab_free(out);
+		cp_symbols_symtab_free(out);
 		return -ENOMEM;
 	}
 	char *p = out->names;
@@ -267,7 +267,7 @@ static int symtab_build(struct cp_symtab *out, const ElfW(Sym) *sy,
 }
 
 /* Reads the symbols (and build ID) of the image src; see
- * symbols_read_file. */
+ * cp_symbols_read_file. */
 static int elf_read(const struct elf_src *src, struct cp_symtab *out,
 		    char *build_id)
 {
@@ -327,7 +327,7 @@ done:
 	return rc;
 }
 
-int symbols_read_file(const char *path, struct cp_symtab *out,
+int cp_symbols_read_file(const char *path, struct cp_symtab *out,
 		      char *build_id)
 {
 	struct stat st;
@@ -346,21 +346,21 @@ int symbols_read_file(const char *path, struct cp_symtab *out,
 	return rc;
 }
 
-int symbols_read_image(const void *image, size_t size, struct cp_symtab *out,
+int cp_symbols_read_image(const void *image, size_t size, struct cp_symtab *out,
 		       char *build_id)
 {
 	struct elf_src src = { .fd = -1, .mem = image, .size = size };
 	return elf_read(&src, out, build_id);
 }
 
-void symbols_symtab_free(struct cp_symtab *t)
+void cp_symbols_symtab_free(struct cp_symtab *t)
 {
 	free(t->syms);
 	free(t->names);
 	memset(t, 0, sizeof *t);
 }
 
-const struct cp_sym *symbols_symtab_lookup(const struct cp_symtab *t,
+const struct cp_sym *cp_symbols_symtab_lookup(const struct cp_symtab *t,
 					   uintptr_t addr)
 {
 	size_t lo = 0, hi = t->n;
@@ -528,15 +528,15 @@ static int read_debug_file(struct cp_object *o)
 	if (len < 4)
 		return -ENOENT;
 	snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug", o->build_id, o->build_id + 2);
-	int rc = symbols_read_file(path, &o->symtab, bid);
+	int rc = cp_symbols_read_file(path, &o->symtab, bid);
 	if (rc == 0 && (strcmp(bid, o->build_id) != 0 || o->symtab.n == 0)) {
-		symbols_symtab_free(&o->symtab);
+		cp_symbols_symtab_free(&o->symtab);
 		rc = -ENOENT;
 	}
 	return rc;
 }
 
-struct cp_symbols *symbols_enumerate(void)
+struct cp_symbols *cp_symbols_enumerate(void)
 {
 	struct cp_symbols *s = calloc(1, sizeof *s);
 	if (!s)
@@ -548,7 +548,7 @@ struct cp_symbols *symbols_enumerate(void)
 	dl_iterate_phdr(load_one, &c);
 	if (c.err) {
 		free(c.segowner);
-		symbols_free(s);
+		cp_symbols_free(s);
 		return NULL;
 	}
 	for (size_t i = 0; i < s->nsegs; i++)
@@ -577,47 +577,47 @@ static int read_all(struct cp_symbols *s, const char *exe_path, uintptr_t vdso_s
 		if (i == s->vdso_index) {
 			if (!vdso_start)
 				continue;
-			rc = symbols_read_image((const void *)vdso_start, vdso_end - vdso_start, &o->symtab, bid);
+			rc = cp_symbols_read_image((const void *)vdso_start, vdso_end - vdso_start, &o->symtab, bid);
 		} else if (read_debug_file(o) == 0) {
 			continue;
 		} else {
-			rc = symbols_read_file(i == s->exe_index && exe_path ? exe_path : o->path, &o->symtab, bid);
+			rc = cp_symbols_read_file(i == s->exe_index && exe_path ? exe_path : o->path, &o->symtab, bid);
 		}
 		if (rc == -ENOMEM) {
-			symbols_free(s);
+			cp_symbols_free(s);
 			return -ENOMEM;
 		}
 		/* A file replaced on disk since it was loaded would give
 		 * wrong names: better none. */
 		if (rc == 0 && o->build_id[0] && bid[0] && strcmp(o->build_id, bid) != 0)
-			symbols_symtab_free(&o->symtab);
+			cp_symbols_symtab_free(&o->symtab);
 	}
 	return 0;
 }
 
-struct cp_symbols *symbols_load(void)
+struct cp_symbols *cp_symbols_load(void)
 {
-	struct cp_symbols *s = symbols_enumerate();
+	struct cp_symbols *s = cp_symbols_enumerate();
 	if (!s || read_all(s, "/proc/self/exe", s->vdso_start, s->vdso_end) < 0)
 		return NULL;
 	return s;
 }
 
-struct cp_symbols *symbols_from_objects(const struct cp_object_desc *objs, size_t n, const char *exe)
+struct cp_symbols *cp_symbols_from_objects(const struct cp_object_desc *objs, size_t n, const char *exe)
 {
 	struct cp_symbols *s = calloc(1, sizeof *s);
 	size_t nsegs = 0;
 	for (size_t i = 0; i < n; i++)
 		nsegs += objs[i].nsegs;
 	if (!s || !(s->objs = calloc(n ? n : 1, sizeof *s->objs)) || !(s->segs = calloc(nsegs ? nsegs : 1, sizeof *s->segs))) {
-		symbols_free(s);
+		cp_symbols_free(s);
 		return NULL;
 	}
 	s->exe_index = s->vdso_index = SIZE_MAX;
 	for (size_t i = 0; i < n; i++) {
 		struct cp_object *o = &s->objs[s->nobjs];
 		if (!(o->path = strdup(objs[i].path))) {
-			symbols_free(s);
+			cp_symbols_free(s);
 			return NULL;
 		}
 		snprintf(o->build_id, sizeof o->build_id, "%s", objs[i].build_id);
@@ -639,31 +639,31 @@ struct cp_symbols *symbols_from_objects(const struct cp_object_desc *objs, size_
 	/* The vDSO is not a file: ours is the same image if the kernel is
 	 * (its build ID says so). */
 	uintptr_t vlo = 0, vhi = 0;
-	struct cp_symbols *own = s->vdso_index != SIZE_MAX ? symbols_enumerate() : NULL;
+	struct cp_symbols *own = s->vdso_index != SIZE_MAX ? cp_symbols_enumerate() : NULL;
 	if (own && own->vdso_index != SIZE_MAX &&
 	    !strcmp(own->objs[own->vdso_index].build_id, s->objs[s->vdso_index].build_id)) {
 		vlo = own->vdso_start;
 		vhi = own->vdso_end;
 	}
 	int rc = read_all(s, NULL, vlo, vhi);
-	symbols_free(own);
+	cp_symbols_free(own);
 	return rc < 0 ? NULL : s;
 }
 
-void symbols_free(struct cp_symbols *s)
+void cp_symbols_free(struct cp_symbols *s)
 {
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->nobjs; i++) {
 		free(s->objs[i].path);
-		symbols_symtab_free(&s->objs[i].symtab);
+		cp_symbols_symtab_free(&s->objs[i].symtab);
 	}
 	free(s->objs);
 	free(s->segs);
 	free(s);
 }
 
-const struct cp_segment *symbols_segment_for(const struct cp_symbols *s,
+const struct cp_segment *cp_symbols_segment_for(const struct cp_symbols *s,
 					     uintptr_t pc)
 {
 	size_t lo = 0, hi = s->nsegs;
@@ -679,14 +679,14 @@ const struct cp_segment *symbols_segment_for(const struct cp_symbols *s,
 	return &s->segs[lo - 1];
 }
 
-const char *symbols_name_for(const struct cp_symbols *s, uintptr_t pc,
+const char *cp_symbols_name_for(const struct cp_symbols *s, uintptr_t pc,
 			     uintptr_t *sym_start)
 {
-	const struct cp_segment *g = symbols_segment_for(s, pc);
+	const struct cp_segment *g = cp_symbols_segment_for(s, pc);
 	if (!g)
 		return NULL;
 	const struct cp_object *o = g->obj;
-	const struct cp_sym *sym = symbols_symtab_lookup(&o->symtab,
+	const struct cp_sym *sym = cp_symbols_symtab_lookup(&o->symtab,
 							 pc - o->bias);
 	if (!sym)
 		return NULL;
@@ -695,16 +695,16 @@ const char *symbols_name_for(const struct cp_symbols *s, uintptr_t pc,
 	return sym->name;
 }
 
-int symbols_code_outside_function(const struct cp_symbols *s, uintptr_t pc,
+int cp_symbols_code_outside_function(const struct cp_symbols *s, uintptr_t pc,
 				  uintptr_t addr)
 {
 	uintptr_t fn, other;
-	if (!symbols_name_for(s, pc, &fn) || !symbols_segment_for(s, addr))
+	if (!cp_symbols_name_for(s, pc, &fn) || !cp_symbols_segment_for(s, addr))
 		return 0;
-	return !symbols_name_for(s, addr, &other) || other != fn;
+	return !cp_symbols_name_for(s, addr, &other) || other != fn;
 }
 
-char *symbols_demangle(const struct cp_symbols *s, const char *name)
+char *cp_symbols_demangle(const struct cp_symbols *s, const char *name)
 {
 	if (!s->demangle || strncmp(name, "_Z", 2) != 0)
 		return NULL;

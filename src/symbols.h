@@ -64,11 +64,11 @@ struct cp_symbols {
 /* Takes a snapshot of the loaded objects and reads their symbols.  Objects
  * whose file cannot be read (or is malformed, or whose build ID differs
  * from the loaded one) are kept without symbols.  Returns NULL only when
- * out of memory.  Free with symbols_free(). */
-struct cp_symbols *symbols_load(void);
+ * out of memory.  Free with cp_symbols_free(). */
+struct cp_symbols *cp_symbols_load(void);
 /* The same snapshot without reading any symbols (every symtab is empty):
  * which objects are loaded, where, with which build IDs. */
-struct cp_symbols *symbols_enumerate(void);
+struct cp_symbols *cp_symbols_enumerate(void);
 
 /* One object as another process had it loaded (cpuprof record). */
 struct cp_object_desc {
@@ -87,46 +87,46 @@ struct cp_object_desc {
  * disk (where a file's build ID is not the one loaded, none), and the
  * vDSO's from ours where the kernel's is the same.  NULL only when out of
  * memory. */
-struct cp_symbols *symbols_from_objects(const struct cp_object_desc *objs, size_t n, const char *exe);
-void symbols_free(struct cp_symbols *s);
+struct cp_symbols *cp_symbols_from_objects(const struct cp_object_desc *objs, size_t n, const char *exe);
+void cp_symbols_free(struct cp_symbols *s);
 
 /* The executable segment containing pc, or NULL. */
-const struct cp_segment *symbols_segment_for(const struct cp_symbols *s,
+const struct cp_segment *cp_symbols_segment_for(const struct cp_symbols *s,
 					     uintptr_t pc);
 
 /* The name of the function containing pc (as in the symbol table, maybe
  * mangled), or NULL: the symbol with pc in [start, start + size), the
  * innermost if symbols nest.  If sym_start is not NULL it receives the
  * symbol's run-time address.  The name lives as long as s. */
-const char *symbols_name_for(const struct cp_symbols *s, uintptr_t pc,
+const char *cp_symbols_name_for(const struct cp_symbols *s, uintptr_t pc,
 			     uintptr_t *sym_start);
 
 /* 1 if the function containing pc is known and addr is code (in an
  * executable segment) outside that function; 0 if addr is in the same
  * function, is not code, or pc's function is unknown. */
-int symbols_code_outside_function(const struct cp_symbols *s, uintptr_t pc,
+int cp_symbols_code_outside_function(const struct cp_symbols *s, uintptr_t pc,
 				  uintptr_t addr);
 
 /* The demangled form of a C++ symbol name, as a malloc'd string the caller
  * frees, or NULL if the name is not mangled or no demangler (libstdc++'s
  * __cxa_demangle, looked up at run time) is loaded. */
-char *symbols_demangle(const struct cp_symbols *s, const char *name);
+char *cp_symbols_demangle(const struct cp_symbols *s, const char *name);
 
 /* Internal, exposed for tests: reads the function symbols of the ELF file
  * at `path` (or of the ELF image in memory at image[0..size)) into *out,
  * and its GNU build ID as hex into build_id if that is not NULL ("" if
  * none).  Every offset is checked against the file size: a truncated or
  * malformed file gives -ENOEXEC (or an open/read error), never a crash.
- * On success *out may hold zero symbols.  Free with symbols_symtab_free. */
-int symbols_read_file(const char *path, struct cp_symtab *out,
+ * On success *out may hold zero symbols.  Free with cp_symbols_symtab_free. */
+int cp_symbols_read_file(const char *path, struct cp_symtab *out,
 		      char *build_id);
-int symbols_read_image(const void *image, size_t size, struct cp_symtab *out,
+int cp_symbols_read_image(const void *image, size_t size, struct cp_symtab *out,
 		       char *build_id);
-void symbols_symtab_free(struct cp_symtab *t);
+void cp_symbols_symtab_free(struct cp_symtab *t);
 
 /* Internal, exposed for tests: the symbol of t containing the link-time
- * address addr by the rule of symbols_name_for, or NULL. */
-const struct cp_sym *symbols_symtab_lookup(const struct cp_symtab *t,
+ * address addr by the rule of cp_symbols_name_for, or NULL. */
+const struct cp_sym *cp_symbols_symtab_lookup(const struct cp_symtab *t,
 					   uintptr_t addr);
 
 #endif

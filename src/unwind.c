@@ -30,7 +30,7 @@
 #include "unwind.h"
 #include "unwind_build.h"
 
-/* How often unwind_tick() looks for objects loaded or unloaded, and how
+/* How often cp_unwind_tick() looks for objects loaded or unloaded, and how
  * soon after a sample whose pc no table covers. */
 #define CHECK_NS 100000000ll
 #define MISS_CHECK_NS 10000000ll
@@ -70,7 +70,7 @@ static struct {
 	void **retired;             /* to free once no handler can see them */
 	size_t nretired, capretired;
 } U;
-/* When unwind_tick() last looked, and last looked because of a miss
+/* When cp_unwind_tick() last looked, and last looked because of a miss
  * (CLOCK_MONOTONIC ns): the first miss is looked into at once, later ones
  * at most every MISS_CHECK_NS. */
 static _Atomic uint64_t last_check, last_miss_check;
@@ -83,7 +83,7 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-int unwind_mode_parse(const char *name)
+int cp_unwind_mode_parse(const char *name)
 {
 	if (!strcmp(name, "auto"))
 		return CP_UNWIND_AUTO;
@@ -94,7 +94,7 @@ int unwind_mode_parse(const char *name)
 	return -1;
 }
 
-const char *unwind_mode_name(int mode)
+const char *cp_unwind_mode_name(int mode)
 {
 	switch (mode) {
 	case CP_UNWIND_DWARF: return "dwarf";
@@ -222,7 +222,7 @@ static void take_object(struct uobj *o, const struct dl_phdr_info *info)
 	const ElfW(Phdr) *eh_seg = NULL;
 	uint64_t eh_frame;
 	char err[128];
-	if (ehframe_hdr_parse(hdr_mem, hdr_size, hdr, &eh_frame, &o->fde_count, err, sizeof err) < 0) {
+	if (cp_ehframe_hdr_parse(hdr_mem, hdr_size, hdr, &eh_frame, &o->fde_count, err, sizeof err) < 0) {
 		snprintf(o->why, sizeof o->why, "%s", err);
 		o->rejected = 1;
 		return;
@@ -319,7 +319,7 @@ static void build_object(struct uobj *o)
 	struct ehf_result r;
 	char err[160];
 	o->eh_bytes = o->eh_copy_size;
-	if (ehframe_parse(o->eh_copy, o->eh_copy_size, o->eh_addr, o->fde_count, o->text, o->ntext, &r, err,
+	if (cp_ehframe_parse(o->eh_copy, o->eh_copy_size, o->eh_addr, o->fde_count, o->text, o->ntext, &r, err,
 			  sizeof err) < 0) {
 		snprintf(o->why, sizeof o->why, "%s", err);
 		o->rejected = 1;
@@ -327,10 +327,10 @@ static void build_object(struct uobj *o)
 		o->eh_bytes = r.used;
 		o->fdes = r.nfdes;
 		o->rows = r.nrows;
-		o->tab = unwind_build(&r, &o->tab_bytes, err, sizeof err);
+		o->tab = cp_unwind_build(&r, &o->tab_bytes, err, sizeof err);
 		if (!o->tab)
 			snprintf(o->why, sizeof o->why, "%s", err);
-		ehframe_free(&r);
+		cp_ehframe_free(&r);
 	}
 	free(o->eh_copy);
 	o->eh_copy = NULL;
@@ -405,7 +405,7 @@ static void rebuild_locked(void)
 	U.have_counts = l.have_counts;
 }
 
-void unwind_start(int mode)
+void cp_unwind_start(int mode)
 {
 	pthread_mutex_lock(&lock);
 	cp_sig.unwind_mode = mode;
@@ -421,7 +421,7 @@ void unwind_start(int mode)
 	pthread_mutex_unlock(&lock);
 }
 
-int unwind_refresh(void)
+int cp_unwind_refresh(void)
 {
 	int changed = 0;
 	pthread_mutex_lock(&lock);
@@ -437,7 +437,7 @@ int unwind_refresh(void)
 	return changed;
 }
 
-void unwind_reclaim(void)
+void cp_unwind_reclaim(void)
 {
 	pthread_mutex_lock(&lock);
 	if (U.nretired && atomic_load_explicit(&cp_sig.inflight, memory_order_seq_cst) == 0) {
@@ -448,7 +448,7 @@ void unwind_reclaim(void)
 	pthread_mutex_unlock(&lock);
 }
 
-int unwind_tick(void)
+int cp_unwind_tick(void)
 {
 	int changed = 0;
 	uint64_t now = now_ns();
@@ -461,13 +461,13 @@ int unwind_tick(void)
 			/* Cleared first: a miss after this look asks for another. */
 			atomic_store(&cp_sig.unwind_miss, 0);
 		}
-		changed = unwind_refresh();
+		changed = cp_unwind_refresh();
 	}
-	unwind_reclaim();
+	cp_unwind_reclaim();
 	return changed;
 }
 
-int unwind_timeout_ms(int max)
+int cp_unwind_timeout_ms(int max)
 {
 	if (!atomic_load(&cp_sig.unwind_miss))
 		return max;
@@ -476,7 +476,7 @@ int unwind_timeout_ms(int max)
 	return ms < max ? ms : max;
 }
 
-void unwind_stop(int quiet)
+void cp_unwind_stop(int quiet)
 {
 	pthread_mutex_lock(&lock);
 	atomic_store(&cp_sig.unwind, NULL);
@@ -510,7 +510,7 @@ void unwind_stop(int quiet)
 	pthread_mutex_unlock(&lock);
 }
 
-void unwind_after_fork(void)
+void cp_unwind_after_fork(void)
 {
 	pthread_mutex_init(&lock, NULL);
 	atomic_store(&cp_sig.unwind, NULL);
@@ -518,7 +518,7 @@ void unwind_after_fork(void)
 	memset(&U, 0, sizeof U); /* the parent's tables leak in the child */
 }
 
-void unwind_each_object(void (*fn)(const struct unwind_object *o, void *arg), void *arg)
+void cp_unwind_each_object(void (*fn)(const struct unwind_object *o, void *arg), void *arg)
 {
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < U.n; i++) {

@@ -12,39 +12,39 @@
 #include <stdint.h>
 
 /* "auto", "dwarf" or "fp" as an enum cp_unwind_mode, or -1. */
-int unwind_mode_parse(const char *name);
-const char *unwind_mode_name(int mode);
+int cp_unwind_mode_parse(const char *name);
+const char *cp_unwind_mode_name(int mode);
 
 /* Sets cp_sig.unwind_mode and, unless it is fp, builds and publishes the
  * tables of every loaded object.  The handler must not be sampling yet. */
-void unwind_start(int mode);
+void cp_unwind_start(int mode);
 
 /* Rebuilds and republishes the tables if objects were loaded or unloaded
  * since the last look.  Returns 1 if they were. */
-int unwind_refresh(void);
+int cp_unwind_refresh(void);
 
 /* Frees replaced tables once no handler can be reading them. */
-void unwind_reclaim(void);
+void cp_unwind_reclaim(void);
 
 /* For the keeper, after each wake-up: looks for loaded or unloaded
  * objects when it is time -- every 100 ms, and when a sample's pc was in
  * no table (at once, then at most every 10 ms: code without tables may
  * well be hot) -- and reclaims replaced tables.  Returns 1 if the tables
  * were rebuilt. */
-int unwind_tick(void);
+int cp_unwind_tick(void);
 
-/* How long (ms, at most max) the drainer may sleep before unwind_tick
+/* How long (ms, at most max) the drainer may sleep before cp_unwind_tick
  * wants to run again. */
-int unwind_timeout_ms(int max);
+int cp_unwind_timeout_ms(int max);
 
 /* Unpublishes the tables.  If `quiet` (no handler is running or can start
  * sampling) frees what only this profile needed; the objects' tables stay,
  * for the next profile to reuse while the objects stay loaded.  Otherwise
  * leaves everything allocated: a stuck handler may still read it. */
-void unwind_stop(int quiet);
+void cp_unwind_stop(int quiet);
 
 /* In a child after fork(): forget the parent's state. */
-void unwind_after_fork(void);
+void cp_unwind_after_fork(void);
 
 /* One loaded object as the tables see it. */
 struct unwind_object {
@@ -60,6 +60,6 @@ struct unwind_object {
 
 /* Calls fn for every object of the current tables, under the tables' lock
  * (fn must not call back into unwind_*). */
-void unwind_each_object(void (*fn)(const struct unwind_object *o, void *arg), void *arg);
+void cp_unwind_each_object(void (*fn)(const struct unwind_object *o, void *arg), void *arg);
 
 #endif

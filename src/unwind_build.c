@@ -156,7 +156,7 @@ static struct cp_urule common_init(const struct ehf_result *r)
 	return best;
 }
 
-struct cp_utab *unwind_build_blocks(const struct ehf_result *r, unsigned block_fdes, size_t *bytes, char *err,
+struct cp_utab *cp_unwind_build_blocks(const struct ehf_result *r, unsigned block_fdes, size_t *bytes, char *err,
 				    size_t errlen)
 {
 	if (r->nfdes == 0) {
@@ -269,7 +269,7 @@ struct cp_utab *unwind_build_blocks(const struct ehf_result *r, unsigned block_f
 	return t;
 }
 
-struct cp_utab *unwind_build(const struct ehf_result *r, size_t *bytes, char *err, size_t errlen)
+struct cp_utab *cp_unwind_build(const struct ehf_result *r, size_t *bytes, char *err, size_t errlen)
 {
-	return unwind_build_blocks(r, UNWIND_BLOCK_FDES, bytes, err, errlen);
+	return cp_unwind_build_blocks(r, UNWIND_BLOCK_FDES, bytes, err, errlen);
 }

@@ -18,10 +18,10 @@
 /* Builds the table of r (whose addresses are run-time addresses) as one
  * malloc'd block, its size in *bytes.  Returns NULL with a reason in err
  * if r is empty, spans 4 GiB or more, or memory runs out. */
-struct cp_utab *unwind_build(const struct ehf_result *r, size_t *bytes, char *err, size_t errlen);
+struct cp_utab *cp_unwind_build(const struct ehf_result *r, size_t *bytes, char *err, size_t errlen);
 
-/* Like unwind_build with a chosen block size (for the benchmark). */
-struct cp_utab *unwind_build_blocks(const struct ehf_result *r, unsigned block_fdes, size_t *bytes, char *err,
+/* Like cp_unwind_build with a chosen block size (for the benchmark). */
+struct cp_utab *cp_unwind_build_blocks(const struct ehf_result *r, unsigned block_fdes, size_t *bytes, char *err,
 				    size_t errlen);
 
 #endif

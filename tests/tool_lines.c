@@ -22,7 +22,7 @@ int main(int argc, char **argv)
 	}
 	struct cp_symtab syms;
 	char bid[2 * SYMBOLS_BUILD_ID_MAX + 1];
-	if (symbols_read_file(argv[1], &syms, bid) != 0) {
+	if (cp_symbols_read_file(argv[1], &syms, bid) != 0) {
 		fprintf(stderr, "tool_lines: cannot read the symbols of %s\n", argv[1]);
 		return 1;
 	}
@@ -35,7 +35,7 @@ int main(int argc, char **argv)
 	char line[128];
 	while (fgets(line, sizeof line, stdin)) {
 		unsigned long long addr = strtoull(line, NULL, 16);
-		const struct cp_sym *s = symbols_symtab_lookup(&syms, (uintptr_t)addr);
+		const struct cp_sym *s = cp_symbols_symtab_lookup(&syms, (uintptr_t)addr);
 		struct cp_lines_frame f[CP_LINES_MAX_DEPTH];
 		size_t n = 0;
 		enum cp_lines_status st = cp_lines_lookup(d, addr, s ? s->start : 0, f, &n);
@@ -48,6 +48,6 @@ int main(int argc, char **argv)
 		putchar('\n');
 	}
 	cp_lines_close(d);
-	symbols_symtab_free(&syms);
+	cp_symbols_symtab_free(&syms);
 	return 0;
 }

@@ -92,12 +92,12 @@ static int parse_file(const char *path, struct elf *e, struct ehf_result *r, siz
 	const Elf64_Shdr *hdr = elf_section(e, ".eh_frame_hdr"), *ehf = elf_section(e, ".eh_frame");
 	CHECK(hdr && ehf, "%s: no .eh_frame_hdr / .eh_frame", path);
 	uint64_t ptr;
-	CHECK(ehframe_hdr_parse(e->data + hdr->sh_offset, hdr->sh_size, hdr->sh_addr, &ptr, fde_count, err, errlen) == 0,
+	CHECK(cp_ehframe_hdr_parse(e->data + hdr->sh_offset, hdr->sh_size, hdr->sh_addr, &ptr, fde_count, err, errlen) == 0,
 	      "%s: %s", path, err);
 	CHECK(ptr == ehf->sh_addr, "%s: eh_frame_ptr %#lx, section at %#lx", path, (long)ptr, (long)ehf->sh_addr);
 	struct ehf_range text[8];
 	size_t ntext = elf_text(e, text, 8);
-	return ehframe_parse(e->data + ehf->sh_offset, ehf->sh_size, ehf->sh_addr, *fde_count, text, ntext, r, err,
+	return cp_ehframe_parse(e->data + ehf->sh_offset, ehf->sh_size, ehf->sh_addr, *fde_count, text, ntext, r, err,
 			     errlen);
 }
 
@@ -153,7 +153,7 @@ static void check_object(const char *path)
 	CHECK(rc == 0, "%s: rejected: %s", path, err);
 	CHECK(r.nfdes > 0, "%s: no FDEs", path);
 	size_t bytes;
-	struct cp_utab *t = unwind_build(&r, &bytes, err, sizeof err);
+	struct cp_utab *t = cp_unwind_build(&r, &bytes, err, sizeof err);
 	CHECK(t, "%s: %s", path, err);
 
 	/* Every pc of every FDE, and the gaps between them. */
@@ -275,7 +275,7 @@ static void check_object(const char *path)
 	       "%zu readelf rows agree, %zu lookups agree\n",
 	       path, r.nfdes, fde_count, r.nrows, r.used, bytes, (double)bytes / (double)r.used, checked, lookups);
 	free(t);
-	ehframe_free(&r);
+	cp_ehframe_free(&r);
 	free(e.data);
 }
 
@@ -367,7 +367,7 @@ static const struct ehf_range all_text = { 0x1000, 0x100000 };
 
 static int parse_sec(const struct sec *s, size_t count, struct ehf_result *r, char *err, size_t errlen)
 {
-	return ehframe_parse(s->b, s->n, 0x200000, count, &all_text, 1, r, err, errlen);
+	return cp_ehframe_parse(s->b, s->n, 0x200000, count, &all_text, 1, r, err, errlen);
 }
 
 /* The x86-64 CIE every compiler emits: CFA = rsp+8, ra at cfa-8. */
@@ -428,7 +428,7 @@ static void crafted_good(void)
 	CHECK_EQ(r.nfdes, 5);
 	CHECK_EQ(r.entries, 6);
 	size_t bytes;
-	struct cp_utab *t = unwind_build(&r, &bytes, err, sizeof err);
+	struct cp_utab *t = cp_unwind_build(&r, &bytes, err, sizeof err);
 	CHECK(t, "%s", err);
 	CHECK_EQ(t->start, 0x1000);
 	expect_rule(t, 0x1000, CP_CFA_SP, 8, CP_REG_SAME, 0);
@@ -460,13 +460,13 @@ static void crafted_good(void)
 	      rule_str(&x, err, sizeof err));
 	CHECK(!cp_utab_lookup(t, 0x4009, &x), "past the last FDE");
 	free(t);
-	ehframe_free(&r);
+	cp_ehframe_free(&r);
 
 	/* Without a terminator the data's end ends the section too. */
 	s.n -= 4;
 	CHECK(parse_sec(&s, 0, &r, err, sizeof err) == 0, "unterminated: %s", err);
 	CHECK_EQ(r.nfdes, 5);
-	ehframe_free(&r);
+	cp_ehframe_free(&r);
 	printf("# crafted well-formed section: rows as its programs say\n");
 }
 
@@ -551,9 +551,9 @@ static void crafted_bad(void)
 	size_t n;
 	char err[128];
 	static const uint8_t hdr[] = { 1, 0x1b, 0x03, 0x3b, 0x10, 0 };
-	CHECK(ehframe_hdr_parse(hdr, sizeof hdr, 0x1000, &p, &n, err, sizeof err) < 0, "short header accepted");
+	CHECK(cp_ehframe_hdr_parse(hdr, sizeof hdr, 0x1000, &p, &n, err, sizeof err) < 0, "short header accepted");
 	static const uint8_t hdr2[] = { 2, 0x1b, 0x03, 0x3b, 0x10, 0, 0, 0, 1, 0, 0, 0 };
-	CHECK(ehframe_hdr_parse(hdr2, sizeof hdr2, 0x1000, &p, &n, err, sizeof err) < 0, "version 2 header accepted");
+	CHECK(cp_ehframe_hdr_parse(hdr2, sizeof hdr2, 0x1000, &p, &n, err, sizeof err) < 0, "version 2 header accepted");
 	printf("# crafted malformed sections: each rejected with its reason\n");
 }
 
@@ -571,7 +571,7 @@ static void mutations(const char *path)
 	uint64_t ptr;
 	size_t count;
 	char err[256];
-	CHECK(ehframe_hdr_parse(e.data + hdr->sh_offset, hdr->sh_size, hdr->sh_addr, &ptr, &count, err, sizeof err) == 0,
+	CHECK(cp_ehframe_hdr_parse(e.data + hdr->sh_offset, hdr->sh_size, hdr->sh_addr, &ptr, &count, err, sizeof err) == 0,
 	      "%s", err);
 	struct ehf_range text[8];
 	size_t ntext = elf_text(&e, text, 8);
@@ -585,7 +585,7 @@ static void mutations(const char *path)
 	size_t ntrunc = 0;
 	for (size_t cut = 0; cut < size - 8; cut += cut < 2048 ? 1 : 397) {
 		memcpy(buf, orig, cut);
-		int rc = ehframe_parse(buf, cut, ehf->sh_addr, count, text, ntext, &r, err, sizeof err);
+		int rc = cp_ehframe_parse(buf, cut, ehf->sh_addr, count, text, ntext, &r, err, sizeof err);
 		CHECK(rc < 0, "%s cut at %zu of %zu accepted", path, cut, size);
 		ntrunc++;
 	}
@@ -601,20 +601,20 @@ static void mutations(const char *path)
 			size_t pos = (seed >> 8) % size;
 			buf[pos] ^= (uint8_t)(1u << ((seed >> 3) & 7));
 		}
-		if (ehframe_parse(buf, size, ehf->sh_addr, count, text, ntext, &r, err, sizeof err) < 0) {
+		if (cp_ehframe_parse(buf, size, ehf->sh_addr, count, text, ntext, &r, err, sizeof err) < 0) {
 			rejected++;
 			continue;
 		}
 		accepted++;
 		size_t bytes;
-		struct cp_utab *t = unwind_build(&r, &bytes, err, sizeof err);
+		struct cp_utab *t = cp_unwind_build(&r, &bytes, err, sizeof err);
 		if (t) {
 			struct cp_urule x;
 			for (uintptr_t pc = t->start; pc < t->end; pc += 61)
 				(void)cp_utab_lookup(t, pc, &x);
 			free(t);
 		}
-		ehframe_free(&r);
+		cp_ehframe_free(&r);
 	}
 	printf("# %s: %zu truncations rejected; 300 bit-flipped copies: %zu rejected, %zu accepted, no crash\n",
 	       path, ntrunc, rejected, accepted);

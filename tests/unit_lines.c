@@ -84,7 +84,7 @@ static struct cp_lines_query *make_queries(const char *path, size_t *n)
 {
 	struct cp_symtab t;
 	char b[sizeof bid];
-	CHECK_EQ(symbols_read_file(path, &t, b), 0);
+	CHECK_EQ(cp_symbols_read_file(path, &t, b), 0);
 	struct cp_lines_query *q = malloc(2 * t.n * sizeof *q);
 	CHECK(q != NULL, "out of memory");
 	*n = 0;
@@ -95,7 +95,7 @@ static struct cp_lines_query *make_queries(const char *path, size_t *n)
 				0, t.syms[i].start + t.syms[i].size / 2, t.syms[i].start
 			};
 	}
-	symbols_symtab_free(&t);
+	cp_symbols_symtab_free(&t);
 	return q;
 }
 
@@ -414,8 +414,8 @@ int main(int argc, char **argv)
 	CHECK(mkdtemp(tmpdir) != NULL, "mkdtemp");
 	atexit(cleanup);
 	struct cp_symtab t;
-	CHECK_EQ(symbols_read_file(exe, &t, bid), 0);
-	symbols_symtab_free(&t);
+	CHECK_EQ(cp_symbols_read_file(exe, &t, bid), 0);
+	cp_symbols_symtab_free(&t);
 	CHECK(strlen(bid) >= 16, "build ID");
 	img = read_all(exe, &imglen);
 	queries = make_queries(exe, &nqueries);

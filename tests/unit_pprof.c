@@ -2,7 +2,7 @@
  * unit_pprof.c -- tests the aggregated profile (stacktab.c), in-process
  * symbolization (symbols.c) and the pprof writer (pprof_write.c, protobuf.c)
  * end to end: a profile is built by hand from PCs inside this program and
- * libc, written with pprof_write() and read back with `go tool pprof`,
+ * libc, written with cp_pprof_write() and read back with `go tool pprof`,
  * which must show our function names without symbolizing anything itself.
  * Truncated and corrupted ELF files must parse to "no symbols" without a
  * crash, and allocation failures (injected by interposing malloc) must
@@ -192,17 +192,17 @@ static void test_stacktab(void)
 	uintptr_t a[] = { 0x1000, 0x2000, 0x3000 };
 	uintptr_t b[] = { 0x1000, 0x3000, 0x2000 };
 
-	stacktab_init(&t);
-	CHECK_EQ(stacktab_add(&t, a, 3, 0, 1, 10), 0);
-	CHECK_EQ(stacktab_add(&t, a, 3, 0, 2, 20), 0);
+	cp_stacktab_init(&t);
+	CHECK_EQ(cp_stacktab_add(&t, a, 3, 0, 1, 10), 0);
+	CHECK_EQ(cp_stacktab_add(&t, a, 3, 0, 2, 20), 0);
 	CHECK_EQ(t.len, 1); /* duplicates merge */
 	CHECK(has_stack(&t, a, 3, 0, 3, 30), "merged totals");
-	CHECK_EQ(stacktab_add(&t, a, 3, CP_STACK_TRUNCATED, 1, 5), 0);
+	CHECK_EQ(cp_stacktab_add(&t, a, 3, CP_STACK_TRUNCATED, 1, 5), 0);
 	CHECK_EQ(t.len, 2); /* different flags do not */
-	CHECK_EQ(stacktab_add(&t, b, 3, 0, 1, 1), 0);
-	CHECK_EQ(stacktab_add(&t, a, 2, 0, 1, 1), 0);
-	CHECK_EQ(stacktab_add(&t, NULL, 0, 0, 4, 4), 0);
-	CHECK_EQ(stacktab_add(&t, NULL, 0, 0, 1, 1), 0);
+	CHECK_EQ(cp_stacktab_add(&t, b, 3, 0, 1, 1), 0);
+	CHECK_EQ(cp_stacktab_add(&t, a, 2, 0, 1, 1), 0);
+	CHECK_EQ(cp_stacktab_add(&t, NULL, 0, 0, 4, 4), 0);
+	CHECK_EQ(cp_stacktab_add(&t, NULL, 0, 0, 1, 1), 0);
 	CHECK_EQ(t.len, 5);
 	CHECK(has_stack(&t, NULL, 0, 0, 5, 5), "empty stack");
 	CHECK_EQ(t.total_count, 3 + 1 + 1 + 1 + 5);
@@ -213,11 +213,11 @@ static void test_stacktab(void)
 	/* Growth keeps every entry findable. */
 	for (uintptr_t i = 0; i < 5000; i++) {
 		uintptr_t s[2] = { i, i * 7 };
-		CHECK_EQ(stacktab_add(&t, s, 2, 0, 1, 1), 0);
+		CHECK_EQ(cp_stacktab_add(&t, s, 2, 0, 1, 1), 0);
 	}
 	for (uintptr_t i = 0; i < 5000; i += 3) {
 		uintptr_t s[2] = { i, i * 7 };
-		CHECK_EQ(stacktab_add(&t, s, 2, 0, 1, 1), 0);
+		CHECK_EQ(cp_stacktab_add(&t, s, 2, 0, 1, 1), 0);
 	}
 	CHECK_EQ(t.len, 5005);
 	for (uintptr_t i = 0; i < 5000; i++) {
@@ -226,14 +226,14 @@ static void test_stacktab(void)
 		      "stack %zu after growth", (size_t)i);
 	}
 
-	stacktab_clear(&t);
+	cp_stacktab_clear(&t);
 	CHECK(t.len == 0 && t.total_count == 0 && t.total_ns == 0, "clear");
-	CHECK_EQ(stacktab_add(&t, a, 3, 0, 1, 10), 0);
+	CHECK_EQ(cp_stacktab_add(&t, a, 3, 0, 1, 10), 0);
 	CHECK(t.len == 1 && has_stack(&t, a, 3, 0, 1, 10), "reuse after clear");
-	stacktab_free(&t);
+	cp_stacktab_free(&t);
 }
 
-/* An allocation failure in stacktab_add leaves the table as it was, at
+/* An allocation failure in cp_stacktab_add leaves the table as it was, at
  * the point where the items array, the index and the new item must all be
  * allocated: each of the three may fail, on a fresh table each time. */
 static void test_stacktab_nomem(void)
@@ -242,12 +242,12 @@ static void test_stacktab_nomem(void)
 	uintptr_t fresh[3] = { 7, 8, 9 };
 	int failures = 0;
 	for (long k = 0;; k++) {
-		stacktab_init(&t);
+		cp_stacktab_init(&t);
 		for (uintptr_t i = 0; i < 64; i++)
-			CHECK_EQ(stacktab_add(&t, &i, 1, 0, 1, 2), 0);
+			CHECK_EQ(cp_stacktab_add(&t, &i, 1, 0, 1, 2), 0);
 		CHECK_EQ(t.len, t.cap); /* the next new stack grows all */
 		fail_arm(k);
-		int rc = stacktab_add(&t, fresh, 3, 0, 5, 6);
+		int rc = cp_stacktab_add(&t, fresh, 3, 0, 5, 6);
 		fail_disarm();
 		if (rc == 0)
 			break;
@@ -260,10 +260,10 @@ static void test_stacktab_nomem(void)
 			      (size_t)i);
 		CHECK(!has_stack(&t, fresh, 3, 0, 5, 6), "half-added stack");
 		/* And the table still works. */
-		CHECK_EQ(stacktab_add(&t, fresh, 3, 0, 5, 6), 0);
+		CHECK_EQ(cp_stacktab_add(&t, fresh, 3, 0, 5, 6), 0);
 		CHECK(t.len == 65 && has_stack(&t, fresh, 3, 0, 5, 6),
 		      "add after a failure");
-		stacktab_free(&t);
+		cp_stacktab_free(&t);
 	}
 	CHECK(failures == 3, "expected 3 allocations, %d failed", failures);
 	CHECK(t.len == 65 && has_stack(&t, fresh, 3, 0, 5, 6), "added");
@@ -272,10 +272,10 @@ static void test_stacktab_nomem(void)
 		      (size_t)i);
 	/* Adding to an existing stack allocates nothing. */
 	fail_arm(0);
-	int rc = stacktab_add(&t, fresh, 3, 0, 1, 1);
+	int rc = cp_stacktab_add(&t, fresh, 3, 0, 1, 1);
 	CHECK_EQ(fail_disarm(), 0);
 	CHECK_EQ(rc, 0);
-	stacktab_free(&t);
+	cp_stacktab_free(&t);
 }
 
 /* ---- symbols ------------------------------------------------------------ */
@@ -291,7 +291,7 @@ static void test_symtab_lookup(void)
 	};
 	struct cp_symtab t = { syms, 4, NULL };
 	const struct cp_sym *s;
-#define NAME(addr) ((s = symbols_symtab_lookup(&t, addr)) ? s->name : "(none)")
+#define NAME(addr) ((s = cp_symbols_symtab_lookup(&t, addr)) ? s->name : "(none)")
 	CHECK(!strcmp(NAME(0xfff), "(none)"), "below all: %s", s->name);
 	CHECK(!strcmp(NAME(0x1000), "a"), "start of a");
 	CHECK(!strcmp(NAME(0x100f), "a"), "end of a");
@@ -303,7 +303,7 @@ static void test_symtab_lookup(void)
 	CHECK(!strcmp(NAME(0x1200), "(none)"), "past c");
 #undef NAME
 	t.n = 0;
-	CHECK(symbols_symtab_lookup(&t, 0x1000) == NULL, "empty table");
+	CHECK(cp_symbols_symtab_lookup(&t, 0x1000) == NULL, "empty table");
 }
 
 /* Writes len bytes of data to path. */
@@ -342,13 +342,13 @@ static void test_symbols_malformed(void)
 	unsigned char *img = read_self(&len);
 
 	/* The intact image reads, with our functions in it. */
-	CHECK_EQ(symbols_read_image(img, len, &t, bid), 0);
+	CHECK_EQ(cp_symbols_read_image(img, len, &t, bid), 0);
 	int found = 0;
 	for (size_t i = 0; i < t.n; i++)
 		found += !strcmp(t.syms[i].name, "fn_alpha");
 	CHECK(found == 1, "fn_alpha in our own image (%d)", found);
 	CHECK(strlen(bid) == 40, "build ID of our image: \"%s\"", bid);
-	symbols_symtab_free(&t);
+	cp_symbols_symtab_free(&t);
 
 	/* Truncated copies, through files (pread) and memory. */
 	snprintf(path, sizeof path, "%s/trunc.elf", tmpdir);
@@ -356,14 +356,14 @@ static void test_symbols_malformed(void)
 			  len / 3, len / 2, len - 4096, len - 100, len - 1 };
 	for (size_t i = 0; i < sizeof cuts / sizeof *cuts; i++) {
 		write_file(path, img, cuts[i]);
-		int rc = symbols_read_file(path, &t, bid);
+		int rc = cp_symbols_read_file(path, &t, bid);
 		CHECK(rc == -ENOEXEC || (rc == 0 && t.n == 0) ||
 			      (rc == 0 && cuts[i] > len / 2),
 		      "truncated at %zu: rc %d, %zu symbols", cuts[i], rc, t.n);
-		symbols_symtab_free(&t);
-		rc = symbols_read_image(img, cuts[i], &t, NULL);
+		cp_symbols_symtab_free(&t);
+		rc = cp_symbols_read_image(img, cuts[i], &t, NULL);
 		CHECK(rc == -ENOEXEC || rc == 0, "rc %d", rc);
-		symbols_symtab_free(&t);
+		cp_symbols_symtab_free(&t);
 	}
 
 	/* An ELF header followed by random bytes. */
@@ -373,14 +373,14 @@ static void test_symbols_malformed(void)
 		for (size_t i = 0; i < sizeof junk; i++)
 			junk[i] = (unsigned char)rand();
 		memcpy(junk, img, 16 + (round % 2) * 48); /* ident, or all */
-		int rc = symbols_read_image(junk, sizeof junk, &t, bid);
+		int rc = cp_symbols_read_image(junk, sizeof junk, &t, bid);
 		CHECK(rc == -ENOEXEC || rc == 0, "rc %d", rc);
-		symbols_symtab_free(&t);
+		cp_symbols_symtab_free(&t);
 	}
 	write_file(path, junk, sizeof junk);
-	int rc = symbols_read_file(path, &t, NULL);
+	int rc = cp_symbols_read_file(path, &t, NULL);
 	CHECK(rc == -ENOEXEC || rc == 0, "junk file: rc %d", rc);
-	symbols_symtab_free(&t);
+	cp_symbols_symtab_free(&t);
 
 	/* Random corruption of the header, program and section headers and
 	 * the symbol tables of a real image. */
@@ -398,20 +398,20 @@ static void test_symbols_malformed(void)
 			}
 			bad[at] = (unsigned char)rand();
 		}
-		rc = symbols_read_image(bad, len, &t, bid);
+		rc = cp_symbols_read_image(bad, len, &t, bid);
 		CHECK(rc == -ENOEXEC || rc == 0, "corrupt: rc %d", rc);
 		for (size_t i = 0; i < t.n; i++)
 			CHECK(strlen(t.syms[i].name) > 0, "empty name");
-		symbols_symtab_free(&t);
+		cp_symbols_symtab_free(&t);
 	}
 	free(bad);
 
 	/* Not an ELF file, no file, a directory. */
 	write_file(path, "#!/bin/sh\necho hello\n", 21);
-	CHECK_EQ(symbols_read_file(path, &t, NULL), -ENOEXEC);
+	CHECK_EQ(cp_symbols_read_file(path, &t, NULL), -ENOEXEC);
 	snprintf(path, sizeof path, "%s/absent", tmpdir);
-	CHECK_EQ(symbols_read_file(path, &t, NULL), -ENOENT);
-	CHECK_EQ(symbols_read_file(tmpdir, &t, NULL), -ENOEXEC);
+	CHECK_EQ(cp_symbols_read_file(path, &t, NULL), -ENOENT);
+	CHECK_EQ(cp_symbols_read_file(tmpdir, &t, NULL), -ENOEXEC);
 	free(img);
 }
 
@@ -441,22 +441,22 @@ static const struct cp_object *object_named(const struct cp_symbols *s,
 
 static void test_symbols(void)
 {
-	struct cp_symbols *s = symbols_load();
-	CHECK(s != NULL, "symbols_load");
+	struct cp_symbols *s = cp_symbols_load();
+	CHECK(s != NULL, "cp_symbols_load");
 	uintptr_t start = 0;
 
-	const char *name = symbols_name_for(s, A(fn_alpha, 4), &start);
+	const char *name = cp_symbols_name_for(s, A(fn_alpha, 4), &start);
 	CHECK(name && !strcmp(name, "fn_alpha"), "fn_alpha+4 is %s",
 	      name ? name : "NULL");
 	CHECK(start == A(fn_alpha, 0), "start of fn_alpha");
-	name = symbols_name_for(s, A(fn_beta, 0), NULL);
+	name = cp_symbols_name_for(s, A(fn_beta, 0), NULL);
 	CHECK(name && !strcmp(name, "fn_beta"), "fn_beta is %s",
 	      name ? name : "NULL");
-	name = symbols_name_for(s, A(test_symbols, 1), NULL);
+	name = cp_symbols_name_for(s, A(test_symbols, 1), NULL);
 	CHECK(name && !strcmp(name, "test_symbols"), "static function: %s",
 	      name ? name : "NULL");
 
-	const struct cp_segment *g = symbols_segment_for(s, A(fn_alpha, 4));
+	const struct cp_segment *g = cp_symbols_segment_for(s, A(fn_alpha, 4));
 	CHECK(g != NULL, "segment of fn_alpha");
 	CHECK(!strcmp(g->obj->path, exe), "path %s, want %s", g->obj->path,
 	      exe);
@@ -478,24 +478,24 @@ static void test_symbols(void)
 	/* Our own malloc interposes libc's: ask for libc's by its alias. */
 	void *lm = dlsym(RTLD_NEXT, "malloc");
 	CHECK(lm != NULL, "dlsym RTLD_NEXT malloc");
-	name = symbols_name_for(s, (uintptr_t)lm + 3, NULL);
+	name = cp_symbols_name_for(s, (uintptr_t)lm + 3, NULL);
 	CHECK(name && strstr(name, "malloc"), "libc malloc+3 is %s",
 	      name ? name : "NULL");
-	g = symbols_segment_for(s, (uintptr_t)lm);
+	g = cp_symbols_segment_for(s, (uintptr_t)lm);
 	CHECK(g && strstr(g->obj->path, "libc.so"), "libc segment %s",
 	      g ? g->obj->path : "NULL");
 	CHECK(g->obj->build_id[0], "libc has a build ID");
 
-	CHECK(symbols_segment_for(s, 0x10) == NULL, "no object at 0x10");
-	CHECK(symbols_name_for(s, 0x10, NULL) == NULL, "no name at 0x10");
+	CHECK(cp_symbols_segment_for(s, 0x10) == NULL, "no object at 0x10");
+	CHECK(cp_symbols_name_for(s, 0x10, NULL) == NULL, "no name at 0x10");
 	int stackvar;
-	CHECK(symbols_segment_for(s, (uintptr_t)&stackvar) == NULL,
+	CHECK(cp_symbols_segment_for(s, (uintptr_t)&stackvar) == NULL,
 	      "the stack is not code");
 
 	/* A symbol without a size (_init, crtstuff's frame_dummy) ends at
 	 * the next symbol or its section's end: _init, alone in .init, does
 	 * not swallow the PLT that follows. */
-	const struct cp_object *me = symbols_segment_for(s, A(fn_alpha, 0))->obj;
+	const struct cp_object *me = cp_symbols_segment_for(s, A(fn_alpha, 0))->obj;
 	for (size_t i = 0; i < me->symtab.n; i++) {
 		const struct cp_sym *sym = &me->symtab.syms[i];
 		CHECK(sym->size > 0, "%s has no size", sym->name);
@@ -505,7 +505,7 @@ static void test_symbols(void)
 		if (strcmp(sym->name, "_init") != 0)
 			continue;
 		CHECK(sym->size < 0x100, "_init of size %zu", (size_t)sym->size);
-		name = symbols_name_for(s, me->bias + sym->start + sym->size + 0x10,
+		name = cp_symbols_name_for(s, me->bias + sym->start + sym->size + 0x10,
 					NULL);
 		CHECK(!name || strcmp(name, "_init"), "the PLT is _init");
 	}
@@ -517,7 +517,7 @@ static void test_symbols(void)
 		CHECK(v->symtab.n > 0, "no vDSO symbols");
 		CHECK(v->build_id[0], "no vDSO build ID");
 		const struct cp_sym *sym = &v->symtab.syms[0];
-		name = symbols_name_for(s, v->bias + sym->start, NULL);
+		name = cp_symbols_name_for(s, v->bias + sym->start, NULL);
 		CHECK(name && !strcmp(name, sym->name), "vDSO %s is %s",
 		      sym->name, name ? name : "NULL");
 	}
@@ -526,24 +526,24 @@ static void test_symbols(void)
 	for (size_t i = 1; i < s->nsegs; i++)
 		CHECK(s->segs[i - 1].limit <= s->segs[i].start,
 		      "segments %zu and %zu overlap", i - 1, i);
-	symbols_free(s);
+	cp_symbols_free(s);
 }
 
 /* C++ demangling, when libstdc++ can be loaded. */
 static void test_demangle(void)
 {
-	struct cp_symbols *s = symbols_load();
-	CHECK(s != NULL, "symbols_load");
-	char *d = symbols_demangle(s, "_ZN3foo3barEi");
+	struct cp_symbols *s = cp_symbols_load();
+	CHECK(s != NULL, "cp_symbols_load");
+	char *d = cp_symbols_demangle(s, "_ZN3foo3barEi");
 	CHECK(d && !strcmp(d, "foo::bar(int)"), "demangled %s",
 	      d ? d : "NULL");
 	free(d);
-	CHECK(symbols_demangle(s, "fn_alpha") == NULL, "plain C name");
-	CHECK(symbols_demangle(s, "_Znot a name") == NULL, "bad mangled");
-	symbols_free(s);
+	CHECK(cp_symbols_demangle(s, "fn_alpha") == NULL, "plain C name");
+	CHECK(cp_symbols_demangle(s, "_Znot a name") == NULL, "bad mangled");
+	cp_symbols_free(s);
 }
 
-/* ---- pprof_write through go tool pprof --------------------------------- */
+/* ---- cp_pprof_write through go tool pprof --------------------------------- */
 
 struct raw_loc {
 	unsigned long long addr;
@@ -628,41 +628,41 @@ static void test_pprof(int have_cxx)
 	struct cp_stacktab t;
 	char path[128], cmd[512], err[256], want[4400], got[2048];
 	int st;
-	stacktab_init(&t);
+	cp_stacktab_init(&t);
 
 	/* ns values are distinct per stack so the samples can be told apart. */
 	uintptr_t s1[] = { A(fn_alpha, 4), A(fn_beta, 9), A(fn_gamma, 13) };
-	CHECK_EQ(stacktab_add(&t, s1, 3, 0, 2, 2000000), 0);
-	CHECK_EQ(stacktab_add(&t, s1, 3, 0, 1, 1000000), 0); /* merges */
+	CHECK_EQ(cp_stacktab_add(&t, s1, 3, 0, 2, 2000000), 0);
+	CHECK_EQ(cp_stacktab_add(&t, s1, 3, 0, 1, 1000000), 0); /* merges */
 	uintptr_t s2[] = { A(fn_beta, 2), A(fn_gamma, 13) };
-	CHECK_EQ(stacktab_add(&t, s2, 2, 0, 2, 2000001), 0);
+	CHECK_EQ(cp_stacktab_add(&t, s2, 2, 0, 2, 2000001), 0);
 	uintptr_t s3[] = { A(fn_alpha, 6), A(fn_beta, 9) };
-	CHECK_EQ(stacktab_add(&t, s3, 2, CP_STACK_TRUNCATED, 1, 1000002), 0);
+	CHECK_EQ(cp_stacktab_add(&t, s3, 2, CP_STACK_TRUNCATED, 1, 1000002), 0);
 	uintptr_t s4[] = { 0x10, 0x21 }; /* in no object */
-	CHECK_EQ(stacktab_add(&t, s4, 2, 0, 4, 4000003), 0);
+	CHECK_EQ(cp_stacktab_add(&t, s4, 2, 0, 4, 4000003), 0);
 	uintptr_t s5[] = { (uintptr_t)dlsym(RTLD_NEXT, "malloc") + 3,
 			   A(fn_gamma, 13) };
-	CHECK_EQ(stacktab_add(&t, s5, 2, 0, 5, 5000004), 0);
-	CHECK_EQ(stacktab_add(&t, NULL, 0, 0, 9, 9000005), 0); /* no PC */
+	CHECK_EQ(cp_stacktab_add(&t, s5, 2, 0, 5, 5000004), 0);
+	CHECK_EQ(cp_stacktab_add(&t, NULL, 0, 0, 9, 9000005), 0); /* no PC */
 	/* pcs[1] from the link register: kept when it is a call site in
 	 * another function, dropped when it is in the leaf's own function
 	 * (stale), is no code, or the leaf's function is unknown. */
 	uintptr_t l1[] = { A(fn_alpha, 6), A(fn_beta, 9), A(fn_gamma, 13) };
-	CHECK_EQ(stacktab_add(&t, l1, 3, CP_STACK_LINK_REG, 1, 10000010), 0);
+	CHECK_EQ(cp_stacktab_add(&t, l1, 3, CP_STACK_LINK_REG, 1, 10000010), 0);
 	uintptr_t l2[] = { A(fn_beta, 2), A(fn_beta, 9) };
-	CHECK_EQ(stacktab_add(&t, l2, 2, CP_STACK_LINK_REG, 1, 11000011), 0);
+	CHECK_EQ(cp_stacktab_add(&t, l2, 2, CP_STACK_LINK_REG, 1, 11000011), 0);
 	uintptr_t l3[] = { A(fn_alpha, 4), (uintptr_t)&sink, A(fn_beta, 9) };
-	CHECK_EQ(stacktab_add(&t, l3, 3, CP_STACK_LINK_REG, 1, 12000012), 0);
+	CHECK_EQ(cp_stacktab_add(&t, l3, 3, CP_STACK_LINK_REG, 1, 12000012), 0);
 	uintptr_t l4[] = { 0x10, A(fn_beta, 9) };
-	CHECK_EQ(stacktab_add(&t, l4, 2, CP_STACK_LINK_REG, 1, 13000013), 0);
+	CHECK_EQ(cp_stacktab_add(&t, l4, 2, CP_STACK_LINK_REG, 1, 13000013), 0);
 	uintptr_t l5[] = { A(fn_alpha, 4), A(fn_beta, 9) }; /* lr only */
-	CHECK_EQ(stacktab_add(&t, l5, 2, CP_STACK_LINK_REG | CP_STACK_TRUNCATED, 1, 14000014), 0);
+	CHECK_EQ(cp_stacktab_add(&t, l5, 2, CP_STACK_LINK_REG | CP_STACK_TRUNCATED, 1, 14000014), 0);
 
 	/* An address in our text but in no symbol: the gap after a sized
 	 * symbol (alignment padding) gets "<binary>+0x<file offset>". */
-	struct cp_symbols *syms = symbols_load();
-	CHECK(syms != NULL, "symbols_load");
-	const struct cp_segment *seg = symbols_segment_for(syms, A(fn_alpha, 0));
+	struct cp_symbols *syms = cp_symbols_load();
+	CHECK(syms != NULL, "cp_symbols_load");
+	const struct cp_segment *seg = cp_symbols_segment_for(syms, A(fn_alpha, 0));
 	CHECK(seg != NULL, "our segment");
 	uintptr_t gap = 0;
 	const struct cp_symtab *ours = &seg->obj->symtab;
@@ -671,8 +671,8 @@ static void test_pprof(int have_cxx)
 				ours->syms[i].size;
 		if (ours->syms[i].size &&
 		    end < seg->obj->bias + ours->syms[i + 1].start &&
-		    symbols_segment_for(syms, end) == seg &&
-		    !symbols_name_for(syms, end, NULL))
+		    cp_symbols_segment_for(syms, end) == seg &&
+		    !cp_symbols_name_for(syms, end, NULL))
 			gap = end;
 	}
 	char gapname[256] = "";
@@ -680,7 +680,7 @@ static void test_pprof(int have_cxx)
 	       gap ? "found" : "none", have_cxx ? "loaded" : "absent");
 	if (gap) {
 		uintptr_t s6[] = { gap };
-		CHECK_EQ(stacktab_add(&t, s6, 1, 0, 6, 6000006), 0);
+		CHECK_EQ(cp_stacktab_add(&t, s6, 1, 0, 6, 6000006), 0);
 		snprintf(gapname, sizeof gapname, "%s+0x%llx",
 			 strrchr(exe, '/') + 1,
 			 (unsigned long long)(gap - seg->start +
@@ -690,11 +690,11 @@ static void test_pprof(int have_cxx)
 		void *f = dlsym(RTLD_DEFAULT, "_ZNSt9exceptionD1Ev");
 		CHECK(f != NULL, "std::exception::~exception");
 		uintptr_t s7[] = { (uintptr_t)f + 1 };
-		CHECK_EQ(stacktab_add(&t, s7, 1, 0, 8, 8000008), 0);
+		CHECK_EQ(cp_stacktab_add(&t, s7, 1, 0, 8, 8000008), 0);
 	}
 	char bid[sizeof seg->obj->build_id];
 	memcpy(bid, seg->obj->build_id, sizeof bid);
-	symbols_free(syms);
+	cp_symbols_free(syms);
 	/* Functions whose symbols carry versions ("versioned@VERS_1",
 	 * "versioned@@VERS_2"), as libc's do. */
 	char vlib[200];
@@ -704,9 +704,9 @@ static void test_pprof(int have_cxx)
 	int (*const *keep)(int) = dlsym(vh, "keep_versioned");
 	CHECK(keep != NULL, "keep_versioned");
 	uintptr_t s8[] = { (uintptr_t)keep[0] + 4, A(fn_gamma, 13) };
-	CHECK_EQ(stacktab_add(&t, s8, 2, 0, 1, 15000015), 0);
+	CHECK_EQ(cp_stacktab_add(&t, s8, 2, 0, 1, 15000015), 0);
 	uintptr_t s9[] = { (uintptr_t)keep[1] + 4, A(fn_gamma, 13) };
-	CHECK_EQ(stacktab_add(&t, s9, 2, 0, 1, 16000016), 0);
+	CHECK_EQ(cp_stacktab_add(&t, s9, 2, 0, 1, 16000016), 0);
 
 	const char *comments[] = { "cpuprof test: first comment",
 				   "second comment, with spaces" };
@@ -727,12 +727,12 @@ static void test_pprof(int have_cxx)
 		.ncomments = 2,
 	};
 	snprintf(path, sizeof path, "%s/small.pb.gz", tmpdir);
-	CHECK_EQ(pprof_write(path, &t, &meta, err, sizeof err), 0);
+	CHECK_EQ(cp_pprof_write(path, &t, &meta, err, sizeof err), 0);
 	CHECK_EQ(count_files(tmpdir), 1); /* no temporary left */
 	CHECK(gunzip_size(path) > 0, "not gzip");
 
 	/* Replacing an existing profile works too. */
-	CHECK_EQ(pprof_write(path, &t, &meta, err, sizeof err), 0);
+	CHECK_EQ(cp_pprof_write(path, &t, &meta, err, sizeof err), 0);
 	CHECK_EQ(count_files(tmpdir), 1);
 
 	snprintf(cmd, sizeof cmd, "go tool pprof -raw -symbolize=none '%s' 2>&1",
@@ -854,21 +854,21 @@ static void test_pprof(int have_cxx)
 	/* Errors: a directory that does not exist. */
 	snprintf(path, sizeof path, "%s/no/such/dir/p.pb.gz", tmpdir);
 	err[0] = '\0';
-	CHECK_EQ(pprof_write(path, &t, &meta, err, sizeof err), -ENOENT);
+	CHECK_EQ(cp_pprof_write(path, &t, &meta, err, sizeof err), -ENOENT);
 	CHECK(strstr(err, "no/such/dir"), "error message \"%s\"", err);
-	stacktab_free(&t);
+	cp_stacktab_free(&t);
 }
 
-/* pprof_write under allocation failures: -ENOMEM (or success), never a
+/* cp_pprof_write under allocation failures: -ENOMEM (or success), never a
  * crash, never a temporary file left behind. */
 static void test_pprof_nomem(void)
 {
 	struct cp_stacktab t;
 	char path[128], err[256];
-	stacktab_init(&t);
+	cp_stacktab_init(&t);
 	uintptr_t s1[] = { A(fn_alpha, 4), A(fn_beta, 9), A(fn_gamma, 13) };
-	CHECK_EQ(stacktab_add(&t, s1, 3, CP_STACK_TRUNCATED, 1, 1), 0);
-	CHECK_EQ(stacktab_add(&t, s1 + 1, 2, 0, 1, 1), 0);
+	CHECK_EQ(cp_stacktab_add(&t, s1, 3, CP_STACK_TRUNCATED, 1, 1), 0);
+	CHECK_EQ(cp_stacktab_add(&t, s1 + 1, 2, 0, 1, 1), 0);
 	const char *c[] = { "x" };
 	const struct cp_pseudo_sample lost = { "[lost]", 1, 1 };
 	struct cp_profile_meta meta = { .period_ns = 1, .pseudo = &lost, .npseudo = 1,
@@ -876,7 +876,7 @@ static void test_pprof_nomem(void)
 	snprintf(path, sizeof path, "%s/nomem.pb.gz", tmpdir);
 
 	fail_arm(-1);
-	CHECK_EQ(pprof_write(path, &t, &meta, err, sizeof err), 0);
+	CHECK_EQ(cp_pprof_write(path, &t, &meta, err, sizeof err), 0);
 	long total = fail_disarm();
 	CHECK(total > 10, "only %ld allocations?", total);
 	unlink(path);
@@ -884,7 +884,7 @@ static void test_pprof_nomem(void)
 	int failed = 0;
 	for (long k = 0; k < total; k += k < 64 ? 1 : 1 + total / 97) {
 		fail_arm(k);
-		int rc = pprof_write(path, &t, &meta, err, sizeof err);
+		int rc = cp_pprof_write(path, &t, &meta, err, sizeof err);
 		fail_disarm();
 		CHECK(rc == 0 || rc == -ENOMEM, "k=%ld: rc %d (%s)", k, rc, err);
 		if (rc == 0) {
@@ -897,7 +897,7 @@ static void test_pprof_nomem(void)
 		CHECK_EQ(count_files(tmpdir), 0);
 	}
 	CHECK(failed > 0, "no injected failure was reported");
-	stacktab_free(&t);
+	cp_stacktab_free(&t);
 }
 
 /* 100,000 distinct stacks of depth 20: fast enough, and readable. */
@@ -905,7 +905,7 @@ static void test_pprof_big(int have_go)
 {
 	struct cp_stacktab t;
 	char path[128], err[256], cmd[512];
-	stacktab_init(&t);
+	cp_stacktab_init(&t);
 	void (*fns[])(int) = { fn_alpha, fn_beta, fn_gamma };
 	for (uint32_t i = 0; i < 100000; i++) {
 		uintptr_t pcs[20];
@@ -914,15 +914,15 @@ static void test_pprof_big(int have_go)
 		pcs[2] = A(fn_gamma, 1 + ((i >> 10) & 127));
 		for (int k = 3; k < 20; k++)
 			pcs[k] = A(fns[k % 3], 1 + k);
-		CHECK_EQ(stacktab_add(&t, pcs, 20, 0, 1 + i % 3, 1000000), 0);
+		CHECK_EQ(cp_stacktab_add(&t, pcs, 20, 0, 1 + i % 3, 1000000), 0);
 	}
 	CHECK_EQ(t.len, 100000);
 	snprintf(path, sizeof path, "%s/big.pb.gz", tmpdir);
 	double t0 = now_s();
-	int rc = pprof_write(path, &t, &(struct cp_profile_meta){ .period_ns = 1000000 },
+	int rc = cp_pprof_write(path, &t, &(struct cp_profile_meta){ .period_ns = 1000000 },
 			     err, sizeof err);
 	double dt = now_s() - t0;
-	CHECK(rc == 0, "pprof_write: %s", err);
+	CHECK(rc == 0, "cp_pprof_write: %s", err);
 	printf("wrote 100000 stacks of depth 20 in %.3f s\n", dt);
 	CHECK(dt < 5, "writing took %.3f s", dt);
 	CHECK(gunzip_size(path) > 100000 * 20, "short profile");
@@ -942,7 +942,7 @@ static void test_pprof_big(int have_go)
 		free(text);
 	}
 	unlink(path);
-	stacktab_free(&t);
+	cp_stacktab_free(&t);
 }
 
 static char bindir[100];

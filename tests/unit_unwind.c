@@ -67,7 +67,7 @@ static struct cp_unwind_set *make_set(void)
 	r.nrows = n;
 	size_t bytes;
 	char err[128];
-	struct cp_utab *t = unwind_build(&r, &bytes, err, sizeof err);
+	struct cp_utab *t = cp_unwind_build(&r, &bytes, err, sizeof err);
 	CHECK(t, "%s", err);
 	struct cp_unwind_set *s = malloc(sizeof *s + sizeof s->tab[0]);
 	s->gen = 1;

@@ -2,7 +2,7 @@
  * write.c -- what source lines cost when a profile is written: loads a
  * shared library built with DWARF, makes NSTACKS distinct stacks of DEPTH
  * frames from NADDRS distinct addresses spread over all of its functions,
- * and writes them with pprof_write, with lines (the default) or names only
+ * and writes them with cp_pprof_write, with lines (the default) or names only
  * (`names`).  Prints one line: the write's wall time, this process's peak
  * RSS before and after it (VmHWM), the peak RSS of the child that read the
  * DWARF (the writer forks it: its RSS counts the pages it shares with this
@@ -71,7 +71,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	char *real = realpath(argv[1], NULL);
-	struct cp_symbols *s = symbols_load();
+	struct cp_symbols *s = cp_symbols_load();
 	const struct cp_object *o = NULL;
 	for (size_t i = 0; s && i < s->nobjs && !o; i++) {
 		char *r = realpath(s->objs[i].path, NULL);
@@ -93,12 +93,12 @@ int main(int argc, char **argv)
 		addrs[i] = o->bias + sym->start + (sym->size ? next() % sym->size : 0);
 	}
 	struct cp_stacktab tab;
-	stacktab_init(&tab);
+	cp_stacktab_init(&tab);
 	uintptr_t *pcs = malloc(depth * sizeof *pcs);
 	while (tab.len < nstacks) {
 		for (size_t k = 0; k < depth; k++)
 			pcs[k] = addrs[next() % naddrs];
-		if (stacktab_add(&tab, pcs, (uint32_t)depth, 0, 1, 1000000) != 0)
+		if (cp_stacktab_add(&tab, pcs, (uint32_t)depth, 0, 1, 1000000) != 0)
 			return 1;
 	}
 	size_t nfns = o->symtab.n;
@@ -118,7 +118,7 @@ int main(int argc, char **argv)
 			struct cp_lines_frame f[CP_LINES_MAX_DEPTH];
 			size_t n;
 			uintptr_t start = 0;
-			const char *nm = symbols_name_for(s, addrs[i], &start);
+			const char *nm = cp_symbols_name_for(s, addrs[i], &start);
 			found += cp_lines_lookup(d, addrs[i] - bias, nm ? start - bias : 0, f, &n) ==
 				 CP_LINES_OK;
 		}
@@ -129,7 +129,7 @@ int main(int argc, char **argv)
 		       hwm1 - hwm0);
 		return 0;
 	}
-	symbols_free(s);
+	cp_symbols_free(s);
 
 	char path[] = "/tmp/bench_lines.XXXXXX";
 	int fd = mkstemp(path);
@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 	long hwm0 = hwm_kib();
 	char err[256];
 	double t0 = now_s();
-	int rc = pprof_write(path, &tab, &(struct cp_profile_meta){ .period_ns = 1000000 }, err,
+	int rc = cp_pprof_write(path, &tab, &(struct cp_profile_meta){ .period_ns = 1000000 }, err,
 			     sizeof err);
 	double dt = now_s() - t0;
 	long hwm1 = hwm_kib();
@@ -157,6 +157,6 @@ int main(int argc, char **argv)
 	free(real);
 	free(pcs);
 	free(addrs);
-	stacktab_free(&tab);
+	cp_stacktab_free(&tab);
 	return 0;
 }

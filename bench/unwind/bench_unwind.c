@@ -65,7 +65,7 @@ NOINLINE static void measure(void)
 	pthread_attr_getstack(&a, &addr, &size);
 	pthread_attr_destroy(&a);
 	uintptr_t lo = cp_uc_sp(&uc), hi = (uintptr_t)addr + size;
-	int mode = unwind_mode_parse(mode_name);
+	int mode = cp_unwind_mode_parse(mode_name);
 	uintptr_t pcs[128];
 	int trunc, known;
 	uint32_t fp_flags;
@@ -178,7 +178,7 @@ static void bench_memory(void)
 	struct cpuprof_options o = { .hz = 1, .engine = "itimer" };
 	if (cpuprof_start("/dev/null", &o) < 0)
 		exit(1);
-	unwind_each_object(print_object, NULL);
+	cp_unwind_each_object(print_object, NULL);
 	cpuprof_stop();
 }
 
@@ -223,7 +223,7 @@ static int read_eh_frame(const char *path, struct section *s)
 			uint64_t p;
 			size_t c;
 			char err[128];
-			if (ehframe_hdr_parse(f + sh[i].sh_offset, sh[i].sh_size, sh[i].sh_addr, &p, &c, err, sizeof err) == 0)
+			if (cp_ehframe_hdr_parse(f + sh[i].sh_offset, sh[i].sh_size, sh[i].sh_addr, &p, &c, err, sizeof err) == 0)
 				s->count = c;
 		}
 	}
@@ -246,19 +246,19 @@ static void bench_build(void)
 		struct ehf_result res;
 		char err[256];
 		uint64_t t0 = now_ns();
-		if (ehframe_parse(s.data, s.size, s.addr, s.count, s.text, s.ntext, &res, err, sizeof err) < 0) {
+		if (cp_ehframe_parse(s.data, s.size, s.addr, s.count, s.text, s.ntext, &res, err, sizeof err) < 0) {
 			printf("| rejected: %s | | | |\n", err);
 			return;
 		}
 		uint64_t t1 = now_ns();
-		struct cp_utab *t = unwind_build(&res, &bytes, err, sizeof err);
+		struct cp_utab *t = cp_unwind_build(&res, &bytes, err, sizeof err);
 		uint64_t t2 = now_ns();
 		parse[r] = (double)(t1 - t0) / 1e6;
 		build[r] = (double)(t2 - t1) / 1e6;
 		rows = res.nrows;
 		fdes = res.nfdes;
 		free(t);
-		ehframe_free(&res);
+		cp_ehframe_free(&res);
 	}
 	qsort(parse, REPS, sizeof parse[0], cmp_double);
 	qsort(build, REPS, sizeof build[0], cmp_double);
@@ -274,7 +274,7 @@ static void bench_blocks(void)
 	struct ehf_result res;
 	char err[256];
 	if (read_eh_frame(libc_path, &s) < 0 ||
-	    ehframe_parse(s.data, s.size, s.addr, s.count, s.text, s.ntext, &res, err, sizeof err) < 0)
+	    cp_ehframe_parse(s.data, s.size, s.addr, s.count, s.text, s.ntext, &res, err, sizeof err) < 0)
 		return;
 	/* Look up pcs spread over all FDEs, in a scrambled order. */
 	enum { NPC = 4096, REPS = 7, ROUNDS = 50 };
@@ -289,7 +289,7 @@ static void bench_blocks(void)
 	static const unsigned sizes[] = { 1, 4, 8, 12, 16, 32 };
 	for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
 		size_t bytes;
-		struct cp_utab *t = unwind_build_blocks(&res, sizes[k], &bytes, err, sizeof err);
+		struct cp_utab *t = cp_unwind_build_blocks(&res, sizes[k], &bytes, err, sizeof err);
 		double per[REPS];
 		for (int r = 0; r < REPS; r++) {
 			struct cp_urule x;
@@ -304,7 +304,7 @@ static void bench_blocks(void)
 		       bytes, (double)bytes / (double)res.used, per[0], per[REPS / 2]);
 		free(t);
 	}
-	ehframe_free(&res);
+	cp_ehframe_free(&res);
 }
 
 int main(int argc, char **argv)

@@ -63,7 +63,7 @@ static int load(const char *path, struct input *in)
 		} else if (!strcmp(n, ".eh_frame_hdr")) {
 			uint64_t p;
 			char err[128];
-			ehframe_hdr_parse(f + sh[i].sh_offset, sh[i].sh_size, sh[i].sh_addr, &p, &in->count, err, sizeof err);
+			cp_ehframe_hdr_parse(f + sh[i].sh_offset, sh[i].sh_size, sh[i].sh_addr, &p, &in->count, err, sizeof err);
 		}
 	}
 	free(f);
@@ -134,12 +134,12 @@ int main(int argc, char **argv)
 		struct ehf_result r;
 		char err[256];
 		size_t count = rnd() % 4 ? src->count : 0;
-		if (ehframe_parse(exact, size, src->addr, count, src->text, src->ntext, &r, err, sizeof err) < 0) {
+		if (cp_ehframe_parse(exact, size, src->addr, count, src->text, src->ntext, &r, err, sizeof err) < 0) {
 			rejected++;
 		} else {
 			accepted++;
 			size_t bytes;
-			struct cp_utab *t = unwind_build(&r, &bytes, err, sizeof err);
+			struct cp_utab *t = cp_unwind_build(&r, &bytes, err, sizeof err);
 			if (t) {
 				tables++;
 				struct cp_urule x;
@@ -151,7 +151,7 @@ int main(int argc, char **argv)
 				}
 				free(t);
 			}
-			ehframe_free(&r);
+			cp_ehframe_free(&r);
 		}
 		free(exact);
 	}

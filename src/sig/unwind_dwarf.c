@@ -372,7 +372,7 @@ unsigned cp_unwind_dwarf(const struct cp_regs *r, const struct cp_stackmem *m, i
 			 unsigned max, int *truncated, int *first_known)
 {
 	/* seq_cst: after the handler's in-flight increment in the one total
-	 * order, which is what lets unwind_reclaim() free a replaced set. */
+	 * order, which is what lets cp_unwind_reclaim() free a replaced set. */
 	struct walk w = {
 		.set = atomic_load_explicit(&cp_sig.unwind, memory_order_seq_cst),
 		.m = *m,
