@@ -634,15 +634,11 @@ void cp_session_exit_now(int status)
 
 void cp_session_program_took_itimer(void)
 {
-	if (!ours() || cp_session.run.engine != &cp_engine_itimer)
+	const char *why;
+	if (!ours() || !cp_session.run.engine->program_set_itimer || !(why = cp_session.run.engine->program_set_itimer()))
 		return;
-	/* One process-wide timer: the program's now.  Every SIGPROF from
-	 * here on is the program's. */
-	cp_sig.engine = CP_SIG_NONE;
-	cp_itimer_yield();
-	snprintf(cp_session.run.stopped_why, sizeof cp_session.run.stopped_why,
-		 "the program set ITIMER_PROF itself %.3f s after the start: the itimer engine stopped sampling then",
-		 (double)(cp_clock_ns(CLOCK_MONOTONIC) - cp_session.run.mono0) / 1e9);
+	snprintf(cp_session.run.stopped_why, sizeof cp_session.run.stopped_why, "%.3f s after the start, %s",
+		 (double)(cp_clock_ns(CLOCK_MONOTONIC) - cp_session.run.mono0) / 1e9, why);
 }
 
 /* In a child after fork() the parent's profile is not ours to continue or

@@ -80,6 +80,9 @@ struct cp_engine {
 	/* In a child after fork(): forgets the parent's state without
 	 * touching what belongs to the parent. */
 	void (*forget)(void);
+	/* The program set ITIMER_PROF itself (NULL: no matter to the
+	 * engine).  Returns why sampling stopped, if it did, or NULL. */
+	const char *(*program_set_itimer)(void);
 	/* Signal engines (threads.c): makes the kernel signal thread t->tid
 	 * every period of its CPU time, and undoes it. */
 	int (*arm)(struct cp_thread *t, int signo, uint64_t period_ns);
@@ -87,10 +90,6 @@ struct cp_engine {
 };
 
 extern const struct cp_engine cp_engine_perf, cp_engine_hw, cp_engine_timer, cp_engine_itimer;
-
-/* The program set ITIMER_PROF while the itimer engine sampled: the timer
- * is the program's now, and stopping must leave it alone. */
-void cp_itimer_yield(void);
 
 /* The CPU-time clock of any thread of this process, by thread id: the
  * kernel's encoding, ~tid << 3 | CPUCLOCK_PERTHREAD (4) | CPUCLOCK_SCHED

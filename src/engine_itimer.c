@@ -41,13 +41,17 @@ static void itimer_disarm(struct cp_thread *t)
  * ours, still in flight, rather than the program's own timer's. */
 #define GRACE_NS 1000000000ull
 
-/* The program took ITIMER_PROF (cp_itimer_yield). */
+/* The program took ITIMER_PROF. */
 static _Atomic int yielded;
 
-void cp_itimer_yield(void)
+/* One process-wide timer: the program's now.  Every SIGPROF from here on
+ * is the program's, and stopping leaves the timer alone. */
+static const char *itimer_program_set_itimer(void)
 {
+	cp_sig.engine = CP_SIG_NONE;
 	atomic_store(&yielded, 1);
 	atomic_store(&cp_prog.itimer_grace_ns, 0);
+	return "the program set ITIMER_PROF itself: the itimer engine stopped sampling then";
 }
 
 static int itimer_start(const struct cp_engine_conf *c)
@@ -97,6 +101,7 @@ const struct cp_engine cp_engine_itimer = {
 	.stop = itimer_stop,
 	.stats = cp_threads_stats,
 	.forget = cp_threads_forget,
+	.program_set_itimer = itimer_program_set_itimer,
 	.arm = itimer_arm,
 	.disarm = itimer_disarm,
 };

@@ -55,19 +55,34 @@ static int timer_probe(int signo, uint64_t period_ns, char *why, size_t len)
 	return 0;
 }
 
+/* What the engine keeps in a thread's slot (cp_thread.engine_state). */
+struct timer_state {
+	timer_t id;
+	int armed;
+};
+_Static_assert(sizeof(struct timer_state) <= sizeof(((struct cp_thread *)0)->engine_state),
+	       "the timer's state does not fit in a thread's slot");
+
+static struct timer_state *state_of(struct cp_thread *t)
+{
+	return (struct timer_state *)(void *)t->engine_state;
+}
+
 static int timer_arm(struct cp_thread *t, int signo, uint64_t period_ns)
 {
-	int e = make_timer(t->tid, signo, period_ns, &t->timer);
+	struct timer_state *s = state_of(t);
+	int e = make_timer(t->tid, signo, period_ns, &s->id);
 	if (e == 0)
-		t->has_timer = 1;
+		s->armed = 1;
 	return e;
 }
 
 static void timer_disarm(struct cp_thread *t)
 {
-	if (t->has_timer) {
-		timer_delete(t->timer);
-		t->has_timer = 0;
+	struct timer_state *s = state_of(t);
+	if (s->armed) {
+		timer_delete(s->id);
+		s->armed = 0;
 	}
 }
 

@@ -115,7 +115,7 @@ static struct cp_thread *arm_locked(pid_t tid, int self)
 	int err = -ENOSPC;
 	if ((t = slot_alloc()) != NULL) {
 		t->tid = tid;
-		t->has_timer = 0;
+		memset(t->engine_state, 0, sizeof t->engine_state);
 		t->own = self;
 		t->stack_lo = t->stack_hi = 0;
 		t->last_ns = t->seen_ns = 0;

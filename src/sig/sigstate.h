@@ -49,8 +49,9 @@ struct cp_thread {
 	_Atomic int state;
 	_Atomic uint32_t gen;
 	pid_t tid;
-	timer_t timer;       /* timer engine */
-	int has_timer;
+	/* The engine's own state for the thread (engine_timer.c keeps its
+	 * timer here); zeroed when the slot is taken. */
+	uint64_t engine_state[2];
 	int own;             /* registered by the thread itself (wrapper or API) */
 	uintptr_t stack_lo;  /* stack bounds, 0/0 while unknown (handler may fill) */
 	uintptr_t stack_hi;
