@@ -229,10 +229,10 @@ bench: bench-build
 # `make fuzz-report [FUZZ_SECONDS=300]`.  The corpus starts from profiles
 # the tests make; crashes are written to build-fuzz/.
 FUZZ_SECONDS ?= 300
-FUZZ_SRCS := tests/fuzz/report.c $(filter-out cli/main.c cli/record.c,$(CLI_SRCS))
+FUZZ_SRCS := tests/fuzz/report.c $(filter-out cli/main.c cli/record.c cli/record_write.c cli/collect.c,$(CLI_SRCS))
 build-fuzz/report: $(FUZZ_SRCS) $(wildcard cli/*.h) cli/flame.html
 	@mkdir -p build-fuzz
-	clang -g -O1 -std=gnu11 -D_GNU_SOURCE -Icli -fsanitize=fuzzer,address,undefined \
+	clang -g -O1 -std=gnu11 -D_GNU_SOURCE -Icli -Isrc -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=undefined -o $@ $(FUZZ_SRCS) -lz
 
 fuzz-report: build-fuzz/report tests

@@ -16,49 +16,16 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include "profile_proto.h"
+
 /* Protobuf wire types. */
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
-
-/* profile.proto field numbers, by message. */
-enum {
-	PROFILE_SAMPLE_TYPE = 1,	/* ValueType, repeated */
-	PROFILE_SAMPLE = 2,		/* Sample, repeated */
-	PROFILE_MAPPING = 3,		/* Mapping, repeated */
-	PROFILE_LOCATION = 4,		/* Location, repeated */
-	PROFILE_FUNCTION = 5,		/* Function, repeated */
-	PROFILE_STRING_TABLE = 6,	/* string, repeated */
-	PROFILE_DROP_FRAMES = 7,	/* int64 string index */
-	PROFILE_KEEP_FRAMES = 8,	/* int64 string index */
-	PROFILE_TIME_NANOS = 9,		/* int64 */
-	PROFILE_DURATION_NANOS = 10,	/* int64 */
-	PROFILE_PERIOD_TYPE = 11,	/* ValueType */
-	PROFILE_PERIOD = 12,		/* int64 */
-	PROFILE_COMMENT = 13,		/* int64 string index, repeated */
-	PROFILE_DEFAULT_SAMPLE_TYPE = 14, /* int64 string index */
-};
-enum { VALUETYPE_TYPE = 1, VALUETYPE_UNIT = 2 };
-enum { SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3 };
-enum { LABEL_KEY = 1, LABEL_STR, LABEL_NUM, LABEL_NUM_UNIT };
-enum {
-	MAPPING_ID = 1, MAPPING_MEMORY_START, MAPPING_MEMORY_LIMIT,
-	MAPPING_FILE_OFFSET, MAPPING_FILENAME, MAPPING_BUILD_ID,
-	MAPPING_HAS_FUNCTIONS, MAPPING_HAS_FILENAMES, MAPPING_HAS_LINE_NUMBERS,
-	MAPPING_HAS_INLINE_FRAMES,
-};
-enum {
-	LOCATION_ID = 1, LOCATION_MAPPING_ID, LOCATION_ADDRESS, LOCATION_LINE,
-	LOCATION_IS_FOLDED,
-};
-enum { LINE_FUNCTION_ID = 1, LINE_LINE = 2 };
-enum {
-	FUNCTION_ID = 1, FUNCTION_NAME, FUNCTION_SYSTEM_NAME, FUNCTION_FILENAME,
-	FUNCTION_START_LINE,
-};
 
 /* Where an error message goes; fail() fills it once. */
 struct ctx {
@@ -351,377 +318,229 @@ static int push_ints(struct ctx *c, const struct reader *r,
 	return 0;
 }
 
-/* Stores varint field f into *dst, after checking its wire type. */
-static int get_u64(struct ctx *c, const struct field *f, uint64_t *dst,
-		   const char *what)
-{
-	if (expect(c, f, WT_VARINT, what))
-		return -1;
-	*dst = f->u;
-	return 0;
-}
+/* How the decoder treats a field of a message: a varint stored at an
+ * offset of the message's record (U64, I64, BOOL), integers appended to a
+ * vec of the builder (INTS: one varint or a packed run), a string appended
+ * to a vec of the builder (STRING), or a message decoded by a function of
+ * its own (MESSAGE).  Fields a message's table does not name are skipped. */
+enum rule_kind { R_U64, R_I64, R_BOOL, R_INTS, R_STRING, R_MESSAGE };
 
-/* Stores varint field f into *dst as a signed (two's complement) value. */
-static int get_i64(struct ctx *c, const struct field *f, int64_t *dst,
-		   const char *what)
-{
-	if (expect(c, f, WT_VARINT, what))
-		return -1;
-	*dst = (int64_t)f->u;
-	return 0;
-}
+struct rule {
+	uint32_t num;   /* profile_proto.h */
+	uint8_t kind;   /* enum rule_kind */
+	const char *what;
+	size_t off;     /* in the record (scalars) or the builder (INTS, STRING) */
+	/* R_MESSAGE: decodes field f (length-delimited) of the message
+	 * whose record is `rec`. */
+	int (*decode)(struct ctx *c, struct builder *b, void *rec, struct reader r, const struct field *f);
+};
 
-/* Stores varint field f into *dst as a bool (non-zero is true). */
-static int get_bool(struct ctx *c, const struct field *f, bool *dst,
-		    const char *what)
-{
-	if (expect(c, f, WT_VARINT, what))
-		return -1;
-	*dst = f->u != 0;
-	return 0;
-}
+#define RULES(t) t, sizeof t / sizeof t[0]
 
-/* Decodes a ValueType message into *vt (fields present overwrite). */
-static int decode_value_type(struct ctx *c, struct reader r,
-			     struct raw_vt *vt)
+/* Decodes the fields of one message in r by its rules; scalars go into
+ * `rec`, the message's record. */
+static int decode_fields(struct ctx *c, struct builder *b, struct reader r, const struct rule *rules, size_t nrules,
+			 void *rec)
 {
 	struct field f;
 	while (r.p < r.end) {
 		if (next_field(c, &r, &f))
 			return -1;
-		int rc = 0;
-		switch (f.num) {
-		case VALUETYPE_TYPE:
-			rc = get_i64(c, &f, &vt->type, "ValueType.type");
+		const struct rule *ru = NULL;
+		for (size_t i = 0; i < nrules && !ru; i++)
+			if (rules[i].num == f.num)
+				ru = &rules[i];
+		if (!ru)
+			continue;
+		char *at = (char *)(ru->kind <= R_BOOL ? rec : b) + ru->off;
+		struct raw_string *s;
+		switch (ru->kind) {
+		case R_U64:
+		case R_I64:
+			if (expect(c, &f, WT_VARINT, ru->what))
+				return -1;
+			memcpy(at, &f.u, sizeof f.u); /* int64 fields keep the two's complement bits */
 			break;
-		case VALUETYPE_UNIT:
-			rc = get_i64(c, &f, &vt->unit, "ValueType.unit");
+		case R_BOOL:
+			if (expect(c, &f, WT_VARINT, ru->what))
+				return -1;
+			*(bool *)at = f.u != 0;
+			break;
+		case R_INTS:
+			if (push_ints(c, &r, &f, (struct vec *)at, ru->what))
+				return -1;
+			break;
+		case R_STRING:
+			if (expect(c, &f, WT_LEN, ru->what) || !(s = vec_push(c, (struct vec *)at, sizeof *s)))
+				return -1;
+			s->p = f.data;
+			s->len = f.len;
+			break;
+		case R_MESSAGE:
+			if (expect(c, &f, WT_LEN, ru->what) || ru->decode(c, b, rec, sub_reader(&r, &f), &f))
+				return -1;
 			break;
 		}
-		if (rc)
-			return -1;
 	}
 	return 0;
 }
 
-/* Decodes a Label message and appends it to b->labels. */
-static int decode_label(struct ctx *c, struct builder *b, struct reader r)
+static const struct rule value_type_rules[] = {
+	{ VALUE_TYPE_TYPE, R_I64, "ValueType.type", offsetof(struct raw_vt, type), NULL },
+	{ VALUE_TYPE_UNIT, R_I64, "ValueType.unit", offsetof(struct raw_vt, unit), NULL },
+};
+
+static const struct rule label_rules[] = {
+	{ LABEL_KEY, R_I64, "Label.key", offsetof(struct raw_label, key), NULL },
+	{ LABEL_STR, R_I64, "Label.str", offsetof(struct raw_label, str), NULL },
+	{ LABEL_NUM, R_I64, "Label.num", offsetof(struct raw_label, num), NULL },
+	{ LABEL_NUM_UNIT, R_I64, "Label.num_unit", offsetof(struct raw_label, num_unit), NULL },
+};
+
+/* A Sample's Label, appended to b->labels. */
+static int decode_label(struct ctx *c, struct builder *b, void *sample, struct reader r, const struct field *f)
 {
+	(void)sample, (void)f;
 	struct raw_label *l = vec_push(c, &b->labels, sizeof *l);
-	if (!l)
-		return -1;
-	struct field f;
-	while (r.p < r.end) {
-		if (next_field(c, &r, &f))
-			return -1;
-		int rc = 0;
-		switch (f.num) {
-		case LABEL_KEY:
-			rc = get_i64(c, &f, &l->key, "Label.key");
-			break;
-		case LABEL_STR:
-			rc = get_i64(c, &f, &l->str, "Label.str");
-			break;
-		case LABEL_NUM:
-			rc = get_i64(c, &f, &l->num, "Label.num");
-			break;
-		case LABEL_NUM_UNIT:
-			rc = get_i64(c, &f, &l->num_unit, "Label.num_unit");
-			break;
-		}
-		if (rc)
-			return -1;
-	}
-	return 0;
+	return l ? decode_fields(c, b, r, RULES(label_rules), l) : -1;
 }
 
-/* Decodes a Sample message; its location ids, values and labels are
- * appended to the builder's shared pools. */
-static int decode_sample(struct ctx *c, struct builder *b, struct reader r,
-			 size_t off)
+static const struct rule sample_rules[] = {
+	{ SAMPLE_LOCATION_ID, R_INTS, "Sample.location_id", offsetof(struct builder, loc_ids), NULL },
+	{ SAMPLE_VALUE, R_INTS, "Sample.value", offsetof(struct builder, values), NULL },
+	{ SAMPLE_LABEL, R_MESSAGE, "Sample.label", 0, decode_label },
+};
+
+/* A Sample, appended to b->samples; its location ids, values and labels
+ * go to the builder's shared pools. */
+static int decode_sample(struct ctx *c, struct builder *b, void *profile, struct reader r, const struct field *f)
 {
-	struct raw_sample *s = vec_push(c, &b->samples, sizeof *s);
-	if (!s)
+	(void)profile;
+	if (!vec_push(c, &b->samples, sizeof(struct raw_sample)))
 		return -1;
 	size_t si = b->samples.n - 1;
-	size_t loc_off = b->loc_ids.n, val_off = b->values.n;
-	size_t label_off = b->labels.n;
-	struct field f;
-	while (r.p < r.end) {
-		if (next_field(c, &r, &f))
-			return -1;
-		int rc = 0;
-		switch (f.num) {
-		case SAMPLE_LOCATION_ID:
-			rc = push_ints(c, &r, &f, &b->loc_ids,
-				       "Sample.location_id");
-			break;
-		case SAMPLE_VALUE:
-			rc = push_ints(c, &r, &f, &b->values, "Sample.value");
-			break;
-		case SAMPLE_LABEL:
-			rc = expect(c, &f, WT_LEN, "Sample.label");
-			if (!rc)
-				rc = decode_label(c, b, sub_reader(&r, &f));
-			break;
-		}
-		if (rc)
-			return -1;
-	}
-	s = (struct raw_sample *)b->samples.a + si;
+	size_t loc_off = b->loc_ids.n, val_off = b->values.n, label_off = b->labels.n;
+	if (decode_fields(c, b, r, RULES(sample_rules), NULL))
+		return -1;
+	struct raw_sample *s = (struct raw_sample *)b->samples.a + si;
 	s->loc_off = (uint32_t)loc_off;
 	s->nloc = (uint32_t)(b->loc_ids.n - loc_off);
 	s->val_off = (uint32_t)val_off;
 	s->nval = (uint32_t)(b->values.n - val_off);
 	s->label_off = (uint32_t)label_off;
 	s->nlabel = (uint32_t)(b->labels.n - label_off);
-	s->off = (uint32_t)off;
+	s->off = (uint32_t)f->off;
 	return 0;
 }
 
-/* Decodes a Mapping message and appends it to b->mappings. */
-static int decode_mapping(struct ctx *c, struct builder *b, struct reader r)
+static const struct rule mapping_rules[] = {
+	{ MAPPING_ID, R_U64, "Mapping.id", offsetof(struct raw_mapping, id), NULL },
+	{ MAPPING_MEMORY_START, R_U64, "Mapping.memory_start", offsetof(struct raw_mapping, start), NULL },
+	{ MAPPING_MEMORY_LIMIT, R_U64, "Mapping.memory_limit", offsetof(struct raw_mapping, limit), NULL },
+	{ MAPPING_FILE_OFFSET, R_U64, "Mapping.file_offset", offsetof(struct raw_mapping, file_offset), NULL },
+	{ MAPPING_FILENAME, R_I64, "Mapping.filename", offsetof(struct raw_mapping, filename), NULL },
+	{ MAPPING_BUILD_ID, R_I64, "Mapping.build_id", offsetof(struct raw_mapping, build_id), NULL },
+	{ MAPPING_HAS_FUNCTIONS, R_BOOL, "Mapping.has_functions", offsetof(struct raw_mapping, has_functions), NULL },
+	{ MAPPING_HAS_FILENAMES, R_BOOL, "Mapping.has_filenames", offsetof(struct raw_mapping, has_filenames), NULL },
+	{ MAPPING_HAS_LINE_NUMBERS, R_BOOL, "Mapping.has_line_numbers", offsetof(struct raw_mapping, has_line_numbers),
+	  NULL },
+	{ MAPPING_HAS_INLINE_FRAMES, R_BOOL, "Mapping.has_inline_frames",
+	  offsetof(struct raw_mapping, has_inline_frames), NULL },
+};
+
+static int decode_mapping(struct ctx *c, struct builder *b, void *profile, struct reader r, const struct field *f)
 {
+	(void)profile, (void)f;
 	struct raw_mapping *m = vec_push(c, &b->mappings, sizeof *m);
-	if (!m)
-		return -1;
-	struct field f;
-	while (r.p < r.end) {
-		if (next_field(c, &r, &f))
-			return -1;
-		int rc = 0;
-		switch (f.num) {
-		case MAPPING_ID:
-			rc = get_u64(c, &f, &m->id, "Mapping.id");
-			break;
-		case MAPPING_MEMORY_START:
-			rc = get_u64(c, &f, &m->start, "Mapping.memory_start");
-			break;
-		case MAPPING_MEMORY_LIMIT:
-			rc = get_u64(c, &f, &m->limit, "Mapping.memory_limit");
-			break;
-		case MAPPING_FILE_OFFSET:
-			rc = get_u64(c, &f, &m->file_offset,
-				     "Mapping.file_offset");
-			break;
-		case MAPPING_FILENAME:
-			rc = get_i64(c, &f, &m->filename, "Mapping.filename");
-			break;
-		case MAPPING_BUILD_ID:
-			rc = get_i64(c, &f, &m->build_id, "Mapping.build_id");
-			break;
-		case MAPPING_HAS_FUNCTIONS:
-			rc = get_bool(c, &f, &m->has_functions,
-				      "Mapping.has_functions");
-			break;
-		case MAPPING_HAS_FILENAMES:
-			rc = get_bool(c, &f, &m->has_filenames,
-				      "Mapping.has_filenames");
-			break;
-		case MAPPING_HAS_LINE_NUMBERS:
-			rc = get_bool(c, &f, &m->has_line_numbers,
-				      "Mapping.has_line_numbers");
-			break;
-		case MAPPING_HAS_INLINE_FRAMES:
-			rc = get_bool(c, &f, &m->has_inline_frames,
-				      "Mapping.has_inline_frames");
-			break;
-		}
-		if (rc)
-			return -1;
-	}
-	return 0;
+	return m ? decode_fields(c, b, r, RULES(mapping_rules), m) : -1;
 }
 
-/* Decodes a Line message and appends it to b->lines. */
-static int decode_line(struct ctx *c, struct builder *b, struct reader r)
+static const struct rule line_rules[] = {
+	{ LINE_FUNCTION_ID, R_U64, "Line.function_id", offsetof(struct raw_line, function_id), NULL },
+	{ LINE_LINE, R_I64, "Line.line", offsetof(struct raw_line, line), NULL },
+};
+
+/* A Location's Line, appended to b->lines. */
+static int decode_line(struct ctx *c, struct builder *b, void *location, struct reader r, const struct field *f)
 {
+	(void)location, (void)f;
 	struct raw_line *l = vec_push(c, &b->lines, sizeof *l);
-	if (!l)
-		return -1;
-	struct field f;
-	while (r.p < r.end) {
-		if (next_field(c, &r, &f))
-			return -1;
-		int rc = 0;
-		switch (f.num) {
-		case LINE_FUNCTION_ID:
-			rc = get_u64(c, &f, &l->function_id,
-				     "Line.function_id");
-			break;
-		case LINE_LINE:
-			rc = get_i64(c, &f, &l->line, "Line.line");
-			break;
-		}
-		if (rc)
-			return -1;
-	}
-	return 0;
+	return l ? decode_fields(c, b, r, RULES(line_rules), l) : -1;
 }
 
-/* Decodes a Location message; its lines are appended to b->lines. */
-static int decode_location(struct ctx *c, struct builder *b, struct reader r)
+static const struct rule location_rules[] = {
+	{ LOCATION_ID, R_U64, "Location.id", offsetof(struct raw_location, id), NULL },
+	{ LOCATION_MAPPING_ID, R_U64, "Location.mapping_id", offsetof(struct raw_location, mapping_id), NULL },
+	{ LOCATION_ADDRESS, R_U64, "Location.address", offsetof(struct raw_location, address), NULL },
+	{ LOCATION_LINE, R_MESSAGE, "Location.line", 0, decode_line },
+	{ LOCATION_IS_FOLDED, R_BOOL, "Location.is_folded", offsetof(struct raw_location, is_folded), NULL },
+};
+
+/* A Location, appended to b->locations; its lines go to b->lines. */
+static int decode_location(struct ctx *c, struct builder *b, void *profile, struct reader r, const struct field *f)
 {
+	(void)profile, (void)f;
 	if (!vec_push(c, &b->locations, sizeof(struct raw_location)))
 		return -1;
-	size_t li = b->locations.n - 1;
-	size_t line_off = b->lines.n;
-	struct raw_location loc = { 0 };
-	struct field f;
-	while (r.p < r.end) {
-		if (next_field(c, &r, &f))
-			return -1;
-		int rc = 0;
-		switch (f.num) {
-		case LOCATION_ID:
-			rc = get_u64(c, &f, &loc.id, "Location.id");
-			break;
-		case LOCATION_MAPPING_ID:
-			rc = get_u64(c, &f, &loc.mapping_id,
-				     "Location.mapping_id");
-			break;
-		case LOCATION_ADDRESS:
-			rc = get_u64(c, &f, &loc.address, "Location.address");
-			break;
-		case LOCATION_LINE:
-			rc = expect(c, &f, WT_LEN, "Location.line");
-			if (!rc)
-				rc = decode_line(c, b, sub_reader(&r, &f));
-			break;
-		case LOCATION_IS_FOLDED:
-			rc = get_bool(c, &f, &loc.is_folded,
-				      "Location.is_folded");
-			break;
-		}
-		if (rc)
-			return -1;
-	}
-	loc.line_off = line_off;
-	loc.nline = b->lines.n - line_off;
-	((struct raw_location *)b->locations.a)[li] = loc;
+	struct raw_location loc = { .line_off = b->lines.n };
+	if (decode_fields(c, b, r, RULES(location_rules), &loc))
+		return -1;
+	loc.nline = b->lines.n - loc.line_off;
+	((struct raw_location *)b->locations.a)[b->locations.n - 1] = loc;
 	return 0;
 }
 
-/* Decodes a Function message and appends it to b->functions. */
-static int decode_function(struct ctx *c, struct builder *b, struct reader r)
+static const struct rule function_rules[] = {
+	{ FUNCTION_ID, R_U64, "Function.id", offsetof(struct raw_function, id), NULL },
+	{ FUNCTION_NAME, R_I64, "Function.name", offsetof(struct raw_function, name), NULL },
+	{ FUNCTION_SYSTEM_NAME, R_I64, "Function.system_name", offsetof(struct raw_function, system_name), NULL },
+	{ FUNCTION_FILENAME, R_I64, "Function.filename", offsetof(struct raw_function, filename), NULL },
+	{ FUNCTION_START_LINE, R_I64, "Function.start_line", offsetof(struct raw_function, start_line), NULL },
+};
+
+static int decode_function(struct ctx *c, struct builder *b, void *profile, struct reader r, const struct field *f)
 {
+	(void)profile, (void)f;
 	struct raw_function *fn = vec_push(c, &b->functions, sizeof *fn);
-	if (!fn)
-		return -1;
-	struct field f;
-	while (r.p < r.end) {
-		if (next_field(c, &r, &f))
-			return -1;
-		int rc = 0;
-		switch (f.num) {
-		case FUNCTION_ID:
-			rc = get_u64(c, &f, &fn->id, "Function.id");
-			break;
-		case FUNCTION_NAME:
-			rc = get_i64(c, &f, &fn->name, "Function.name");
-			break;
-		case FUNCTION_SYSTEM_NAME:
-			rc = get_i64(c, &f, &fn->system_name,
-				     "Function.system_name");
-			break;
-		case FUNCTION_FILENAME:
-			rc = get_i64(c, &f, &fn->filename, "Function.filename");
-			break;
-		case FUNCTION_START_LINE:
-			rc = get_i64(c, &f, &fn->start_line,
-				     "Function.start_line");
-			break;
-		}
-		if (rc)
-			return -1;
-	}
-	return 0;
+	return fn ? decode_fields(c, b, r, RULES(function_rules), fn) : -1;
 }
+
+static int decode_sample_type(struct ctx *c, struct builder *b, void *profile, struct reader r, const struct field *f)
+{
+	(void)profile, (void)f;
+	struct raw_vt *vt = vec_push(c, &b->sample_types, sizeof *vt);
+	return vt ? decode_fields(c, b, r, RULES(value_type_rules), vt) : -1;
+}
+
+static int decode_period_type(struct ctx *c, struct builder *b, void *profile, struct reader r, const struct field *f)
+{
+	(void)profile, (void)f;
+	return decode_fields(c, b, r, RULES(value_type_rules), &b->period_type);
+}
+
+/* The Profile's record is the builder itself. */
+static const struct rule profile_rules[] = {
+	{ PROFILE_SAMPLE_TYPE, R_MESSAGE, "Profile.sample_type", 0, decode_sample_type },
+	{ PROFILE_SAMPLE, R_MESSAGE, "Profile.sample", 0, decode_sample },
+	{ PROFILE_MAPPING, R_MESSAGE, "Profile.mapping", 0, decode_mapping },
+	{ PROFILE_LOCATION, R_MESSAGE, "Profile.location", 0, decode_location },
+	{ PROFILE_FUNCTION, R_MESSAGE, "Profile.function", 0, decode_function },
+	{ PROFILE_STRING_TABLE, R_STRING, "Profile.string_table", offsetof(struct builder, strings), NULL },
+	{ PROFILE_DROP_FRAMES, R_I64, "Profile.drop_frames", offsetof(struct builder, drop_frames), NULL },
+	{ PROFILE_KEEP_FRAMES, R_I64, "Profile.keep_frames", offsetof(struct builder, keep_frames), NULL },
+	{ PROFILE_TIME_NANOS, R_I64, "Profile.time_nanos", offsetof(struct builder, time_nanos), NULL },
+	{ PROFILE_DURATION_NANOS, R_I64, "Profile.duration_nanos", offsetof(struct builder, duration_nanos), NULL },
+	{ PROFILE_PERIOD_TYPE, R_MESSAGE, "Profile.period_type", 0, decode_period_type },
+	{ PROFILE_PERIOD, R_I64, "Profile.period", offsetof(struct builder, period), NULL },
+	{ PROFILE_COMMENT, R_INTS, "Profile.comment", offsetof(struct builder, comments), NULL },
+	{ PROFILE_DEFAULT_SAMPLE_TYPE, R_I64, "Profile.default_sample_type",
+	  offsetof(struct builder, default_sample_type), NULL },
+};
 
 /* Decodes the top-level Profile message in r into b. */
 static int decode_profile(struct ctx *c, struct builder *b, struct reader r)
 {
-	struct field f;
-	while (r.p < r.end) {
-		if (next_field(c, &r, &f))
-			return -1;
-		int rc = 0;
-		struct raw_vt *vt;
-		struct raw_string *s;
-		switch (f.num) {
-		case PROFILE_SAMPLE_TYPE:
-			if ((rc = expect(c, &f, WT_LEN, "Profile.sample_type")))
-				break;
-			if (!(vt = vec_push(c, &b->sample_types, sizeof *vt)))
-				return -1;
-			rc = decode_value_type(c, sub_reader(&r, &f), vt);
-			break;
-		case PROFILE_SAMPLE:
-			rc = expect(c, &f, WT_LEN, "Profile.sample");
-			if (!rc)
-				rc = decode_sample(c, b, sub_reader(&r, &f),
-						   f.off);
-			break;
-		case PROFILE_MAPPING:
-			rc = expect(c, &f, WT_LEN, "Profile.mapping");
-			if (!rc)
-				rc = decode_mapping(c, b, sub_reader(&r, &f));
-			break;
-		case PROFILE_LOCATION:
-			rc = expect(c, &f, WT_LEN, "Profile.location");
-			if (!rc)
-				rc = decode_location(c, b, sub_reader(&r, &f));
-			break;
-		case PROFILE_FUNCTION:
-			rc = expect(c, &f, WT_LEN, "Profile.function");
-			if (!rc)
-				rc = decode_function(c, b, sub_reader(&r, &f));
-			break;
-		case PROFILE_STRING_TABLE:
-			if ((rc = expect(c, &f, WT_LEN, "Profile.string_table")))
-				break;
-			if (!(s = vec_push(c, &b->strings, sizeof *s)))
-				return -1;
-			s->p = f.data;
-			s->len = f.len;
-			break;
-		case PROFILE_DROP_FRAMES:
-			rc = get_i64(c, &f, &b->drop_frames,
-				     "Profile.drop_frames");
-			break;
-		case PROFILE_KEEP_FRAMES:
-			rc = get_i64(c, &f, &b->keep_frames,
-				     "Profile.keep_frames");
-			break;
-		case PROFILE_TIME_NANOS:
-			rc = get_i64(c, &f, &b->time_nanos, "Profile.time_nanos");
-			break;
-		case PROFILE_DURATION_NANOS:
-			rc = get_i64(c, &f, &b->duration_nanos,
-				     "Profile.duration_nanos");
-			break;
-		case PROFILE_PERIOD_TYPE:
-			rc = expect(c, &f, WT_LEN, "Profile.period_type");
-			if (!rc)
-				rc = decode_value_type(c, sub_reader(&r, &f),
-						       &b->period_type);
-			break;
-		case PROFILE_PERIOD:
-			rc = get_i64(c, &f, &b->period, "Profile.period");
-			break;
-		case PROFILE_COMMENT:
-			rc = push_ints(c, &r, &f, &b->comments,
-				       "Profile.comment");
-			break;
-		case PROFILE_DEFAULT_SAMPLE_TYPE:
-			rc = get_i64(c, &f, &b->default_sample_type,
-				     "Profile.default_sample_type");
-			break;
-		}
-		if (rc)
-			return -1;
-	}
-	return 0;
+	return decode_fields(c, b, r, RULES(profile_rules), b);
 }
 
 /* ---- resolving indexes and ids ------------------------------------------ */

@@ -110,15 +110,20 @@ API const char *cpuprof_strerror(int code)
 _Static_assert(CP_SAMPLE_TRUNCATED == CP_STACK_TRUNCATED && CP_SAMPLE_LINK_REG == CP_STACK_LINK_REG,
 	       "sample and stack flags differ");
 
+void cp_session_keep_locked(const struct cp_sample *s)
+{
+	if (cp_stacktab_add_tid(&cp_session.run.tab, s->tid, s->pcs, s->n, s->flags, 1, s->weight_ns) < 0) {
+		cp_session.run.dropped++;
+		cp_session.run.dropped_ns += s->weight_ns;
+	}
+}
+
 void cp_session_drain_locked(void)
 {
 	struct cp_ring *r = cp_sig.ring;
 	struct cp_sample *s;
 	while ((s = cp_ring_peek(r)) != NULL) {
-		if (cp_stacktab_add_tid(&cp_session.run.tab, s->tid, s->pcs, s->n, s->flags, 1, s->weight_ns) < 0) {
-			cp_session.run.dropped++;
-			cp_session.run.dropped_ns += s->weight_ns;
-		}
+		cp_session_keep_locked(s);
 		cp_ring_release(r, s);
 	}
 }

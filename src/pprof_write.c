@@ -28,60 +28,9 @@
 #include "array.h"
 #include "lines.h"
 #include "pprof_write.h"
+#include "profile_proto.h"
 #include "protobuf.h"
 #include "symbols.h"
-
-/* profile.proto field numbers.  Wire type 0 (varint) where marked, else
- * 2 (length-delimited: a message, a string or a packed repeated field). */
-enum {
-	PROFILE_SAMPLE_TYPE = 1,     /* repeated ValueType */
-	PROFILE_SAMPLE = 2,          /* repeated Sample */
-	PROFILE_MAPPING = 3,         /* repeated Mapping */
-	PROFILE_LOCATION = 4,        /* repeated Location */
-	PROFILE_FUNCTION = 5,        /* repeated Function */
-	PROFILE_STRING_TABLE = 6,    /* repeated string */
-	PROFILE_TIME_NANOS = 9,      /* int64, varint */
-	PROFILE_DURATION_NANOS = 10, /* int64, varint */
-	PROFILE_PERIOD_TYPE = 11,    /* ValueType */
-	PROFILE_PERIOD = 12,         /* int64, varint */
-	PROFILE_COMMENT = 13,        /* repeated int64 (string index), packed */
-
-	VALUE_TYPE_TYPE = 1, /* int64 string index, varint */
-	VALUE_TYPE_UNIT = 2, /* int64 string index, varint */
-
-	SAMPLE_LOCATION_ID = 1, /* repeated uint64, packed; leaf first */
-	SAMPLE_VALUE = 2,       /* repeated int64, packed */
-	SAMPLE_LABEL = 3,       /* repeated Label */
-
-	LABEL_KEY = 1, /* int64 string index, varint */
-	LABEL_STR = 2, /* int64 string index, varint */
-	LABEL_NUM = 3, /* int64, varint */
-
-	MAPPING_ID = 1,            /* uint64, varint */
-	MAPPING_MEMORY_START = 2,  /* uint64, varint */
-	MAPPING_MEMORY_LIMIT = 3,  /* uint64, varint */
-	MAPPING_FILE_OFFSET = 4,   /* uint64, varint */
-	MAPPING_FILENAME = 5,      /* int64 string index, varint */
-	MAPPING_BUILD_ID = 6,      /* int64 string index, varint */
-	MAPPING_HAS_FUNCTIONS = 7, /* bool, varint */
-	MAPPING_HAS_FILENAMES = 8, /* bool, varint */
-	MAPPING_HAS_LINE_NUMBERS = 9, /* bool, varint */
-	MAPPING_HAS_INLINE_FRAMES = 10, /* bool, varint */
-
-	LOCATION_ID = 1,         /* uint64, varint */
-	LOCATION_MAPPING_ID = 2, /* uint64, varint */
-	LOCATION_ADDRESS = 3,    /* uint64, varint */
-	LOCATION_LINE = 4,       /* repeated Line */
-
-	LINE_FUNCTION_ID = 1, /* uint64, varint */
-	LINE_LINE = 2,        /* int64, varint */
-
-	FUNCTION_ID = 1,          /* uint64, varint */
-	FUNCTION_NAME = 2,        /* int64 string index, varint */
-	FUNCTION_SYSTEM_NAME = 3, /* int64 string index, varint */
-	FUNCTION_FILENAME = 4,    /* int64 string index, varint */
-	FUNCTION_START_LINE = 5,  /* int64, varint */
-};
 
 /* Longest the DWARF reader may take for a whole profile, and most objects
  * the comments name for having no lines. */

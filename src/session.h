@@ -73,6 +73,11 @@ int64_t cp_clock_ns(clockid_t c);
 /* The whole process's voluntary context switches so far (each a thread
  * going to sleep) and its user-mode CPU. */
 void cp_process_usage(long *waits, int64_t *user_ns);
+/* Puts one sample from the ring into the table, or counts it dropped if
+ * the table has no memory for it: the step the file's drain and the
+ * stream's reader share.  Under cp_tab_lock. */
+struct cp_sample;
+void cp_session_keep_locked(const struct cp_sample *s);
 /* Moves every committed sample from the ring into the table.  Under
  * cp_tab_lock. */
 void cp_session_drain_locked(void);

@@ -36,10 +36,8 @@ static size_t fill_locked(uint64_t *w, size_t cap)
 	struct cp_sample *s;
 	uint64_t period = cp_sig.period_ns;
 	while ((s = cp_ring_peek(r)) != NULL && used + 3 + s->n <= cap) {
-		if (R->path && cp_stacktab_add_tid(&R->tab, s->tid, s->pcs, s->n, s->flags, 1, s->weight_ns) < 0) {
-			R->dropped++;
-			R->dropped_ns += s->weight_ns;
-		}
+		if (R->path)
+			cp_session_keep_locked(s);
 		uint64_t ns = s->weight_ns + R->carry_ns;
 		uint64_t count = ns / period;
 		R->carry_ns = ns % period;
