@@ -13,7 +13,8 @@
 
 #define CPUPROF_CLI_VERSION "0.1.0"
 
-/* Exit status for bad usage, unreadable input and unusable options. */
+/* Exit status for bad usage, unreadable input, unusable options and (report)
+ * output that cannot be written. */
 #define EXIT_USAGE 2
 
 /* `cpuprof record [options] -- CMD [ARGS...]`; argv[0] is "record".
@@ -22,8 +23,8 @@
 int cmd_record(int argc, char **argv);
 
 /* `cpuprof report [OPTIONS] FILE...`; argv[0] is "report".  Returns 0,
- * EXIT_USAGE for bad usage, a missing, unreadable, corrupt or refused
- * FILE, or profiles that cannot be merged, and 1 if the output cannot be
+ * or EXIT_USAGE for bad usage, a missing, unreadable, corrupt or refused
+ * FILE, profiles that cannot be merged, or output that cannot be
  * written. */
 int cmd_report(int argc, char **argv);
 

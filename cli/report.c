@@ -50,7 +50,10 @@ void report_usage(FILE *f)
 	      "      --list REGEX  the source of matching functions, with each\n"
 	      "                line's flat and cum CPU time\n"
 	      "      Inlined calls are frames of their own, marked '(inlined)'.\n"
-	      "      -o OUT    write OUT (complete, or not at all) instead of stdout\n",
+	      "      -o OUT    write OUT (complete, or not at all) instead of stdout\n"
+	      "      Exits 0, or 2 with a message: bad usage, a FILE missing, corrupt\n"
+	      "      or too large, profiles that cannot be merged, or output that\n"
+	      "      cannot be written.\n",
 	      f);
 }
 
@@ -234,7 +237,7 @@ static int emit(const struct report_args *ra, const struct report_input *in,
 		if (!(out = fopen(tmp, "w"))) {
 			fprintf(stderr, "cpuprof report: cannot write %s: %m\n", tmp);
 			free(tmp);
-			return 1;
+			return EXIT_USAGE;
 		}
 	}
 	int rc = write_format(out, ra, in, ss);
@@ -248,10 +251,10 @@ static int emit(const struct report_args *ra, const struct report_input *in,
 	} else if (werr) {
 		fprintf(stderr, "cpuprof report: writing %s: %m\n",
 			tmp ? ra->out : "the report");
-		status = 1;
+		status = EXIT_USAGE;
 	} else if (tmp && rename(tmp, ra->out) != 0) {
 		fprintf(stderr, "cpuprof report: cannot write %s: %m\n", ra->out);
-		status = 1;
+		status = EXIT_USAGE;
 	}
 	if (tmp && status != 0)
 		unlink(tmp);

@@ -908,7 +908,8 @@ int cp_pprof_write_parts(const char *path, const struct cp_profile_part *parts, 
 	/* A path that names something other than a regular file (/dev/null,
 	 * a FIFO) is written into: renaming over it would replace it. */
 	struct stat st;
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+	int exists = stat(path, &st) == 0;
+	if (exists && !S_ISREG(st.st_mode)) {
 		if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
 			rc = -errno;
 			set_err(err, errlen, "pprof: open %s: %s", path, strerror(-rc));
@@ -922,6 +923,13 @@ int cp_pprof_write_parts(const char *path, const struct cp_profile_part *parts, 
 		rc = fd;
 		set_err(err, errlen, "pprof: create %s.tmp.*: %s", path,
 			 strerror(-rc));
+		goto out;
+	}
+	/* A file replaced keeps its permissions (the temporary file has the
+	 * umask's). */
+	if (exists && fchmod(fd, st.st_mode & 0777) != 0) {
+		rc = -errno;
+		set_err(err, errlen, "pprof: chmod %s: %s", tmp, strerror(-rc));
 		goto out;
 	}
 	if ((rc = write_gzip(fd, b.pb.data, b.pb.len)) != 0) {

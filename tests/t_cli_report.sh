@@ -136,4 +136,18 @@ for i in 0 1 2 3 4 5 6 7 8 9; do
 	flip "$tmp/p.pb.gz" $((i * size / 10)) "$tmp/flip.gz"
 	try "$tmp/flip.gz"
 done
+
+# Output that cannot be written is an error like the others: exit 2 with
+# a message, and -o leaves nothing behind.
+$EMU "$CP" report "$tmp/p.pb.gz" >/dev/full 2>"$tmp/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "No space left" "$tmp/err" ||
+	{ cat "$tmp/err" >&2; fail "report >/dev/full: exit $rc, expected 2 with a message"; }
+mkdir "$tmp/ro" && chmod 555 "$tmp/ro"
+if ! touch "$tmp/ro/probe" 2>/dev/null; then # root writes anywhere
+	$EMU "$CP" report -o "$tmp/ro/out.txt" "$tmp/p.pb.gz" 2>"$tmp/err"
+	rc=$?
+	[ $rc -eq 2 ] && [ -z "$(ls "$tmp/ro")" ] ||
+		{ cat "$tmp/err" >&2; fail "report -o into a read-only directory: exit $rc, expected 2"; }
+fi
 echo "ok"

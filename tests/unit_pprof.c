@@ -731,9 +731,13 @@ static void test_pprof(int have_cxx)
 	CHECK_EQ(count_files(tmpdir), 1); /* no temporary left */
 	CHECK(gunzip_size(path) > 0, "not gzip");
 
-	/* Replacing an existing profile works too. */
+	/* Replacing an existing file works too, and keeps its permissions. */
+	CHECK_EQ(chmod(path, 0751), 0);
 	CHECK_EQ(cp_pprof_write(path, &t, &meta, err, sizeof err), 0);
 	CHECK_EQ(count_files(tmpdir), 1);
+	struct stat sb;
+	CHECK_EQ(stat(path, &sb), 0);
+	CHECK((sb.st_mode & 07777) == 0751, "the replaced file's mode is %o, was 751", (unsigned)(sb.st_mode & 07777));
 
 	snprintf(cmd, sizeof cmd, "go tool pprof -raw -symbolize=none '%s' 2>&1",
 		 path);
