@@ -172,7 +172,7 @@ rep --format folded -o folded.txt inl.pb
 has folded.txt "main;outer_fn 300"
 [ -s out ] && fail "-o: wrote to stdout too"
 $EMU "$CP" report -o no-such-dir/x.txt inl.pb 2>err
-[ $? -eq 1 ] || fail "-o into a missing directory: not exit 1"
+[ $? -eq 2 ] || fail "-o into a missing directory: not exit 2"
 ls no-such-dir 2>/dev/null && fail "-o: something was written"
 ls | grep -q '\.tmp' && fail "-o: a temporary file was left"
 
