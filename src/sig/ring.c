@@ -44,7 +44,7 @@ struct cp_ring *cp_ring_init(void *mem, size_t cells, unsigned depth)
 	r->depth = depth;
 	r->map_size = 0;
 	atomic_store_explicit(&r->head, 0, memory_order_relaxed);
-	r->tail = 0;
+	atomic_store_explicit(&r->tail, 0, memory_order_relaxed);
 	for (size_t i = 0; i < n; i++)
 		atomic_store_explicit(&cell_at(r, i)->seq, i, memory_order_relaxed);
 	atomic_thread_fence(memory_order_release);
@@ -99,35 +99,45 @@ void cp_ring_commit(struct cp_ring *r, struct cp_sample *s)
 	atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
 }
 
+/* The consumer's position: it alone moves it, so relaxed is enough. */
+static uint64_t tail_of(const struct cp_ring *r)
+{
+	return atomic_load_explicit(&((struct cp_ring *)r)->tail, memory_order_relaxed);
+}
+
+static void advance(struct cp_ring *r, struct cp_sample *c, uint64_t tail)
+{
+	atomic_store_explicit(&c->seq, tail + r->cells, memory_order_release);
+	atomic_store_explicit(&r->tail, tail + 1, memory_order_relaxed);
+}
+
 struct cp_sample *cp_ring_peek(struct cp_ring *r)
 {
-	struct cp_sample *c = cell_at(r, r->tail);
+	uint64_t tail = tail_of(r);
+	struct cp_sample *c = cell_at(r, tail);
 	uint64_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
-	return seq == r->tail + 1 ? c : NULL;
+	return seq == tail + 1 ? c : NULL;
 }
 
 void cp_ring_release(struct cp_ring *r, struct cp_sample *s)
 {
-	atomic_store_explicit(&s->seq, r->tail + r->cells, memory_order_release);
-	r->tail++;
+	advance(r, s, tail_of(r));
 }
 
 /* Signal context. */
 size_t cp_ring_used(const struct cp_ring *r)
 {
 	uint64_t head = atomic_load_explicit(&((struct cp_ring *)r)->head, memory_order_relaxed);
-	uint64_t tail = *(volatile const uint64_t *)&r->tail;
+	uint64_t tail = tail_of(r);
 	return head > tail ? (size_t)(head - tail) : 0;
 }
 
 /* Not signal context: the consumer's, for a ring whose producer died. */
 int cp_ring_skip(struct cp_ring *r)
 {
-	uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire);
-	if (head <= r->tail)
+	uint64_t head = atomic_load_explicit(&r->head, memory_order_acquire), tail = tail_of(r);
+	if (head <= tail)
 		return 0;
-	struct cp_sample *c = cell_at(r, r->tail);
-	atomic_store_explicit(&c->seq, r->tail + r->cells, memory_order_release);
-	r->tail++;
+	advance(r, cell_at(r, tail), tail);
 	return 1;
 }

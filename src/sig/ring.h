@@ -25,7 +25,7 @@ struct cp_sample {
 
 struct cp_ring {
 	_Alignas(64) _Atomic uint64_t head; /* next cell to claim */
-	_Alignas(64) uint64_t tail;         /* next cell to consume */
+	_Alignas(64) _Atomic uint64_t tail; /* next cell to consume: the consumer's alone to move */
 	size_t cells;                       /* power of two */
 	size_t cell_size;                   /* bytes */
 	unsigned depth;                     /* pcs per cell */
