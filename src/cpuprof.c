@@ -63,6 +63,7 @@ struct cp_session cp_session;
 pthread_mutex_t cp_tab_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void publish(int ended, int status);
+static int write_profile(const struct cp_stacktab *tab, const struct cp_facts *f);
 
 /* Serialises start, stop and flush. */
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -573,12 +574,24 @@ API int cpuprof_flush(void)
 	if (cp_session.running && cp_session.run.stream) {
 		rc = -EINVAL;
 	} else if (cp_session.running) {
+		/* Written from a copy of the table: the keeper goes on moving
+		 * samples into it meanwhile (symbols and lines can take a
+		 * while), where holding the lock would fill the rings. */
+		struct cp_facts f;
+		struct cp_stacktab copy;
 		pthread_mutex_lock(&cp_tab_lock);
 		if (cp_session.run.engine->drain)
 			cp_session.run.engine->drain();
 		cp_session_drain_locked();
-		rc = cp_session_write_locked();
+		cp_session_facts_locked(&f);
+		int copied = cp_stacktab_copy(&copy, &cp_session.run.tab) == 0;
+		if (!copied)
+			rc = write_profile(&cp_session.run.tab, &f);
 		pthread_mutex_unlock(&cp_tab_lock);
+		if (copied) {
+			rc = write_profile(&copy, &f);
+			cp_stacktab_free(&copy);
+		}
 	}
 	pthread_mutex_unlock(&api_lock);
 	return rc;
@@ -757,20 +770,24 @@ static const char *own_thread_name(const void *arg, uint32_t tid)
 	return cp_names_get((pid_t)tid, buf) ? buf : NULL;
 }
 
-int cp_session_write_locked(void)
+/* Writes the profile file from a table and the facts taken with it.
+ * Needs no lock: the table is the session's (sampling stopped) or a copy
+ * of it. */
+static int write_profile(const struct cp_stacktab *tab, const struct cp_facts *f)
 {
-	static struct cp_comments c; /* under cp_tab_lock */
-	struct cp_facts f;
+	struct cp_comments *c = calloc(1, sizeof *c);
+	if (!c) {
+		fprintf(stderr, "cpuprof: cannot write %s: out of memory\n", cp_session.run.path);
+		return -ENOMEM;
+	}
 	char warning[1024];
-	c.n = c.used = 0;
-	cp_session_facts_locked(&f);
-	cp_judge(&f, warning, sizeof warning);
-	cp_facts_comments(&c, &f, warning);
+	cp_judge(f, warning, sizeof warning);
+	cp_facts_comments(c, f, warning);
 #ifdef CPUPROF_BENCH
 	/* Benchmark build only: the handler's own time (bench/run.py). */
-	cp_comment(&c, "handler_ns=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_ns));
-	cp_comment(&c, "handler_calls=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_calls));
-	cp_comment(&c, "handler_preempted=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_slow));
+	cp_comment(c, "handler_ns=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_ns));
+	cp_comment(c, "handler_calls=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_calls));
+	cp_comment(c, "handler_preempted=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_slow));
 #endif
 	/* The profile accounts for the CPU of its samples, of the samples it
 	 * lost, of each thread after its last sample and of cpuprof's own
@@ -778,13 +795,13 @@ int cp_session_write_locked(void)
 	 * what it is. */
 	struct cp_pseudo_sample pseudo[CP_FACTS_PSEUDO];
 	struct cp_profile_meta meta = {
-		.period_ns = f.period_ns,
-		.time_nanos = f.wall0_ns,
-		.duration_nanos = f.duration_ns,
+		.period_ns = f->period_ns,
+		.time_nanos = f->wall0_ns,
+		.duration_nanos = f->duration_ns,
 		.pseudo = pseudo,
-		.npseudo = cp_facts_pseudo(&f, pseudo),
-		.comments = c.list,
-		.ncomments = c.n,
+		.npseudo = cp_facts_pseudo(f, pseudo),
+		.comments = c->list,
+		.ncomments = c->n,
 	};
 	char err[256] = "", exe[4096], name[CP_NAME_MAX];
 	const char *path = cp_session.run.path;
@@ -792,7 +809,7 @@ int cp_session_write_locked(void)
 	 * labelled with its pid and name and its threads'. */
 	struct cp_profile_part part = {
 		.syms = cp_symbols_load(),
-		.tab = &cp_session.run.tab,
+		.tab = tab,
 		.pid = getpid(),
 		.process = own_name(exe, sizeof exe),
 		.thread_name = own_thread_name,
@@ -800,6 +817,7 @@ int cp_session_write_locked(void)
 	};
 	int rc = part.syms ? cp_pprof_write_parts(path, &part, 1, &meta, err, sizeof err) : -ENOMEM;
 	cp_symbols_free((struct cp_symbols *)part.syms);
+	free(c);
 	if (rc < 0) {
 		fprintf(stderr, "cpuprof: cannot write %s: %s\n", path, err[0] ? err : strerror(-rc));
 		return rc;
@@ -807,4 +825,11 @@ int cp_session_write_locked(void)
 	if (warning[0])
 		fprintf(stderr, "cpuprof: warning: %s: %s\n", path, warning);
 	return 0;
+}
+
+int cp_session_write_locked(void)
+{
+	struct cp_facts f;
+	cp_session_facts_locked(&f);
+	return write_profile(&cp_session.run.tab, &f);
 }

@@ -152,3 +152,16 @@ int cp_stacktab_add_tid(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pc
 	t->total_ns += ns;
 	return 0;
 }
+
+int cp_stacktab_copy(struct cp_stacktab *dst, const struct cp_stacktab *src)
+{
+	cp_stacktab_init(dst);
+	for (size_t i = 0; i < src->len; i++) {
+		const struct cp_stack *s = src->items[i];
+		if (cp_stacktab_add_tid(dst, s->tid, s->pcs, s->n, s->flags, s->count, s->ns) < 0) {
+			cp_stacktab_free(dst);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}

@@ -49,5 +49,8 @@ int cp_stacktab_add_tid(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pc
 /* The same for a stack of no thread in particular (tid 0). */
 int cp_stacktab_add(struct cp_stacktab *t, const uintptr_t *pcs, uint32_t n,
 		 uint32_t flags, uint64_t count, uint64_t ns);
+/* Makes dst (not initialised) a copy of src.  0 or -ENOMEM (dst is then
+ * empty). */
+int cp_stacktab_copy(struct cp_stacktab *dst, const struct cp_stacktab *src);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,40 @@ static void busy_and_flush(void)
 	hot_loop(50);
 	CHECK_EQ(cpuprof_stop(), 0);
 	CHECK_EQ(cpuprof_stop(), -ESRCH);
+}
+
+static _Atomic int flushing_done;
+
+static void *flush_burner(void *arg)
+{
+	while (!atomic_load(&flushing_done))
+		hot_loop(20);
+	return NULL;
+}
+
+/* Writing a flushed profile (symbols, source lines) takes a while: the
+ * samples taken meanwhile are not lost for it. */
+static void flush_while_sampling(void)
+{
+	char path[600], val[64];
+	snprintf(path, sizeof path, "%s/flushes.pb.gz", dir);
+	CHECK_EQ(cpuprof_start(path, &(struct cpuprof_options){ .hz = 1000 }), 0);
+	pthread_t t[2];
+	for (int i = 0; i < 2; i++)
+		CHECK_EQ(pthread_create(&t[i], NULL, flush_burner, NULL), 0);
+	for (int i = 0; i < 5; i++) {
+		usleep(50000);
+		CHECK_EQ(cpuprof_flush(), 0);
+	}
+	atomic_store(&flushing_done, 1);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	CHECK_EQ(cpuprof_stop(), 0);
+	CHECK(pprof_comment(path, "samples", val, sizeof val) == 0, "no samples comment");
+	long samples = atol(val);
+	CHECK(pprof_comment(path, "lost", val, sizeof val) == 0, "no lost comment");
+	long lost = atol(val);
+	CHECK(samples > 100 && lost * 20 <= samples, "%ld samples, %ld lost while flushing", samples, lost);
 }
 
 /* pthread_create as libc has it, bypassing cpuprof's interposition: a
@@ -197,6 +232,7 @@ int main(void)
 	CHECK(mkdtemp(dir), "mkdtemp");
 	bad_options();
 	busy_and_flush();
+	flush_while_sampling();
 	registration();
 	race_and_foreign_stop();
 	cycles();
