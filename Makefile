@@ -116,12 +116,25 @@ CLI_SHARED := $(addprefix $(B)/src/,options.o judge.o stacktab.o symbols.o pprof
 $(B)/cpuprof: $(CLI_OBJS) $(CLI_SHARED)
 	$(CC) $(CFLAGS) -o $@ $^ -lz
 
+ifdef TSAN
+# `make tsan`: the tests link the library itself, so that the threads it
+# makes go through ThreadSanitizer's pthread_create.  Not instrumented:
+# interpose.c, for ThreadSanitizer calls sigaction (ours) before it is
+# ready to see any access; and the signal-context code (src/sig/), whose
+# handler the kernel may run in a thread ThreadSanitizer has not set up
+# yet, and whose fences it does not model (tests/sigsafe.sh checks it).
+TEST_LINK = $(B)/libcpuprof.a $(LDLIBS)
+$(B)/src/interpose.o $(SIG_SRCS:%.c=$(B)/%.o): override CFLAGS += -fno-sanitize=thread
+else
+TEST_LINK = -L$(B) -Wl,-rpath,$(abspath $(B)) -lcpuprof
+endif
+
 # Test programs: test_*.c use the public API of libcpuprof.so; unit_*.c test
 # internals and link the static library; everything else in tests/ is a
 # workload run under `cpuprof record` and links nothing of ours.
-$(B)/tests/test_%: tests/test_%.c tests/check.h $(B)/libcpuprof.so
+$(B)/tests/test_%: tests/test_%.c tests/check.h $(B)/libcpuprof.so $(B)/libcpuprof.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE) -rdynamic -o $@ $< -L$(B) -Wl,-rpath,$(abspath $(B)) -lcpuprof -pthread -lm -ldl
+	$(CC) $(CFLAGS) $(BASE) -rdynamic -o $@ $< $(TEST_LINK) -pthread -lm -ldl
 
 $(B)/tests/unit_%: tests/unit_%.c tests/check.h $(B)/libcpuprof.a
 	@mkdir -p $(dir $@)
@@ -174,6 +187,20 @@ check-sigsafe: $(SIG_SRCS:%.c=$(B)/%.o)
 # The benchmark's smoke test needs its build; it runs on the host only.
 check: tests check-sigsafe $(if $(filter $(ARCH),$(HOST_ARCH)),bench-build)
 	@B='$(B)' ARCH='$(ARCH)' EMU='$(EMU)' sh tests/run.sh
+
+# Starts, stops, flushes and streams from several threads at once, for a
+# minute; then the same paths under ThreadSanitizer (gcc's), where any
+# report fails the run.
+STRESS_SECONDS ?= 60
+TSAN_TESTS := test_stress test_stream test_churn
+stress: tests
+	STRESS_SECONDS=$(STRESS_SECONDS) $(B)/tests/test_stress
+tsan:
+	$(MAKE) B=build-tsan CFLAGS='-O1 -g -fsanitize=thread' TSAN=1 $(TSAN_TESTS:%=build-tsan/tests/%)
+	for t in $(TSAN_TESTS); do \
+		echo "tsan: $$t"; \
+		TSAN_OPTIONS='halt_on_error=1 exitcode=66' STRESS_SECONDS=$(STRESS_SECONDS) build-tsan/tests/$$t || exit 1; \
+	done
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include

@@ -225,7 +225,7 @@ static inline double thread_cpu_ms(void)
 #define DEFINE_BURNER(fn)                                                     \
 	__attribute__((noinline)) void fn(double ms)                          \
 	{                                                                     \
-		static volatile unsigned long long sink;                      \
+		static _Thread_local volatile unsigned long long sink;        \
 		double end = thread_cpu_ms() + ms;                            \
 		unsigned long long x = 1;                                     \
 		while (thread_cpu_ms() < end)                                 \

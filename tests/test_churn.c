@@ -23,7 +23,7 @@ static int threads = THREADS;
 
 static void *tiny(void *arg)
 {
-	static volatile int sink;
+	static _Thread_local volatile int sink;
 	for (int i = 0; i < 1000; i++)
 		sink += i;
 	return NULL;
