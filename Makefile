@@ -272,5 +272,5 @@ clean:
 
 -include $(shell find $(B) $(BB) -name '*.d' 2>/dev/null)
 
-.PHONY: all tests check check-sigsafe install clean bench bench-build fuzz-report
+.PHONY: all tests check check-sigsafe install clean bench bench-build fuzz-report stress tsan
 .DELETE_ON_ERROR:

@@ -66,9 +66,16 @@
 /* Bytes of each sample's stack copied (a multiple of 8 below 64 KiB):
  * deeper stacks end in [truncated]. */
 #define STACK_COPY 16384
-/* Data pages of each CPU's ring (a power of two): 512 KiB, about 31
- * samples of 16 KiB. */
-#define RING_PAGES 128
+/* Data pages of each CPU's ring (a power of two): room for RING_MS of
+ * samples at the rate asked for, and at least 128 (512 KiB, about 31
+ * samples of 16 KiB, as much as perf_event_mlock_kb lets any user map per
+ * CPU by default): 128 up to 1 kHz, 1024 (4 MiB) at 10 kHz.  A map the
+ * locked-memory limits refuse is tried again at half the size, down to
+ * the least.  The keeper drains a ring half full: what is left, half of
+ * RING_MS, is how late it may wake without a sample lost. */
+#define RING_PAGES_MIN 128
+#define RING_PAGES_MAX 1024
+#define RING_MS 25
 /* The keeper's sleep, and its bounds (ms). */
 #define SLEEP_MIN_MS 1
 #define SLEEP_MAX_MS 100
@@ -101,6 +108,7 @@ struct ring {
 	struct perf_event_mmap_page *page;
 	uint8_t *data;
 	uint64_t size;                     /* data bytes, a power of two */
+	size_t map_bytes;
 };
 
 /* Per thread and CPU: what its samples there accounted for so far, in
@@ -139,6 +147,7 @@ static struct {
 	size_t nti, capti;
 	struct cp_engine_stats st;
 	int sleep_ms;
+	unsigned ring_pages;  /* asked for each ring */
 } E;
 
 /* Opens k's event on thread tid (0: the calling thread) and CPU cpu (-1:
@@ -170,7 +179,7 @@ static int open_event(const struct perf_kind *k, pid_t tid, int cpu, uint64_t pe
 		/* Nobody polls the rings: a watermark past their end keeps the
 		 * kernel from waking anyone. */
 		a.watermark = 1;
-		a.wakeup_watermark = (uint32_t)RING_PAGES * 4096u;
+		a.wakeup_watermark = (uint32_t)RING_PAGES_MAX * 4096u;
 	} else {
 		a.disabled = 1;
 		a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
@@ -446,16 +455,49 @@ static int keep_fd(int fd)
 	return 0;
 }
 
+/* The most pages each of n rings may have (a power of two) within the
+ * limits on locked memory of a user without CAP_IPC_LOCK: the user's
+ * perf_event_mlock_kb per online CPU, then the process's RLIMIT_MEMLOCK.
+ * Estimated (other processes of the user may hold some) so that the first
+ * rings mapped do not leave the last none; map_ring() still falls back. */
+static unsigned ring_pages_allowed(size_t n)
+{
+	if (geteuid() == 0)
+		return RING_PAGES_MAX;
+	char buf[32] = "";
+	int fd = open("/proc/sys/kernel/perf_event_mlock_kb", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t r = read(fd, buf, sizeof buf - 1);
+		buf[r > 0 ? r : 0] = '\0';
+		close(fd);
+	}
+	uint64_t kb = buf[0] ? strtoull(buf, NULL, 10) : 516;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t budget = kb * 1024u * (uint64_t)(cpus > 0 ? cpus : 1);
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0)
+		budget += rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX / 2 : rl.rlim_cur;
+	unsigned pages = RING_PAGES_MAX;
+	while (pages > RING_PAGES_MIN && (uint64_t)(pages + 1) * 4096u * n > budget)
+		pages /= 2;
+	return pages;
+}
+
 /* Maps fd as ring r's.  0 or a negative errno. */
 static int map_ring(struct ring *r, int fd)
 {
-	size_t size = (size_t)(RING_PAGES + 1) * 4096u;
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		return -errno;
+	unsigned pages = E.ring_pages;
+	void *p;
+	while ((p = mmap(NULL, (size_t)(pages + 1) * 4096u, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		if (pages <= RING_PAGES_MIN || (errno != EPERM && errno != ENOMEM))
+			return -errno;
+		pages /= 2;
+		E.ring_pages = pages; /* the next rings need not try more */
+	}
 	r->page = p;
 	r->fd = fd;
-	r->size = r->page->data_size ? r->page->data_size : (uint64_t)RING_PAGES * 4096u;
+	r->map_bytes = (size_t)(pages + 1) * 4096u;
+	r->size = r->page->data_size ? r->page->data_size : (uint64_t)pages * 4096u;
 	r->data = (uint8_t *)p + (r->page->data_offset ? r->page->data_offset : 4096u);
 	return 0;
 }
@@ -561,7 +603,7 @@ static void close_all(void)
 {
 	for (size_t i = 0; i < E.nrings; i++)
 		if (E.rings[i].page)
-			munmap(E.rings[i].page, (size_t)(RING_PAGES + 1) * 4096u);
+			munmap(E.rings[i].page, E.rings[i].map_bytes);
 	for (size_t i = 0; i < E.nfds; i++)
 		close(E.fds[i]);
 	free(E.rings);
@@ -602,18 +644,26 @@ static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
 	E.use_read = fd >= 0;
 	if (fd >= 0)
 		close(fd);
-	/* One CPU's ring fills at most at HZ samples a second: sleep for
-	 * half the time it takes to fill. */
 	uint64_t hz = c->period_ns ? 1000000000u / c->period_ns : 1000;
-	uint64_t per_ring = (uint64_t)RING_PAGES * 4096u / (STACK_COPY + 256);
-	uint64_t ms = hz ? per_ring * 1000u / (2 * hz) : SLEEP_MAX_MS;
-	E.sleep_ms = ms < SLEEP_MIN_MS ? SLEEP_MIN_MS : ms > SLEEP_MAX_MS ? SLEEP_MAX_MS : (int)ms;
+	uint64_t want = (hz * RING_MS / 1000 * (STACK_COPY + 256) + 4095) / 4096;
+	unsigned allowed = ring_pages_allowed(E.nrings);
+	for (E.ring_pages = RING_PAGES_MIN; E.ring_pages < want && E.ring_pages < allowed;)
+		E.ring_pages *= 2;
 	arm_all();
 	if (E.st.armed == 0) {
 		int e = E.st.first_error ? E.st.first_error : -ENODEV;
 		close_all();
 		return e;
 	}
+	/* One CPU's ring fills at most at HZ samples a second: sleep for
+	 * half the time the smallest takes to fill. */
+	uint64_t least = UINT64_MAX;
+	for (size_t i = 0; i < E.nrings; i++)
+		if (E.rings[i].page && E.rings[i].size < least)
+			least = E.rings[i].size;
+	uint64_t per_ring = least / (STACK_COPY + 256);
+	uint64_t ms = hz ? per_ring * 1000u / (2 * hz) : SLEEP_MAX_MS;
+	E.sleep_ms = ms < SLEEP_MIN_MS ? SLEEP_MIN_MS : ms > SLEEP_MAX_MS ? SLEEP_MAX_MS : (int)ms;
 	return 0;
 }
 
