@@ -171,6 +171,11 @@ $(B)/tests/test_%: tests/test_%.c tests/check.h $(B)/libcpuprof.so
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -rdynamic -o $@ $< -L$(B) -Wl,-rpath,$(abspath $(B)) -lcpuprof -pthread -lm -ldl
 
+# test_gp_*.c test the gperftools drop-in, against libprofiler.so.
+$(B)/tests/test_gp_%: tests/test_gp_%.c tests/check.h $(B)/libprofiler.so.0 $(B)/libprofiler.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -rdynamic -o $@ $< -L$(B) -Wl,-rpath,$(abspath $(B)) -lprofiler -pthread -ldl
+
 $(B)/tests/unit_%: tests/unit_%.c tests/check.h $(B)/libcpuprof.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< $(B)/libcpuprof.a $(LDLIBS) -lm

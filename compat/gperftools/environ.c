@@ -17,6 +17,8 @@
  *   CPUPROFILE_TIMER_SIGNAL=N    the sampling signal
  *   CPUPROFILE_FORMAT=F          cpuprof's addition: "pprof" or "legacy"
  *                                (default: pprof for names ending .pb.gz)
+ *   CPUPROF_ENGINE=E             cpuprof's own: auto, perf, hw, timer or
+ *                                itimer (README, "Engines")
  *
  * A bad value prints one line and takes gperftools' default (a rate), or
  * leaves the program unprofiled (a signal, a file); nothing here ever
@@ -62,13 +64,14 @@ int gpt_unique_path(const char *env, char *out)
 	return 1;
 }
 
-/* Parses `s` as a whole integer (base 0: 10, 0x1a, 012) into *v. */
+/* Parses `s` as a whole integer (base 0: 10, 0x1a, 012) into *v; one too
+ * large for a long is LONG_MAX. */
 static int whole_long(const char *s, int base, long *v)
 {
 	char *end;
 	errno = 0;
 	*v = strtol(s, &end, base);
-	return !errno && end != s && !*end;
+	return (!errno || (errno == ERANGE && *v == LONG_MAX)) && end != s && !*end;
 }
 
 /* A signal cpuprof can sample with (its own rule: catchable, and not one
@@ -83,7 +86,8 @@ void gpt_env_settings(struct gpt_settings *s)
 {
 	/* Each warning once per process: a switch that starts many
 	 * profiles, or a forked child, does not repeat it. */
-	static int warned_hz, warned_realtime, warned_signal, warned_format;
+	static int warned_hz, warned_realtime, warned_signal, warned_format, warned_engine;
+	static const char *const engines[] = { "auto", "perf", "hw", "timer", "itimer" };
 	const char *v;
 	long n;
 
@@ -120,6 +124,14 @@ void gpt_env_settings(struct gpt_settings *s)
 			s->pprof = -1;
 		else if (!warned_format++)
 			gpt_warn("CPUPROFILE_FORMAT='%s' is not pprof or legacy; the format follows the file's name", v);
+	}
+	s->engine = NULL;
+	if ((v = getenv("CPUPROF_ENGINE")) != NULL) {
+		for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++)
+			if (!strcmp(v, engines[i]))
+				s->engine = engines[i];
+		if (!s->engine && !warned_engine++)
+			gpt_warn("CPUPROF_ENGINE='%s' is not one of auto, perf, hw, timer, itimer; using auto", v);
 	}
 }
 

@@ -235,7 +235,7 @@ static int start_locked(const char *name, enum gpt_origin origin)
 	}
 	P.cap = STREAM_WORDS;
 	P.words = malloc(P.cap * sizeof *P.words);
-	struct cpuprof_options o = { .hz = s.hz, .signal = s.signo };
+	struct cpuprof_options o = { .hz = s.hz, .signal = s.signo, .engine = s.engine };
 	int rc = P.words ? cpuprof_start_stream(P.pprof ? P.path : NULL, &o) : -ENOMEM;
 	if (rc < 0) {
 		gpt_warn("cannot turn on CPU profiling for '%s': %s; profiling disabled", name, cpuprof_strerror(rc));

@@ -21,6 +21,7 @@ struct gpt_settings {
 	int hz;        /* CPUPROFILE_FREQUENCY, checked; 100 by default */
 	int signo;     /* CPUPROFILE_TIMER_SIGNAL if usable, else 0: cpuprof's choice */
 	int pprof;     /* 1: pprof, -1: the binary format, 0: by the file's name */
+	const char *engine; /* CPUPROF_ENGINE if known, else NULL: "auto" */
 };
 
 /* Starts a profile into `name` (as the program gave it).  Returns 1, or 0
