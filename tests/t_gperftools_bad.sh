@@ -83,13 +83,13 @@ done
 
 # The quiet calls: the same text as under gperftools, and on stderr only
 # the closing line of the one profile.
-./work api "$tmp/a.prof" 100 >api.gperftools 2>/dev/null || fail "api under gperftools: status $?"
-ours ./work api "$tmp/a.prof" 100 >api.ours 2>err || fail "api: status $?"
+./work api "$tmp/a.prof" 100 >api.gperftools 2>/dev/null || { rc=$?; fail "api under gperftools: status $rc"; }
+ours ./work api "$tmp/a.prof" 100 >api.ours 2>err || { rc=$?; fail "api: status $rc"; }
 diff api.gperftools api.ours || fail "ProfilerStart twice, Stop and Flush without a profile: not what gperftools says"
 [ "$(lines err)" -eq 1 ] && grep -q '^PROFILE: ' err || { cat err; fail "api: stderr is not one closing line"; }
 
 # ProfilerFlush in a signal handler while another thread stops.
-ours timeout -k 5 60 ./work flushrace "$tmp/race.prof" 30 >out 2>err || { cat err; fail "flushrace: status $?"; }
+ours timeout -k 5 60 ./work flushrace "$tmp/race.prof" 30 >out 2>err || { rc=$?; cat err; fail "flushrace: status $rc"; }
 grep -qx "flushrace done: 30 rounds, many flushes" out || { cat out; fail "flushrace: did not finish, or flushed little"; }
 [ "$(grep -c '^PROFILE: ' err)" -eq 30 ] && [ "$(lines err)" -eq 30 ] || { cat err; fail "flushrace: stderr"; }
 read_prof work race.prof

@@ -20,7 +20,7 @@ only_profile_lines() {
 }
 
 # fork: no file but the parent's, which has the parent's work only.
-mkdir fork && CPUPROFILE=$tmp/fork/f.prof ours ./work fork 200 >out 2>err || { cat err; fail "fork: status $?"; }
+mkdir fork && CPUPROFILE=$tmp/fork/f.prof ours ./work fork 200 >out 2>err || { rc=$?; cat err; fail "fork: status $rc"; }
 grep -qx "work done" out && grep -q "^child [0-9]* done" out || fail "fork: output changed"
 [ "$(ls fork)" = f.prof ] || fail "fork: expected fork/f.prof only, found: $(ls fork)"
 read_prof work fork/f.prof
@@ -29,7 +29,7 @@ ghas fork/f.prof child_work && fail "fork: the child's work is in the parent's p
 [ "$(lines err)" -eq 1 ] || { cat err; fail "fork: expected the parent's closing line only"; }
 
 # fork+exec: the child, a program on our library too, writes FILE_<pid>.
-mkdir exec && CPUPROFILE=$tmp/exec/x.prof ours ./work forkexec 200 >out 2>err || { cat err; fail "forkexec: status $?"; }
+mkdir exec && CPUPROFILE=$tmp/exec/x.prof ours ./work forkexec 200 >out 2>err || { rc=$?; cat err; fail "forkexec: status $rc"; }
 child=$(sed -n 's/^child \([0-9]*\) exited 0$/\1/p' out)
 [ -n "$child" ] || { cat out; fail "forkexec: the child failed"; }
 [ "$(ls exec | tr '\n' ' ')" = "x.prof x.prof_$child " ] || fail "forkexec: expected x.prof and x.prof_$child, found: $(ls exec)"
@@ -47,7 +47,7 @@ for lib in ours gperftools; do
 	run=ours
 	[ $lib = gperftools ] && run=
 	CPUPROFILE=$tmp/sw.$lib/s.prof CPUPROFILESIGNAL=12 $run ./work switch 12 150 >out 2>err ||
-		{ cat err; fail "switch, $lib: status $?"; }
+		{ rc=$?; cat err; fail "switch, $lib: status $rc"; }
 	grep -qx "work done" out || fail "switch, $lib: output changed"
 	grep -qx "Using signal 12 as cpu profiling switch" err || { cat err; fail "switch, $lib: no 'Using signal' line"; }
 	[ "$(ls sw.$lib | tr '\n' ' ')" = "s.prof.0 s.prof.1 " ] || fail "switch, $lib: files: $(ls sw.$lib)"
@@ -61,14 +61,14 @@ for lib in ours gperftools; do
 done
 
 # The rate is in the header: gperftools' default, and as asked.
-CPUPROFILE=$tmp/d.prof ours ./work env 0 50 >out 2>err || fail "default rate: status $?"
+CPUPROFILE=$tmp/d.prof ours ./work env 0 50 >out 2>err || { rc=$?; fail "default rate: status $rc"; }
 [ "$(period_us d.prof)" = 10000 ] || fail "default rate: period $(period_us d.prof) us, expected 10000 (100 Hz)"
-CPUPROFILE=$tmp/r.prof CPUPROFILE_FREQUENCY=250 ours ./work env 0 50 >out 2>err || fail "250 Hz: status $?"
+CPUPROFILE=$tmp/r.prof CPUPROFILE_FREQUENCY=250 ours ./work env 0 50 >out 2>err || { rc=$?; fail "250 Hz: status $rc"; }
 [ "$(period_us r.prof)" = 4000 ] || fail "250 Hz: period $(period_us r.prof) us"
 only_profile_lines err "CPUPROFILE_FREQUENCY=250"
 
 # CPUPROFILE_REALTIME: one line saying what it is instead, and a profile.
-CPUPROFILE=$tmp/rt.prof CPUPROFILE_REALTIME=1 ours ./work env 1 100 >out 2>err || fail "realtime: status $?"
+CPUPROFILE=$tmp/rt.prof CPUPROFILE_REALTIME=1 ours ./work env 1 100 >out 2>err || { rc=$?; fail "realtime: status $rc"; }
 [ "$(grep -c '^cpuprof: ' err)" -eq 1 ] && grep -q '^cpuprof: CPUPROFILE_REALTIME: .*CPU time' err ||
 	{ cat err; fail "realtime: expected one line on CPU time"; }
 read_prof work rt.prof
@@ -76,7 +76,7 @@ read_prof work rt.prof
 
 # Per-thread timers and their signal: accepted, quietly.
 CPUPROFILE=$tmp/pt.prof CPUPROFILE_PER_THREAD_TIMERS=1 CPUPROFILE_TIMER_SIGNAL=40 ours ./work env 2 100 >out 2>err ||
-	fail "per-thread timers: status $?"
+	{ rc=$?; fail "per-thread timers: status $rc"; }
 only_profile_lines err "CPUPROFILE_TIMER_SIGNAL=40"
 read_prof work pt.prof
 [ "$(gleader pt.prof)" = hot_main ] && ghas pt.prof worker_a && ghas pt.prof worker_b ||
@@ -84,16 +84,16 @@ read_prof work pt.prof
 
 # pprof: by the name, by CPUPROFILE_FORMAT, in an exec'd child too; and
 # the binary format asked for under a .pb.gz name.
-CPUPROFILE=$tmp/p.pb.gz ours ./work env 1 100 >out 2>err || fail "pprof: status $?"
+CPUPROFILE=$tmp/p.pb.gz ours ./work env 1 100 >out 2>err || { rc=$?; fail "pprof: status $rc"; }
 is_gzip p.pb.gz || fail "p.pb.gz is not a pprof profile"
 [ "$(go tool pprof -top p.pb.gz 2>/dev/null | sed -n '/flat%/{n;p;q}' | awk '{ print $6 }')" = hot_main ] ||
 	fail "p.pb.gz: hot_main does not lead"
 go tool pprof -comments p.pb.gz 2>/dev/null | grep -q 'coverage=' || fail "p.pb.gz has no coverage comment"
-CPUPROFILE=$tmp/fp.prof CPUPROFILE_FORMAT=pprof ours ./work env 0 50 >out 2>err || fail "FORMAT=pprof: status $?"
+CPUPROFILE=$tmp/fp.prof CPUPROFILE_FORMAT=pprof ours ./work env 0 50 >out 2>err || { rc=$?; fail "FORMAT=pprof: status $rc"; }
 is_gzip fp.prof || fail "CPUPROFILE_FORMAT=pprof: not a pprof profile"
-CPUPROFILE=$tmp/fl.pb.gz CPUPROFILE_FORMAT=legacy ours ./work env 0 50 >out 2>err || fail "FORMAT=legacy: status $?"
+CPUPROFILE=$tmp/fl.pb.gz CPUPROFILE_FORMAT=legacy ours ./work env 0 50 >out 2>err || { rc=$?; fail "FORMAT=legacy: status $rc"; }
 [ "$(period_us fl.pb.gz)" = 10000 ] || fail "CPUPROFILE_FORMAT=legacy: not the binary format"
-mkdir pexec && CPUPROFILE=$tmp/pexec/x.pb.gz ours ./work forkexec 100 >out 2>err || fail "pprof forkexec: status $?"
+mkdir pexec && CPUPROFILE=$tmp/pexec/x.pb.gz ours ./work forkexec 100 >out 2>err || { rc=$?; fail "pprof forkexec: status $rc"; }
 child=$(sed -n 's/^child \([0-9]*\) exited 0$/\1/p' out)
 is_gzip pexec/x.pb.gz && is_gzip "pexec/x.pb.gz_$child" || fail "pprof forkexec: $(ls pexec)"
 
@@ -102,7 +102,7 @@ is_gzip pexec/x.pb.gz && is_gzip "pexec/x.pb.gz_$child" || fail "pprof forkexec:
 # stands for several periods at 1 kHz) still the CPU time.
 for engine in auto timer; do
 	CPUPROF_ENGINE=$engine CPUPROFILE_FREQUENCY=1000 ours ./work state "$tmp/st.prof" 1000 >out 2>err ||
-		{ cat err; fail "state, $engine: status $?"; }
+		{ rc=$?; cat err; fail "state, $engine: status $rc"; }
 	n=$(sed -n 's/^samples //p' out)
 	cpu=$(sed -n 's/^profiled_cpu_ms //p' out)
 	echo "engine $engine: samples_gathered $n for $cpu ms of CPU at 1 kHz"
