@@ -7,8 +7,9 @@
 # gperftools itself writes for the same program; CPUPROFILE_FREQUENCY in
 # the header; CPUPROFILE_REALTIME's one line; CPUPROFILE_PER_THREAD_TIMERS
 # and CPUPROFILE_TIMER_SIGNAL accepted; pprof by the name .pb.gz and by
-# CPUPROFILE_FORMAT; samples_gathered at 1 kHz being the CPU time, also
-# with the tick-bound timer engine (samples of several periods).
+# CPUPROFILE_FORMAT; a program with its own SIGPROF handler profiled;
+# samples_gathered at 1 kHz being the CPU time, also with the tick-bound
+# timer engine (samples of several periods).
 . tests/gperftools/common.sh
 
 build_gperf work
@@ -96,6 +97,16 @@ CPUPROFILE=$tmp/fl.pb.gz CPUPROFILE_FORMAT=legacy ours ./work env 0 50 >out 2>er
 mkdir pexec && CPUPROFILE=$tmp/pexec/x.pb.gz ours ./work forkexec 100 >out 2>err || { rc=$?; fail "pprof forkexec: status $rc"; }
 child=$(sed -n 's/^child \([0-9]*\) exited 0$/\1/p' out)
 is_gzip pexec/x.pb.gz && is_gzip "pexec/x.pb.gz_$child" || fail "pprof forkexec: $(ls pexec)"
+
+# A program with a SIGPROF handler of its own: profiled all the same (on
+# another signal), and its handler sees none of the profiler's.
+ours ./work ownsigprof "$tmp/own.prof" 200 >out 2>err || { rc=$?; cat err; fail "own SIGPROF: status $rc"; }
+grep -qx "start: 1" out && grep -qx "own SIGPROF handler ran 0 times" out || { cat out; fail "own SIGPROF: output"; }
+read_prof work own.prof
+[ "$(gleader own.prof)" = hot_main ] && [ "$(gtotal own.prof)" -ge 15 ] || { cat own.prof.g; fail "own SIGPROF: profile"; }
+./work ownsigprof "$tmp/own.gperftools.prof" 200 >out 2>err
+read_prof work own.gperftools.prof
+echo "own SIGPROF handler: ours $(gtotal own.prof) samples, gperftools itself $(gtotal own.gperftools.prof)"
 
 # samples_gathered is the CPU time in periods: every sample counted, and
 # with the timer engine (which fires only at the tick, so each sample

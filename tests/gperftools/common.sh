@@ -45,7 +45,7 @@ read_prof() {
 	google-pprof --text "$1" "$2" 2>/dev/null | sed -n '/^Total:/,$p' >"$2.g"
 	go tool pprof -top "$1" "$2" 2>/dev/null | sed -n '/flat%/,$p' | sed 1d >"$2.go"
 }
-gtotal() { awk 'NR == 1 { print $2 }' "$1.g"; }
+gtotal() { awk 'NR == 1 { print $2 } END { if (NR == 0) print 0 }' "$1.g"; }
 gleader() { awk 'NR == 2 { print $6 }' "$1.g"; }
 # ghas FILE FUNCTION: FUNCTION has samples of its own in google-pprof's
 ghas() { awk -v f="$2" 'NR > 1 && $6 == f && $1 > 0 { found = 1 } END { exit !found }' "$1.g"; }

@@ -29,6 +29,8 @@
  *                            in the middle of its stop, too
  *   state FILE MS            prints samples_gathered after MS of work at
  *                            the rate asked for, and cpu_ms
+ *   ownsigprof FILE MS       with a SIGPROF handler of its own, profiles
+ *                            hot_main; prints how often its handler ran
  */
 #define _GNU_SOURCE
 #include <gperftools/profiler.h>
@@ -254,6 +256,23 @@ static int state_mode(const char *file, double ms)
 	return 0;
 }
 
+static volatile sig_atomic_t own_sigprofs;
+
+static void own_sigprof(int sig)
+{
+	own_sigprofs++;
+}
+
+static int ownsigprof_mode(const char *file, double ms)
+{
+	signal(SIGPROF, own_sigprof);
+	printf("start: %d\n", ProfilerStart(file) != 0);
+	hot_main(ms);
+	ProfilerStop();
+	printf("own SIGPROF handler ran %d times\n", (int)own_sigprofs);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -277,6 +296,8 @@ int main(int argc, char **argv)
 		return flushrace_mode(argv[2], atoi(argv[3]));
 	if (!strcmp(m, "state") && argc == 4)
 		return state_mode(argv[2], atof(argv[3]));
-	fprintf(stderr, "usage: work env|api|fork|forkexec|child|switch|flushrace|state ARGS...\n");
+	if (!strcmp(m, "ownsigprof") && argc == 4)
+		return ownsigprof_mode(argv[2], atof(argv[3]));
+	fprintf(stderr, "usage: work env|api|fork|forkexec|child|switch|flushrace|state|ownsigprof ARGS...\n");
 	return 2;
 }
