@@ -142,8 +142,10 @@ $(B)/compat/libprofiler.map: compat/gperftools/exports.txt
 	@mkdir -p $(dir $@)
 	{ echo '{ global:'; sed -e '/^#/d' -e '/^$$/d' -e 's/$$/;/' $<; echo 'local: *; };'; } >$@
 
+# -z nodelete: a dlclose() must not unmap a library whose signal handler
+# and threads may still run.
 $(B)/libprofiler.so.0: $(GP_CORE) $(GP_OBJS) $(B)/compat/libprofiler.map
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libprofiler.so.0 -Wl,-z,defs \
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libprofiler.so.0 -Wl,-z,defs -Wl,-z,nodelete \
 		-Wl,--version-script=$(B)/compat/libprofiler.map -o $@ $(GP_CORE) $(GP_OBJS) $(LDLIBS)
 
 $(B)/libprofiler.so: $(B)/libprofiler.so.0

@@ -246,10 +246,17 @@ static int state_mode(const char *file, double ms)
 	hot_main(ms);
 	double c1 = cpu_ms(CLOCK_PROCESS_CPUTIME_ID);
 	/* The samples may wait in a buffer for a moment (cpuprof reads
-	 * them in batches): what the state says a little later. */
-	nanosleep(&(struct timespec){ 0, 300000000 }, NULL);
+	 * them in batches): what the state says once it stops changing
+	 * (for 0.2 s; 10 s at most). */
 	struct ProfilerState st;
-	ProfilerGetCurrentState(&st);
+	int last = -1;
+	for (int i = 0; i < 50; i++) {
+		nanosleep(&(struct timespec){ 0, 200000000 }, NULL);
+		ProfilerGetCurrentState(&st);
+		if (st.samples_gathered == last)
+			break;
+		last = st.samples_gathered;
+	}
 	printf("samples %d\n", st.samples_gathered);
 	printf("profiled_cpu_ms %.0f\n", c1 - c0);
 	ProfilerStop();
