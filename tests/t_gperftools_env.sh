@@ -7,7 +7,8 @@
 # gperftools itself writes for the same program; CPUPROFILE_FREQUENCY in
 # the header; CPUPROFILE_REALTIME's one line; CPUPROFILE_PER_THREAD_TIMERS
 # and CPUPROFILE_TIMER_SIGNAL accepted; pprof by the name .pb.gz and by
-# CPUPROFILE_FORMAT; a program with its own SIGPROF handler profiled;
+# CPUPROFILE_FORMAT (the program's threads sampled, the library's not); a
+# program with its own SIGPROF handler profiled;
 # samples_gathered at 1 kHz being the CPU time, also with the tick-bound
 # timer engine (samples of several periods).
 . tests/gperftools/common.sh
@@ -90,6 +91,9 @@ is_gzip p.pb.gz || fail "p.pb.gz is not a pprof profile"
 [ "$(go tool pprof -top p.pb.gz 2>/dev/null | sed -n '/flat%/{n;p;q}' | awk '{ print $6 }')" = hot_main ] ||
 	fail "p.pb.gz: hot_main does not lead"
 go tool pprof -comments p.pb.gz 2>/dev/null | grep -q 'coverage=' || fail "p.pb.gz has no coverage comment"
+# The program's two threads were sampled, the library's own were not.
+threads=$(go tool pprof -comments p.pb.gz 2>/dev/null | sed -n 's/^ *threads=//p')
+[ "$threads" = 2 ] || fail "p.pb.gz: $threads threads sampled, expected the program's 2"
 CPUPROFILE=$tmp/fp.prof CPUPROFILE_FORMAT=pprof ours ./work env 0 50 >out 2>err || { rc=$?; fail "FORMAT=pprof: status $rc"; }
 is_gzip fp.prof || fail "CPUPROFILE_FORMAT=pprof: not a pprof profile"
 CPUPROFILE=$tmp/fl.pb.gz CPUPROFILE_FORMAT=legacy ours ./work env 0 50 >out 2>err || { rc=$?; fail "FORMAT=legacy: status $rc"; }

@@ -67,8 +67,9 @@ void gpt_env_settings(struct gpt_settings *s);
 void gpt_profiler_init(void);
 
 /* Makes a thread running fn(arg) with every signal blocked, so that no
- * signal of the program's or of the profiler's ever runs a handler in it
- * (and none samples it).  Returns 0 or an errno. */
+ * signal of the program's or of the profiler's ever runs a handler in it,
+ * and not through cpuprof's pthread_create(), so that a profile starting
+ * does not arm it.  Returns 0 or an errno. */
 int gpt_spawn(pthread_t *th, void *(*fn)(void *), void *arg);
 
 /* Prints "cpuprof: " and the message as one line on stderr. */
