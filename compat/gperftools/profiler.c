@@ -25,6 +25,7 @@
  * cost each fork() about 12 ms here (cpuprof builds its unwind tables
  * anew in a child), a price fork+exec callers could not avoid.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -186,12 +187,36 @@ static void drain_stream(void)
 	}
 }
 
+typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+
+/* glibc's pthread_create under its own name, for a fully static program
+ * (see static_dlsym.c); weak, NULL where it is not linked in. */
+extern int __pthread_create_2_1(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *)
+	__attribute__((weak));
+
+/* The C library's pthread_create(), past cpuprof's, which would arm the
+ * new thread for sampling while a profile starts: our threads are the
+ * profiler's, as cpuprof's own drain thread is, and none is sampled. */
+static create_fn real_create(void)
+{
+	static _Atomic(create_fn) f;
+	create_fn c = atomic_load(&f);
+	if (!c) {
+		c = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
+		if (!c)
+			c = __pthread_create_2_1 ? __pthread_create_2_1 : pthread_create;
+		atomic_store(&f, c);
+	}
+	return c;
+}
+
 int gpt_spawn(pthread_t *th, void *(*fn)(void *), void *arg)
 {
 	sigset_t all, old;
+	create_fn create = real_create();
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(th, NULL, fn, arg);
+	int rc = create(th, NULL, fn, arg);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return rc;
 }
