@@ -73,7 +73,7 @@ warned "CPUPROFILESIGNAL without CPUPROFILE" err "CPUPROFILESIGNAL is set but CP
 # The other variables: one line each, and the profile is taken.
 for bad in CPUPROFILE_TIMER_SIGNAL=9 CPUPROFILE_TIMER_SIGNAL=x CPUPROFILE_FORMAT=xml CPUPROF_ENGINE=fast; do
 	rm -f o.prof
-	env "$bad" CPUPROFILE=$tmp/o.prof LD_LIBRARY_PATH="$LIB" ./work env 1 50 7 >out 2>err
+	env "$bad" CPUPROFILE=$tmp/o.prof CPUPROFILE_FREQUENCY=1000 LD_LIBRARY_PATH="$LIB" ./work env 1 50 7 >out 2>err
 	rc=$?
 	unchanged "$bad"
 	warned "$bad" err "${bad%%=*}="
@@ -89,9 +89,12 @@ diff api.gperftools api.ours || fail "ProfilerStart twice, Stop and Flush withou
 [ "$(lines err)" -eq 1 ] && grep -q '^PROFILE: ' err || { cat err; fail "api: stderr is not one closing line"; }
 
 # ProfilerFlush in a signal handler while another thread stops.
-ours timeout -k 5 60 ./work flushrace "$tmp/race.prof" 30 >out 2>err || { rc=$?; cat err; fail "flushrace: status $rc"; }
+CPUPROFILE_FREQUENCY=1000 ours timeout -k 5 60 ./work flushrace "$tmp/race.prof" 30 >out 2>err ||
+	{ rc=$?; cat err; fail "flushrace: status $rc"; }
 grep -qx "flushrace done: 30 rounds, many flushes" out || { cat out; fail "flushrace: did not finish, or flushed little"; }
 [ "$(grep -c '^PROFILE: ' err)" -eq 30 ] && [ "$(lines err)" -eq 30 ] || { cat err; fail "flushrace: stderr"; }
+# The last profile is whole: the main thread's 20 ms of race_work, and
+# the flushing thread's handlers.
 read_prof work race.prof
-[ "$(gleader race.prof)" = race_work ] || { cat race.prof.g; fail "flushrace: the last profile"; }
+[ "$(gtotal race.prof)" -ge 10 ] && ghas race.prof race_work || { cat race.prof.g; fail "flushrace: the last profile"; }
 echo "all bad-input checks passed"
