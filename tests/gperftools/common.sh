@@ -61,3 +61,16 @@ lines() { wc -l <"$1" | tr -d ' '; }
 interrupts() { sed -n 's|^PROFILE: interrupts/evictions/bytes = \([0-9]*\)/.*|\1|p' "$1"; }
 # ratio A B LO HI: is A/B within [LO, HI]?
 ratio() { awk -v a="$1" -v b="$2" -v lo="$3" -v hi="$4" 'BEGIN { r = b > 0 ? a / b : 0; exit !(r >= lo && r <= hi) }'; }
+# on_time BINARY: does cpuprof's auto engine sample on time here (perf's
+# task clock or hw's cycles)?  Then what a thread uses after its last
+# sample is under a period, and the counts are its CPU time.  The timer
+# and itimer engines fire at ticks, and on a busy machine far more seldom:
+# that remainder, which a binary profile cannot carry, can then be a good
+# part of a short run's CPU, and the checks allow for half of it missing.
+on_time() {
+	CPUPROFILE=$tmp/engine.pb.gz ours "./$1" env 0 20 >/dev/null 2>&1
+	engine=$(go tool pprof -comments "$tmp/engine.pb.gz" 2>/dev/null | sed -n 's/^ *engine=//p')
+	echo "cpuprof's engine here: ${engine:-none}"
+	case $engine in perf | hw) return 0 ;; esac
+	return 1
+}
