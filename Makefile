@@ -88,15 +88,19 @@ UNWIND_BINS := $(B)/tests/work_unwind_nofp $(B)/tests/libunwind_dl.so $(B)/tests
 # with a copy of cpuprof inside (less preload.c, whose CPUPROF= would
 # start a second profile).  cpuprof's objects come first in every link:
 # in a forked child its fork handler must forget the parent's profile
-# before ours starts the child's.  Each exports exports.txt only (the .so
-# by a version script, the .a by one relocatable object whose other
-# symbols are made local), so no internal name can meet a program's.
+# before the child's switch can start one.  Each exports what its objects
+# give default visibility (gperftools' functions, and the C library's that
+# cpuprof interposes: pthread_create, sigaction, ...) less cpuprof's own
+# API (cpuprof_*), the .so by a version script, the .a as one relocatable
+# object whose other symbols are made local: no internal name can meet a
+# program's, and a libcpuprof beside it is another profiler.
 GP_SRCS := $(wildcard compat/gperftools/*.c) $(wildcard compat/gperftools/sig/*.c)
 GP_OBJS := $(filter-out %/static_dlsym.o,$(GP_SRCS:%.c=$(B)/%.o))
 GP_SIG_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard compat/gperftools/sig/*.c))
 GP_CORE := $(filter-out $(B)/src/preload.o,$(LIB_OBJS))
 GP_LIBS := $(B)/libprofiler.so.0 $(B)/libprofiler.so $(B)/libprofiler.a
 OBJCOPY ?= $(CROSS)objcopy
+READELF ?= $(CROSS)readelf
 # Only the public headers: the drop-in is built on cpuprof's API alone.
 GPFLAGS := -std=gnu11 -fno-omit-frame-pointer -D_GNU_SOURCE $(WARN) -Iinclude -Icompat/gperftools \
 	-fPIC -fvisibility=hidden -pthread
@@ -134,13 +138,19 @@ CLI_SHARED := $(addprefix $(B)/src/,options.o judge.o stacktab.o symbols.o pprof
 $(B)/cpuprof: $(CLI_OBJS) $(CLI_SHARED)
 	$(CC) $(CFLAGS) -o $@ $^ -lz
 
-$(B)/compat/%.o: compat/%.c $(wildcard compat/gperftools/*.h compat/gperftools/sig/*.h include/*.h include/gperftools/*.h)
+$(B)/compat/%.o: compat/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(GPFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) $(GPFLAGS) $(DEPFLAGS) -c -o $@ $<
 
-$(B)/compat/libprofiler.map: compat/gperftools/exports.txt
+# The names libprofiler exports, one a line (see GP_SRCS).
+$(B)/compat/exports.txt: $(GP_CORE) $(GP_OBJS)
 	@mkdir -p $(dir $@)
-	{ echo '{ global:'; sed -e '/^#/d' -e '/^$$/d' -e 's/$$/;/' $<; echo 'local: *; };'; } >$@
+	$(READELF) -sW $^ | awk '($$5 == "GLOBAL" || $$5 == "WEAK") && $$6 == "DEFAULT" && $$7 != "UND" && \
+		$$8 !~ /^cpuprof_/ { print $$8 }' | sort -u >$@
+	grep -qx ProfilerStart $@
+
+$(B)/compat/libprofiler.map: $(B)/compat/exports.txt
+	{ echo '{ global:'; sed 's/$$/;/' $<; echo 'local: *; };'; } >$@
 
 # -z nodelete: a dlclose() must not unmap a library whose signal handler
 # and threads may still run.
@@ -160,10 +170,10 @@ $(B)/compat/cpuprof-core.o: $(GP_CORE)
 	$(OBJCOPY) --redefine-sym dlsym=gpt_dlsym $@
 
 $(B)/libprofiler.a: $(B)/compat/cpuprof-core.o $(filter-out %/coexist.o,$(GP_OBJS)) \
-		$(B)/compat/gperftools/static_dlsym.o compat/gperftools/exports.txt
+		$(B)/compat/gperftools/static_dlsym.o $(B)/compat/exports.txt
 	@rm -f $@ $(B)/compat/libprofiler.o
 	$(CC) -r -nostdlib -o $(B)/compat/libprofiler.o $(filter %.o,$^)
-	$(OBJCOPY) --keep-global-symbols=compat/gperftools/exports.txt $(B)/compat/libprofiler.o
+	$(OBJCOPY) --keep-global-symbols=$(B)/compat/exports.txt $(B)/compat/libprofiler.o
 	$(AR) rcs $@ $(B)/compat/libprofiler.o
 
 # Test programs: test_*.c use the public API of libcpuprof.so; unit_*.c test

@@ -3,8 +3,8 @@
  * on cpuprof's record stream.  A start opens the file first, as gperftools
  * does (a file that cannot be written fails the start and keeps the
  * program unprofiled), then starts a cpuprof stream; a reader thread of
- * ours, which blocks every signal and so is never sampled, reads the
- * stream's {count, pc...} records into the table of distinct stacks; a
+ * ours, in which no signal handler ever runs, reads the stream's {count,
+ * pc...} records into the table of distinct stacks; a
  * stop ends the stream, waits until the reader has read it to its end and
  * writes the binary profile (legacy.c).  A pprof profile is written by
  * cpuprof itself at the end of the stream, and the reader only counts.
@@ -12,7 +12,7 @@
  * Counts are cpuprof's: sampling periods of CPU time, so a sample that
  * stands for two periods counts 2 in the file and in samples_gathered.
  *
- * Locks: api_lock serialises start, stop, flush and fork; tab_lock guards
+ * Locks: api_lock serialises start, stop and flush; tab_lock guards
  * the stack table between the reader and the writers (always taken after
  * api_lock).  What ProfilerGetCurrentState() reads is published under a
  * sequence counter, so that it takes no lock and may run in a handler.
@@ -194,9 +194,11 @@ typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
 extern int __pthread_create_2_1(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *)
 	__attribute__((weak));
 
-/* The C library's pthread_create(), past cpuprof's, which would arm the
- * new thread for sampling while a profile starts: our threads are the
- * profiler's, as cpuprof's own drain thread is, and none is sampled. */
+/* The C library's pthread_create(), past cpuprof's, whose threads a
+ * timer engine arms while a profile starts: a thread of ours that blocks
+ * every signal would only collect the engine's signals, queued.  (The
+ * perf engine's events follow every new thread whatever makes it: there
+ * the reader is sampled like any thread, its CPU the profiler's.) */
 static create_fn real_create(void)
 {
 	static _Atomic(create_fn) f;
@@ -326,7 +328,7 @@ static void stop_locked(void)
 	/* gperftools' closing line, word for word: scripts look for it. */
 	fprintf(stderr, "PROFILE: interrupts/evictions/bytes = %llu/%d/%zu\n", (unsigned long long)samples, 0, bytes);
 	if (lost * 100 > samples + lost)
-		gpt_warn("%s: %llu of %llu samples were lost (the reader fell behind)", P.name,
+		gpt_warn("%s: %llu of %llu samples were lost (cpuprof's buffers were full)", P.name,
 			 (unsigned long long)lost, (unsigned long long)(samples + lost));
 	pthread_mutex_lock(&tab_lock);
 	gpt_stacks_free(&tab);
@@ -384,32 +386,39 @@ static void switch_after_fork(void)
 
 /* ---- fork ---- */
 
+/* Whether before_fork() got api_lock.  It never waits for it: cpuprof
+ * itself forks (a child reads source lines while a pprof file is written,
+ * in our reader thread or under ProfilerStop(), which holds api_lock and
+ * waits for that thread).  glibc runs one fork's handlers at a time. */
+static int fork_locked;
+
 static void before_fork(void)
 {
-	pthread_mutex_lock(&api_lock);
-	pthread_mutex_lock(&tab_lock);
+	fork_locked = pthread_mutex_trylock(&api_lock) == 0;
 }
 
 static void after_fork_parent(void)
 {
-	pthread_mutex_unlock(&tab_lock);
-	pthread_mutex_unlock(&api_lock);
+	if (fork_locked)
+		pthread_mutex_unlock(&api_lock);
 }
 
 /* The child has the forking thread only, and cpuprof has forgotten the
- * parent's profile.  What is left of it here is our copy: the parent's
- * file descriptor, the table, the buffer; let go of them.  The switch, if
- * any, gets its thread back. */
+ * parent's profile.  What is left of it here is our copy: forgotten too,
+ * never written.  The table and the buffer are the parent's pages, shared
+ * copy-on-write, and may be in the middle of a change: they are left
+ * alone, not freed.  The file descriptor (close-on-exec) is closed if no
+ * start or stop was under way.  The switch, if any, gets its thread back. */
 static void after_fork_child(void)
 {
+	int quiet = fork_locked;
 	pthread_mutex_init(&api_lock, NULL);
 	pthread_mutex_init(&tab_lock, NULL);
 	if (P.running) {
-		if (P.fd >= 0)
+		if (quiet && P.fd >= 0)
 			close(P.fd);
 		P.fd = -1;
-		gpt_stacks_free(&tab);
-		free(P.words);
+		memset(&tab, 0, sizeof tab);
 		P.words = NULL;
 		P.running = 0;
 		publish(0, NULL);

@@ -68,8 +68,8 @@ void gpt_profiler_init(void);
 
 /* Makes a thread running fn(arg) with every signal blocked, so that no
  * signal of the program's or of the profiler's ever runs a handler in it,
- * and not through cpuprof's pthread_create(), so that a profile starting
- * does not arm it.  Returns 0 or an errno. */
+ * and not through cpuprof's pthread_create(), so that a timer engine does
+ * not arm it.  Returns 0 or an errno. */
 int gpt_spawn(pthread_t *th, void *(*fn)(void *), void *arg);
 
 /* Prints "cpuprof: " and the message as one line on stderr. */

@@ -89,9 +89,11 @@ int gpt_toggle_init(const char *value)
 	return 0;
 }
 
+/* Quietly: the child may be one of cpuprof's own, which reads source
+ * lines with the program's stderr still open, and resets every signal
+ * (ours too) before it does anything. */
 void gpt_toggle_after_fork(void)
 {
-	if (installed && start_thread() != 0)
-		gpt_warn("CPUPROFILESIGNAL: no switch thread in the child %d; its signal does nothing",
-			 (int)getpid());
+	if (installed)
+		start_thread();
 }
