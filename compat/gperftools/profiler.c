@@ -22,8 +22,9 @@
  * children overwrite at their exit.  It may start its own; a child that
  * execs a program with this library starts one from CPUPROFILE, into
  * FILE_<pid> (environ.c).  Continuing the profile in every child would
- * cost each fork() about 12 ms here (cpuprof builds its unwind tables
- * anew in a child), a price fork+exec callers could not avoid.
+ * cost each fork() 4-5 ms here, thirty times a fork's own cost (cpuprof
+ * builds its unwind tables anew in a child), a price fork+exec callers
+ * could not avoid.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -444,8 +445,8 @@ GPT_API int ProfilerStartWithOptions(const char *fname, const struct ProfilerOpt
 	static _Atomic int warned;
 	int ok = gpt_start(fname, GPT_BY_PROGRAM);
 	if (ok && options && options->filter_in_thread && !atomic_exchange(&warned, 1))
-		gpt_warn("ProfilerStartWithOptions: filter_in_thread cannot be applied (cpuprof's signal handler "
-			 "has no hook for it); every thread is profiled");
+		gpt_warn("ProfilerStartWithOptions: filter_in_thread cannot be applied (cpuprof's sampling has no "
+			 "hook for it); every thread is profiled");
 	return ok;
 }
 

@@ -31,9 +31,9 @@ extern "C" {
  * (memset) before setting fields.
  *
  * filter_in_thread(filter_in_thread_arg) is what gperftools calls in its
- * signal handler to decide whether a sample is kept.  cpuprof's handler has
- * no such hook: the profile is started, of every thread, and one warning
- * line says that the filter was not applied. */
+ * signal handler to decide whether a sample is kept.  cpuprof's sampling
+ * has no such hook: the profile is started, of every thread, and one
+ * warning line says that the filter was not applied. */
 struct ProfilerOptions {
 	int (*filter_in_thread)(void *arg);
 	void *filter_in_thread_arg;
