@@ -12,10 +12,20 @@
 # thread's function is there, the counts are the process's CPU time (less
 # what each thread ran after its last sample: see on_time), twice the
 # work gives about twice the samples, and stderr holds gperftools' one
-# closing line and nothing else.
+# closing line and nothing else.  Neither library exports a name of
+# cpuprof's own.
 . tests/gperftools/common.sh
 
 build_gperf work_gperf
+# Nothing of the library's own is visible to a program: gperftools'
+# functions and the C library's that cpuprof interposes, no cpuprof_*,
+# cp_* or gpt_* name (a program's own could meet them).
+for f in "$LIB/libprofiler.so.0" "$LIB/libprofiler.a"; do
+	case $f in *.so.0) syms=$(nm -D --defined-only "$f") ;; *) syms=$(nm -g --defined-only "$f") ;; esac
+	echo "$syms" | awk 'NF == 3 { print $3 }' | grep -E '^(cpuprof_|cp_|gpt_)' &&
+		fail "$f exports the names above"
+	echo "$syms" | grep -q ' T ProfilerStart$' || fail "$f does not export ProfilerStart"
+done
 make_install() {
 	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$ROOT" install PREFIX="$tmp/prefix" B="$B" >make.log 2>&1 ||
 		{ cat make.log; fail "make install PREFIX=$tmp/prefix failed"; }
