@@ -83,7 +83,29 @@ TEST_BINS := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
 UNWIND_BINS := $(B)/tests/work_unwind_nofp $(B)/tests/libunwind_dl.so $(B)/tests/libunwind_dl_nofp.so \
 	$(B)/tests/tool_fold $(B)/tests/tool_lines $(B)/tests/libversioned.so
 
-all: $(B)/libcpuprof.so $(B)/libcpuprof.a $(B)/cpuprof
+# The gperftools drop-in (compat/gperftools/): gperftools' CPU-profiler
+# ABI on cpuprof's public API, as libprofiler.so.0 and libprofiler.a, each
+# with a copy of cpuprof inside (less preload.c, whose CPUPROF= would
+# start a second profile).  cpuprof's objects come first in every link:
+# in a forked child its fork handler must forget the parent's profile
+# before the child's switch can start one.  Each exports what its objects
+# give default visibility (gperftools' functions, and the C library's that
+# cpuprof interposes: pthread_create, sigaction, ...) less cpuprof's own
+# API (cpuprof_*), the .so by a version script, the .a as one relocatable
+# object whose other symbols are made local: no internal name can meet a
+# program's, and a libcpuprof beside it is another profiler.
+GP_SRCS := $(wildcard compat/gperftools/*.c) $(wildcard compat/gperftools/sig/*.c)
+GP_OBJS := $(filter-out %/static_dlsym.o,$(GP_SRCS:%.c=$(B)/%.o))
+GP_SIG_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard compat/gperftools/sig/*.c))
+GP_CORE := $(filter-out $(B)/src/preload.o,$(LIB_OBJS))
+GP_LIBS := $(B)/libprofiler.so.0 $(B)/libprofiler.so $(B)/libprofiler.a
+OBJCOPY ?= $(CROSS)objcopy
+READELF ?= $(CROSS)readelf
+# Only the public headers: the drop-in is built on cpuprof's API alone.
+GPFLAGS := -std=gnu11 -fno-omit-frame-pointer -D_GNU_SOURCE $(WARN) -Iinclude -Icompat/gperftools \
+	-fPIC -fvisibility=hidden -pthread
+
+all: $(B)/libcpuprof.so $(B)/libcpuprof.a $(B)/cpuprof $(GP_LIBS)
 
 # Each object depends on the headers it includes (-MMD writes the list
 # beside it; -MP keeps a deleted header from breaking the build).
@@ -129,12 +151,55 @@ else
 TEST_LINK = -L$(B) -Wl,-rpath,$(abspath $(B)) -lcpuprof
 endif
 
+$(B)/compat/%.o: compat/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(GPFLAGS) $(DEPFLAGS) -c -o $@ $<
+
+# The names libprofiler exports, one a line (see GP_SRCS).
+$(B)/compat/exports.txt: $(GP_CORE) $(GP_OBJS)
+	@mkdir -p $(dir $@)
+	$(READELF) -sW $^ | awk '($$5 == "GLOBAL" || $$5 == "WEAK") && $$6 == "DEFAULT" && $$7 != "UND" && \
+		$$8 !~ /^cpuprof_/ { print $$8 }' | sort -u >$@
+	grep -qx ProfilerStart $@
+
+$(B)/compat/libprofiler.map: $(B)/compat/exports.txt
+	{ echo '{ global:'; sed 's/$$/;/' $<; echo 'local: *; };'; } >$@
+
+# -z nodelete: a dlclose() must not unmap a library whose signal handler
+# and threads may still run.
+$(B)/libprofiler.so.0: $(GP_CORE) $(GP_OBJS) $(B)/compat/libprofiler.map
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libprofiler.so.0 -Wl,-z,defs -Wl,-z,nodelete \
+		-Wl,--version-script=$(B)/compat/libprofiler.map -o $@ $(GP_CORE) $(GP_OBJS) $(LDLIBS)
+
+$(B)/libprofiler.so: $(B)/libprofiler.so.0
+	ln -sf libprofiler.so.0 $@
+
+# The static library: cpuprof's objects as one, their dlsym() calls sent
+# to static_dlsym.c (for gcc -static), then ours; coexist.o only matters
+# beside gperftools' own shared library and is left out.
+$(B)/compat/cpuprof-core.o: $(GP_CORE)
+	@mkdir -p $(dir $@)
+	$(CC) -r -nostdlib -o $@ $^
+	$(OBJCOPY) --redefine-sym dlsym=gpt_dlsym $@
+
+$(B)/libprofiler.a: $(B)/compat/cpuprof-core.o $(filter-out %/coexist.o,$(GP_OBJS)) \
+		$(B)/compat/gperftools/static_dlsym.o $(B)/compat/exports.txt
+	@rm -f $@ $(B)/compat/libprofiler.o
+	$(CC) -r -nostdlib -o $(B)/compat/libprofiler.o $(filter %.o,$^)
+	$(OBJCOPY) --keep-global-symbols=$(B)/compat/exports.txt $(B)/compat/libprofiler.o
+	$(AR) rcs $@ $(B)/compat/libprofiler.o
+
 # Test programs: test_*.c use the public API of libcpuprof.so; unit_*.c test
 # internals and link the static library; everything else in tests/ is a
 # workload run under `cpuprof record` and links nothing of ours.
 $(B)/tests/test_%: tests/test_%.c tests/check.h $(B)/libcpuprof.so $(B)/libcpuprof.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -rdynamic -o $@ $< $(TEST_LINK) -pthread -lm -ldl
+
+# test_gp_*.c test the gperftools drop-in, against libprofiler.so.
+$(B)/tests/test_gp_%: tests/test_gp_%.c tests/check.h $(B)/libprofiler.so.0 $(B)/libprofiler.so
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -rdynamic -o $@ $< -L$(B) -Wl,-rpath,$(abspath $(B)) -lprofiler -pthread -ldl
 
 $(B)/tests/unit_%: tests/unit_%.c tests/check.h $(B)/libcpuprof.a
 	@mkdir -p $(dir $@)
@@ -181,8 +246,9 @@ $(B)/demo: demo/demo.c
 tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/tests/tool_mkprof $(B)/demo
 
 # Signal-context objects may call nothing that can allocate, lock or use stdio.
-check-sigsafe: $(SIG_SRCS:%.c=$(B)/%.o)
-	@NM='$(NM)' sh tests/sigsafe.sh $^
+check-sigsafe: $(SIG_SRCS:%.c=$(B)/%.o) $(GP_SIG_OBJS)
+	@NM='$(NM)' sh tests/sigsafe.sh $(SIG_SRCS:%.c=$(B)/%.o)
+	@NM='$(NM)' sh tests/sigsafe.sh $(GP_SIG_OBJS)
 
 # The benchmark's smoke test needs its build; it runs on the host only.
 check: tests check-sigsafe $(if $(filter $(ARCH),$(HOST_ARCH)),bench-build)
@@ -209,6 +275,12 @@ install: all
 	install -m 644 $(B)/libcpuprof.a $(DESTDIR)$(PREFIX)/lib/libcpuprof.a
 	install -m 644 include/cpuprof.h $(DESTDIR)$(PREFIX)/include/cpuprof.h
 	sed -e 's|@PREFIX@|$(PREFIX)|' cpuprof.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/cpuprof.pc
+	install -d $(DESTDIR)$(PREFIX)/include/gperftools
+	install -m 755 $(B)/libprofiler.so.0 $(DESTDIR)$(PREFIX)/lib/libprofiler.so.0
+	ln -sf libprofiler.so.0 $(DESTDIR)$(PREFIX)/lib/libprofiler.so
+	install -m 644 $(B)/libprofiler.a $(DESTDIR)$(PREFIX)/lib/libprofiler.a
+	install -m 644 include/gperftools/profiler.h $(DESTDIR)$(PREFIX)/include/gperftools/profiler.h
+	sed -e 's|@PREFIX@|$(PREFIX)|' compat/gperftools/libprofiler.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/libprofiler.pc
 
 include bench/vm/build.mk
 

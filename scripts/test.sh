@@ -10,8 +10,11 @@
 set -e
 cd "$(dirname "$0")/.."
 # golang-go brings `go tool pprof`, which reads our profiles back;
-# google-perftools is the peer profiler some tests compare with; python3
-# runs the benchmark's smoke test (bench/run.py --smoke); chromium and
+# google-perftools is the peer profiler some tests compare with (and its
+# google-pprof reads the gperftools drop-in's profiles);
+# libgoogle-perftools-dev is gperftools' own libprofiler to build the
+# drop-in's test program against, pkg-config finds our install of it;
+# python3 runs the benchmark's smoke test (bench/run.py --smoke); chromium and
 # nodejs (with a font for the screenshots) open report's HTML flame graph
 # in a real browser, driven over the DevTools protocol by tests/cdp.js;
 # libdw-dev has the headers src/lines.c is built against (and libdw1,
@@ -19,8 +22,8 @@ cd "$(dirname "$0")/.."
 # line tests compare with; dpkg-dev unpacks the Debian source package
 # (lua5.4) that tests/t_lines_lua.sh builds, with a deb-src line beside
 # the machine's own deb lines (the same mirrors) when it has none.
-sh scripts/deps.sh gcc make libc6-dev zlib1g-dev golang-go google-perftools python3 ca-certificates \
-	chromium nodejs fonts-dejavu-core libdw-dev binutils dpkg-dev
+sh scripts/deps.sh gcc make libc6-dev zlib1g-dev golang-go google-perftools libgoogle-perftools-dev pkg-config \
+	python3 ca-certificates chromium nodejs fonts-dejavu-core libdw-dev binutils dpkg-dev
 if [ "$(id -u)" -eq 0 ] && ! grep -Eqs '^(deb-src |Types:.*deb-src)' /etc/apt/sources.list /etc/apt/sources.list.d/*; then
 	src=/etc/apt/sources.list.d/cpuprof-deb-src
 	for f in /etc/apt/sources.list.d/*.sources; do

@@ -1,5 +1,6 @@
 #!/bin/sh
-# sigsafe.sh OBJ... -- the objects under src/sig/ run in signal context: the
+# sigsafe.sh OBJ... -- the objects under src/sig/ (and the gperftools
+# drop-in's compat/gperftools/sig/) run in signal context: the
 # only outside functions they may call are these async-signal-safe system
 # call wrappers.  Anything else (malloc, stdio, locks, dl*, __tls_get_addr,
 # even memcpy) fails the build's check.
@@ -28,5 +29,7 @@ for sym in $($NM -u "$@" | awk 'NF == 2 { print $2 }' | sort -u); do
 	echo "sigsafe: signal-context code calls $sym" >&2
 	bad=1
 done
-[ $bad -eq 0 ] && echo "sigsafe: src/sig calls only: $allowed${atomics:-}"
+# What the objects are, for the message: build/src/sig/x.o is src/sig.
+what=$(dirname "$1" | sed 's|^[^/]*/||')
+[ $bad -eq 0 ] && echo "sigsafe: $what calls only: $allowed${atomics:-}"
 exit $bad

@@ -1,0 +1,163 @@
+/*
+ * environ.c -- gperftools' environment, read before main():
+ *
+ *   CPUPROFILE=FILE              profile the whole run into FILE, written
+ *                                at exit; a program it starts (fork+exec)
+ *                                writes FILE_<pid> (gperftools' scheme: the
+ *                                first process sets the high bit of the
+ *                                value's first byte, in place, and every
+ *                                process that sees it set adds its pid)
+ *   CPUPROFILESIGNAL=N           instead, each delivery of signal N starts
+ *                                or stops a profile: FILE.0, FILE.1, ...
+ *   CPUPROFILE_FREQUENCY=HZ      samples per second of CPU time (default
+ *                                100, at most 4000, as in gperftools)
+ *   CPUPROFILE_REALTIME          gperftools' wall-clock timer: cpuprof
+ *                                samples CPU time, and says so once
+ *   CPUPROFILE_PER_THREAD_TIMERS accepted: every thread has its own timer
+ *   CPUPROFILE_TIMER_SIGNAL=N    the sampling signal
+ *   CPUPROFILE_FORMAT=F          cpuprof's addition: "pprof" or "legacy"
+ *                                (default: pprof for names ending .pb.gz)
+ *   CPUPROF_ENGINE=E             cpuprof's own: auto, perf, hw, timer or
+ *                                itimer (README, "Engines")
+ *
+ * A bad value prints one line and takes gperftools' default (a rate), or
+ * leaves the program unprofiled (a signal, a file); nothing here ever
+ * stops the program.  Setuid and other secure-exec programs are never
+ * profiled.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "session.h"
+
+#define DEFAULT_HZ 100 /* gperftools' kDefaultFrequency */
+#define MAX_HZ 4000    /* gperftools' kMaxFrequency */
+
+void gpt_warn(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "cpuprof: %s\n", line);
+}
+
+int gpt_unique_path(const char *env, char *out)
+{
+	unsigned char *v = (unsigned char *)getenv(env);
+	if (!v || !*v)
+		return 0;
+	if (v[0] & 128) {
+		snprintf(out, PATH_MAX, "%c%s_%u", v[0] & 127, (char *)v + 1, (unsigned)getpid());
+	} else {
+		snprintf(out, PATH_MAX, "%s", (char *)v);
+		v[0] |= 128; /* for the children to see */
+	}
+	return 1;
+}
+
+/* Parses `s` as a whole integer (base 0: 10, 0x1a, 012) into *v; one too
+ * large for a long is LONG_MAX. */
+static int whole_long(const char *s, int base, long *v)
+{
+	char *end;
+	errno = 0;
+	*v = strtol(s, &end, base);
+	return (!errno || (errno == ERANGE && *v == LONG_MAX)) && end != s && !*end;
+}
+
+/* A signal cpuprof can sample with (its own rule: catchable, and not one
+ * that means a fault). */
+static int usable_signal(long s)
+{
+	return s >= 1 && s <= SIGRTMAX && s != SIGKILL && s != SIGSTOP && s != SIGSEGV && s != SIGBUS &&
+	       s != SIGILL && s != SIGFPE;
+}
+
+void gpt_env_settings(struct gpt_settings *s)
+{
+	/* Each warning once per process: a switch that starts many
+	 * profiles, or a forked child, does not repeat it. */
+	static int warned_hz, warned_realtime, warned_signal, warned_format, warned_engine;
+	static const char *const engines[] = { "auto", "perf", "hw", "timer", "itimer" };
+	const char *v;
+	long n;
+
+	s->hz = DEFAULT_HZ;
+	if ((v = getenv("CPUPROFILE_FREQUENCY")) != NULL) {
+		if (!whole_long(v, 10, &n) || n < 1) {
+			if (!warned_hz++)
+				gpt_warn("CPUPROFILE_FREQUENCY='%s' is not a positive integer; sampling at gperftools' "
+					 "default, %d Hz", v, DEFAULT_HZ);
+		} else if (n > MAX_HZ) {
+			if (!warned_hz++)
+				gpt_warn("CPUPROFILE_FREQUENCY=%s is above gperftools' limit; sampling at %d Hz", v,
+					 MAX_HZ);
+			s->hz = MAX_HZ;
+		} else {
+			s->hz = (int)n;
+		}
+	}
+	if (getenv("CPUPROFILE_REALTIME") && !warned_realtime++)
+		gpt_warn("CPUPROFILE_REALTIME: cpuprof samples CPU time, not wall-clock time; profiling the CPU "
+			 "time of every thread");
+	s->signo = 0;
+	if ((v = getenv("CPUPROFILE_TIMER_SIGNAL")) != NULL) {
+		if (whole_long(v, 0, &n) && usable_signal(n))
+			s->signo = (int)n;
+		else if (!warned_signal++)
+			gpt_warn("CPUPROFILE_TIMER_SIGNAL='%s' is not a signal to sample with; cpuprof chooses one", v);
+	}
+	s->pprof = 0;
+	if ((v = getenv("CPUPROFILE_FORMAT")) != NULL) {
+		if (!strcmp(v, "pprof"))
+			s->pprof = 1;
+		else if (!strcmp(v, "legacy"))
+			s->pprof = -1;
+		else if (!warned_format++)
+			gpt_warn("CPUPROFILE_FORMAT='%s' is not pprof or legacy; the format follows the file's name", v);
+	}
+	s->engine = NULL;
+	if ((v = getenv("CPUPROF_ENGINE")) != NULL) {
+		for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++)
+			if (!strcmp(v, engines[i]))
+				s->engine = engines[i];
+		if (!s->engine && !warned_engine++)
+			gpt_warn("CPUPROF_ENGINE='%s' is not one of auto, perf, hw, timer, itimer; using auto", v);
+	}
+}
+
+/* After cpuprof's constructor (the build links cpuprof first): see
+ * gpt_profiler_init(). */
+__attribute__((constructor)) static void gpt_environ_start(void)
+{
+	gpt_profiler_init();
+	if (getauxval(AT_SECURE))
+		return;
+	const char *sig = getenv("CPUPROFILESIGNAL");
+	char path[PATH_MAX];
+	if (!gpt_unique_path("CPUPROFILE", path)) {
+		if (sig)
+			gpt_warn("CPUPROFILESIGNAL is set but CPUPROFILE names no file; profiling disabled");
+		return;
+	}
+	if (sig) {
+		gpt_switch_base(path);
+		gpt_toggle_init(sig);
+		return;
+	}
+	gpt_start(path, GPT_BY_ENV); /* says why if it cannot */
+}
+
+__attribute__((destructor)) static void gpt_environ_stop(void)
+{
+	gpt_stop(1);
+}
