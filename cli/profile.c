@@ -321,21 +321,30 @@ static int push_ints(struct ctx *c, const struct reader *r,
 /* How the decoder treats a field of a message: a varint stored at an
  * offset of the message's record (U64, I64, BOOL), integers appended to a
  * vec of the builder (INTS: one varint or a packed run), a string appended
- * to a vec of the builder (STRING), or a message decoded by a function of
- * its own (MESSAGE).  Fields a message's table does not name are skipped. */
-enum rule_kind { R_U64, R_I64, R_BOOL, R_INTS, R_STRING, R_MESSAGE };
+ * to a vec of the builder (STRING), a message whose record is appended to
+ * a vec of the builder (RECORD) or lies in the message's own record
+ * (EMBED), decoded by its own rules, or a message decoded by a function of
+ * its own (MESSAGE).  Fields a message's rules do not name are skipped. */
+enum rule_kind { R_U64, R_I64, R_BOOL, R_EMBED, R_INTS, R_STRING, R_RECORD, R_MESSAGE };
 
 struct rule {
 	uint32_t num;   /* profile_proto.h */
 	uint8_t kind;   /* enum rule_kind */
 	const char *what;
-	size_t off;     /* in the record (scalars) or the builder (INTS, STRING) */
+	size_t off;     /* in the record (U64 to EMBED) or the builder (INTS to RECORD) */
+	/* R_RECORD, R_EMBED: the message's record size and rules. */
+	size_t size;
+	const struct rule *sub;
+	size_t nsub;
 	/* R_MESSAGE: decodes field f (length-delimited) of the message
 	 * whose record is `rec`. */
 	int (*decode)(struct ctx *c, struct builder *b, void *rec, struct reader r, const struct field *f);
 };
 
 #define RULES(t) t, sizeof t / sizeof t[0]
+#define SCALAR(num, kind, what, type, member) { num, kind, what, offsetof(type, member), 0, NULL, 0, NULL }
+#define RECORD(num, what, vec, type, rules) \
+	{ num, R_RECORD, what, offsetof(struct builder, vec), sizeof(type), RULES(rules), NULL }
 
 /* Decodes the fields of one message in r by its rules; scalars go into
  * `rec`, the message's record. */
@@ -352,32 +361,40 @@ static int decode_fields(struct ctx *c, struct builder *b, struct reader r, cons
 				ru = &rules[i];
 		if (!ru)
 			continue;
-		char *at = (char *)(ru->kind <= R_BOOL ? rec : b) + ru->off;
-		struct raw_string *s;
+		char *at = (char *)(ru->kind <= R_EMBED ? rec : b) + ru->off;
+		void *e;
+		if (ru->kind == R_INTS) {
+			if (push_ints(c, &r, &f, (struct vec *)at, ru->what))
+				return -1;
+			continue;
+		}
+		if (expect(c, &f, ru->kind <= R_BOOL ? WT_VARINT : WT_LEN, ru->what))
+			return -1;
 		switch (ru->kind) {
 		case R_U64:
 		case R_I64:
-			if (expect(c, &f, WT_VARINT, ru->what))
-				return -1;
 			memcpy(at, &f.u, sizeof f.u); /* int64 fields keep the two's complement bits */
 			break;
 		case R_BOOL:
-			if (expect(c, &f, WT_VARINT, ru->what))
-				return -1;
 			*(bool *)at = f.u != 0;
 			break;
-		case R_INTS:
-			if (push_ints(c, &r, &f, (struct vec *)at, ru->what))
+		case R_EMBED:
+			if (decode_fields(c, b, sub_reader(&r, &f), ru->sub, ru->nsub, at))
 				return -1;
 			break;
 		case R_STRING:
-			if (expect(c, &f, WT_LEN, ru->what) || !(s = vec_push(c, (struct vec *)at, sizeof *s)))
+			if (!(e = vec_push(c, (struct vec *)at, sizeof(struct raw_string))))
 				return -1;
-			s->p = f.data;
-			s->len = f.len;
+			((struct raw_string *)e)->p = f.data;
+			((struct raw_string *)e)->len = f.len;
+			break;
+		case R_RECORD:
+			if (!(e = vec_push(c, (struct vec *)at, ru->size)) ||
+			    decode_fields(c, b, sub_reader(&r, &f), ru->sub, ru->nsub, e))
+				return -1;
 			break;
 		case R_MESSAGE:
-			if (expect(c, &f, WT_LEN, ru->what) || ru->decode(c, b, rec, sub_reader(&r, &f), &f))
+			if (ru->decode(c, b, rec, sub_reader(&r, &f), &f))
 				return -1;
 			break;
 		}
@@ -386,33 +403,25 @@ static int decode_fields(struct ctx *c, struct builder *b, struct reader r, cons
 }
 
 static const struct rule value_type_rules[] = {
-	{ VALUE_TYPE_TYPE, R_I64, "ValueType.type", offsetof(struct raw_vt, type), NULL },
-	{ VALUE_TYPE_UNIT, R_I64, "ValueType.unit", offsetof(struct raw_vt, unit), NULL },
+	SCALAR(VALUE_TYPE_TYPE, R_I64, "ValueType.type", struct raw_vt, type),
+	SCALAR(VALUE_TYPE_UNIT, R_I64, "ValueType.unit", struct raw_vt, unit),
 };
 
 static const struct rule label_rules[] = {
-	{ LABEL_KEY, R_I64, "Label.key", offsetof(struct raw_label, key), NULL },
-	{ LABEL_STR, R_I64, "Label.str", offsetof(struct raw_label, str), NULL },
-	{ LABEL_NUM, R_I64, "Label.num", offsetof(struct raw_label, num), NULL },
-	{ LABEL_NUM_UNIT, R_I64, "Label.num_unit", offsetof(struct raw_label, num_unit), NULL },
+	SCALAR(LABEL_KEY, R_I64, "Label.key", struct raw_label, key),
+	SCALAR(LABEL_STR, R_I64, "Label.str", struct raw_label, str),
+	SCALAR(LABEL_NUM, R_I64, "Label.num", struct raw_label, num),
+	SCALAR(LABEL_NUM_UNIT, R_I64, "Label.num_unit", struct raw_label, num_unit),
 };
 
-/* A Sample's Label, appended to b->labels. */
-static int decode_label(struct ctx *c, struct builder *b, void *sample, struct reader r, const struct field *f)
-{
-	(void)sample, (void)f;
-	struct raw_label *l = vec_push(c, &b->labels, sizeof *l);
-	return l ? decode_fields(c, b, r, RULES(label_rules), l) : -1;
-}
-
+/* A Sample's location ids, values and labels go to the builder's shared
+ * pools; its record says where its part of each is. */
 static const struct rule sample_rules[] = {
-	{ SAMPLE_LOCATION_ID, R_INTS, "Sample.location_id", offsetof(struct builder, loc_ids), NULL },
-	{ SAMPLE_VALUE, R_INTS, "Sample.value", offsetof(struct builder, values), NULL },
-	{ SAMPLE_LABEL, R_MESSAGE, "Sample.label", 0, decode_label },
+	{ SAMPLE_LOCATION_ID, R_INTS, "Sample.location_id", offsetof(struct builder, loc_ids), 0, NULL, 0, NULL },
+	{ SAMPLE_VALUE, R_INTS, "Sample.value", offsetof(struct builder, values), 0, NULL, 0, NULL },
+	RECORD(SAMPLE_LABEL, "Sample.label", labels, struct raw_label, label_rules),
 };
 
-/* A Sample, appended to b->samples; its location ids, values and labels
- * go to the builder's shared pools. */
 static int decode_sample(struct ctx *c, struct builder *b, void *profile, struct reader r, const struct field *f)
 {
 	(void)profile;
@@ -434,46 +443,29 @@ static int decode_sample(struct ctx *c, struct builder *b, void *profile, struct
 }
 
 static const struct rule mapping_rules[] = {
-	{ MAPPING_ID, R_U64, "Mapping.id", offsetof(struct raw_mapping, id), NULL },
-	{ MAPPING_MEMORY_START, R_U64, "Mapping.memory_start", offsetof(struct raw_mapping, start), NULL },
-	{ MAPPING_MEMORY_LIMIT, R_U64, "Mapping.memory_limit", offsetof(struct raw_mapping, limit), NULL },
-	{ MAPPING_FILE_OFFSET, R_U64, "Mapping.file_offset", offsetof(struct raw_mapping, file_offset), NULL },
-	{ MAPPING_FILENAME, R_I64, "Mapping.filename", offsetof(struct raw_mapping, filename), NULL },
-	{ MAPPING_BUILD_ID, R_I64, "Mapping.build_id", offsetof(struct raw_mapping, build_id), NULL },
-	{ MAPPING_HAS_FUNCTIONS, R_BOOL, "Mapping.has_functions", offsetof(struct raw_mapping, has_functions), NULL },
-	{ MAPPING_HAS_FILENAMES, R_BOOL, "Mapping.has_filenames", offsetof(struct raw_mapping, has_filenames), NULL },
-	{ MAPPING_HAS_LINE_NUMBERS, R_BOOL, "Mapping.has_line_numbers", offsetof(struct raw_mapping, has_line_numbers),
-	  NULL },
-	{ MAPPING_HAS_INLINE_FRAMES, R_BOOL, "Mapping.has_inline_frames",
-	  offsetof(struct raw_mapping, has_inline_frames), NULL },
+	SCALAR(MAPPING_ID, R_U64, "Mapping.id", struct raw_mapping, id),
+	SCALAR(MAPPING_MEMORY_START, R_U64, "Mapping.memory_start", struct raw_mapping, start),
+	SCALAR(MAPPING_MEMORY_LIMIT, R_U64, "Mapping.memory_limit", struct raw_mapping, limit),
+	SCALAR(MAPPING_FILE_OFFSET, R_U64, "Mapping.file_offset", struct raw_mapping, file_offset),
+	SCALAR(MAPPING_FILENAME, R_I64, "Mapping.filename", struct raw_mapping, filename),
+	SCALAR(MAPPING_BUILD_ID, R_I64, "Mapping.build_id", struct raw_mapping, build_id),
+	SCALAR(MAPPING_HAS_FUNCTIONS, R_BOOL, "Mapping.has_functions", struct raw_mapping, has_functions),
+	SCALAR(MAPPING_HAS_FILENAMES, R_BOOL, "Mapping.has_filenames", struct raw_mapping, has_filenames),
+	SCALAR(MAPPING_HAS_LINE_NUMBERS, R_BOOL, "Mapping.has_line_numbers", struct raw_mapping, has_line_numbers),
+	SCALAR(MAPPING_HAS_INLINE_FRAMES, R_BOOL, "Mapping.has_inline_frames", struct raw_mapping, has_inline_frames),
 };
-
-static int decode_mapping(struct ctx *c, struct builder *b, void *profile, struct reader r, const struct field *f)
-{
-	(void)profile, (void)f;
-	struct raw_mapping *m = vec_push(c, &b->mappings, sizeof *m);
-	return m ? decode_fields(c, b, r, RULES(mapping_rules), m) : -1;
-}
 
 static const struct rule line_rules[] = {
-	{ LINE_FUNCTION_ID, R_U64, "Line.function_id", offsetof(struct raw_line, function_id), NULL },
-	{ LINE_LINE, R_I64, "Line.line", offsetof(struct raw_line, line), NULL },
+	SCALAR(LINE_FUNCTION_ID, R_U64, "Line.function_id", struct raw_line, function_id),
+	SCALAR(LINE_LINE, R_I64, "Line.line", struct raw_line, line),
 };
 
-/* A Location's Line, appended to b->lines. */
-static int decode_line(struct ctx *c, struct builder *b, void *location, struct reader r, const struct field *f)
-{
-	(void)location, (void)f;
-	struct raw_line *l = vec_push(c, &b->lines, sizeof *l);
-	return l ? decode_fields(c, b, r, RULES(line_rules), l) : -1;
-}
-
 static const struct rule location_rules[] = {
-	{ LOCATION_ID, R_U64, "Location.id", offsetof(struct raw_location, id), NULL },
-	{ LOCATION_MAPPING_ID, R_U64, "Location.mapping_id", offsetof(struct raw_location, mapping_id), NULL },
-	{ LOCATION_ADDRESS, R_U64, "Location.address", offsetof(struct raw_location, address), NULL },
-	{ LOCATION_LINE, R_MESSAGE, "Location.line", 0, decode_line },
-	{ LOCATION_IS_FOLDED, R_BOOL, "Location.is_folded", offsetof(struct raw_location, is_folded), NULL },
+	SCALAR(LOCATION_ID, R_U64, "Location.id", struct raw_location, id),
+	SCALAR(LOCATION_MAPPING_ID, R_U64, "Location.mapping_id", struct raw_location, mapping_id),
+	SCALAR(LOCATION_ADDRESS, R_U64, "Location.address", struct raw_location, address),
+	RECORD(LOCATION_LINE, "Location.line", lines, struct raw_line, line_rules),
+	SCALAR(LOCATION_IS_FOLDED, R_BOOL, "Location.is_folded", struct raw_location, is_folded),
 };
 
 /* A Location, appended to b->locations; its lines go to b->lines. */
@@ -491,50 +483,30 @@ static int decode_location(struct ctx *c, struct builder *b, void *profile, stru
 }
 
 static const struct rule function_rules[] = {
-	{ FUNCTION_ID, R_U64, "Function.id", offsetof(struct raw_function, id), NULL },
-	{ FUNCTION_NAME, R_I64, "Function.name", offsetof(struct raw_function, name), NULL },
-	{ FUNCTION_SYSTEM_NAME, R_I64, "Function.system_name", offsetof(struct raw_function, system_name), NULL },
-	{ FUNCTION_FILENAME, R_I64, "Function.filename", offsetof(struct raw_function, filename), NULL },
-	{ FUNCTION_START_LINE, R_I64, "Function.start_line", offsetof(struct raw_function, start_line), NULL },
+	SCALAR(FUNCTION_ID, R_U64, "Function.id", struct raw_function, id),
+	SCALAR(FUNCTION_NAME, R_I64, "Function.name", struct raw_function, name),
+	SCALAR(FUNCTION_SYSTEM_NAME, R_I64, "Function.system_name", struct raw_function, system_name),
+	SCALAR(FUNCTION_FILENAME, R_I64, "Function.filename", struct raw_function, filename),
+	SCALAR(FUNCTION_START_LINE, R_I64, "Function.start_line", struct raw_function, start_line),
 };
-
-static int decode_function(struct ctx *c, struct builder *b, void *profile, struct reader r, const struct field *f)
-{
-	(void)profile, (void)f;
-	struct raw_function *fn = vec_push(c, &b->functions, sizeof *fn);
-	return fn ? decode_fields(c, b, r, RULES(function_rules), fn) : -1;
-}
-
-static int decode_sample_type(struct ctx *c, struct builder *b, void *profile, struct reader r, const struct field *f)
-{
-	(void)profile, (void)f;
-	struct raw_vt *vt = vec_push(c, &b->sample_types, sizeof *vt);
-	return vt ? decode_fields(c, b, r, RULES(value_type_rules), vt) : -1;
-}
-
-static int decode_period_type(struct ctx *c, struct builder *b, void *profile, struct reader r, const struct field *f)
-{
-	(void)profile, (void)f;
-	return decode_fields(c, b, r, RULES(value_type_rules), &b->period_type);
-}
 
 /* The Profile's record is the builder itself. */
 static const struct rule profile_rules[] = {
-	{ PROFILE_SAMPLE_TYPE, R_MESSAGE, "Profile.sample_type", 0, decode_sample_type },
-	{ PROFILE_SAMPLE, R_MESSAGE, "Profile.sample", 0, decode_sample },
-	{ PROFILE_MAPPING, R_MESSAGE, "Profile.mapping", 0, decode_mapping },
-	{ PROFILE_LOCATION, R_MESSAGE, "Profile.location", 0, decode_location },
-	{ PROFILE_FUNCTION, R_MESSAGE, "Profile.function", 0, decode_function },
-	{ PROFILE_STRING_TABLE, R_STRING, "Profile.string_table", offsetof(struct builder, strings), NULL },
-	{ PROFILE_DROP_FRAMES, R_I64, "Profile.drop_frames", offsetof(struct builder, drop_frames), NULL },
-	{ PROFILE_KEEP_FRAMES, R_I64, "Profile.keep_frames", offsetof(struct builder, keep_frames), NULL },
-	{ PROFILE_TIME_NANOS, R_I64, "Profile.time_nanos", offsetof(struct builder, time_nanos), NULL },
-	{ PROFILE_DURATION_NANOS, R_I64, "Profile.duration_nanos", offsetof(struct builder, duration_nanos), NULL },
-	{ PROFILE_PERIOD_TYPE, R_MESSAGE, "Profile.period_type", 0, decode_period_type },
-	{ PROFILE_PERIOD, R_I64, "Profile.period", offsetof(struct builder, period), NULL },
-	{ PROFILE_COMMENT, R_INTS, "Profile.comment", offsetof(struct builder, comments), NULL },
-	{ PROFILE_DEFAULT_SAMPLE_TYPE, R_I64, "Profile.default_sample_type",
-	  offsetof(struct builder, default_sample_type), NULL },
+	RECORD(PROFILE_SAMPLE_TYPE, "Profile.sample_type", sample_types, struct raw_vt, value_type_rules),
+	{ PROFILE_SAMPLE, R_MESSAGE, "Profile.sample", 0, 0, NULL, 0, decode_sample },
+	RECORD(PROFILE_MAPPING, "Profile.mapping", mappings, struct raw_mapping, mapping_rules),
+	{ PROFILE_LOCATION, R_MESSAGE, "Profile.location", 0, 0, NULL, 0, decode_location },
+	RECORD(PROFILE_FUNCTION, "Profile.function", functions, struct raw_function, function_rules),
+	{ PROFILE_STRING_TABLE, R_STRING, "Profile.string_table", offsetof(struct builder, strings), 0, NULL, 0, NULL },
+	SCALAR(PROFILE_DROP_FRAMES, R_I64, "Profile.drop_frames", struct builder, drop_frames),
+	SCALAR(PROFILE_KEEP_FRAMES, R_I64, "Profile.keep_frames", struct builder, keep_frames),
+	SCALAR(PROFILE_TIME_NANOS, R_I64, "Profile.time_nanos", struct builder, time_nanos),
+	SCALAR(PROFILE_DURATION_NANOS, R_I64, "Profile.duration_nanos", struct builder, duration_nanos),
+	{ PROFILE_PERIOD_TYPE, R_EMBED, "Profile.period_type", offsetof(struct builder, period_type), 0,
+	  RULES(value_type_rules), NULL },
+	SCALAR(PROFILE_PERIOD, R_I64, "Profile.period", struct builder, period),
+	{ PROFILE_COMMENT, R_INTS, "Profile.comment", offsetof(struct builder, comments), 0, NULL, 0, NULL },
+	SCALAR(PROFILE_DEFAULT_SAMPLE_TYPE, R_I64, "Profile.default_sample_type", struct builder, default_sample_type),
 };
 
 /* Decodes the top-level Profile message in r into b. */

@@ -535,21 +535,35 @@ static char **gather(const char *arg0, va_list ap, char ***envp)
 	return argv;
 }
 
+/* The end of execl, execle and execlp: the gathered argv (NULL: no
+ * memory) to the vector form, and freed if that returns. */
+enum list_exec { LIST_EXECV, LIST_EXECVE, LIST_EXECVP };
+
+static int exec_gathered(enum list_exec how, const char *path, char **argv, char **envp)
+{
+	if (!argv) {
+		errno = ENOMEM;
+		return -1;
+	}
+	if (how == LIST_EXECVE)
+		execve(path, argv, envp);
+	else if (how == LIST_EXECVP)
+		execvp(path, argv);
+	else
+		execv(path, argv);
+	int e = errno;
+	free(argv);
+	errno = e;
+	return -1;
+}
+
 API int execl(const char *path, const char *arg, ...)
 {
 	va_list ap;
 	va_start(ap, arg);
 	char **argv = gather(arg, ap, NULL);
 	va_end(ap);
-	if (!argv) {
-		errno = ENOMEM;
-		return -1;
-	}
-	execv(path, argv);
-	int e = errno;
-	free(argv);
-	errno = e;
-	return -1;
+	return exec_gathered(LIST_EXECV, path, argv, NULL);
 }
 
 API int execle(const char *path, const char *arg, ...)
@@ -559,15 +573,7 @@ API int execle(const char *path, const char *arg, ...)
 	va_start(ap, arg);
 	char **argv = gather(arg, ap, &envp);
 	va_end(ap);
-	if (!argv) {
-		errno = ENOMEM;
-		return -1;
-	}
-	execve(path, argv, envp);
-	int e = errno;
-	free(argv);
-	errno = e;
-	return -1;
+	return exec_gathered(LIST_EXECVE, path, argv, envp);
 }
 
 API int execlp(const char *file, const char *arg, ...)
@@ -576,15 +582,7 @@ API int execlp(const char *file, const char *arg, ...)
 	va_start(ap, arg);
 	char **argv = gather(arg, ap, NULL);
 	va_end(ap);
-	if (!argv) {
-		errno = ENOMEM;
-		return -1;
-	}
-	execvp(file, argv);
-	int e = errno;
-	free(argv);
-	errno = e;
-	return -1;
+	return exec_gathered(LIST_EXECVP, file, argv, NULL);
 }
 
 /* ---- wait ---- */

@@ -222,6 +222,34 @@ static inline double thread_cpu_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* ---- files ---- */
+
+/* Reads the whole of path into memory (malloc'd). */
+static inline unsigned char *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	CHECK(f != NULL, "open %s", path);
+	size_t cap = 1 << 20, n = 0, r;
+	unsigned char *p = malloc(cap);
+	while (p && (r = fread(p + n, 1, cap - n, f)) > 0) {
+		n += r;
+		if (n == cap)
+			p = realloc(p, cap *= 2);
+	}
+	CHECK(p != NULL, "out of memory");
+	fclose(f);
+	*len = n;
+	return p;
+}
+
+/* Writes len bytes of data to path. */
+static inline void write_file(const char *path, const void *data, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	CHECK(f != NULL, "create %s", path);
+	CHECK(fwrite(data, 1, len, f) == len && fclose(f) == 0, "write %s", path);
+}
+
 #define DEFINE_BURNER(fn)                                                     \
 	__attribute__((noinline)) void fn(double ms)                          \
 	{                                                                     \

@@ -38,30 +38,6 @@ static double now_s(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-static unsigned char *read_all(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	CHECK(f != NULL, "open %s", path);
-	size_t cap = 1 << 20, n = 0, r;
-	unsigned char *p = malloc(cap);
-	while (p && (r = fread(p + n, 1, cap - n, f)) > 0) {
-		n += r;
-		if (n == cap)
-			p = realloc(p, cap *= 2);
-	}
-	CHECK(p != NULL, "out of memory");
-	fclose(f);
-	*len = n;
-	return p;
-}
-
-static void write_all(const char *path, const void *p, size_t n)
-{
-	FILE *f = fopen(path, "wb");
-	CHECK(f != NULL, "create %s", path);
-	CHECK(fwrite(p, 1, n, f) == n && fclose(f) == 0, "write %s", path);
-}
-
 /* The section header of section `name` in the ELF image p. */
 static ElfW(Shdr) *section(unsigned char *p, const char *name)
 {
@@ -179,7 +155,7 @@ static void test_debug_files(void)
 	char *names = (char *)p + ((ElfW(Shdr) *)(p + eh->e_shoff))[eh->e_shstrndx].sh_offset;
 	names[info->sh_name + 1] = 'x'; /* .xebug_info */
 	snprintf(nodebug, sizeof nodebug, "%s/nodebug", tmpdir);
-	write_all(nodebug, p, imglen);
+	write_file(nodebug, p, imglen);
 	CHECK_EQ(cp_lines_open(nodebug, bid, &d, why, sizeof why), -ENOENT);
 	CHECK(strstr(why, "no DWARF"), "why: %s", why);
 	printf("without DWARF: %s\n", why);
@@ -190,7 +166,7 @@ static void test_debug_files(void)
 	snprintf(dbg, sizeof dbg, "%s/.build-id/", tmpdir);
 	CHECK(mkdir(dbg, 0700) == 0 && mkdir(dir, 0700) == 0, "mkdir %s", dir);
 	snprintf(dbg, sizeof dbg, "%s/%s.debug", dir, bid + 2);
-	write_all(dbg, img, imglen);
+	write_file(dbg, img, imglen);
 	CHECK_EQ(cp_lines_open(nodebug, bid, &d, why, sizeof why), 0);
 	struct cp_lines_frame f[CP_LINES_MAX_DEPTH];
 	size_t n, found = 0;
@@ -209,7 +185,7 @@ static void test_debug_files(void)
 	unsigned char *desc = memmem(p, imglen, raw, rawlen);
 	CHECK(desc != NULL, "no build ID note");
 	desc[0] ^= 0xff;
-	write_all(dbg, p, imglen);
+	write_file(dbg, p, imglen);
 	CHECK_EQ(cp_lines_open(nodebug, bid, &d, why, sizeof why), -ENOENT);
 	CHECK(strstr(why, "another build ID"), "why: %s", why);
 	printf("a debug file of another build: %s\n", why);
@@ -355,7 +331,7 @@ static void fuzz_section(const char *name, int rounds, unsigned *seed)
 				p[s->sh_offset + (uint64_t)rand_r(seed) % s->sh_size] ^=
 					(unsigned char)(1u << (rand_r(seed) % 8));
 		}
-		write_all(path, p, fimglen);
+		write_file(path, p, fimglen);
 		struct cp_lines_object o = { path, "" };
 		struct cp_lines_result r;
 		char global[256];
@@ -417,7 +393,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(cp_symbols_read_file(exe, &t, bid), 0);
 	cp_symbols_symtab_free(&t);
 	CHECK(strlen(bid) >= 16, "build ID");
-	img = read_all(exe, &imglen);
+	img = read_file(exe, &imglen);
 	queries = make_queries(exe, &nqueries);
 
 	double t0 = now_s();
@@ -430,7 +406,7 @@ int main(int argc, char **argv)
 	t0 = now_s();
 	char lib[256];
 	snprintf(lib, sizeof lib, "%s/libcpuprof.so", getenv("B") ? getenv("B") : "build");
-	fimg = read_all(lib, &fimglen);
+	fimg = read_file(lib, &fimglen);
 	fq = make_queries(lib, &nfq);
 	struct cp_lines_object o = { lib, "" };
 	CHECK_EQ(cp_lines_resolve(&o, 1, fq, nfq, 30000, &fpristine, why, sizeof why), 0);

@@ -306,40 +306,13 @@ static void test_symtab_lookup(void)
 	CHECK(cp_symbols_symtab_lookup(&t, 0x1000) == NULL, "empty table");
 }
 
-/* Writes len bytes of data to path. */
-static void write_file(const char *path, const void *data, size_t len)
-{
-	FILE *f = fopen(path, "wb");
-	CHECK(f != NULL, "fopen %s: %s", path, strerror(errno));
-	CHECK(fwrite(data, 1, len, f) == len, "fwrite %s", path);
-	CHECK(fclose(f) == 0, "fclose %s", path);
-}
-
-/* Reads our own executable into memory. */
-static unsigned char *read_self(size_t *len)
-{
-	FILE *f = fopen("/proc/self/exe", "rb");
-	CHECK(f != NULL, "open self");
-	size_t cap = 1 << 20, n = 0, r;
-	unsigned char *p = malloc(cap);
-	while (p && (r = fread(p + n, 1, cap - n, f)) > 0) {
-		n += r;
-		if (n == cap)
-			p = realloc(p, cap *= 2);
-	}
-	CHECK(p != NULL, "out of memory");
-	fclose(f);
-	*len = n;
-	return p;
-}
-
 /* Malformed ELF files give an error or no symbols, never a crash. */
 static void test_symbols_malformed(void)
 {
 	struct cp_symtab t;
 	char path[128], bid[2 * SYMBOLS_BUILD_ID_MAX + 1];
 	size_t len;
-	unsigned char *img = read_self(&len);
+	unsigned char *img = read_file("/proc/self/exe", &len);
 
 	/* The intact image reads, with our functions in it. */
 	CHECK_EQ(cp_symbols_read_image(img, len, &t, bid), 0);
