@@ -71,14 +71,16 @@ static void image_facts(const struct cp_collector *c, const struct cp_image *m, 
 			base = o->facts.cpu0_ns + o->facts.cpu_ns;
 	}
 	f->before_ns = m->have_facts && f->cpu0_ns > base ? (uint64_t)(f->cpu0_ns - base) : 0;
+	/* The image's CPU is from its start, as its profile counts it. */
+	f->cpu_ns += (int64_t)f->before_ns;
 	f->samples = m->samples;
 	f->sampled_ns = m->sampled_ns;
 	f->lost += m->dropped;
 	f->lost_ns += m->dropped_ns;
 	/* A process that never said it ended (killed) last published its
 	 * CPU a while before: the kernel's count from its wait is better. */
-	if (m->facts.ended == CP_END_NONE && m->have_status && m->wait_cpu_ns > f->cpu_ns)
-		f->cpu_ns = m->wait_cpu_ns;
+	if (m->facts.ended == CP_END_NONE && m->have_status && m->wait_cpu_ns - base > f->cpu_ns)
+		f->cpu_ns = m->wait_cpu_ns - base;
 }
 
 /* Adds image facts f into the tree's t. */

@@ -34,6 +34,14 @@ covers() {
 	cov=$(comment "$1" coverage)
 	awk "BEGIN { exit !($cov >= 0.9 && $cov <= 1.1) }" || { go tool pprof -comments "$1"; fail "$2: coverage $cov"; }
 }
+# each_covers FILE WHAT: so does each process's own line (process=...
+# coverage=), where it has samples.
+each_covers() {
+	comment "$1" process | awk -v what="$2" '
+		{ for (i = 1; i <= NF; i++) { if ($i ~ /^samples=/) s = substr($i, 9); if ($i ~ /^coverage=/) c = substr($i, 10) } }
+		s > 0 && (c < 0.9 || c > 1.1) { print what ": process coverage " c ": " $0; bad = 1 }
+		END { exit bad }' || fail "$2: a process's coverage is off"
+}
 # npids FILE: how many processes the profile's samples come from.
 npids() { go tool pprof -tags "$1" 2>/dev/null | awk '/^ *pid:/ { on = 1; next } on && /^ *[a-z]+:/ { on = 0 } on && $NF ~ /^[0-9]+$/ { n++ } END { print n + 0 }'; }
 
@@ -47,6 +55,7 @@ ending() {
 	[ -s p.pb.gz ] || { cat err; fail "end $1: no profile"; }
 	has p.pb.gz end_work || fail "end $1: end_work not in the profile"
 	covers p.pb.gz "end $1"
+	each_covers p.pb.gz "end $1"
 	comment p.pb.gz process | grep -q "ended=$3" ||
 		{ comment p.pb.gz process; fail "end $1: no process ended=$3"; }
 	echo "end $1: status $rc, coverage $(comment p.pb.gz coverage) of the tree's CPU, ended=$3"
@@ -72,8 +81,29 @@ for how in fork exec; do
 	[ "$(npids t.pb.gz)" -eq 3 ] || { go tool pprof -tags t.pb.gz; fail "tree $how: expected 3 processes"; }
 	has t.pb.gz tree_work || fail "tree $how: tree_work not in the profile"
 	covers t.pb.gz "tree $how"
+	each_covers t.pb.gz "tree $how"
 	echo "tree 3 $how: $(npids t.pb.gz) processes, coverage $(comment t.pb.gz coverage)"
 done
+
+# One file per process image: each covers its own process.
+rm -f q.pb.gz*
+$EMU "$CP" record --per-process -o q.pb.gz -- $EMU "$W" tree 2 fork >out 2>err || { cat err; fail "per-process: status $?"; }
+n=0
+for f in q.pb.gz q.pb.gz.*; do
+	[ -f "$f" ] || continue
+	covers "$f" "per-process $f"
+	n=$((n + 1))
+done
+[ $n -eq 2 ] || { ls q.pb.gz*; fail "per-process: $n files, expected 2 (the command's and its child's)"; }
+echo "per-process: $n files, each covering its process"
+# A process that works little more than its profile took to start: the
+# start's CPU is in its numbers on both sides.
+rm -f r.pb.gz*
+$EMU "$CP" record --per-process -o r.pb.gz -- $EMU "$W" spin 1 5 >out 2>err || { cat err; fail "short: status $?"; }
+covers r.pb.gz "short, per-process"
+$EMU "$CP" record -o r.pb.gz -- $EMU "$W" spin 1 5 >out 2>err || { cat err; fail "short: status $?"; }
+each_covers r.pb.gz "short"
+echo "short: coverage $(comment r.pb.gz coverage), before the start $(comment r.pb.gz before_start_cpu_ns) ns"
 
 # 64 processes forked at once: all in the profile.
 $EMU "$CP" record -o s.pb.gz -- $EMU "$W" spawn 64 >out 2>err || { cat err; fail "spawn 64: status $?"; }
