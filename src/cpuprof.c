@@ -67,6 +67,22 @@ static int write_profile(const struct cp_stacktab *tab, const struct cp_facts *f
 
 /* Serialises start, stop and flush. */
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
+/* This thread is in the API (set before it waits for the lock): a hook
+ * that runs inside it (an _exit or exec from a signal handler that
+ * interrupted a flush) must not wait for itself. */
+static __thread int api_held;
+
+static void api_enter(void)
+{
+	api_held = 1;
+	pthread_mutex_lock(&api_lock);
+}
+
+static void api_leave(void)
+{
+	pthread_mutex_unlock(&api_lock);
+	api_held = 0;
+}
 
 /* Seams for tests (tests/unit_*.c link the static library): a ring of
  * this many cells instead of RING_CELLS, and a keeper that moves no
@@ -168,6 +184,8 @@ static void *keeper_main(void *unused)
 		.period_ns = cp_sig.period_ns,
 		.signo = R->signo,
 		.keeper_tid = atomic_load(&R->keeper_tid),
+		.starter_tid = R->starter_tid,
+		.starter_blocks = R->starter_blocks,
 	};
 	int rc = R->engine->start(&conf);
 	atomic_store(&R->keeper_state, rc < 0 ? rc : 1);
@@ -312,6 +330,9 @@ static int begin_sampling(void)
 		return rc;
 	cp_sig.engine = R->engine->signal_source;
 	cp_sig.signo = R->signo;
+	sigset_t mask;
+	R->starter_tid = (pid_t)syscall(SYS_gettid);
+	R->starter_blocks = R->signo && cp_real_sigmask(SIG_BLOCK, NULL, &mask) == 0 && sigismember(&mask, R->signo) == 1;
 	atomic_store(&cp_sig.active, 1);
 	atomic_store(&R->keeper_quit, 0);
 	atomic_store(&R->keeper_state, 0);
@@ -376,7 +397,7 @@ static int start(const char *path, int stream, int recorded, const struct cpupro
 
 	if ((rc = check_options(opts, &s)) < 0)
 		return rc;
-	pthread_mutex_lock(&api_lock);
+	api_enter();
 	pthread_mutex_lock(&cp_tab_lock);
 	/* Also while a handler of the last profile is stuck in it: it could
 	 * still put a sample of that profile into this one. */
@@ -384,11 +405,12 @@ static int start(const char *path, int stream, int recorded, const struct cpupro
 		   (cp_session.stuck && atomic_load(&cp_sig.inflight));
 	pthread_mutex_unlock(&cp_tab_lock);
 	if (busy) {
-		pthread_mutex_unlock(&api_lock);
+		api_leave();
 		return -EBUSY;
 	}
 
 	cp_session.stuck = 0;
+	int claimed = 0; /* a slot of record's shared memory */
 	struct cp_run *R = &cp_session.run;
 	memset(R, 0, sizeof *R);
 	R->stream = stream;
@@ -409,8 +431,9 @@ static int start(const char *path, int stream, int recorded, const struct cpupro
 	}
 	R->path = path ? strdup(path) : NULL;
 	cp_stacktab_init(&R->tab);
+	claimed = recorded && cp_shm_claim() == 0;
 	if (recorded)
-		cp_sig.ring = cp_shm_claim() == 0 ? cp_shm_ring() : NULL;
+		cp_sig.ring = claimed ? cp_shm_ring() : NULL;
 	else
 		cp_sig.ring = cp_ring_create(cp_test_ring_cells ? cp_test_ring_cells : RING_CELLS, s.depth);
 	if (recorded && !cp_sig.ring) {
@@ -469,9 +492,9 @@ static int start(const char *path, int stream, int recorded, const struct cpupro
 		recorded_opts.unwind = recorded_unwind;
 	}
 out:
-	if (rc < 0 && recorded && cp_sig.ring)
+	if (rc < 0 && claimed)
 		cp_shm_end(); /* the slot taken for nothing */
-	pthread_mutex_unlock(&api_lock);
+	api_leave();
 	return rc;
 }
 
@@ -542,9 +565,9 @@ static int ours(void)
 /* Stops the profile, which ended as `ended` says (CP_END_*). */
 static int stop(int ended, int status)
 {
-	pthread_mutex_lock(&api_lock);
+	api_enter();
 	if (!cp_session.running && !cp_session.suspended) {
-		pthread_mutex_unlock(&api_lock);
+		api_leave();
 		return -ESRCH;
 	}
 	int rc = 0;
@@ -558,20 +581,36 @@ static int stop(int ended, int status)
 	} else {
 		rc = finish(ended, status);
 	}
-	pthread_mutex_unlock(&api_lock);
+	api_leave();
 	return rc;
+}
+
+/* Under `cpuprof record` the profile is record's: the program's own
+ * calls leave it alone (the process's end stops it). */
+static int recorded_session(void)
+{
+	return cp_session.running && cp_session.run.recorded;
 }
 
 API int cpuprof_stop(void)
 {
+	if (recorded_session())
+		return -EBUSY;
 	return stop(CP_END_EXIT, 0);
+}
+
+void cp_session_stop_at_exit(void)
+{
+	stop(CP_END_EXIT, 0);
 }
 
 API int cpuprof_flush(void)
 {
-	pthread_mutex_lock(&api_lock);
+	api_enter();
 	int rc = -ESRCH;
-	if (cp_session.running && cp_session.run.stream) {
+	if (recorded_session()) {
+		rc = -EBUSY;
+	} else if (cp_session.running && cp_session.run.stream) {
 		rc = -EINVAL;
 	} else if (cp_session.running) {
 		/* Written from a copy of the table: the keeper goes on moving
@@ -593,7 +632,7 @@ API int cpuprof_flush(void)
 			cp_stacktab_free(&copy);
 		}
 	}
-	pthread_mutex_unlock(&api_lock);
+	api_leave();
 	return rc;
 }
 
@@ -604,8 +643,11 @@ API int cpuprof_register_thread(void)
 
 int cp_session_exec_begin(void)
 {
-	if (pthread_mutex_trylock(&api_lock) != 0)
-		return 0; /* a start or stop is under way in another thread */
+	/* A start, stop or flush under way in another thread is waited for:
+	 * nothing of ours may be armed across the exec. */
+	if (api_held)
+		return 0; /* an exec from a signal handler inside the API */
+	api_enter();
 	int stopped = 0;
 	if (ours() && !cp_session.run.stream) {
 		/* This image ends here: keep what it sampled (record learns
@@ -622,31 +664,40 @@ int cp_session_exec_begin(void)
 		cp_session.suspended = 1;
 		stopped = 1;
 	} else if (ours()) {
+		/* A stream: its reader must not take the pause for its end. */
 		end_sampling();
+		pthread_mutex_lock(&cp_tab_lock);
+		cp_session.suspended = 1;
+		pthread_mutex_unlock(&cp_tab_lock);
+		stopped = 1;
 	}
-	pthread_mutex_unlock(&api_lock);
+	api_leave();
 	return stopped;
 }
 
 void cp_session_exec_failed(void)
 {
-	pthread_mutex_lock(&api_lock);
+	api_enter();
 	if (cp_session.suspended && cp_session.pid == getpid()) {
+		pthread_mutex_lock(&cp_tab_lock);
 		cp_session.suspended = 0;
+		pthread_mutex_unlock(&cp_tab_lock);
 		struct cp_run *R = &cp_session.run;
 		R->mono1 = R->cpu1 = 0;
 		R->waits1 = R->user1 = 0;
 		if (R->recorded)
 			publish(CP_END_NONE, 0);
-		if (begin_sampling() < 0)
+		if (begin_sampling() < 0 && !R->stream)
 			finish(CP_END_EXIT, 0); /* what was written at the exec stays */
+		else if (!cp_session.running)
+			cp_wake_reader(); /* a stream that cannot resume ends */
 	}
-	pthread_mutex_unlock(&api_lock);
+	api_leave();
 }
 
 void cp_session_exit_now(int status)
 {
-	if (ours() && !cp_session.run.stream)
+	if (ours() && !cp_session.run.stream && !api_held)
 		stop(CP_END_UNDERSCORE_EXIT, status);
 }
 
@@ -664,6 +715,7 @@ void cp_session_program_took_itimer(void)
 static void after_fork_child(void)
 {
 	pthread_mutex_init(&api_lock, NULL);
+	api_held = 0;
 	pthread_mutex_init(&cp_tab_lock, NULL);
 	atomic_store(&cp_sig.active, 0);
 	int had = cp_session.running || cp_session.stream_open || cp_session.suspended;

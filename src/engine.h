@@ -31,6 +31,11 @@ struct cp_engine_conf {
 	uint64_t period_ns;
 	int signo;        /* signal engines: the sampling signal */
 	pid_t keeper_tid; /* cpuprof's own thread: never sampled */
+	/* The thread that started the profile, and whether it blocks signo:
+	 * its mask is all blocked while it makes the keeper, which may look
+	 * at it then. */
+	pid_t starter_tid;
+	int starter_blocks;
 };
 
 /* What an engine tells the profile about its threads. */

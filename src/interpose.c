@@ -48,6 +48,7 @@
 #include "shm_writer.h"
 #include "signals.h"
 #include "sig/sigprog.h"
+#include "sig/sigstate.h"
 
 #define API __attribute__((visibility("default")))
 
@@ -306,7 +307,9 @@ API sighandler_t sigset(int sig, sighandler_t h)
 }
 
 /* set without the sampling signal, into *copy; set itself if it does not
- * hold it. */
+ * hold it.  A signalfd cannot be told which instances are the engine's:
+ * the program's own deliveries of the signal reach it by its handler or
+ * a sigwait, not by a signalfd, while a timer engine samples with it. */
 static const sigset_t *without_sampling(const sigset_t *set, sigset_t *copy)
 {
 	int samp = cp_signal_sampling();
@@ -335,15 +338,53 @@ API int signalfd(int fd, const sigset_t *mask, int flags)
 typedef int (*sigtimedwait_fn)(const sigset_t *, siginfo_t *, const struct timespec *);
 static _Atomic(void *) real_sigtimedwait;
 
-API int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
+static int real_wait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
 {
-	sigset_t copy;
-	set = without_sampling(set, &copy);
 	REAL(real_sigtimedwait, "sigtimedwait");
 	void *f = atomic_load(&real_sigtimedwait);
 	if (f)
 		return ((sigtimedwait_fn)f)(set, info, timeout);
 	return (int)syscall(SYS_rt_sigtimedwait, set, info, timeout, 8);
+}
+
+/* A wait that takes the sampling signal takes the program's instances of
+ * it (a kill, its own timer's) and drops the engine's, waiting on for the
+ * time that is left. */
+API int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
+{
+	int samp = cp_signal_sampling();
+	if (!samp || sigismember(set, samp) != 1)
+		return real_wait(set, info, timeout);
+	struct timespec now, end = { 0, 0 }, left;
+	if (timeout) {
+		clock_gettime(CLOCK_MONOTONIC, &end);
+		end.tv_sec += timeout->tv_sec;
+		if ((end.tv_nsec += timeout->tv_nsec) >= 1000000000) {
+			end.tv_sec++;
+			end.tv_nsec -= 1000000000;
+		}
+	}
+	for (const struct timespec *t = timeout;;) {
+		siginfo_t si;
+		int r = real_wait(set, &si, t);
+		if (r != samp || !cp_sig_from_engine(r, &si)) {
+			if (r > 0 && info)
+				*info = si;
+			return r;
+		}
+		if (timeout) {
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			left.tv_sec = end.tv_sec - now.tv_sec;
+			left.tv_nsec = end.tv_nsec - now.tv_nsec;
+			if (left.tv_nsec < 0) {
+				left.tv_sec--;
+				left.tv_nsec += 1000000000;
+			}
+			if (left.tv_sec < 0)
+				left.tv_sec = left.tv_nsec = 0;
+			t = &left;
+		}
+	}
 }
 
 API int sigwaitinfo(const sigset_t *set, siginfo_t *info)

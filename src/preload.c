@@ -112,6 +112,6 @@ __attribute__((destructor)) static void preload_stop(void)
 {
 	if (preload_started) {
 		preload_started = 0;
-		cpuprof_stop(); /* reports its own errors */
+		cp_session_stop_at_exit(); /* reports its own errors */
 	}
 }

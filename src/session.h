@@ -43,6 +43,8 @@ struct cp_run {
 	pthread_t keeper;
 	int has_keeper;
 	_Atomic pid_t keeper_tid;
+	pid_t starter_tid;            /* the thread that started sampling */
+	int starter_blocks;           /* ... and whether it blocked the signal then */
 	_Atomic int keeper_state;     /* 0 starting, 1 running, or the start's negative errno */
 	_Atomic int keeper_quit;
 	int keeper_drains;            /* it moves samples into the table (file mode) */
@@ -101,6 +103,8 @@ void cp_session_wait(_Atomic uint32_t *w, uint32_t seen, int ms, int private_fut
  * if it stopped anything, for cp_session_exec_failed() to resume. */
 int cp_session_exec_begin(void);
 void cp_session_exec_failed(void);
+/* At exit (LD_PRELOAD's destructor): stops the profile, recorded or not. */
+void cp_session_stop_at_exit(void);
 /* Before _exit(status): as at exit(), the profile is written. */
 void cp_session_exit_now(int status);
 /* Starts a profile whose samples go to `cpuprof record`'s shared memory

@@ -97,7 +97,7 @@ API int cpuprof_read_stream(uint64_t *words, size_t cap, size_t *nwords, int fla
 		uint32_t seen = atomic_load(&cp_session.wake);
 		atomic_store(&cp_sig.wake_pending, 0);
 		size_t n = fill_locked(words, cap);
-		int stopped = !cp_session.running;
+		int stopped = !cp_session.running && !cp_session.suspended;
 		if (n == 0 && stopped) {
 			int rc = finish_locked();
 			pthread_mutex_unlock(&cp_tab_lock);

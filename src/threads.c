@@ -24,6 +24,7 @@
 #include "interpose.h"
 #include "names.h"
 #include "threads.h"
+#include "sig/sigprog.h"
 
 #define MAX_THREADS 32768
 
@@ -31,6 +32,8 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static const struct cp_engine *reg_engine; /* non-NULL while arming; under reg_lock */
 static int reg_signo;
 static pid_t reg_keeper; /* cpuprof's own thread: never armed */
+static pid_t reg_starter; /* the thread that started the profile, and */
+static int reg_starter_blocks; /* whether it blocked the signal before */
 static uint64_t reg_period;
 static struct cp_engine_stats reg_stats;
 /* Read without the lock by pthread_create() as a hint. */
@@ -138,7 +141,7 @@ static struct cp_thread *arm_locked(pid_t tid, int self)
 		if (err == 0) {
 			atomic_store_explicit(&t->state, CP_T_LIVE, memory_order_release);
 			reg_stats.armed++;
-			if (!self && blocks_signal(tid, reg_signo))
+			if (!self && (tid == reg_starter ? reg_starter_blocks : blocks_signal(tid, reg_signo)))
 				reg_stats.blocked++;
 			return t;
 		}
@@ -196,6 +199,8 @@ int cp_threads_begin(const struct cp_engine *e, const struct cp_engine_conf *c)
 	reg_signo = c->signo;
 	reg_period = c->period_ns;
 	reg_keeper = c->keeper_tid;
+	reg_starter = c->starter_tid;
+	reg_starter_blocks = c->starter_blocks;
 	memset(&reg_stats, 0, sizeof reg_stats);
 	atomic_store(&arming, 1);
 	DIR *d = opendir("/proc/self/task");
@@ -329,12 +334,16 @@ static create_fn resolve_create(void)
 struct start {
 	void *(*fn)(void *);
 	void *arg;
+	uint64_t blocked; /* the creator's cp_prog_blocked */
 };
 
 static void *trampoline(void *p)
 {
 	struct start s = *(struct start *)p;
 	free(p);
+	/* A thread inherits its creator's mask: the one the program believes
+	 * in too. */
+	cp_prog_blocked = s.blocked;
 	if (atomic_load_explicit(&arming, memory_order_relaxed))
 		cp_threads_register_self();
 	return s.fn(s.arg);
@@ -346,13 +355,14 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *th, const p
 	create_fn real = resolve_create();
 	if (!real)
 		return EAGAIN;
-	if (!atomic_load_explicit(&arming, memory_order_relaxed))
+	if (!atomic_load_explicit(&arming, memory_order_relaxed) && !cp_prog_blocked)
 		return real(th, attr, fn, arg);
 	struct start *s = malloc(sizeof *s);
 	if (!s)
 		return real(th, attr, fn, arg);
 	s->fn = fn;
 	s->arg = arg;
+	s->blocked = cp_prog_blocked;
 	int rc = real(th, attr, trampoline, s);
 	if (rc != 0)
 		free(s);

@@ -41,7 +41,7 @@ rec() {
 	engine=$1 want=$2 line=$3 func=$4
 	shift 5
 	rm -f p.pb.gz p.pb.gz.*
-	$EMU "$CP" record -o p.pb.gz --engine "$engine" -- "$@" >out 2>err
+	timeout 300 $EMU "$CP" record -o p.pb.gz --engine "$engine" -- "$@" >out 2>err
 	rc=$?
 	[ "$rc" -eq "$want" ] || { cat err; fail "$engine: $*: status $rc, expected $want"; }
 	[ "$line" = - ] || grep -q "$line" out || { cat out err; fail "$engine: $*: output changed"; }
@@ -81,6 +81,13 @@ for e in $engines; do
 		rec $e $((128 + num)) - signal_work -- $EMU "$W" signal $name default
 		rec $e 0 "signal $name handled" signal_work -- $EMU "$W" signal $name handler
 	done
+
+	# A thread that takes SIGPROF with sigwait gets the program's own
+	# (and threads made while it is blocked keep it blocked).
+	rec $e 0 "sigwait: got 27" sigwait_work -- $EMU "$W" sigwait
+
+	# The library's own API leaves record's profile alone.
+	rec $e 0 "api: flush -16 stop -16" api_work -- $EMU "$W" api
 
 	# 4. A SIGPROF handler and ITIMER_PROF set up in main get the
 	# program's own rate (100 a CPU second, not 1,100), and the profile

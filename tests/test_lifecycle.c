@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -92,6 +93,74 @@ static void flush_while_sampling(void)
 	CHECK(pprof_comment(path, "lost", val, sizeof val) == 0, "no lost comment");
 	long lost = atol(val);
 	CHECK(samples > 100 && lost * 20 <= samples, "%ld samples, %ld lost while flushing", samples, lost);
+}
+
+/* Runs fn in a child process, which must exit with `want` within 60 s. */
+static void in_child(const char *what, void (*fn)(void), int want)
+{
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		fn();
+		_exit(99);
+	}
+	int st = 0;
+	for (int i = 0; i < 600 && waitpid(pid, &st, WNOHANG) == 0; i++)
+		usleep(100000);
+	if (waitpid(pid, &st, WNOHANG) == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+		CHECK(0, "%s: hung", what);
+	}
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == want, "%s: status %#x, want exit %d", what, st, want);
+}
+
+static void *flusher(void *arg)
+{
+	for (;;)
+		cpuprof_flush();
+	return NULL;
+}
+
+static void exit_from_handler(int sig)
+{
+	_exit(3);
+}
+
+/* _exit() from a signal handler that interrupted a flush: the handler's
+ * thread holds the API's lock, and _exit must not wait for it. */
+static void exit_during_flush(void)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/exit-during-flush.pb.gz", dir);
+	if (cpuprof_start(path, NULL) != 0)
+		_exit(98);
+	hot_loop(50);
+	signal(SIGALRM, exit_from_handler);
+	alarm(1);
+	flusher(NULL);
+}
+
+/* An exec while another thread flushes: the exec waits for the flush,
+ * then stops the profile, and the new program meets no signal of ours
+ * (with the itimer engine, its ITIMER_PROF would kill the shell). */
+static void exec_during_flush(void)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/exec-during-flush.pb.gz", dir);
+	if (cpuprof_start(path, &(struct cpuprof_options){ .engine = "itimer", .hz = 1000 }) != 0)
+		_exit(98);
+	pthread_t t;
+	pthread_create(&t, NULL, flusher, NULL);
+	hot_loop(50);
+	execl("/bin/sh", "sh", "-c", "i=0; while [ $i -lt 30000 ]; do i=$((i+1)); done; exit 4", (char *)NULL);
+	_exit(97);
+}
+
+static void hooks_inside_the_api(void)
+{
+	in_child("_exit from a handler during a flush", exit_during_flush, 3);
+	in_child("exec during another thread's flush", exec_during_flush, 4);
 }
 
 /* pthread_create as libc has it, bypassing cpuprof's interposition: a
@@ -233,6 +302,7 @@ int main(void)
 	bad_options();
 	busy_and_flush();
 	flush_while_sampling();
+	hooks_inside_the_api();
 	registration();
 	race_and_foreign_stop();
 	cycles();

@@ -32,6 +32,12 @@
  *   spawn N             fork N children at once, each burns 50 ms
  *   dlchurn LIB N       N rounds of dlopen LIB, its dl_entry, dlclose
  *   clearenv            exec itself (`end exit`) with an empty environment
+ *   sigwait             block SIGPROF in main, start a thread that takes it
+ *                       with sigwait and one that burns, kill(getpid(),
+ *                       SIGPROF): the waiter must get it, nobody die of it
+ *   api                 under `cpuprof record`: the library's own
+ *                       cpuprof_flush() and cpuprof_stop() leave record's
+ *                       profile alone (-EBUSY), then burn 300 ms
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -93,6 +99,8 @@ BURNER(end_work)
 BURNER(tree_work)
 BURNER(server_work)
 BURNER(spawn_work)
+BURNER(sigwait_work)
+BURNER(api_work)
 
 static void fail(const char *what)
 {
@@ -524,6 +532,62 @@ static int clearenv_mode(char **argv)
 	return 1;
 }
 
+/* ---- sigwait ---- */
+
+static volatile int waiter_got;
+
+static void *prof_waiter(void *arg)
+{
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGPROF);
+	int sig = 0;
+	if (sigwait(&s, &sig) == 0)
+		waiter_got = sig;
+	return NULL;
+}
+
+static void *prof_bystander(void *arg)
+{
+	sigwait_work(300);
+	return NULL;
+}
+
+static int sigwait_mode(void)
+{
+	sigset_t s;
+	sigemptyset(&s);
+	sigaddset(&s, SIGPROF);
+	if (pthread_sigmask(SIG_BLOCK, &s, NULL) != 0)
+		fail("pthread_sigmask");
+	pthread_t w, b;
+	if (pthread_create(&w, NULL, prof_waiter, NULL) || pthread_create(&b, NULL, prof_bystander, NULL))
+		fail("pthread_create");
+	sigwait_work(100);
+	kill(getpid(), SIGPROF);
+	pthread_join(w, NULL);
+	pthread_join(b, NULL);
+	if (waiter_got != SIGPROF)
+		fail("the sigwait thread did not get SIGPROF");
+	printf("sigwait: got %d\n", waiter_got);
+	return 0;
+}
+
+/* ---- api ---- */
+
+static int api_mode(void)
+{
+	int (*flush)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "cpuprof_flush");
+	int (*stop)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "cpuprof_stop");
+	if (!flush || !stop)
+		fail("the library is not loaded");
+	api_work(100);
+	int f = flush(), st = stop();
+	api_work(200);
+	printf("api: flush %d stop %d\n", f, st);
+	return f == -EBUSY && st == -EBUSY ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IONBF, 0);
@@ -556,6 +620,10 @@ int main(int argc, char **argv)
 		return dlchurn_mode(argv[2], atoi(argv[3]));
 	if (!strcmp(m, "clearenv"))
 		return clearenv_mode(argv);
+	if (!strcmp(m, "sigwait"))
+		return sigwait_mode();
+	if (!strcmp(m, "api"))
+		return api_mode();
 	fail("unknown mode or arguments");
 	return 1;
 }

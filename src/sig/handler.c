@@ -170,6 +170,12 @@ static int classify(int sig, const siginfo_t *si, struct cp_thread *t, uint64_t 
 	return 0;
 }
 
+int cp_sig_from_engine(int sig, const siginfo_t *si)
+{
+	uint64_t weight;
+	return classify(sig, si, NULL, &weight) != 0;
+}
+
 static void sample(const ucontext_t *uc, struct cp_thread *t, pid_t tid, uint64_t weight)
 {
 	struct cp_ring *r = cp_sig.ring;

@@ -14,10 +14,23 @@
 struct cp_prog cp_prog;
 __thread uint64_t cp_prog_blocked __attribute__((tls_model("initial-exec")));
 
-/* Sends sig, with the siginfo it came with, to the calling thread again. */
+/* Sends sig, with the siginfo it came with, again: to the calling thread
+ * if it was sent to a thread (tgkill), else to the process, for the
+ * kernel to give to a thread that does not block it or that waits for it
+ * in sigwait (it blocks it in this one once the handler returns).  Only a
+ * process's main thread may queue a signal to the process that looks
+ * like kill()'s or the kernel's: elsewhere it arrives as sigqueue()'s. */
 static void requeue(int sig, siginfo_t *si)
 {
-	syscall(SYS_rt_tgsigqueueinfo, syscall(SYS_getpid), syscall(SYS_gettid), sig, si);
+	long pid = syscall(SYS_getpid), tid = syscall(SYS_gettid);
+	if (si->si_code == SI_TKILL) {
+		syscall(SYS_rt_tgsigqueueinfo, pid, tid, sig, si);
+		return;
+	}
+	siginfo_t copy = *si;
+	if (copy.si_code >= 0 && tid != pid)
+		copy.si_code = SI_QUEUE;
+	syscall(SYS_rt_sigqueueinfo, pid, sig, &copy);
 }
 
 /* The kernel's struct sigaction (the same layout on x86-64 and arm64). */

@@ -139,6 +139,10 @@ extern __thread uint32_t cp_tls_gen __attribute__((tls_model("initial-exec")));
 
 /* The sampling signal handler (SA_SIGINFO). */
 void cp_sig_handler(int sig, siginfo_t *info, void *ucontext);
+/* Did an engine send this signal (a sample, or a straggler of one)?  For
+ * the program's sigwait calls, which must never be handed one.  Signal
+ * context. */
+int cp_sig_from_engine(int sig, const siginfo_t *si);
 
 /* Sample flags (struct cp_sample.flags); the stack table keeps them. */
 #define CP_SAMPLE_TRUNCATED 1u /* cut at the depth limit: more frames existed */
