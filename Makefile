@@ -157,6 +157,11 @@ $(B)/tests/tool_lines: tests/tool_lines.c $(B)/libcpuprof.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< $(B)/libcpuprof.a $(LDLIBS)
 
+# Whether this machine allows an engine, for the test scripts (check.h).
+$(B)/tests/tool_engine: tests/tool_engine.c tests/check.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -o $@ $<
+
 # The report tests' profile writer: its own encoder, nothing of ours.
 $(B)/tests/tool_mkprof: tests/tool_mkprof.c
 	@mkdir -p $(dir $@)
@@ -165,7 +170,7 @@ $(B)/tests/tool_mkprof: tests/tool_mkprof.c
 $(B)/demo: demo/demo.c
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -pthread
 
-tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/tests/tool_mkprof $(B)/demo
+tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/tests/tool_mkprof $(B)/tests/tool_engine $(B)/demo
 
 # Signal-context objects may call nothing that can allocate, lock or use stdio.
 check-sigsafe: $(SIG_SRCS:%.c=$(B)/%.o)
