@@ -3,7 +3,8 @@
 # work_unwind built with and without frame pointers (-O2), at least 95% of
 # the samples whose leaf is the hot function carry its whole caller chain:
 # a frameless leaf three calls below main; recursion 200 deep, cut at the
-# depth cap and flagged [truncated] (and 50 deep, whole); a comparator
+# depth cap and flagged [truncated] (and 50 deep, whole; and cut at 8 with
+# --depth 8, with the default and the timer engine); a comparator
 # called from libc's qsort (libc has no frame pointers); a library loaded
 # with dlopen after profiling started; a signal handler, through the
 # signal trampoline into the interrupted frameless function.  A library
@@ -93,6 +94,18 @@ for v in fp nofp; do
 		expect "$v signal" signal.pb.gz "sig_hot@$X" \
 			"sig_hot@$x;on_signal@$x;[^;]*@libc\\.so\\.6;interrupted_leaf@$x;sig_outer@$x;main@$x(;|\$)"
 	fi
+done
+
+# --depth N, end to end: stacks cut at N frames, the cut flagged, none
+# longer, and the profile says so; with the default engine and the timer
+# engine (whose handler walks the live stack).
+for e in auto timer; do
+	rec depth8.pb.gz --depth 8 --engine $e -- $EMU ./work_unwind deep 50
+	[ "$(comment depth8.pb.gz max_depth)" = 8 ] || fail "--depth 8: max_depth=$(comment depth8.pb.gz max_depth)"
+	expect "--depth 8, engine $e" depth8.pb.gz "deep_leaf@work_unwind" \
+		"deep_leaf@work_unwind(;recurse@work_unwind){7};\\[truncated\\]@\$"
+	awk '{ n = split($2, f, ";"); if (n - (f[n] ~ /^\[truncated\]/) > 8) { print; bad = 1 } } END { exit bad }' folded ||
+		fail "--depth 8, engine $e: a stack of more than 8 frames"
 done
 
 # Tables only, and frame pointers only.

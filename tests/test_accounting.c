@@ -7,7 +7,9 @@
  * kernel delivers gets a warning (comment and stderr) instead of passing
  * for a profile of the asked-for rate.  Threads that each run less than a
  * period get the two warnings they deserve: most of the CPU in
- * [unsampled: ...] (over 10%), and far fewer samples than asked for.
+ * [unsampled: ...] (over 10%), and far fewer samples than asked for.  With
+ * hw, which counts user-mode cycles only, a program that spends most of
+ * its CPU in the kernel (reading /dev/zero) is warned that it did.
  *
  * TEST_ENGINES: perf hw timer itimer
  */
@@ -243,6 +245,27 @@ static void brief_threads_warn(const char *engine, const char *dir)
 	CHECK(strstr(warning, " samples where 100 Hz asks for"), "%s: warning: %s", engine, warning);
 }
 
+/* Half a second of CPU, nearly all of it the kernel's: reads of /dev/zero
+ * (the kernel clears the buffer). */
+static void kernel_time_warn(const char *engine, const char *dir)
+{
+	char path[512], warning[1024];
+	snprintf(path, sizeof path, "%s/kernel.pb.gz", dir);
+	static char buf[1 << 20];
+	int fd = open("/dev/zero", O_RDONLY);
+	CHECK(fd >= 0, "/dev/zero");
+	struct cpuprof_options o = { .engine = engine };
+	START_ENGINE(path, &o);
+	double end = thread_cpu_ms() + 500;
+	while (thread_cpu_ms() < end)
+		CHECK(read(fd, buf, sizeof buf) == (ssize_t)sizeof buf, "read /dev/zero");
+	CHECK_EQ(cpuprof_stop(), 0);
+	close(fd);
+	CHECK(pprof_comment(path, "warning", warning, sizeof warning) == 0 && strstr(warning, "spent in the kernel"),
+	      "%s: no warning that the CPU was the kernel's", engine);
+	fprintf(stderr, "%s: reads of /dev/zero: %s\n", engine, warning);
+}
+
 static char dir[] = "/tmp/cpuprof-test-XXXXXX";
 
 static void run(const char *engine)
@@ -257,6 +280,8 @@ static void run(const char *engine)
 	/* Only the tick-driven engines have a rate they cannot reach. */
 	if (!strcmp(engine, "timer") || !strcmp(engine, "itimer"))
 		thin_samples_warn(engine, dir);
+	if (!strcmp(engine, "hw"))
+		kernel_time_warn(engine, dir);
 }
 
 int main(void)
