@@ -245,10 +245,16 @@ fuzz-report: build-fuzz/report tests
 	cd build-fuzz && ./report -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
 		-rss_limit_mb=2048 -timeout=10 corpus
 
+# The mutation check, by hand (scripts/mutate.sh; docs/testing.md): each
+# break of scripts/mutations.txt applied alone to a copy of the tree, which
+# its tests must fail.  `make mutate M="name ..."` for some of them.
+mutate:
+	sh scripts/mutate.sh $(M)
+
 clean:
 	rm -rf $(B) $(BB) build-fuzz
 
 -include $(shell find $(B) $(BB) -name '*.d' 2>/dev/null)
 
-.PHONY: all tests check check-sigsafe install clean bench bench-build fuzz-report
+.PHONY: all tests check check-sigsafe install clean bench bench-build fuzz-report mutate
 .DELETE_ON_ERROR:
