@@ -2,8 +2,9 @@
 # t_record.sh -- cpuprof record end to end with the real library and the
 # default engine: call chains (with --unwind auto and fp); exit statuses pass through (return, exit() from a
 # thread, death by signal); children with and without exec are in the one
-# profile, each under its own pid; bad settings leave the program's output
-# and status unchanged.  Each engine, its numbers and `cpuprof report` on
+# profile, each under its own pid (and, under LD_PRELOAD without the CLI, a
+# program the profiled one starts writes FILE.<pid>); bad settings leave
+# the program's output and status unchanged.  Each engine, its numbers and `cpuprof report` on
 # its profiles: t_record_engine.sh.
 B=${B:-build}
 ROOT=$(pwd -P)
@@ -100,6 +101,14 @@ else
 	[ $# -eq 1 ] && [ -s "$1" ] || fail "--per-process: expected one FILE.<pid>, found $*"
 	grep -q "wrote $1" err || { cat err; fail "--per-process: record did not list $1"; }
 	[ "$(leader "$1")" = hot_leaf ] && [ "$(leader fp.pb.gz)" = hot_leaf ] || fail "--per-process: profiles wrong"
+	# Without the CLI: the program a profiled one starts writes FILE.<pid>.
+	env LD_PRELOAD="$ROOT/$B/libcpuprof.so" CPUPROF="$tmp/pl.pb.gz" ./work 1 100 0 fork-exec >out 2>err ||
+		{ cat err; fail "LD_PRELOAD, fork-exec: status $?"; }
+	set -- pl.pb.gz.*
+	[ $# -eq 1 ] && [ -s "$1" ] || fail "LD_PRELOAD, fork-exec: expected one FILE.<pid>, found $*"
+	[ "$(pids "$1")" -eq 1 ] && [ "$(pids pl.pb.gz)" -eq 1 ] || fail "LD_PRELOAD, fork-exec: a profile of two processes"
+	[ "$(leader "$1")" = hot_leaf ] && [ "$(leader pl.pb.gz)" = hot_leaf ] || fail "LD_PRELOAD, fork-exec: profiles wrong"
+	go tool pprof -tags "$1" 2>/dev/null | grep -q "${1##*.}" || fail "LD_PRELOAD: $1 is not the profile of pid ${1##*.}"
 fi
 $EMU "$CP" record -o fk.pb.gz -- $EMU ./work 1 100 0 fork >out 2>err || { cat err; fail "fork: status $?"; }
 [ "$(grep -c 'work_hot done' out)" -eq 1 ] || fail "fork: output changed"
