@@ -27,6 +27,7 @@ command -v python3 >/dev/null || { echo "mutate.sh: needs python3 (it applies th
 
 start=$(date +%s)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cpuprof-mutate.XXXXXX") || exit 2
+chmod 755 "$tmp" # test_setuid runs a program as nobody from the copy's build
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 tree=$tmp/tree
