@@ -4,7 +4,8 @@
 # the samples whose leaf is the hot function carry its whole caller chain:
 # a frameless leaf three calls below main; recursion 200 deep, cut at the
 # depth cap and flagged [truncated] (and 50 deep, whole; and cut at 8 with
-# --depth 8, with the default and the timer engine); a comparator
+# --depth 8, with the default and the timer engine, and CPUPROF_DEPTH=8
+# under LD_PRELOAD); a comparator
 # called from libc's qsort (libc has no frame pointers); a library loaded
 # with dlopen after profiling started; a signal handler, through the
 # signal trampoline into the interrupted frameless function.  A library
@@ -107,6 +108,12 @@ for e in auto timer; do
 	awk '{ n = split($2, f, ";"); if (n - (f[n] ~ /^\[truncated\]/) > 8) { print; bad = 1 } } END { exit bad }' folded ||
 		fail "--depth 8, engine $e: a stack of more than 8 frames"
 done
+# ... and through the environment, without the CLI (CPUPROF_DEPTH).
+env LD_PRELOAD="$ROOT/$B/libcpuprof.so" CPUPROF=depth8.pb.gz CPUPROF_DEPTH=8 $EMU ./work_unwind deep 50 >stdout ||
+	fail "CPUPROF_DEPTH=8: exit $?"
+[ "$(comment depth8.pb.gz max_depth)" = 8 ] || fail "CPUPROF_DEPTH=8: max_depth=$(comment depth8.pb.gz max_depth)"
+expect "CPUPROF_DEPTH=8" depth8.pb.gz "deep_leaf@work_unwind" \
+	"deep_leaf@work_unwind(;recurse@work_unwind){7};\\[truncated\\]@\$"
 
 # Tables only, and frame pointers only.
 rec dwarf.pb.gz --unwind dwarf -- $EMU ./work_unwind_nofp leaf
