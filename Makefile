@@ -235,6 +235,11 @@ $(B)/tests/tool_lines: tests/tool_lines.c $(B)/libcpuprof.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< $(B)/libcpuprof.a $(LDLIBS)
 
+# Whether this machine allows an engine, for the test scripts (check.h).
+$(B)/tests/tool_engine: tests/tool_engine.c tests/check.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -o $@ $<
+
 # The report tests' profile writer: its own encoder, nothing of ours.
 $(B)/tests/tool_mkprof: tests/tool_mkprof.c
 	@mkdir -p $(dir $@)
@@ -243,7 +248,7 @@ $(B)/tests/tool_mkprof: tests/tool_mkprof.c
 $(B)/demo: demo/demo.c
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -pthread
 
-tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/tests/tool_mkprof $(B)/demo
+tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/tests/tool_mkprof $(B)/tests/tool_engine $(B)/demo
 
 # Signal-context objects may call nothing that can allocate, lock or use stdio.
 check-sigsafe: $(SIG_SRCS:%.c=$(B)/%.o) $(GP_SIG_OBJS)
@@ -339,10 +344,16 @@ fuzz-report: build-fuzz/report tests
 	cd build-fuzz && ./report -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
 		-rss_limit_mb=2048 -timeout=10 corpus
 
+# The mutation check, by hand (scripts/mutate.sh; docs/testing.md): each
+# break of scripts/mutations.txt applied alone to a copy of the tree, which
+# its tests must fail.  `make mutate M="name ..."` for some of them.
+mutate:
+	sh scripts/mutate.sh $(M)
+
 clean:
 	rm -rf $(B) $(BB) build-fuzz
 
 -include $(shell find $(B) $(BB) -name '*.d' 2>/dev/null)
 
-.PHONY: all tests check check-sigsafe install clean bench bench-build fuzz-report stress tsan
+.PHONY: all tests check check-sigsafe install clean bench bench-build fuzz-report stress tsan mutate
 .DELETE_ON_ERROR:

@@ -31,6 +31,132 @@
 		exit(77);                                                     \
 	} while (0)
 
+/* ---- which engines this machine allows ---- */
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Opens a counting event of type/config on the calling thread, user mode
+ * only (what any perf_event_paranoid below 3 allows), disabled.  The fd or
+ * -errno. */
+static inline int probe_perf_event(uint32_t type, uint64_t config)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof a);
+	a.size = sizeof a;
+	a.type = type;
+	a.config = config;
+	a.disabled = 1;
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	long fd = syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* Why this machine cannot run `engine`, or NULL if it can, which makes a
+ * test that cannot start it fail instead of passing untested.  Decided
+ * without cpuprof: timer and itimer need only POSIX timers; perf needs a
+ * plain perf_event_open of the task clock to succeed, which the kernel
+ * refuses under perf_event_paranoid 3 without privileges, under seccomp
+ * filters (Docker's default) and under qemu-user (ENOSYS); hw needs that
+ * and a PMU that counts the cycles of a short spin
+ * (/sys/bus/event_source/devices/cpu* is the PMU on x86, armv8_pmu* on
+ * Arm; most virtual machines have none). */
+static inline const char *engine_unavailable(const char *engine)
+{
+	static char why[512];
+	if (!strcmp(engine, "timer") || !strcmp(engine, "itimer") || !strcmp(engine, "auto"))
+		return NULL;
+	if (strcmp(engine, "perf") && strcmp(engine, "hw")) {
+		snprintf(why, sizeof why, "unknown engine %s", engine);
+		return why;
+	}
+	int paranoid = -9;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+	if (f) {
+		if (fscanf(f, "%d", &paranoid) != 1)
+			paranoid = -9;
+		fclose(f);
+	}
+	const char *emu = getenv("EMU");
+	int fd = probe_perf_event(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
+	if (fd < 0) {
+		if (paranoid == -9)
+			snprintf(why, sizeof why, "%s: this kernel has no perf events (no perf_event_paranoid)", engine);
+		else
+			snprintf(why, sizeof why, "%s: perf_event_open: %s (perf_event_paranoid=%d, uid %d%s)", engine,
+				 strerror(-fd), paranoid, (int)getuid(),
+				 emu && *emu ? ", under qemu-user" : fd == -EPERM || fd == -EACCES ? ", or a seccomp filter" : "");
+		return why;
+	}
+	close(fd);
+	if (!strcmp(engine, "perf"))
+		return NULL;
+	fd = probe_perf_event(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
+	if (fd < 0) {
+		snprintf(why, sizeof why, "hw: no PMU counts CPU cycles here (perf_event_open: %s; "
+			 "/sys/bus/event_source/devices has %s)", strerror(-fd),
+			 access("/sys/bus/event_source/devices/cpu", F_OK) == 0 ? "a cpu PMU" : "no cpu PMU");
+		return why;
+	}
+	uint64_t count = 0;
+	volatile uint64_t x = 1;
+	ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+	for (int i = 0; i < 2000000; i++)
+		x = x * 6364136223846793005ull + 1;
+	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+	if (read(fd, &count, sizeof count) != (ssize_t)sizeof count)
+		count = 0;
+	close(fd);
+	if (count < 100000) {
+		snprintf(why, sizeof why, "hw: the PMU counted %llu cycles in 2 million multiplications",
+			 (unsigned long long)count);
+		return why;
+	}
+	return NULL;
+}
+
+/* The engines a per-engine test runs for: the one tests/run.sh names in
+ * CPUPROF_TEST_ENGINE (a test whose source has a "TEST_ENGINES:" line is
+ * run once for each engine listed there), or all of `list` when the
+ * program is run by hand.  Calls fn for each engine this machine allows;
+ * skips (77) with the reason when run for one it does not allow, and
+ * otherwise only says which it left out.  Fails if it ran none. */
+static inline void for_each_engine(const char *const *list, void (*fn)(const char *engine))
+{
+	const char *only = getenv("CPUPROF_TEST_ENGINE"), *why;
+	if (only && *only) {
+		if ((why = engine_unavailable(only)) != NULL)
+			SKIP("%s", why);
+		fn(only);
+		return;
+	}
+	int ran = 0;
+	for (size_t i = 0; list[i]; i++) {
+		if ((why = engine_unavailable(list[i])) != NULL) {
+			fprintf(stderr, "not run: %s\n", why);
+			continue;
+		}
+		fn(list[i]);
+		ran++;
+	}
+	CHECK(ran > 0, "no engine of the list can run here");
+}
+
+/* cpuprof_start() for an engine this machine allows: a refusal is a
+ * failure (the engine is dead), not a reason to pass untested. */
+#define START_ENGINE(path, opts)                                                              \
+	do {                                                                                  \
+		int start_rc_ = cpuprof_start((path), (opts));                                \
+		CHECK(start_rc_ == 0, "engine %s: cpuprof_start: %s (this machine allows it)",  \
+		      (opts)->engine ? (opts)->engine : "auto", cpuprof_strerror(start_rc_)); \
+	} while (0)
+
 /* ---- reading profiles back with `go tool pprof` ---- */
 
 #include <string.h>
@@ -172,6 +298,168 @@ static inline int pprof_comment(const char *file, const char *key, char *val, si
 	}
 	free(out);
 	return rc;
+}
+
+/* A profile as `go tool pprof -raw` prints it: each sample's count, CPU
+ * (ns), tid label (0 if none: the frames that are not code have none) and
+ * the functions of its frames (every Line of every Location, inlined ones
+ * included), leaf first. */
+struct raw_sample {
+	long long count, ns;
+	long tid;
+	int nfn;
+	int fn[256]; /* indexes into raw_profile.names */
+};
+
+struct raw_profile {
+	struct raw_sample *s;
+	size_t n;
+	char (*names)[128];
+	size_t nnames;
+};
+
+static inline int raw_name_id(struct raw_profile *p, const char *name, size_t len)
+{
+	if (len > 127)
+		len = 127;
+	for (size_t i = 0; i < p->nnames; i++)
+		if (!strncmp(p->names[i], name, len) && p->names[i][len] == '\0')
+			return (int)i;
+	p->names = realloc(p->names, (p->nnames + 1) * sizeof *p->names);
+	CHECK(p->names, "oom");
+	memcpy(p->names[p->nnames], name, len);
+	p->names[p->nnames][len] = '\0';
+	return (int)p->nnames++;
+}
+
+/* Reads file with `go tool pprof -raw` into *p (raw_free frees it). */
+static inline void raw_read(const char *file, struct raw_profile *p)
+{
+	char *text = pprof_run("-raw", file);
+	CHECK(text, "go tool pprof -raw %s failed", file);
+	memset(p, 0, sizeof *p);
+	/* Locations first: "ID: 0xADDR [M=N] NAME FILE:LINE s=N", then one
+	 * line "NAME FILE:LINE s=N" per further (outer) Line. */
+	size_t maxloc = 0;
+	int *locfn = NULL; /* per location id: up to 16 function ids, -1 ended */
+	char *loc = strstr(text, "\nLocations\n");
+	char *maps = loc ? strstr(loc, "\nMappings\n") : NULL;
+	CHECK(loc, "no Locations in -raw output of %s", file);
+	long cur = -1;
+	int curn = 0;
+	for (char *line = loc + 11; line && *line && (!maps || line < maps);) {
+		char *nl = strchr(line, '\n');
+		size_t len = nl ? (size_t)(nl - line) : strlen(line);
+		char buf[1024];
+		snprintf(buf, sizeof buf, "%.*s", (int)len, line);
+		line = nl ? nl + 1 : NULL;
+		char *q = buf;
+		while (*q == ' ')
+			q++;
+		char *colon = strchr(q, ':');
+		char *name;
+		if (colon && q[0] >= '0' && q[0] <= '9' && colon[1] == ' ' && strspn(q, "0123456789") == (size_t)(colon - q)) {
+			cur = strtol(q, NULL, 10);
+			curn = 0;
+			if ((size_t)cur >= maxloc) {
+				size_t m = (size_t)cur * 2 + 16;
+				locfn = realloc(locfn, m * 16 * sizeof *locfn);
+				CHECK(locfn, "oom");
+				for (size_t i = maxloc * 16; i < m * 16; i++)
+					locfn[i] = -1;
+				maxloc = m;
+			}
+			name = colon + 2;
+			name += strcspn(name, " "); /* the address */
+			while (*name == ' ')
+				name++;
+			if (!strncmp(name, "M=", 2)) {
+				name += strcspn(name, " ");
+				while (*name == ' ')
+					name++;
+			}
+		} else {
+			name = q;
+		}
+		if (cur < 0 || !*name)
+			continue;
+		/* NAME ends before the last " FILE:LINE s=N". */
+		char *s_at = strstr(name, " s=");
+		char *end = s_at ? s_at : name + strlen(name);
+		while (end > name && end[-1] != ' ')
+			end--; /* FILE:LINE */
+		while (end > name && end[-1] == ' ')
+			end--;
+		if (end > name && curn < 16)
+			locfn[cur * 16 + curn++] = raw_name_id(p, name, (size_t)(end - name));
+	}
+	char *smp = strstr(text, "samples/count cpu/nanoseconds\n");
+	CHECK(smp && (!loc || smp < loc), "no Samples in -raw output of %s", file);
+	size_t cap = 0;
+	for (char *line = strchr(smp, '\n') + 1; line && line < loc;) {
+		char *nl = strchr(line, '\n');
+		char *e, *f;
+		long long c = strtoll(line, &e, 10), v = strtoll(e, &f, 10);
+		if (e != line && f != e && *f == ':') {
+			if (p->n == cap) {
+				cap = cap ? 2 * cap : 256;
+				p->s = realloc(p->s, cap * sizeof *p->s);
+				CHECK(p->s, "oom");
+			}
+			struct raw_sample *r = &p->s[p->n++];
+			memset(r, 0, sizeof *r);
+			r->count = c;
+			r->ns = v;
+			char *q = f + 1;
+			for (;;) {
+				long id = strtol(q, &e, 10);
+				if (e == q)
+					break;
+				q = e;
+				for (int k = 0; id >= 0 && (size_t)id < maxloc && k < 16 && locfn[id * 16 + k] >= 0; k++)
+					if (r->nfn < 256)
+						r->fn[r->nfn++] = locfn[id * 16 + k];
+			}
+		} else if (p->n) {
+			char *t = strstr(line, "tid:[");
+			if (t && (!nl || t < nl))
+				p->s[p->n - 1].tid = strtol(t + 5, NULL, 10);
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	free(locfn);
+	free(text);
+}
+
+static inline void raw_free(struct raw_profile *p)
+{
+	free(p->s);
+	free(p->names);
+	memset(p, 0, sizeof *p);
+}
+
+/* Does sample r have a frame of a function whose name starts with prefix? */
+static inline int raw_has(const struct raw_profile *p, const struct raw_sample *r, const char *prefix)
+{
+	for (int i = 0; i < r->nfn; i++)
+		if (!strncmp(p->names[r->fn[i]], prefix, strlen(prefix)))
+			return 1;
+	return 0;
+}
+
+/* The CPU (ns) and count of the samples with a frame of a function named
+ * with prefix (tid 0: of every thread). */
+static inline long long raw_cum_ns(const struct raw_profile *p, const char *prefix, long tid, long long *count)
+{
+	long long ns = 0, c = 0;
+	for (size_t i = 0; i < p->n; i++)
+		if ((!tid || p->s[i].tid == tid) && raw_has(p, &p->s[i], prefix)) {
+			ns += p->s[i].ns;
+			c += p->s[i].count;
+		}
+	if (count)
+		*count = c;
+	return ns;
 }
 
 /* Number of entries of a /proc directory such as /proc/self/fd. */

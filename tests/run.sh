@@ -1,9 +1,14 @@
 #!/bin/sh
 # run.sh -- runs every test of the suite, each in its own process with a
 # timeout: build/tests/test_* and unit_* (C programs) and tests/t_*.sh
-# (end-to-end scripts).  Exit status 77 means "skipped here".  Prints one
-# TAP-style line per test and a closing "N passed, N failed" line.
-# Usage: tests/run.sh [NAME-SUBSTRING]
+# (end-to-end scripts).  Exit status 77 means "skipped here", with the
+# reason on a line "skip: REASON".  Prints one TAP-style line per test
+# (with its time) and a closing "N passed, N failed, N skipped" line.
+# A test whose source (tests/NAME.c, or the script) has a line
+# "TEST_ENGINES: perf hw ..." runs once per engine listed, as NAME/ENGINE
+# with CPUPROF_TEST_ENGINE=ENGINE in its environment: an engine this
+# machine does not allow is then a skip of its own, counted as such.
+# Usage: tests/run.sh [NAME-SUBSTRING...] (any of them; all tests if none)
 # Environment: B, the build directory (build); ARCH, the CPU it is built
 # for (uname -m); EMU, the command that runs that build's programs when
 # they are for another CPU ("qemu-aarch64-static" for `make check
@@ -26,25 +31,50 @@ start=$(date +%s)
 pass=0 fail=0 skip=0 n=0
 log=$B/tests/logs
 mkdir -p "$log"
+# wanted NAME: is NAME one of the tests asked for?
+wanted() {
+	[ $# -eq 1 ] && return 0
+	w=$1
+	shift
+	for pat in "$@"; do
+		case "$w" in *"$pat"*) return 0 ;; esac
+	done
+	return 1
+}
+# run_one T NAME ENGINE: runs test T as NAME (with CPUPROF_TEST_ENGINE set
+# if ENGINE is not empty) and prints its line.
+run_one() {
+	n=$((n + 1))
+	lf=$log/$(echo "$2" | tr / -).log
+	t0=$(date +%s)
+	case "$1" in
+	*.sh) CPUPROF_TEST_ENGINE=$3 timeout -k 10 "$TIMEOUT" sh "$1" >"$lf" 2>&1 ;;
+	# shellcheck disable=SC2086
+	*) CPUPROF_TEST_ENGINE=$3 timeout -k 10 "$TIMEOUT" $EMU "$1" >"$lf" 2>&1 ;;
+	esac
+	rc=$?
+	secs="($(($(date +%s) - t0)) s)"
+	if [ $rc -eq 0 ]; then
+		pass=$((pass + 1)); echo "ok $n - $2 $secs"
+	elif [ $rc -eq 77 ]; then
+		skip=$((skip + 1)); echo "ok $n - $2 # SKIP $(grep -m1 '^skip:' "$lf" | cut -c7-)"
+	else
+		fail=$((fail + 1)); echo "not ok $n - $2 (exit $rc) $secs"
+		sed 's/^/#   /' "$lf" | tail -n 30
+	fi
+}
 for t in $B/tests/test_* $B/tests/unit_* tests/t_*.sh; do
 	[ -e "$t" ] || continue
 	name=$(basename "$t")
-	case "$name" in *"${1:-}"*) ;; *) continue ;; esac
-	n=$((n + 1))
-	case "$t" in
-	*.sh) timeout -k 10 "$TIMEOUT" sh "$t" >"$log/$name.log" 2>&1 ;;
-	# shellcheck disable=SC2086
-	*) timeout -k 10 "$TIMEOUT" $EMU "$t" >"$log/$name.log" 2>&1 ;;
-	esac
-	rc=$?
-	if [ $rc -eq 0 ]; then
-		pass=$((pass + 1)); echo "ok $n - $name"
-	elif [ $rc -eq 77 ]; then
-		skip=$((skip + 1)); echo "ok $n - $name # SKIP $(grep -m1 '^skip:' "$log/$name.log" | cut -c7-)"
-	else
-		fail=$((fail + 1)); echo "not ok $n - $name (exit $rc)"
-		sed 's/^/#   /' "$log/$name.log" | tail -n 30
+	case "$t" in *.sh) src=$t ;; *) src=tests/$name.c ;; esac
+	engines=$(sed -n 's/^.*TEST_ENGINES: *//p' "$src" 2>/dev/null | head -n 1)
+	if [ -z "$engines" ]; then
+		wanted "$name" "$@" && run_one "$t" "$name" ""
+		continue
 	fi
+	for e in $engines; do
+		wanted "$name/$e" "$@" && run_one "$t" "$name/$e" "$e"
+	done
 done
 echo "1..$n"
 echo "# $B: $(($(date +%s) - start)) s"

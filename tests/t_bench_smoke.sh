@@ -2,8 +2,16 @@
 # t_bench_smoke.sh -- the benchmark cannot rot: `bench/run.py --smoke` runs
 # the smallest cell of each part (accuracy, overhead, scale) for every
 # profiler into a temporary directory, and must finish and write its
-# document with every table filled.  Timings are not asserted: that is the
-# benchmark's job, on a quiet machine.
+# document with every table filled, and numbers that are plausible: every
+# cpuprof row of the accuracy table covers the CPU the workload measured
+# within 3% (the bench's own coverage, against its ground truth), its share
+# error is within four noise floors plus a point, the perf engine (and
+# auto, which takes it) ran where the machine allows it and took at least
+# 85% of the samples asked for; every cpuprof overhead row took samples
+# and its work phase cost between 0.9 and 2 times the unprofiled one; every
+# cpuprof scale row wrote at least half the distinct stacks there were.
+# Timings are not asserted: that is the benchmark's job, on a quiet
+# machine.
 BB=${BB:-build-bench}
 PY=/usr/bin/python3
 
@@ -23,6 +31,56 @@ $PY bench/run.py --smoke --out "$doc" --work "$tmp/work" 2>"$tmp/log" || { cat "
 [ -s "$doc" ] || fail "no document written"
 [ -s "$tmp/bench/results.json" ] || fail "no results.json written"
 cat "$doc"
+perf_ok=yes
+why=$("$B/tests/tool_engine" perf) || perf_ok=
+$PY - "$tmp/bench/results.json" "$perf_ok" "$why" <<'EOF' || fail "implausible numbers in the smoke run"
+import json, math, sys
+res = json.load(open(sys.argv[1]))
+perf_ok, why = sys.argv[2] == "yes", sys.argv[3]
+bad = []
+if perf_ok and res["missing"].get("cpuprof perf"):
+    bad.append("cpuprof perf could not run, and this machine allows perf: %s" % res["missing"]["cpuprof perf"])
+if not perf_ok:
+    print("perf not checked: %s" % why)
+rows = [r for r in res["accuracy"] if r["profiler"].startswith("cpuprof ")]
+if not rows:
+    bad.append("no cpuprof row in the accuracy table")
+for r in rows:
+    name = "%s %s %d thr %d Hz" % (r["profiler"], r["pattern"], r["threads"], r["hz"])
+    if "error" in r:
+        bad.append("%s: %s" % (name, r["error"]))
+        continue
+    floor = 100 * math.sqrt(0.24 / max(r["samples"], 1))
+    print("%s: coverage %.4f, share error %.2f pp (floor %.2f), %d samples, engine %s" % (
+        name, r["coverage"], r["share_err"], floor, r["samples"], r.get("engine")))
+    if not 0.97 <= r["coverage"] <= 1.03:
+        bad.append("%s: coverage %.4f" % (name, r["coverage"]))
+    if r["share_err"] is None or r["share_err"] > 4 * floor + 1:
+        bad.append("%s: share error %s pp, floor %.2f" % (name, r["share_err"], floor))
+    if r["profiler"] in ("cpuprof perf", "cpuprof auto") and perf_ok:
+        if r.get("engine") != "perf":
+            bad.append("%s: engine %s" % (name, r.get("engine")))
+        asked = r["cpu_ns"] / 1e9 * r["hz"]
+        if r["samples"] < 0.85 * asked:
+            bad.append("%s: %d samples where %d Hz asks for %.0f" % (name, r["samples"], r["hz"], asked))
+for r in res["overhead"]:
+    if not r["profiler"].startswith("cpuprof "):
+        continue
+    name = "overhead %s %d thr %d Hz" % (r["profiler"], r["threads"], r["hz"])
+    if "error" in r:
+        bad.append("%s: %s" % (name, r["error"]))
+    elif not r.get("samples") or not 0.9 <= r["work_cpu_ratio"][0] <= 2:
+        bad.append("%s: %s samples, work CPU ratio %s" % (name, r.get("samples"), r["work_cpu_ratio"]))
+for r in res["scale"]:
+    if not r["profiler"].startswith("cpuprof "):
+        continue
+    if "error" in r or not r.get("stacks") or r["stacks"] < r["paths"] / 2:
+        bad.append("scale %s: %s distinct stacks of %d paths %s" % (r["profiler"], r.get("stacks"), r["paths"],
+                                                                   r.get("error", "")))
+for b in bad:
+    print("IMPLAUSIBLE: " + b)
+sys.exit(1 if bad else 0)
+EOF
 
 for h in "## Machine" "## Targets (cpuprof)" "## Accuracy" "## Overhead" "## Scale" "## Method"; do
 	grep -qxF "$h" "$doc" || fail "section '$h' is missing"
@@ -31,10 +89,10 @@ grep -q '^| CONFIG_HZ | ' "$doc" || fail "machine table has no CONFIG_HZ row"
 grep -q '^| measured tick | [0-9]' "$doc" || fail "no measured tick"
 
 # Every cpuprof engine has a numeric accuracy row and overhead row.
-for e in perf timer itimer auto; do
-	grep -Eq "^\| cpuprof $e \| 1 \| 1000 \| [0-9]+\.[0-9]{3} \| [0-9]+ \|" "$doc" ||
+for e in perf timer itimer auto record; do
+	grep -Eq "^\| cpuprof $e \| [0-9]+ \| 1000 \| [0-9]+\.[0-9]{3} \| [0-9]+ \|" "$doc" ||
 		fail "accuracy row for cpuprof $e missing or not numeric"
-	grep -Eq "^\| cpuprof $e \| 1 \| 1000 \| [0-9]+ \| [0-9.]+ \[" "$doc" ||
+	grep -Eq "^\| cpuprof $e \| 1 \| 1000 \| [0-9]+ \| [0-9]\.[0-9]{3} \| [0-9]\.[0-9]{3} \| [0-9.]+ \[" "$doc" ||
 		fail "overhead row for cpuprof $e missing or not numeric"
 done
 grep -Eq "^\| cpuprof auto \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| [0-9.]+ \|" "$doc" ||
@@ -46,8 +104,8 @@ for p in gperftools "perf record"; do
 		echo "peer $p: not run here"
 		continue
 	fi
-	grep -q "^| $p | 1 | 1000 | " "$doc" || fail "no accuracy row for $p"
-	grep -Eq "^\| $p \| 1 \| 1000 \| [0-9]+ \| [0-9.]+ \[" "$doc" || fail "no overhead row for $p"
+	grep -Eq "^\| $p \| [0-9]+ \| 1000 \| " "$doc" || fail "no accuracy row for $p"
+	grep -Eq "^\| $p \| 1 \| 1000 \| [0-9]+ \| [^|]+ \| [^|]+ \| [0-9.]+ \[" "$doc" || fail "no overhead row for $p"
 done
 
 # The document can be rewritten from its results alone.

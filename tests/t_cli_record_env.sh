@@ -82,9 +82,12 @@ fi
 
 # --- signals sent by the command to record: record keeps waiting ---
 record 4 -o p.pb.gz -- sh -c 'kill -INT $PPID; kill -QUIT $PPID; sleep 1; exit 4'
-# The command's signal dispositions and mask are its own.
-sh -c 'grep -E "^Sig(Ign|Blk):" /proc/$$/status' >sig.direct
-$EMU "$CP" record -o p.pb.gz -- sh -c 'grep -E "^Sig(Ign|Blk):" /proc/$$/status' >sig.record 2>/dev/null ||
+# The command's signal dispositions and mask are its own: as the program
+# it runs (grep) inherits them.  (Not the shell's own /proc/$$: dash
+# blocks every signal while it forks, and a child quick enough to read
+# the shell's status then sees that.)
+sh -c 'grep -E "^Sig(Ign|Blk):" /proc/self/status' >sig.direct
+$EMU "$CP" record -o p.pb.gz -- sh -c 'grep -E "^Sig(Ign|Blk):" /proc/self/status' >sig.record 2>/dev/null ||
 	fail "record of grep failed"
 if [ -n "$EMU" ]; then
 	# qemu-user ignores some host real-time signals for its own use, and

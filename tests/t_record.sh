@@ -1,10 +1,11 @@
 #!/bin/sh
-# t_record.sh -- cpuprof record end to end with the real library: the hot
-# function leads in `go tool pprof -top` (names present with the binary
-# gone), for every engine, with 4 threads; exit statuses pass through
-# (return, exit() from a thread, death by signal); a workload that
-# scribbles on its frame-pointer register does not crash; bad settings
-# leave the program's output and status unchanged.
+# t_record.sh -- cpuprof record end to end with the real library and the
+# default engine: call chains (with --unwind auto and fp); exit statuses pass through (return, exit() from a
+# thread, death by signal); children with and without exec are in the one
+# profile, each under its own pid (and, under LD_PRELOAD without the CLI, a
+# program the profiled one starts writes FILE.<pid>); bad settings leave
+# the program's output and status unchanged.  Each engine, its numbers and `cpuprof report` on
+# its profiles: t_record_engine.sh.
 B=${B:-build}
 ROOT=$(pwd -P)
 CP=$ROOT/$B/cpuprof
@@ -19,46 +20,11 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/t_record.XXXXXX") || fail mktemp
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || fail "cd $tmp"
 
-# The workload runs from a copy that is deleted before pprof reads the
-# profile: names must come from the profile itself.
-cp "$WORK" ./work
 top() { go tool pprof -top "$1" 2>/dev/null | sed -n '/flat%/,$p' | sed 1d; }
 comment() { go tool pprof -comments "$1" 2>/dev/null | sed -n "s/^ *$2=//p"; }
 
 # leader FILE: the first function of the flat table
 leader() { top "$1" | awk 'NR == 1 { print $6 }'; }
-
-for engine in perf timer itimer auto; do
-	$EMU "$CP" record -o $engine.pb.gz -F 1000 --engine $engine -- $EMU ./work 4 400 >out 2>err
-	rc=$?
-	if grep -q "no sampling engine" err; then
-		echo "engine $engine does not work here"
-		continue
-	fi
-	[ $rc -eq 0 ] || { cat err; fail "$engine: record exited $rc"; }
-	grep -qx "work_hot done" out || fail "$engine: the program's output changed"
-	grep -q "cpuprof: wrote $engine.pb.gz: [0-9]* samples, engine=" err || { cat err; fail "$engine: no summary line"; }
-done
-rm -f ./work
-for engine in perf timer itimer auto; do
-	[ -f $engine.pb.gz ] || continue
-	l=$(leader $engine.pb.gz)
-	[ "$l" = hot_leaf ] || { top $engine.pb.gz; fail "$engine: leader is '$l', not hot_leaf"; }
-	top $engine.pb.gz | grep -q warm_leaf || fail "$engine: warm_leaf missing"
-	e=$(comment $engine.pb.gz engine)
-	[ "$engine" = auto ] || [ "$e" = "$engine" ] || fail "$engine: profile says engine=$e"
-	cov=$(comment $engine.pb.gz coverage)
-	threads=$(comment $engine.pb.gz threads)
-	echo "$engine: engine=$e coverage=$cov threads=$threads"
-	# Every engine weighs samples by the CPU their thread used and adds
-	# each thread's CPU after its last sample: however seldom a loaded
-	# machine lets the tick-driven timers fire, the CPU is all there.
-	case $e in
-	perf | timer | itimer) awk "BEGIN { exit !($cov > 0.8 && $cov < 1.2) }" || fail "$engine: coverage $cov" ;;
-	*) fail "unknown engine '$e'" ;;
-	esac
-	[ "$threads" -ge 5 ] || fail "$engine: $threads threads armed, expected main + 4"
-done
 
 cp "$WORK" ./work
 # Call chains, with main and 3 threads each running worker -> hot_top ->
@@ -135,19 +101,19 @@ else
 	[ $# -eq 1 ] && [ -s "$1" ] || fail "--per-process: expected one FILE.<pid>, found $*"
 	grep -q "wrote $1" err || { cat err; fail "--per-process: record did not list $1"; }
 	[ "$(leader "$1")" = hot_leaf ] && [ "$(leader fp.pb.gz)" = hot_leaf ] || fail "--per-process: profiles wrong"
+	# Without the CLI: the program a profiled one starts writes FILE.<pid>.
+	env LD_PRELOAD="$ROOT/$B/libcpuprof.so" CPUPROF="$tmp/pl.pb.gz" ./work 1 100 0 fork-exec >out 2>err ||
+		{ cat err; fail "LD_PRELOAD, fork-exec: status $?"; }
+	set -- pl.pb.gz.*
+	[ $# -eq 1 ] && [ -s "$1" ] || fail "LD_PRELOAD, fork-exec: expected one FILE.<pid>, found $*"
+	[ "$(pids "$1")" -eq 1 ] && [ "$(pids pl.pb.gz)" -eq 1 ] || fail "LD_PRELOAD, fork-exec: a profile of two processes"
+	[ "$(leader "$1")" = hot_leaf ] && [ "$(leader pl.pb.gz)" = hot_leaf ] || fail "LD_PRELOAD, fork-exec: profiles wrong"
+	go tool pprof -tags "$1" 2>/dev/null | grep -q "${1##*.}" || fail "LD_PRELOAD: $1 is not the profile of pid ${1##*.}"
 fi
 $EMU "$CP" record -o fk.pb.gz -- $EMU ./work 1 100 0 fork >out 2>err || { cat err; fail "fork: status $?"; }
 [ "$(grep -c 'work_hot done' out)" -eq 1 ] || fail "fork: output changed"
 [ "$(pids fk.pb.gz)" -eq 2 ] || { go tool pprof -tags fk.pb.gz; fail "fork without exec: expected 2 pids in the profile"; }
 [ "$(leader fk.pb.gz)" = hot_leaf ] || fail "fork: profile wrong"
-
-# A program that scribbles on rbp while sampled, every engine.
-for engine in perf timer itimer; do
-	$EMU "$CP" record -o f.pb.gz --engine $engine -F 5000 -- $EMU ./work 2 300 0 scribble >/dev/null 2>err; rc=$?
-	grep -q "no sampling engine" err && continue
-	[ $rc -eq 0 ] || { cat err; fail "scribble, $engine: exit $rc"; }
-	[ "$(leader f.pb.gz)" = hot_leaf ] || fail "scribble, $engine: leader $(leader f.pb.gz)"
-done
 
 # Bad settings: one warning line, program output and status unchanged.
 lib=$ROOT/$B/libcpuprof.so

@@ -3,7 +3,9 @@
 # work_unwind built with and without frame pointers (-O2), at least 95% of
 # the samples whose leaf is the hot function carry its whole caller chain:
 # a frameless leaf three calls below main; recursion 200 deep, cut at the
-# depth cap and flagged [truncated] (and 50 deep, whole); a comparator
+# depth cap and flagged [truncated] (and 50 deep, whole; and cut at 8 with
+# --depth 8, with the default and the timer engine, and CPUPROF_DEPTH=8
+# under LD_PRELOAD); a comparator
 # called from libc's qsort (libc has no frame pointers); a library loaded
 # with dlopen after profiling started; a signal handler, through the
 # signal trampoline into the interrupted frameless function.  A library
@@ -89,11 +91,32 @@ for v in fp nofp; do
 		# frameless function.
 		echo "$v signal: not tested under $EMU (its signal trampoline has no unwind table)"
 	else
+		# The signal lands in interrupted_leaf, or (more often on a busy
+		# machine) in sig_outer's clock read between two of its calls:
+		# either way the chain runs whole through the trampoline.
 		rec signal.pb.gz -- $EMU ./$X signal - 800
 		expect "$v signal" signal.pb.gz "sig_hot@$X" \
-			"sig_hot@$x;on_signal@$x;[^;]*@libc\\.so\\.6;interrupted_leaf@$x;sig_outer@$x;main@$x(;|\$)"
+			"sig_hot@$x;on_signal@$x;[^;]*@libc\\.so\\.6;(interrupted_leaf@$x|__vdso_clock_gettime@\\[vdso\\];__clock_gettime@libc\\.so\\.6;cpu_ms@$x);sig_outer@$x;main@$x(;|\$)"
 	fi
 done
+
+# --depth N, end to end: stacks cut at N frames, the cut flagged, none
+# longer, and the profile says so; with the default engine and the timer
+# engine (whose handler walks the live stack).
+for e in auto timer; do
+	rec depth8.pb.gz --depth 8 --engine $e -- $EMU ./work_unwind deep 50
+	[ "$(comment depth8.pb.gz max_depth)" = 8 ] || fail "--depth 8: max_depth=$(comment depth8.pb.gz max_depth)"
+	expect "--depth 8, engine $e" depth8.pb.gz "deep_leaf@work_unwind" \
+		"deep_leaf@work_unwind(;recurse@work_unwind){7};\\[truncated\\]@\$"
+	awk '{ n = split($2, f, ";"); if (n - (f[n] ~ /^\[truncated\]/) > 8) { print; bad = 1 } } END { exit bad }' folded ||
+		fail "--depth 8, engine $e: a stack of more than 8 frames"
+done
+# ... and through the environment, without the CLI (CPUPROF_DEPTH).
+env LD_PRELOAD="$ROOT/$B/libcpuprof.so" CPUPROF=depth8.pb.gz CPUPROF_DEPTH=8 $EMU ./work_unwind deep 50 >stdout ||
+	fail "CPUPROF_DEPTH=8: exit $?"
+[ "$(comment depth8.pb.gz max_depth)" = 8 ] || fail "CPUPROF_DEPTH=8: max_depth=$(comment depth8.pb.gz max_depth)"
+expect "CPUPROF_DEPTH=8" depth8.pb.gz "deep_leaf@work_unwind" \
+	"deep_leaf@work_unwind(;recurse@work_unwind){7};\\[truncated\\]@\$"
 
 # Tables only, and frame pointers only.
 rec dwarf.pb.gz --unwind dwarf -- $EMU ./work_unwind_nofp leaf

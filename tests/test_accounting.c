@@ -5,7 +5,13 @@
  * before the start, when a sweep finds them gone), a flush counts the
  * live threads' CPU since their last sample, and a rate far above what the
  * kernel delivers gets a warning (comment and stderr) instead of passing
- * for a profile of the asked-for rate.
+ * for a profile of the asked-for rate.  Threads that each run less than a
+ * period get the two warnings they deserve: most of the CPU in
+ * [unsampled: ...] (over 10%), and far fewer samples than asked for.  With
+ * hw, which counts user-mode cycles only, a program that spends most of
+ * its CPU in the kernel (reading /dev/zero) is warned that it did.
+ *
+ * TEST_ENGINES: perf hw timer itimer
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,12 +58,7 @@ static void short_threads(const char *engine, const char *dir)
 	char path[512];
 	snprintf(path, sizeof path, "%s/short-%s.pb.gz", dir, engine);
 	struct cpuprof_options o = { .hz = 10, .engine = engine };
-	int rc = cpuprof_start(path, &o);
-	if (rc == -ENODEV) {
-		fprintf(stderr, "engine %s does not work here; not tested\n", engine);
-		return;
-	}
-	CHECK(rc == 0, "start %s: %s", engine, cpuprof_strerror(rc));
+	START_ENGINE(path, &o);
 	for (int i = 0; i < 6; i++) {
 		pthread_t t;
 		CHECK_EQ(pthread_create(&t, NULL, short_thread, NULL), 0);
@@ -105,12 +106,12 @@ static void *live_thread(void *arg)
 
 /* A flush while a thread that burned 30 ms at 10 Hz still lives counts
  * that CPU, and the final profile still has it. */
-static void flush_counts_live_threads(const char *dir)
+static void flush_counts_live_threads(const char *engine, const char *dir)
 {
 	char path[512];
 	snprintf(path, sizeof path, "%s/flush.pb.gz", dir);
-	struct cpuprof_options o = { .hz = 10 };
-	CHECK_EQ(cpuprof_start(path, &o), 0);
+	struct cpuprof_options o = { .hz = 10, .engine = engine };
+	START_ENGINE(path, &o);
 	pthread_barrier_init(&burned, NULL, 2);
 	pthread_barrier_init(&release, NULL, 2);
 	pthread_t t;
@@ -147,15 +148,15 @@ static void *early_thread(void *arg)
  * pthread_create, so its exit is not seen as it happens: the sweep finds
  * it gone later, when its clock can no longer be read.  What the sweep
  * read while it lived must still reach the profile. */
-static void early_thread_tail(const char *dir)
+static void early_thread_tail(const char *engine, const char *dir)
 {
 	char path[512];
 	snprintf(path, sizeof path, "%s/early.pb.gz", dir);
 	pthread_barrier_init(&started, NULL, 2);
 	pthread_t t;
 	CHECK_EQ(pthread_create(&t, NULL, early_thread, NULL), 0);
-	struct cpuprof_options o = { .hz = 10 };
-	CHECK_EQ(cpuprof_start(path, &o), 0);
+	struct cpuprof_options o = { .hz = 10, .engine = engine };
+	START_ENGINE(path, &o);
 	pthread_barrier_wait(&started);
 	pthread_join(t, NULL);
 	usleep(1500000); /* a sweep finds it gone */
@@ -166,20 +167,17 @@ static void early_thread_tail(const char *dir)
 	      (unsigned long long)unsampled);
 }
 
-/* ITIMER_PROF fires at most once a kernel tick (HZ <= 1000), so 10 kHz
- * gets a tenth of its samples at best: the profile must say so. */
-static void thin_samples_warn(const char *dir)
+/* ITIMER_PROF and the timer engine's timers fire at most once a kernel
+ * tick (HZ <= 1000), so 10 kHz gets a tenth of its samples at best: the
+ * profile must say so. */
+static void thin_samples_warn(const char *engine, const char *dir)
 {
 	char path[512], errpath[512], warning[1024];
 	snprintf(path, sizeof path, "%s/thin.pb.gz", dir);
 	snprintf(errpath, sizeof errpath, "%s/stderr", dir);
-	struct cpuprof_options o = { .hz = 10000, .engine = "itimer" };
-	int rc = cpuprof_start(path, &o);
-	if (rc == -ENODEV) {
-		fprintf(stderr, "engine itimer does not work here; thin-sample warning not tested\n");
-		return;
-	}
-	CHECK(rc == 0, "start itimer: %s", cpuprof_strerror(rc));
+	struct cpuprof_options o = { .hz = 10000, .engine = engine };
+	START_ENGINE(path, &o);
+	int rc;
 	busy_main(600);
 	fflush(stderr);
 	int saved = dup(2), fd = open(errpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -193,9 +191,9 @@ static void thin_samples_warn(const char *dir)
 	CHECK_EQ(rc, 0);
 
 	uint64_t samples = comment_u64(path, "samples"), expected = comment_u64(path, "expected_samples");
-	fprintf(stderr, "itimer at 10 kHz: %llu samples of %llu expected\n", (unsigned long long)samples,
+	fprintf(stderr, "%s at 10 kHz: %llu samples of %llu expected\n", engine, (unsigned long long)samples,
 		(unsigned long long)expected);
-	CHECK(samples * 8 < expected, "itimer at 10 kHz took %llu samples of %llu: above the tick rate?",
+	CHECK(samples * 8 < expected, "%s at 10 kHz took %llu samples of %llu: above the tick rate?", engine,
 	      (unsigned long long)samples, (unsigned long long)expected);
 	CHECK(pprof_comment(path, "warning", warning, sizeof warning) == 0, "no warning comment with %llu of %llu samples",
 	      (unsigned long long)samples, (unsigned long long)expected);
@@ -207,21 +205,91 @@ static void thin_samples_warn(const char *dir)
 	CHECK(strstr(line, "cpuprof: warning: ") && strstr(line, warning), "stderr: %s", line);
 	/* Coverage is still whole: the samples carry the CPU they stand for. */
 	double cov = comment_double(path, "coverage");
-	CHECK(cov > 0.8 && cov < 1.1, "itimer at 10 kHz: coverage %.3f", cov);
+	CHECK(cov > 0.8 && cov < 1.1, "%s at 10 kHz: coverage %.3f", engine, cov);
+}
+
+DEFINE_BURNER(brief_thread_work)
+
+static void *brief_thread(void *arg)
+{
+	brief_thread_work(5);
+	return NULL;
+}
+
+/* 70 threads of 5 ms CPU each, one after another, at 100 Hz: no thread
+ * lives a period, so (but for itimer's process-wide timer) no sample is
+ * taken and nearly all of the 350 ms is in [unsampled: ...]; and where
+ * 100 Hz asks for 35 samples there are none.  The judge speaks from 32
+ * periods of CPU on (320 ms here): both warnings must be there. */
+static void brief_threads_warn(const char *engine, const char *dir)
+{
+	char path[512], warning[1024];
+	snprintf(path, sizeof path, "%s/brief.pb.gz", dir);
+	struct cpuprof_options o = { .hz = 100, .engine = engine };
+	START_ENGINE(path, &o);
+	for (int i = 0; i < 70; i++) {
+		pthread_t t;
+		CHECK_EQ(pthread_create(&t, NULL, brief_thread, NULL), 0);
+		pthread_join(t, NULL);
+	}
+	CHECK_EQ(cpuprof_stop(), 0);
+	uint64_t unsampled = comment_u64(path, "unsampled_cpu_ns"), cpu = comment_u64(path, "process_cpu_ns");
+	uint64_t samples = comment_u64(path, "samples"), expected = comment_u64(path, "expected_samples");
+	fprintf(stderr, "%s: 70 x 5 ms threads at 100 Hz: %llu samples of %llu, unsampled %.1f of %.1f ms\n", engine,
+		(unsigned long long)samples, (unsigned long long)expected, unsampled / 1e6, cpu / 1e6);
+	CHECK(unsampled * 2 > cpu, "%s: unsampled %llu ns of %llu", engine, (unsigned long long)unsampled,
+	      (unsigned long long)cpu);
+	CHECK(pprof_comment(path, "warning", warning, sizeof warning) == 0, "%s: no warning with %.0f%% unsampled", engine,
+	      100.0 * (double)unsampled / (double)cpu);
+	CHECK(strstr(warning, "is in no function but in [unsampled: ...]"), "%s: warning: %s", engine, warning);
+	CHECK(strstr(warning, " samples where 100 Hz asks for"), "%s: warning: %s", engine, warning);
+}
+
+/* Half a second of CPU, nearly all of it the kernel's: reads of /dev/zero
+ * (the kernel clears the buffer). */
+static void kernel_time_warn(const char *engine, const char *dir)
+{
+	char path[512], warning[1024];
+	snprintf(path, sizeof path, "%s/kernel.pb.gz", dir);
+	static char buf[1 << 20];
+	int fd = open("/dev/zero", O_RDONLY);
+	CHECK(fd >= 0, "/dev/zero");
+	struct cpuprof_options o = { .engine = engine };
+	START_ENGINE(path, &o);
+	double end = thread_cpu_ms() + 500;
+	while (thread_cpu_ms() < end)
+		CHECK(read(fd, buf, sizeof buf) == (ssize_t)sizeof buf, "read /dev/zero");
+	CHECK_EQ(cpuprof_stop(), 0);
+	close(fd);
+	CHECK(pprof_comment(path, "warning", warning, sizeof warning) == 0 && strstr(warning, "spent in the kernel"),
+	      "%s: no warning that the CPU was the kernel's", engine);
+	fprintf(stderr, "%s: reads of /dev/zero: %s\n", engine, warning);
+}
+
+static char dir[] = "/tmp/cpuprof-test-XXXXXX";
+
+static void run(const char *engine)
+{
+	short_threads(engine, dir);
+	flush_counts_live_threads(engine, dir);
+	early_thread_tail(engine, dir);
+	/* itimer's one timer counts the whole process's CPU: short threads
+	 * are sampled as they run. */
+	if (strcmp(engine, "itimer"))
+		brief_threads_warn(engine, dir);
+	/* Only the tick-driven engines have a rate they cannot reach. */
+	if (!strcmp(engine, "timer") || !strcmp(engine, "itimer"))
+		thin_samples_warn(engine, dir);
+	if (!strcmp(engine, "hw"))
+		kernel_time_warn(engine, dir);
 }
 
 int main(void)
 {
 	require_pprof();
-	char dir[] = "/tmp/cpuprof-test-XXXXXX";
 	CHECK(mkdtemp(dir), "mkdtemp");
-	short_threads("perf", dir);
-	short_threads("hw", dir);
-	short_threads("timer", dir);
-	short_threads("itimer", dir);
-	flush_counts_live_threads(dir);
-	early_thread_tail(dir);
-	thin_samples_warn(dir);
+	static const char *const engines[] = { "perf", "hw", "timer", "itimer", NULL };
+	for_each_engine(engines, run);
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	CHECK_EQ(system(cmd), 0);

@@ -6,6 +6,8 @@
  * creates (more the more threads it has made), so the test churns 5,000
  * threads there (10 to 30 s) and says so: a leak of one fd or timer per
  * thread shows as well with those.
+ *
+ * TEST_ENGINES: perf timer
  */
 #include <errno.h>
 #include <pthread.h>
@@ -34,18 +36,15 @@ static void *exits_early(void *arg)
 	pthread_exit(NULL);
 }
 
-static void churn(const char *engine, const char *dir)
+static char dir[] = "/tmp/cpuprof-test-XXXXXX";
+
+static void churn(const char *engine)
 {
 	char path[512];
 	snprintf(path, sizeof path, "%s/churn-%s.pb.gz", dir, engine);
 	int fds0 = count_fds(), timers0 = count_timers();
 	struct cpuprof_options o = { .engine = engine };
-	int rc = cpuprof_start(path, &o);
-	if (rc == -ENODEV) {
-		fprintf(stderr, "engine %s does not work here; not tested\n", engine);
-		return;
-	}
-	CHECK(rc == 0, "start: %s", cpuprof_strerror(rc));
+	START_ENGINE(path, &o);
 	int fds_run = count_fds(), timers_run = count_timers();
 
 	pthread_t th[BATCH];
@@ -79,10 +78,9 @@ int main(void)
 		fprintf(stderr, "under %s: %d threads instead of %d (thread creation is slow there)\n", emu,
 			threads, THREADS);
 	}
-	char dir[] = "/tmp/cpuprof-test-XXXXXX";
 	CHECK(mkdtemp(dir), "mkdtemp");
-	churn("perf", dir);
-	churn("timer", dir);
+	static const char *const engines[] = { "perf", "timer", NULL };
+	for_each_engine(engines, churn);
 	char cmd[600];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	return system(cmd) != 0;

@@ -3,6 +3,8 @@
  * during a profile neither crashes, nor writes the parent's file, nor
  * leaks its samples into it, and can start a profile of its own; and a
  * profile stopped from an atexit handler is written whole.
+ *
+ * TEST_ENGINES: perf hw timer itimer
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,48 +22,42 @@ DEFINE_BURNER(atexit_work)
 
 static char dir[] = "/tmp/cpuprof-test-XXXXXX";
 
-static void fork_during_profile(void)
+static void fork_during_profile(const char *engine)
 {
 	char path[600], cpath[600], name[256];
 	snprintf(path, sizeof path, "%s/parent.pb.gz", dir);
 	snprintf(cpath, sizeof cpath, "%s/child.pb.gz", dir);
-	static const char *engines[] = { "perf", "hw", "timer", "itimer" };
-	for (size_t e = 0; e < sizeof engines / sizeof engines[0]; e++) {
-		struct cpuprof_options o = { .engine = engines[e], .hz = 2000 };
-		int rc = cpuprof_start(path, &o);
-		if (rc == -ENODEV)
-			continue;
-		CHECK_EQ(rc, 0);
-		pid_t pid = fork();
-		CHECK(pid >= 0, "fork");
-		if (pid == 0) {
-			child_work(200);
-			/* The parent's profile is gone here; a new one works. */
-			if (cpuprof_stop() != -ESRCH)
-				_exit(10);
-			if (cpuprof_start(cpath, NULL) != 0)
-				_exit(11);
-			child_own_profile_work(100);
-			if (cpuprof_stop() != 0)
-				_exit(12);
-			exit(3); /* atexit handlers and destructors run */
-		}
-		parent_work(300);
-		int st;
-		CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
-		CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3, "%s: child ended with status %#x", engines[e], st);
-		CHECK(access(path, F_OK) != 0, "%s: the child wrote the parent's profile", engines[e]);
-		CHECK_EQ(cpuprof_stop(), 0);
-		char *top = pprof_run("-top", path);
-		CHECK(top && strstr(top, "parent_work"), "%s: parent_work missing", engines[e]);
-		CHECK(!strstr(top, "child_work") && !strstr(top, "child_own"), "%s: child samples in the parent's profile",
-		      engines[e]);
-		free(top);
-		CHECK(pprof_top_row(cpath, 0, name, sizeof name) == 0 && !strcmp(name, "child_own_profile_work"),
-		      "%s: child's own profile leads with %s", engines[e], name);
-		unlink(path);
-		unlink(cpath);
+	struct cpuprof_options o = { .engine = engine, .hz = 2000 };
+	START_ENGINE(path, &o);
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		child_work(200);
+		/* The parent's profile is gone here; a new one works. */
+		if (cpuprof_stop() != -ESRCH)
+			_exit(10);
+		if (cpuprof_start(cpath, NULL) != 0)
+			_exit(11);
+		child_own_profile_work(100);
+		if (cpuprof_stop() != 0)
+			_exit(12);
+		exit(3); /* atexit handlers and destructors run */
 	}
+	parent_work(300);
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid, "waitpid");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 3, "%s: child ended with status %#x", engine, st);
+	CHECK(access(path, F_OK) != 0, "%s: the child wrote the parent's profile", engine);
+	CHECK_EQ(cpuprof_stop(), 0);
+	char *top = pprof_run("-top", path);
+	CHECK(top && strstr(top, "parent_work"), "%s: parent_work missing", engine);
+	CHECK(!strstr(top, "child_work") && !strstr(top, "child_own"), "%s: child samples in the parent's profile",
+	      engine);
+	free(top);
+	CHECK(pprof_top_row(cpath, 0, name, sizeof name) == 0 && !strcmp(name, "child_own_profile_work"),
+	      "%s: child's own profile leads with %s", engine, name);
+	unlink(path);
+	unlink(cpath);
 }
 
 static void stop_at_exit(void)
@@ -75,7 +71,7 @@ static void stop_at_exit(void)
 	}
 }
 
-static void stop_from_atexit(void)
+static void stop_from_atexit(const char *engine)
 {
 	char path[600], marker[600], name[256];
 	snprintf(path, sizeof path, "%s/atexit.pb.gz", dir);
@@ -83,7 +79,8 @@ static void stop_from_atexit(void)
 	pid_t pid = fork();
 	CHECK(pid >= 0, "fork");
 	if (pid == 0) {
-		if (cpuprof_start(path, NULL) != 0)
+		struct cpuprof_options o = { .engine = engine };
+		if (cpuprof_start(path, &o) != 0)
 			_exit(10);
 		atexit(stop_at_exit);
 		atexit_work(200);
@@ -95,12 +92,18 @@ static void stop_from_atexit(void)
 	CHECK(pprof_top_row(path, 0, name, sizeof name) == 0 && !strcmp(name, "atexit_work"), "leader %s", name);
 }
 
+static void run(const char *engine)
+{
+	fork_during_profile(engine);
+	stop_from_atexit(engine);
+}
+
 int main(void)
 {
 	require_pprof();
 	CHECK(mkdtemp(dir), "mkdtemp");
-	fork_during_profile();
-	stop_from_atexit();
+	static const char *const engines[] = { "perf", "hw", "timer", "itimer", NULL };
+	for_each_engine(engines, run);
 	char cmd[700];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	return system(cmd) != 0;

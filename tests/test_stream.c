@@ -4,7 +4,11 @@
  * at least 3 words and no longer than what is left; a record with count 0
  * and one word of stack is a lost-sample count), agrees with the pprof
  * file written from the same samples; end of stream comes only after stop
- * and a full drain, and no new profile starts before it.
+ * and a full drain, and no new profile starts before it: neither a file
+ * nor a stream, however long the reader takes.  Where the profile's engine
+ * fires above the tick (perf, which `auto` takes where the machine allows
+ * it), each sample stands for about one period: a stream of half as many
+ * samples as periods fails.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -120,6 +124,12 @@ int main(void)
 
 	CHECK_EQ(dec.hz, 1000);
 	CHECK(dec.samples > 100, "only %llu samples", (unsigned long long)dec.samples);
+	char engine[64];
+	CHECK(pprof_comment(path, "engine", engine, sizeof engine) == 0, "no engine comment");
+	CHECK(engine_unavailable("perf") || !strcmp(engine, "perf"), "auto took %s where perf works", engine);
+	if (!strcmp(engine, "perf") || !strcmp(engine, "hw"))
+		CHECK(dec.samples * 100 >= dec.counts * 85, "%s: %llu samples for %llu periods of CPU", engine,
+		      (unsigned long long)dec.samples, (unsigned long long)dec.counts);
 	CHECK(dec.hot > 2 * dec.warm, "hot %llu, warm %llu periods", (unsigned long long)dec.hot,
 	      (unsigned long long)dec.warm);
 
@@ -143,6 +153,23 @@ int main(void)
 	fprintf(stderr, "stream: %llu samples, %llu periods, %llu lost; file %llu ns\n",
 		(unsigned long long)dec.samples, (unsigned long long)dec.counts, (unsigned long long)dec.lost,
 		(unsigned long long)file_ns);
+
+	/* A stream stopped but not read to its end: no profile may start,
+	 * of either kind, until it is. */
+	struct cpuprof_options quick = { .hz = 1000 };
+	CHECK_EQ(cpuprof_start_stream(NULL, &quick), 0);
+	stream_warm(30);
+	CHECK_EQ(cpuprof_stop(), 0);
+	snprintf(path, sizeof path, "%s/early.pb.gz", dir);
+	CHECK_EQ(cpuprof_start(path, &quick), -EBUSY);
+	CHECK_EQ(cpuprof_start_stream(NULL, &quick), -EBUSY);
+	CHECK_EQ(cpuprof_stop(), -ESRCH);
+	CHECK(access(path, F_OK) != 0, "a refused start wrote %s", path);
+	static uint64_t rest[CAP];
+	int rc;
+	while ((rc = cpuprof_read_stream(rest, CAP, &n, CPUPROF_NONBLOCK)) == 0)
+		;
+	CHECK_EQ(rc, CPUPROF_EOF);
 
 	/* The next profile starts clean. */
 	snprintf(path, sizeof path, "%s/next.pb.gz", dir);

@@ -5,8 +5,14 @@
  * so that the drain thread keeps rebuilding and swapping the set of tables
  * and retiring the old ones while handlers walk stacks with them.  Nothing
  * may crash, the profile must be written, and the chains through the
- * library that stays loaded must stay whole.  (Build it with
- * -fsanitize=address by hand to catch a table freed too early.)
+ * library that stays loaded must stay whole.  With the perf engine the
+ * stacks are walked by cpuprof's own thread, the one that rebuilds the
+ * tables; with the timer engine by handlers in the program's threads,
+ * while the tables change under them.  (Build it with -fsanitize=address
+ * by hand to catch a table freed too early; unit_unwind_retire catches
+ * that deterministically.)
+ *
+ * TEST_ENGINES: perf timer
  */
 #include <dlfcn.h>
 #include <limits.h>
@@ -33,7 +39,16 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static void run(const char *engine);
+
 int main(void)
+{
+	static const char *const engines[] = { "perf", "timer", NULL };
+	for_each_engine(engines, run);
+	return 0;
+}
+
+static void run(const char *engine)
 {
 	char exe[PATH_MAX], tmp[] = "/tmp/test_unwind_churn.XXXXXX";
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -51,8 +66,8 @@ int main(void)
 	CHECK(system(cmd) == 0, "cannot copy the library");
 	free(cmd);
 
-	struct cpuprof_options o = { .hz = 4000 };
-	CHECK_EQ(cpuprof_start(prof, &o), 0);
+	struct cpuprof_options o = { .hz = 4000, .engine = engine };
+	START_ENGINE(prof, &o);
 	void *ha = dlopen(liba, RTLD_NOW);
 	CHECK(ha, "dlopen %s: %s", liba, dlerror());
 	entry_a = (uint64_t(*)(uint64_t))dlsym(ha, "dl_entry");
@@ -111,5 +126,4 @@ int main(void)
 	free(liba);
 	free(libb);
 	free(prof);
-	return 0;
 }

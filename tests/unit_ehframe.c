@@ -9,7 +9,11 @@
  * restore, the PLT expression, a signal frame, an outermost frame); each
  * malformed one is rejected with its reason.  (3) Every truncation of
  * libc's .eh_frame is rejected; bit-flipped copies never crash the parser
- * or a lookup in what it accepts.
+ * or a lookup in what it accepts.  Each architecture has its own crafted
+ * programs (x86-64: rsp, rbp and a return address on the stack; aarch64:
+ * sp, x29 and x30, where a frameless function's return address stays in
+ * the link register, "same value") and checks its own objects against
+ * readelf (on aarch64, under qemu-user, the multiarch arm64 libraries).
  */
 #include <elf.h>
 #include <errno.h>
@@ -137,6 +141,27 @@ static const char *rule_str(const struct cp_urule *r, char *buf, size_t len)
 
 /* ---- (1) real objects against readelf ---- */
 
+/* How readelf names this architecture's registers, and where its objects
+ * are. */
+struct arch_names {
+	const char *sp_cfa, *fp_cfa; /* a CFA off the stack or frame pointer (sscanf) */
+	const char *fp;              /* the frame pointer's column */
+	int lr;                      /* "u" for the return address can mean the link register */
+	const char *objects[5];      /* libc first */
+};
+
+static const struct arch_names x86_64_names = {
+	"rsp%d", "rbp%d", "rbp", 0,
+	{ "/lib/x86_64-linux-gnu/libc.so.6", "/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/libm.so.6",
+	  "/lib/x86_64-linux-gnu/libz.so.1", NULL },
+};
+static const struct arch_names aarch64_names = {
+	"sp%d", "x29%d", "x29", 1,
+	{ "/lib/aarch64-linux-gnu/libc.so.6", "/lib/ld-linux-aarch64.so.1", "/lib/aarch64-linux-gnu/libm.so.6",
+	  "/lib/aarch64-linux-gnu/libz.so.1", NULL },
+};
+static const struct arch_names *names = &x86_64_names;
+
 /* Compares the table built from `path` with readelf's interpretation of
  * every row, and with our own rows at every pc. */
 static void check_object(const char *path)
@@ -218,39 +243,51 @@ static void check_object(const char *path)
 			snprintf(val[nv++], sizeof val[0], "%s", tok);
 			tok = strtok_r(NULL, " \n", &save);
 		}
-		const char *cfa = NULL, *rbp = "u", *ra = NULL;
+		const char *cfa = NULL, *rbp = "u", *ra = "u";
 		for (int i = 1; i < nv && i < ncols; i++) {
 			if (!strcmp(cols[i], "CFA"))
 				cfa = val[i];
-			else if (!strcmp(cols[i], "rbp"))
+			else if (!strcmp(cols[i], names->fp))
 				rbp = val[i];
 			else if (!strcmp(cols[i], "ra"))
 				ra = val[i];
 		}
-		CHECK(cfa && ra, "%s: cannot read readelf row at %#lx", path, pc);
+		CHECK(cfa, "%s: cannot read readelf row at %#lx", path, pc);
 		struct cp_urule got;
 		CHECK(cp_utab_lookup(t, pc, &got), "%s: readelf has a row at %#lx, the table none", path, pc);
 		checked++;
+		/* "u": undefined, and a column readelf has no rule for.  On
+		 * x86-64 every CIE saves the return address: "u" is an
+		 * outermost frame.  On aarch64 it is that, or (no rule for x30
+		 * at all) the return address still in the link register. */
+		int lr = 0;
 		if (!strcmp(ra, "u")) {
-			CHECK(got.cfa == CP_CFA_END, "%s: %#lx: outermost frame, table %s", path, pc,
-			      rule_str(&got, b1, sizeof b1));
-			continue;
+			lr = names->lr && got.cfa != CP_CFA_END;
+			if (!lr) {
+				CHECK(got.cfa == CP_CFA_END, "%s: %#lx: outermost frame, table %s", path, pc,
+				      rule_str(&got, b1, sizeof b1));
+				continue;
+			}
 		}
 		int off;
-		if (sscanf(cfa, "rsp+%d", &off) == 1 || sscanf(cfa, "rbp+%d", &off) == 1) {
+		if (sscanf(cfa, names->sp_cfa, &off) == 1 || sscanf(cfa, names->fp_cfa, &off) == 1) {
 			if (got.cfa == CP_CFA_SIGFRAME)
 				continue;
-			int want = cfa[1] == 's' ? CP_CFA_SP : CP_CFA_FP;
-			int raoff;
-			if (sscanf(ra, "c%d", &raoff) != 1) {
+			int want = !strncmp(cfa, names->fp, strlen(names->fp)) ? CP_CFA_FP : CP_CFA_SP;
+			int raoff = 0;
+			if (!lr && sscanf(ra, "c%d", &raoff) != 1) {
 				CHECK(got.cfa == CP_CFA_NONE, "%s: %#lx: ra %s, table %s", path, pc, ra,
 				      rule_str(&got, b1, sizeof b1));
 				continue;
 			}
 			CHECK(got.cfa == want && got.cfa_off == off, "%s: %#lx: CFA %s, table %s", path, pc, cfa,
 			      rule_str(&got, b1, sizeof b1));
-			CHECK(got.ra == CP_REG_AT_CFA && got.ra_off == raoff, "%s: %#lx: ra %s, table %s", path, pc, ra,
-			      rule_str(&got, b1, sizeof b1));
+			if (lr)
+				CHECK(got.ra == CP_REG_SAME, "%s: %#lx: ra in the link register, table %s", path, pc,
+				      rule_str(&got, b1, sizeof b1));
+			else
+				CHECK(got.ra == CP_REG_AT_CFA && got.ra_off == raoff, "%s: %#lx: ra %s, table %s", path, pc,
+				      ra, rule_str(&got, b1, sizeof b1));
 			int fpoff;
 			if (!strcmp(rbp, "u") || !strcmp(rbp, "s"))
 				CHECK(got.fp == CP_REG_SAME, "%s: %#lx: rbp %s, table %s", path, pc, rbp,
@@ -322,7 +359,8 @@ static void bytes(struct sec *s, const void *p, size_t n)
 /* Appends a CIE with augmentation aug ("zR" and friends; 'R' gets
  * udata4 absolute pointers) and initial instructions ins; returns its
  * offset. */
-static size_t cie(struct sec *s, const char *aug, const uint8_t *ins, size_t nins)
+static size_t cie_for(struct sec *s, const char *aug, unsigned code_align, unsigned ra_col, const uint8_t *ins,
+		      size_t nins)
 {
 	size_t at = s->n;
 	size_t len_at = s->n;
@@ -330,9 +368,9 @@ static size_t cie(struct sec *s, const char *aug, const uint8_t *ins, size_t nin
 	u32(s, 0); /* CIE id */
 	u8(s, 1);  /* version */
 	bytes(s, aug, strlen(aug) + 1);
-	uleb(s, 1);  /* code alignment */
-	sleb(s, -8); /* data alignment */
-	u8(s, 16);   /* return address column */
+	uleb(s, code_align);
+	sleb(s, -8);    /* data alignment */
+	u8(s, ra_col); /* return address column */
 	if (aug[0] == 'z') {
 		uleb(s, strchr(aug, 'R') ? 1 : 0);
 		if (strchr(aug, 'R'))
@@ -344,6 +382,12 @@ static size_t cie(struct sec *s, const char *aug, const uint8_t *ins, size_t nin
 	uint32_t len = (uint32_t)(s->n - len_at - 4);
 	memcpy(s->b + len_at, &len, 4);
 	return at;
+}
+
+/* The x86-64 CIE: code alignment 1, the return address in column 16. */
+static size_t cie(struct sec *s, const char *aug, const uint8_t *ins, size_t nins)
+{
+	return cie_for(s, aug, 1, 16, ins, nins);
 }
 
 /* Appends an FDE for [start, start + range) under the CIE at cie_at. */
@@ -468,6 +512,111 @@ static void crafted_good(void)
 	CHECK_EQ(r.nfdes, 5);
 	cp_ehframe_free(&r);
 	printf("# crafted well-formed section: rows as its programs say\n");
+}
+
+/* The aarch64 CIE every compiler emits: CFA = sp + 0, and nothing said of
+ * x30: the return address is in the link register.  Code alignment 4. */
+static const uint8_t a64_init[] = { 0x0c, 31, 0 };
+
+/* The rule at pc is CFA = (cfa, cfa_off), x29 (fp, fp_off), return
+ * address (ra, ra_off). */
+static void expect_a64(const struct cp_utab *t, uint64_t pc, int cfa, int cfa_off, int fp, int fp_off, int ra,
+		       int ra_off)
+{
+	struct cp_urule r;
+	char b[128];
+	CHECK(cp_utab_lookup(t, pc, &r), "no rule at %#lx", (long)pc);
+	CHECK(r.cfa == cfa && r.cfa_off == cfa_off && r.fp == fp && r.fp_off == fp_off && r.ra == ra &&
+		      r.ra_off == ra_off,
+	      "at %#lx: %s, want cfa=%d%+d fp=%d%+d ra=%d%+d", (long)pc, rule_str(&r, b, sizeof b), cfa, cfa_off, fp,
+	      fp_off, ra, ra_off);
+}
+
+static void crafted_good_aarch64(void)
+{
+	struct sec s = { .n = 0 };
+	char err[256];
+	size_t c = cie_for(&s, "zR", 4, 30, a64_init, sizeof a64_init);
+	/* A function with a frame record at 0x1000 (40 bytes):
+	 *   +0 stp x29, x30, [sp, #-32]!; +4 mov x29, sp; +8 body;
+	 *   +24 remember; ldp x29, x30, [sp], #32: CFA sp+0, both
+	 *   restored; +28 ret; +28 restore_state (body again). */
+	static const uint8_t f1[] = {
+		0x41, 0x0e, 32, 0x9d, 4, 0x9e, 3, /* advance 1 (4 bytes); cfa sp+32; x29 at cfa-32, x30 at cfa-24 */
+		0x41, 0x0d, 29,                   /* advance 1; def_cfa_register x29 */
+		0x44, 0x0a, 0x0c, 31, 0, 0xdd, 0xde, /* advance 4; remember; def_cfa sp+0; restore x29, x30 */
+		0x41, 0x0b,                       /* advance 1; restore_state */
+	};
+	fde(&s, c, 0x1000, 40, f1, sizeof f1);
+	/* A frameless leaf at 0x1100: nothing moves, its caller is in x30. */
+	fde(&s, c, 0x1100, 16, NULL, 0);
+	/* A leaf that only makes room: sub sp, sp, #48 ... add. */
+	static const uint8_t f3[] = { 0x41, 0x0e, 48, 0x42, 0x0e, 0 };
+	fde(&s, c, 0x1200, 24, f3, sizeof f3);
+	/* str x30, [sp, #-16]!: the return address saved, x29 untouched;
+	 * with pointer authentication's negate_ra_state (0x2d) after the
+	 * paciasp at +0, which moves no rule. */
+	static const uint8_t f4[] = { 0x2d, 0x41, 0x0e, 16, 0x9e, 2 };
+	fde(&s, c, 0x1300, 32, f4, sizeof f4);
+	/* x30 moved to another register (mov x9, x30): no usable rule. */
+	static const uint8_t f5[] = { 0x41, 0x09, 30, 9 };
+	fde(&s, c, 0x1400, 16, f5, sizeof f5);
+	/* An outermost frame (_start: x30 undefined). */
+	static const uint8_t f6[] = { 0x07, 30 };
+	fde(&s, c, 0x3000, 16, f6, sizeof f6);
+	/* The signal trampoline (augmentation "zRS"). */
+	size_t cs = cie_for(&s, "zRS", 4, 30, a64_init, sizeof a64_init);
+	fde(&s, cs, 0x4000, 8, NULL, 0);
+	u32(&s, 0);
+
+	struct ehf_result r;
+	CHECK(parse_sec(&s, 7, &r, err, sizeof err) == 0, "good aarch64 section rejected: %s", err);
+	CHECK_EQ(r.nfdes, 7);
+	size_t bytes;
+	struct cp_utab *t = cp_unwind_build(&r, &bytes, err, sizeof err);
+	CHECK(t, "%s", err);
+	enum { SAME = CP_REG_SAME, AT = CP_REG_AT_CFA, UNK = CP_REG_UNKNOWN };
+	expect_a64(t, 0x1000, CP_CFA_SP, 0, SAME, 0, SAME, 0);
+	expect_a64(t, 0x1004, CP_CFA_SP, 32, AT, -32, AT, -24);
+	expect_a64(t, 0x1008, CP_CFA_FP, 32, AT, -32, AT, -24);
+	expect_a64(t, 0x1017, CP_CFA_FP, 32, AT, -32, AT, -24);
+	expect_a64(t, 0x1018, CP_CFA_SP, 0, SAME, 0, SAME, 0);
+	expect_a64(t, 0x101c, CP_CFA_FP, 32, AT, -32, AT, -24);
+	expect_a64(t, 0x1027, CP_CFA_FP, 32, AT, -32, AT, -24);
+	struct cp_urule x;
+	CHECK(!cp_utab_lookup(t, 0x1028, &x), "a hole has a rule");
+	expect_a64(t, 0x1100, CP_CFA_SP, 0, SAME, 0, SAME, 0);
+	expect_a64(t, 0x110f, CP_CFA_SP, 0, SAME, 0, SAME, 0);
+	expect_a64(t, 0x1200, CP_CFA_SP, 0, SAME, 0, SAME, 0);
+	expect_a64(t, 0x1204, CP_CFA_SP, 48, SAME, 0, SAME, 0);
+	expect_a64(t, 0x120c, CP_CFA_SP, 0, SAME, 0, SAME, 0);
+	expect_a64(t, 0x1300, CP_CFA_SP, 0, SAME, 0, SAME, 0);
+	expect_a64(t, 0x1304, CP_CFA_SP, 16, SAME, 0, AT, -16);
+	expect_a64(t, 0x1400, CP_CFA_SP, 0, SAME, 0, SAME, 0);
+	CHECK(cp_utab_lookup(t, 0x1404, &x) && x.cfa == CP_CFA_NONE, "x30 in x9: %s", rule_str(&x, err, sizeof err));
+	CHECK(cp_utab_lookup(t, 0x3008, &x) && x.cfa == CP_CFA_END, "outermost frame: %s", rule_str(&x, err, sizeof err));
+	CHECK(cp_utab_lookup(t, 0x4004, &x) && x.cfa == CP_CFA_SIGFRAME, "signal frame: %s",
+	      rule_str(&x, err, sizeof err));
+	free(t);
+	cp_ehframe_free(&r);
+
+	/* The x86-64 PLT expression means nothing here: no PLT rule. */
+	s.n = 0;
+	c = cie_for(&s, "zR", 4, 30, a64_init, sizeof a64_init);
+	static const uint8_t plt[] = {
+		0x41, 0x0f, 11, 0x8f, 8, 0x8e, 0, 0x3f, 0x1a, 0x3b, 0x2a, 0x33, 0x24, 0x22, /* advance 1; the expression */
+	};
+	fde(&s, c, 0x2000, 64, plt, sizeof plt);
+	u32(&s, 0);
+	CHECK(parse_sec(&s, 1, &r, err, sizeof err) == 0, "expression rejected: %s", err);
+	t = cp_unwind_build(&r, &bytes, err, sizeof err);
+	CHECK(t, "%s", err);
+	expect_a64(t, 0x2000, CP_CFA_SP, 0, CP_REG_SAME, 0, CP_REG_SAME, 0);
+	CHECK(cp_utab_lookup(t, 0x2008, &x) && x.cfa == CP_CFA_NONE, "aarch64 took a CFA expression: %s",
+	      rule_str(&x, err, sizeof err));
+	free(t);
+	cp_ehframe_free(&r);
+	printf("# crafted well-formed aarch64 section: rows as its programs say\n");
 }
 
 /* Builds a section with one CIE and one FDE whose program is ins. */
@@ -624,29 +773,29 @@ static void mutations(const char *path)
 
 int main(int argc, char **argv)
 {
-	const char *libc = "/lib/x86_64-linux-gnu/libc.so.6";
+	int x86 = !strcmp(CP_ARCH_NAME, "x86_64");
+	if (!x86 && strcmp(CP_ARCH_NAME, "aarch64"))
+		SKIP("no crafted CFI for %s", CP_ARCH_NAME);
+	names = x86 ? &x86_64_names : &aarch64_names;
 	if (argc > 1) {
 		/* By hand: check_object on the files named. */
 		for (int i = 1; i < argc; i++)
 			check_object(argv[i]);
 		return 0;
 	}
-	/* The crafted sections speak x86-64's registers (rsp 7, rbp 6, return
-	 * address 16) and the objects checked are x86-64's: an aarch64 build
-	 * (under qemu-user, where those files are there too) has its tables
-	 * tested end to end by unit_unwind and t_unwind instead. */
-	if (strcmp(CP_ARCH_NAME, "x86_64") != 0)
-		SKIP("crafted CFI and checked objects are x86-64's; this build is for %s", CP_ARCH_NAME);
-	if (system("readelf --version >/dev/null 2>&1") != 0)
-		SKIP("readelf (binutils) is not installed");
-	if (access(libc, R_OK) != 0)
-		SKIP("%s: not x86_64 Debian", libc);
-	crafted_good();
+	/* The crafted sections speak the registers of the build's CPU. */
+	if (x86)
+		crafted_good();
+	else
+		crafted_good_aarch64();
 	crafted_bad();
-	check_object(libc);
-	check_object("/lib64/ld-linux-x86-64.so.2");
-	check_object("/lib/x86_64-linux-gnu/libm.so.6");
-	check_object("/lib/x86_64-linux-gnu/libz.so.1");
+	if (system("readelf --version >/dev/null 2>&1") != 0)
+		SKIP("readelf (binutils) is not installed (after the crafted sections passed)");
+	const char *libc = names->objects[0];
+	if (access(libc, R_OK) != 0)
+		SKIP("%s: not Debian's %s multiarch layout (after the crafted sections passed)", libc, CP_ARCH_NAME);
+	for (int i = 0; names->objects[i]; i++)
+		check_object(names->objects[i]);
 	char lib[4096];
 	ssize_t n = readlink("/proc/self/exe", lib, sizeof lib - 1);
 	CHECK(n > 0, "readlink /proc/self/exe");

@@ -15,6 +15,8 @@
 
 #include "check.h"
 #include "cpuprof.h"
+
+DEFINE_BURNER(lost_work)
 #include "sig/sigstate.h"
 
 extern size_t cp_test_ring_cells;
@@ -84,6 +86,48 @@ int main(void)
 	/* The 4 stored samples weigh microseconds of CPU, under one period:
 	 * the stream counts periods, so it may carry them over, not emit. */
 	CHECK(samples <= CELLS, "%llu sample records from %d samples", (unsigned long long)samples, CELLS);
+
+	/* Real samples, a ring of 4 cells and nobody draining it. */
+	static const char *const engines[] = { "timer", "perf" };
+	for (int e = 0; e < 2; e++) {
+		const char *why = engine_unavailable(engines[e]);
+		if (why) {
+			fprintf(stderr, "lost samples of real sampling: without %s\n", why);
+			continue;
+		}
+		struct cpuprof_options r = { .engine = engines[e], .hz = 1000 };
+		START_ENGINE(path, &r);
+		struct timespec c0, c1;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+		lost_work(600);
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+		CHECK_EQ(cpuprof_stop(), 0);
+		CHECK(pprof_comment(path, "lost", val, sizeof val) == 0, "no lost comment");
+		long long nlost = atoll(val);
+		char warning[1024];
+		CHECK(pprof_comment(path, "warning", warning, sizeof warning) == 0 && strstr(warning, "samples were lost"),
+		      "%s: %lld samples lost, and no warning says so", engines[e], nlost);
+		char *text = pprof_run("-raw", path);
+		CHECK(text, "pprof -raw");
+		long long count, ns;
+		long nsamples;
+		pprof_raw_totals(text, &count, &ns, &nsamples);
+		free(text);
+		double cpu = (c1.tv_sec - c0.tv_sec) * 1e9 + (c1.tv_nsec - c0.tv_nsec);
+		long long lost_ns = pprof_cum_ns(path, "[lost]");
+		fprintf(stderr, "%s: %lld samples lost of %lld; [lost] holds %.1f ms; the profile %.1f ms, the clock %.1f ms\n",
+			engines[e], nlost, count, lost_ns / 1e6, ns / 1e6, cpu / 1e6);
+		/* The ring kept its 4; every other sample is lost, and each
+		 * stood for at least a period of its thread's CPU. */
+		CHECK(pprof_comment(path, "samples", val, sizeof val) == 0 && atoi(val) == CELLS, "%s: samples=%s",
+		      engines[e], val);
+		CHECK(count > CELLS && nlost == count - CELLS, "%s: %lld of %lld samples lost with 4 cells and no drain",
+		      engines[e], nlost, count);
+		CHECK(lost_ns >= nlost * 900000, "%s: [lost] holds %lld ns for %lld samples of 1 ms periods", engines[e],
+		      lost_ns, nlost);
+		CHECK(ns > cpu * 0.97 && ns < cpu * 1.03, "%s: the profile holds %lld ns, the clock says %.0f", engines[e], ns,
+		      cpu);
+	}
 
 	char cmd[700];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);

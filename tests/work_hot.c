@@ -14,9 +14,15 @@
  *        "fork-exec" (a forked child runs `work_hot 1 MS` by exec),
  *        "main-too" (main works as well, beside THREADS threads, so that
  *        main -> worker -> hot_top -> ... is one of the stacks)
+ * With WORK_HOT_CPU=1 in its environment it also times every call of
+ * hot_top and warm_top with the thread CPU clock, and prints, before
+ * "work_hot done", "work_hot cpu PROCESS HOT WARM": its process CPU clock
+ * at the end of main and the two functions' CPU, in ns (the ground truth
+ * the profile is checked against).
  */
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,11 +97,29 @@ __attribute__((noinline)) static void scribbled_round(void)
 #endif
 }
 
+static int timed;
+static _Atomic uint64_t hot_ns, warm_ns;
+
+static uint64_t ns_of(clockid_t c)
+{
+	struct timespec ts;
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 __attribute__((noinline)) static void *worker(void *arg)
 {
 	double end = thread_cpu_ms() + ms;
 	while (thread_cpu_ms() < end) {
-		if (scribble)
+		if (timed) {
+			uint64_t t0 = ns_of(CLOCK_THREAD_CPUTIME_ID);
+			sink += hot_top();
+			uint64_t t1 = ns_of(CLOCK_THREAD_CPUTIME_ID);
+			sink += warm_top();
+			uint64_t t2 = ns_of(CLOCK_THREAD_CPUTIME_ID);
+			hot_ns += t1 - t0;
+			warm_ns += t2 - t1;
+		} else if (scribble)
 			scribbled_round();
 		else
 			sink += hot_top() + warm_top();
@@ -120,6 +144,7 @@ int main(int argc, char **argv)
 		exec_child = !strcmp(argv[4], "fork-exec");
 		sigkill = !strcmp(argv[4], "sigkill");
 	}
+	timed = getenv("WORK_HOT_CPU") != NULL;
 	pid_t child = -1;
 	if (fork_child || exec_child) {
 		fflush(stdout);
@@ -152,6 +177,9 @@ int main(int argc, char **argv)
 	}
 	if (sigkill)
 		kill(getpid(), SIGKILL);
+	if (timed)
+		printf("work_hot cpu %llu %llu %llu\n", (unsigned long long)ns_of(CLOCK_PROCESS_CPUTIME_ID),
+		       (unsigned long long)hot_ns, (unsigned long long)warm_ns);
 	printf("work_hot done\n");
 	return status;
 }
