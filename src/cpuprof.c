@@ -719,6 +719,11 @@ static void after_fork_child(void)
 	pthread_mutex_init(&cp_tab_lock, NULL);
 	atomic_store(&cp_sig.active, 0);
 	int had = cp_session.running || cp_session.stream_open || cp_session.suspended;
+	/* Every lock another thread may have held at the fork is made anew
+	 * (that thread is not in the child): this runs inside every fork of
+	 * the program, and in the line reader's. */
+	cp_threads_forget();
+	cp_names_after_fork();
 	if (had && cp_session.run.engine)
 		cp_session.run.engine->forget();
 	cp_unwind_after_fork(); /* before cp_session_release: its lock may be held */
@@ -729,7 +734,6 @@ static void after_fork_child(void)
 	cp_session.stream_open = 0;
 	cp_session.suspended = 0;
 	cp_session.run.has_keeper = 0;
-	cp_names_reset();
 	if (cp_shm_attached()) {
 		/* Under `cpuprof record` a forked child is profiled too, into
 		 * a slot of its own. */

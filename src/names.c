@@ -66,6 +66,18 @@ void cp_names_reset(void)
 	pthread_mutex_unlock(&lock);
 }
 
+void cp_names_after_fork(void)
+{
+	/* Unlocked at the fork: the table is whole and ours to free.  Held
+	 * by a thread the child does not have: it may be half made, and is
+	 * left to leak. */
+	if (pthread_mutex_trylock(&lock) == 0)
+		free(tab);
+	pthread_mutex_init(&lock, NULL);
+	tab = NULL;
+	cap = used = 0;
+}
+
 void cp_names_set(pid_t tid, const char *name)
 {
 	if (tid <= 0)

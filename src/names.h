@@ -12,8 +12,11 @@
 
 #define CP_NAME_MAX 16 /* the kernel's TASK_COMM_LEN, with its NUL */
 
-/* Forgets every name (a new profile, or a child after fork()). */
+/* Forgets every name (a new profile). */
 void cp_names_reset(void);
+/* The same in a child after fork(), where a thread that is not there may
+ * have held the lock. */
+void cp_names_after_fork(void);
 /* Records the name of thread tid (cut to CP_NAME_MAX - 1 bytes). */
 void cp_names_set(pid_t tid, const char *name);
 /* Thread tid starts with the name of thread parent, if that is known. */

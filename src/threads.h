@@ -31,7 +31,9 @@ void cp_threads_sweep(void);
  * their last sample. */
 void cp_threads_stats(struct cp_engine_stats *s);
 /* In a child after fork(): forget every slot without touching the
- * parent's timers (a child has none). */
+ * parent's timers (a child has none), and take back the lock a thread
+ * that is not in the child may have held.  Called after every fork, with
+ * or without a profile; twice is harmless. */
 void cp_threads_forget(void);
 /* Creates a thread of the profiler's own that is never sampled and has
  * every signal blocked. */

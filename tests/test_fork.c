@@ -1,15 +1,20 @@
 /*
  * test_fork.c -- a profile survives fork() and exit paths: a child forked
  * during a profile neither crashes, nor writes the parent's file, nor
- * leaks its samples into it, and can start a profile of its own; and a
- * profile stopped from an atexit handler is written whole.
+ * leaks its samples into it, and can start a profile of its own; a child
+ * forked while other threads are born, named and die (holding cpuprof's
+ * locks) does not hang in cpuprof's fork handler; and a profile stopped
+ * from an atexit handler is written whole.
  *
  * TEST_ENGINES: perf hw timer itimer
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -19,6 +24,7 @@ DEFINE_BURNER(parent_work)
 DEFINE_BURNER(child_work)
 DEFINE_BURNER(child_own_profile_work)
 DEFINE_BURNER(atexit_work)
+DEFINE_BURNER(churn_work)
 
 static char dir[] = "/tmp/cpuprof-test-XXXXXX";
 
@@ -92,9 +98,80 @@ static void stop_from_atexit(const char *engine)
 	CHECK(pprof_top_row(path, 0, name, sizeof name) == 0 && !strcmp(name, "atexit_work"), "leader %s", name);
 }
 
+static _Atomic int churn_quit;
+
+static void *churn_one(void *arg)
+{
+	pthread_setname_np(pthread_self(), "churn");
+	churn_work(1);
+	return NULL;
+}
+
+/* Threads born, named and dying: each holds cpuprof's locks a moment
+ * (thread registration and release, names from the perf engine's comm
+ * records and from threads that end). */
+static void *churner(void *arg)
+{
+	while (!atomic_load(&churn_quit)) {
+		pthread_t t[4];
+		for (int i = 0; i < 4; i++)
+			CHECK_EQ(pthread_create(&t[i], NULL, churn_one, NULL), 0);
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+	}
+	return NULL;
+}
+
+/* A child is reaped within 10 s, or the test fails (and kills it). */
+static int reap(pid_t pid)
+{
+	int st;
+	for (int i = 0; i < 10000; i++) {
+		pid_t w = waitpid(pid, &st, WNOHANG);
+		if (w == pid)
+			return st;
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	return -1;
+}
+
+static void fork_amid_churn(const char *engine)
+{
+	char path[600], cpath[600];
+	snprintf(path, sizeof path, "%s/churn.pb.gz", dir);
+	struct cpuprof_options o = { .engine = engine, .hz = 2000 };
+	START_ENGINE(path, &o);
+	atomic_store(&churn_quit, 0);
+	pthread_t c;
+	CHECK_EQ(pthread_create(&c, NULL, churner, NULL), 0);
+	for (int i = 0; i < 300; i++) {
+		int own = i % 50 == 0; /* a few children profile themselves */
+		snprintf(cpath, sizeof cpath, "%s/churn-child.pb.gz", dir);
+		pid_t pid = fork();
+		CHECK(pid >= 0, "fork");
+		if (pid == 0) {
+			if (own && (cpuprof_start(cpath, &(struct cpuprof_options){ .engine = engine }) != 0 ||
+				    cpuprof_stop() != 0))
+				_exit(1);
+			_exit(0);
+		}
+		int st = reap(pid);
+		CHECK(st == 0, "%s: child %d forked amid thread churn: %s (status %#x)", engine, i,
+		      st < 0 ? "hung, killed after 10 s" : "failed", st);
+	}
+	atomic_store(&churn_quit, 1);
+	pthread_join(c, NULL);
+	CHECK_EQ(cpuprof_stop(), 0);
+	unlink(path);
+	unlink(cpath);
+}
+
 static void run(const char *engine)
 {
 	fork_during_profile(engine);
+	fork_amid_churn(engine);
 	stop_from_atexit(engine);
 }
 
