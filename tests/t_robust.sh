@@ -7,7 +7,8 @@
 # program (its default action kills it, its handler runs); a SIGPROF
 # handler and ITIMER_PROF installed in main; 100 kHz asked for; a handler
 # of the program's that longjmps out; 10,000 short sleeps, none cut short,
-# as root and as an unprivileged user.  Each program checks itself (exit 0
+# also while threads are born and end (itimer excepted), as root and as an
+# unprivileged user.  Each program checks itself (exit 0
 # only if it saw what it would see unprofiled); this script checks the
 # exit status record passes through, the output, and the profile.  An
 # engine this machine allows (tool_engine) must work; one it does not is a
@@ -131,6 +132,17 @@ for e in $engines; do
 	# 8. No sleep or wait ends early because of cpuprof: 4 x 2,500.
 	rec $e 0 "sleeps: 0 of 10000" sleeps_work -- $EMU "$W" sleeps 4 2500
 	echo "$e, $(id -un): $(cat out)"
+	# ... nor while threads are born and end, except with itimer: the
+	# kernel hands a process-wide timer's signal that finds the running
+	# thread blocking signals (as a thread does while it is born or ends)
+	# to another thread, a sleeping one too (README, "Sleeps").
+	if [ $e = itimer ]; then
+		$EMU "$CP" record -o p.pb.gz --engine $e -- $EMU "$W" sleeps 4 2500 churn >out 2>err
+		echo "$e, threads churning (not asserted, the kernel's choice): $(cat out)"
+	else
+		rec $e 0 "sleeps: 0 of 10000" - -- $EMU "$W" sleeps 4 2500 churn
+		echo "$e, threads churning: $(cat out)"
+	fi
 done
 
 # 8, unprivileged: the perf engines count user mode only there, and the

@@ -46,9 +46,14 @@ static unsigned next_rand(unsigned *seed)
 	return *seed >> 8;
 }
 
+/* The whole time: the itimer engine's signal may cut a sleep short (a
+ * process-wide timer whose tick finds a thread being born or dying, which
+ * blocks signals, is handed to any other thread, a sleeping one too). */
 static void sleep_ms(unsigned ms)
 {
-	nanosleep(&(struct timespec){ ms / 1000, (long)(ms % 1000) * 1000000 }, NULL);
+	struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000 };
+	while (nanosleep(&t, &t) != 0 && errno == EINTR)
+		;
 }
 
 /* A stop from any thread: 0, or -ESRCH when another got there first. */

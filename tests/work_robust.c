@@ -18,9 +18,12 @@
  *   spin THREADS MS     THREADS threads burn MS ms of CPU each
  *   longjmp MS          a SIGALRM handler (ITIMER_REAL at 2 kHz) that
  *                       siglongjmps out, for MS ms of CPU
- *   sleeps THREADS N    THREADS threads each do N rounds of work and a
+ *   sleeps THREADS N [churn]
+ *                       THREADS threads each do N rounds of work and a
  *                       short sleep, poll, epoll_wait, futex wait or
- *                       select: none may end early with EINTR
+ *                       select: none may end early with EINTR; with
+ *                       "churn", the THREADS only wait while short-lived
+ *                       threads, born and ending, do the work
  *   end HOW             burn 500 ms, then end: exit, thread-exit (exit()
  *                       from a thread), _exit, INT, TERM, SEGV, ABRT, KILL
  *                       (die of that signal), exec (exec `end exit`)
@@ -48,6 +51,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -352,7 +356,7 @@ static int longjmp_mode(double ms)
 
 /* ---- sleeps ---- */
 
-static int sleep_rounds;
+static int sleep_rounds, sleeps_churn;
 static _Atomic int interrupted, waits;
 
 static void count(int rc)
@@ -369,7 +373,8 @@ static void *sleeper(void *arg)
 		fail("epoll_create1");
 	uint32_t word = 0;
 	for (int i = 0; i < sleep_rounds; i++) {
-		sleeps_work(0.2);
+		if (!sleeps_churn)
+			sleeps_work(0.2); /* else the threads that churn burn */
 		struct timespec ts = { 0, 100000 };
 		struct epoll_event ev;
 		struct timeval tv = { 0, 100 };
@@ -389,17 +394,49 @@ static void *sleeper(void *arg)
 	return NULL;
 }
 
-static int sleeps_mode(int threads, int rounds)
+static _Atomic int sleeps_over;
+
+static void *short_lived(void *arg)
+{
+	sleeps_work(0.05);
+	return NULL;
+}
+
+/* A thread being born or ending blocks every signal for a moment. */
+static void *churner(void *arg)
+{
+	while (!atomic_load(&sleeps_over)) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, short_lived, NULL) != 0)
+			fail("pthread_create");
+		pthread_join(t, NULL);
+	}
+	return NULL;
+}
+
+static int sleeps_mode(int threads, int rounds, int churn)
 {
 	sleep_rounds = rounds;
-	pthread_t t[16];
+	sleeps_churn = churn;
+	pthread_t t[16], c;
 	if (threads < 1 || threads > 16)
 		fail("1 to 16 threads");
-	for (int i = 0; i < threads; i++)
+	if (churn && pthread_create(&c, NULL, churner, NULL) != 0)
+		fail("pthread_create");
+	/* With churn the main thread is one of the sleepers: a signal the
+	 * kernel redirects away from a thread that blocks it often lands
+	 * there. */
+	int made = threads - churn;
+	for (int i = 0; i < made; i++)
 		if (pthread_create(&t[i], NULL, sleeper, NULL) != 0)
 			fail("pthread_create");
-	for (int i = 0; i < threads; i++)
+	if (churn)
+		sleeper(NULL);
+	for (int i = 0; i < made; i++)
 		pthread_join(t[i], NULL);
+	atomic_store(&sleeps_over, 1);
+	if (churn)
+		pthread_join(c, NULL);
 	printf("sleeps: %d of %d waits ended early (EINTR)\n", (int)interrupted, (int)waits);
 	return interrupted ? 1 : 0;
 }
@@ -606,8 +643,8 @@ int main(int argc, char **argv)
 		return spin_mode(atoi(argv[2]), atof(argv[3]));
 	if (!strcmp(m, "longjmp") && argc == 3)
 		return longjmp_mode(atof(argv[2]));
-	if (!strcmp(m, "sleeps") && argc == 4)
-		return sleeps_mode(atoi(argv[2]), atoi(argv[3]));
+	if (!strcmp(m, "sleeps") && (argc == 4 || (argc == 5 && !strcmp(argv[4], "churn"))))
+		return sleeps_mode(atoi(argv[2]), atoi(argv[3]), argc == 5);
 	if (!strcmp(m, "end") && argc == 3)
 		return end_mode(argv[2], argv);
 	if (!strcmp(m, "tree") && argc == 4)
