@@ -61,8 +61,19 @@ int cp_collect_create(struct cp_collector *c, uint32_t nslots, uint32_t cells, u
 	c->hdr->depth = depth;
 	c->hdr->record_pid = (int32_t)getpid();
 	c->hdr->slots_offset = head;
+	c->geo.nslots = nslots;
+	c->geo.cells = cells;
+	c->geo.depth = depth;
+	c->geo.slot_size = slot;
+	c->geo.ring_offset = ring_offset;
+	c->geo.slots_offset = head;
 	snprintf(c->path, sizeof c->path, "/proc/%d/fd/%d", (int)getpid(), c->fd);
 	return 0;
+}
+
+static struct cp_shm_slot *slot_at(const struct cp_collector *c, uint32_t i)
+{
+	return (struct cp_shm_slot *)((uint8_t *)c->hdr + c->geo.slots_offset + (uint64_t)i * c->geo.slot_size);
 }
 
 static struct cp_image *new_image(struct cp_collector *c)
@@ -224,12 +235,12 @@ static struct cp_epoch *epoch_for(struct cp_image *m, uint32_t gen)
  * is not what record laid out. */
 static int drain(struct cp_collector *c, struct cp_image *m, struct cp_shm_slot *s, int gone)
 {
-	struct cp_ring *r = (struct cp_ring *)((uint8_t *)s + c->hdr->ring_offset);
-	uint32_t depth = c->hdr->depth;
-	if (r->cells != c->hdr->ring_cells)
+	struct cp_ring *r = (struct cp_ring *)((uint8_t *)s + c->geo.ring_offset);
+	uint32_t depth = c->geo.depth;
+	if (r->cells != c->geo.cells)
 		return -1;
 	if (r->depth != depth || r->cell_size < sizeof(struct cp_sample) + depth * sizeof(uintptr_t) ||
-	    (uint8_t *)r + sizeof *r + r->cells * r->cell_size > (uint8_t *)s + c->hdr->slot_size)
+	    (uint8_t *)r + sizeof *r + (uint64_t)r->cells * r->cell_size > (uint8_t *)s + c->geo.slot_size)
 		return -1;
 	for (;;) {
 		struct cp_sample *x = cp_ring_peek(r);
@@ -265,9 +276,8 @@ static void give_back(struct cp_collector *c, struct cp_image *m, struct cp_shm_
 
 void cp_collect_poll(struct cp_collector *c)
 {
-	struct cp_shm_header *h = c->hdr;
-	for (uint32_t i = 0; i < h->nslots; i++) {
-		struct cp_shm_slot *s = cp_shm_slot_at(h, i);
+	for (uint32_t i = 0; i < c->geo.nslots; i++) {
+		struct cp_shm_slot *s = slot_at(c, i);
 		uint32_t state = atomic_load_explicit(&s->state, memory_order_acquire);
 		struct cp_image *m = c->by_slot[i];
 		if (state == CP_SLOT_FREE)
@@ -300,6 +310,7 @@ void cp_collect_poll(struct cp_collector *c)
 		if (ended || m->dead)
 			give_back(c, m, s);
 	}
+	struct cp_shm_header *h = c->hdr;
 	uint32_t n = atomic_load_explicit(&h->nreaped, memory_order_acquire);
 	if (n > CP_SHM_MAX_REAPED)
 		n = CP_SHM_MAX_REAPED;
@@ -333,10 +344,10 @@ void cp_collect_finish(struct cp_collector *c)
 	cp_collect_poll(c);
 	/* What still runs (a daemon the command left behind) is taken as it
 	 * is now. */
-	for (uint32_t i = 0; i < c->hdr->nslots; i++) {
+	for (uint32_t i = 0; i < c->geo.nslots; i++) {
 		struct cp_image *m = c->by_slot[i];
 		if (m) {
-			struct cp_shm_slot *s = cp_shm_slot_at(c->hdr, i);
+			struct cp_shm_slot *s = slot_at(c, i);
 			read_facts(m, s);
 			drain(c, m, s, 0);
 		}

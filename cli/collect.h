@@ -59,6 +59,13 @@ struct cp_image {
 
 struct cp_collector {
 	struct cp_shm_header *hdr;
+	/* The layout as record made it: what is read back from the shared
+	 * memory, which any profiled process can write, is never trusted
+	 * to address it. */
+	struct {
+		uint32_t nslots, cells, depth;
+		uint64_t slot_size, ring_offset, slots_offset;
+	} geo;
 	size_t size;
 	int fd;                   /* the memfd, held by record */
 	char path[64];            /* for the profiled processes: /proc/PID/fd/N */

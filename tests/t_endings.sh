@@ -6,7 +6,8 @@
 # processes forked at once; a library loaded and unloaded between samples;
 # Ctrl-C as a terminal sends it (SIGINT to the process group of a session);
 # timeout(1) stopping record; record told to stop while the program ignores
-# SIGTERM; record stopped while its shared memory fills; a child that execs
+# SIGTERM; record stopped while its shared memory fills; a program that
+# writes over the header of record's shared memory; a child that execs
 # with an empty environment.  Each profile must exist, name the functions
 # that burned the CPU, hold at least 90% of the CPU the kernel charged to
 # the tree (its coverage), and say how each process ended.
@@ -115,6 +116,14 @@ echo "spawn 64: $(npids s.pb.gz) processes sampled, coverage $(comment s.pb.gz c
 # A library loaded and unloaded between samples: its frames are named.
 $EMU "$CP" record -o d.pb.gz -- $EMU "$W" dlchurn "$LIB" 20 >out 2>err || { cat err; fail "dlchurn: status $?"; }
 has d.pb.gz dl_hot || { go tool pprof -top d.pb.gz; fail "dlchurn: the unloaded library's dl_hot is not named"; }
+
+# A program that writes over the layout in the header of record's shared
+# memory: record neither crashes nor follows it; the program's status and
+# output are its own, and what was sampled is kept.
+$EMU "$CP" record -o w.pb.gz -- $EMU "$W" scribble >out 2>err || { cat err; fail "scribble: status $?"; }
+grep -q "scribble: done" out || { cat out err; fail "scribble: output changed"; }
+has w.pb.gz scribble_work || { go tool pprof -top w.pb.gz; fail "scribble: scribble_work is not in the profile"; }
+echo "scribble: $(comment w.pb.gz samples) samples, coverage $(comment w.pb.gz coverage)"
 
 # A child that execs with an empty environment is named as not profiled.
 if [ -z "$EMU" ]; then

@@ -38,6 +38,9 @@
  *   sigwait             block SIGPROF in main, start a thread that takes it
  *                       with sigwait and one that burns, kill(getpid(),
  *                       SIGPROF): the waiter must get it, nobody die of it
+ *   scribble            under `cpuprof record`: burn 100 ms, write
+ *                       nonsense over the layout in the header of
+ *                       record's shared memory, burn 100 ms more
  *   api                 under `cpuprof record`: the library's own
  *                       cpuprof_flush() and cpuprof_stop() leave record's
  *                       profile alone (-EBUSY), then burn 300 ms
@@ -62,6 +65,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "shm.h"
 
 static double thread_cpu_ms(void)
 {
@@ -93,6 +98,7 @@ static volatile uint64_t sink;
 	}
 
 BURNER(exec_work)
+BURNER(scribble_work)
 BURNER(closefrom_work)
 BURNER(signal_work)
 BURNER(sigprof_work)
@@ -560,6 +566,34 @@ static int dlchurn_mode(const char *lib, int rounds)
 	return 0;
 }
 
+/* ---- scribble ---- */
+
+/* A program that writes over memory it should not: record reads the
+ * shared memory's layout from its own copy, never from here. */
+static int scribble_mode(void)
+{
+	scribble_work(100);
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[600];
+	unsigned long lo = 0, off = 1;
+	while (f && fgets(line, sizeof line, f))
+		if (strstr(line, "cpuprof-record") && sscanf(line, "%lx-%*x %*s %lx", &lo, &off) == 2 && off == 0)
+			break;
+	if (f)
+		fclose(f);
+	if (!lo || off != 0)
+		fail("record's shared memory is not mapped here");
+	struct cp_shm_header *h = (struct cp_shm_header *)lo;
+	h->nslots = 1u << 30;
+	h->slot_size = h->ring_offset = 1ull << 40;
+	h->ring_cells = 7;
+	h->depth = 1u << 30;
+	h->slots_offset = 1ull << 44;
+	scribble_work(100);
+	printf("scribble: done\n");
+	return 0;
+}
+
 static int clearenv_mode(char **argv)
 {
 	char *args[] = { argv[0], "end", "exit", NULL };
@@ -655,6 +689,8 @@ int main(int argc, char **argv)
 		return spawn_mode(atoi(argv[2]));
 	if (!strcmp(m, "dlchurn") && argc == 4)
 		return dlchurn_mode(argv[2], atoi(argv[3]));
+	if (!strcmp(m, "scribble"))
+		return scribble_mode();
 	if (!strcmp(m, "clearenv"))
 		return clearenv_mode(argv);
 	if (!strcmp(m, "sigwait"))
