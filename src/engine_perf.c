@@ -36,9 +36,13 @@
  * mode, or the ring was full) are charged to the next sample, as the
  * signal engines charge them by the thread CPU clock.  Elsewhere a sample
  * weighs one period and such periods stay unsampled.  What each thread
- * used after its last sample comes from the event's count when an
- * inherited thread exits (inherit_stat: PERF_RECORD_READ) and from the
- * thread CPU clock for the threads found at start; both are "unsampled".
+ * used after its last sample comes from the thread's own CPU clock: read
+ * by cpuprof for the threads found at start and those alive at the stop,
+ * logged by the thread itself as it ends for those the program made
+ * through pthread_create (threads.c), since the task clock counts a few
+ * percent less than the scheduler for a thread that sleeps often; else
+ * from the event's count when an inherited thread exits (inherit_stat:
+ * PERF_RECORD_READ).  All of it is "unsampled".
  *
  * The task clock counts kernel mode too where perf_event_paranoid allows
  * it (root, CAP_PERFMON, or paranoid <= 1): a sample taken in a system
@@ -62,6 +66,7 @@
 #include "arch.h"
 #include "engine.h"
 #include "names.h"
+#include "threads.h"
 
 /* Bytes of each sample's stack copied (a multiple of 8 below 64 KiB):
  * deeper stacks end in [truncated]. */
@@ -127,6 +132,7 @@ struct tinfo {
 	uint64_t seen_ns;   /* original: its CPU clock when last read */
 	uint64_t sampled_ns;
 	uint64_t tail_ns;   /* inherited and exited: what its count said */
+	uint64_t end_ns;    /* inherited: its CPU clock as it ended, if known */
 };
 
 static struct {
@@ -649,9 +655,11 @@ static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
 	unsigned allowed = ring_pages_allowed(E.nrings);
 	for (E.ring_pages = RING_PAGES_MIN; E.ring_pages < want && E.ring_pages < allowed;)
 		E.ring_pages *= 2;
+	cp_threads_exit_clocks(1); /* before the events: no thread made after them is missed */
 	arm_all();
 	if (E.st.armed == 0) {
 		int e = E.st.first_error ? E.st.first_error : -ENODEV;
+		cp_threads_exit_clocks(0);
 		close_all();
 		return e;
 	}
@@ -896,11 +904,30 @@ static void read_original_clocks(void)
 	}
 }
 
+static void note_end(pid_t tid, uint64_t cpu_ns)
+{
+	struct tinfo *t = tinfo_get(tid);
+	if (t)
+		t->end_ns = cpu_ns;
+}
+
+/* An ended inherited thread's CPU after its last sample: by its own clock
+ * where it told it (the task clock counts a few percent less than the
+ * scheduler for threads that sleep often), else by the task clock's
+ * final count. */
+static uint64_t ended_tail(const struct tinfo *t)
+{
+	uint64_t by_clock = t->end_ns > t->sampled_ns ? t->end_ns - t->sampled_ns : 0;
+	return by_clock > t->tail_ns ? by_clock : t->tail_ns;
+}
+
 static int perf_drain(void)
 {
 	for (size_t i = 0; i < E.nrings; i++)
 		if (E.rings[i].page)
 			drain_ring(&E.rings[i]);
+	/* After the rings: a thread's samples are in before its end. */
+	cp_threads_take_exit_clocks(note_end);
 	read_original_clocks();
 	return E.sleep_ms;
 }
@@ -912,11 +939,14 @@ static void perf_stop(void)
 	for (size_t i = 0; i < E.nfds; i++)
 		ioctl(E.fds[i], PERF_EVENT_IOC_DISABLE, 0);
 	perf_drain();
+	cp_threads_exit_clocks(0);
 	for (size_t i = 0; i < E.capti; i++) {
 		struct tinfo *t = &E.ti[i];
 		if (!t->tid)
 			continue;
-		if (t->original) {
+		if ((t->exited || t->end_ns) && !t->original) {
+			t->tail_ns = ended_tail(t);
+		} else if (t->original) {
 			uint64_t used = t->seen_ns > t->cpu0_ns ? t->seen_ns - t->cpu0_ns : 0;
 			t->tail_ns = used > t->sampled_ns ? used - t->sampled_ns : 0;
 		} else if (!t->exited) {
@@ -950,14 +980,14 @@ static void perf_stats(struct cp_engine_stats *s)
 		const struct tinfo *t = &E.ti[i];
 		if (!t->tid)
 			continue;
-		if (t->original || !t->exited) {
+		if (t->original || (!t->exited && !t->end_ns)) {
 			uint64_t now = t->seen_ns, base = t->original ? t->cpu0_ns : 0;
 			if (!t->exited)
 				cp_thread_cpu_ns(t->tid, &now);
 			uint64_t used = now > base ? now - base : 0;
 			un += used > t->sampled_ns ? used - t->sampled_ns : 0;
 		} else {
-			un += t->tail_ns;
+			un += ended_tail(t);
 		}
 	}
 	s->unsampled_ns = un;

@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "interpose.h"
@@ -38,6 +39,14 @@ static uint64_t reg_period;
 static struct cp_engine_stats reg_stats;
 /* Read without the lock by pthread_create() as a hint. */
 static _Atomic int arming;
+/* Threads log their CPU clock as they end (cp_threads_exit_clocks). */
+#define EXIT_LOG 4096
+static _Atomic int exit_clocks;
+static pthread_mutex_t exit_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { pid_t tid; uint64_t cpu_ns; } exit_log[EXIT_LOG];
+static size_t exit_n;
+static pthread_key_t clock_key;
+static pthread_once_t clock_key_once = PTHREAD_ONCE_INIT;
 
 static pthread_key_t exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
@@ -283,6 +292,9 @@ void cp_threads_stats(struct cp_engine_stats *s)
 void cp_threads_forget(void)
 {
 	pthread_mutex_init(&reg_lock, NULL);
+	pthread_mutex_init(&exit_lock, NULL);
+	exit_n = 0;
+	atomic_store(&exit_clocks, 0);
 	atomic_store(&arming, 0);
 	reg_engine = NULL;
 	size_t hwm = atomic_load(&cp_sig.hwm);
@@ -316,6 +328,54 @@ static void on_thread_exit(void *unused)
 	cp_real_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+/* ---- each thread's CPU clock at its end ---- */
+
+/* Where an engine counts with a clock of its own (the perf task clock),
+ * the threads the program makes while it samples report their CPU clock
+ * as they end, for their tails: the kernel's task clock counts a little
+ * less than the scheduler for a thread that sleeps often, and an ended
+ * thread's clock cannot be read from outside.  A fixed log, taken by the
+ * engine's thread; ends beyond it keep what the engine counted. */
+
+static void on_thread_end(void *unused)
+{
+	struct timespec ts;
+	if (!atomic_load(&exit_clocks) || clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+		return;
+	pid_t tid = (pid_t)syscall(SYS_gettid);
+	pthread_mutex_lock(&exit_lock);
+	if (exit_n < EXIT_LOG) {
+		exit_log[exit_n].tid = tid;
+		exit_log[exit_n].cpu_ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+		exit_n++;
+	}
+	pthread_mutex_unlock(&exit_lock);
+}
+
+static void make_clock_key(void)
+{
+	if (pthread_key_create(&clock_key, on_thread_end) != 0)
+		clock_key = (pthread_key_t)-1;
+}
+
+void cp_threads_exit_clocks(int on)
+{
+	pthread_once(&clock_key_once, make_clock_key);
+	pthread_mutex_lock(&exit_lock);
+	exit_n = 0;
+	pthread_mutex_unlock(&exit_lock);
+	atomic_store(&exit_clocks, on && clock_key != (pthread_key_t)-1);
+}
+
+void cp_threads_take_exit_clocks(void (*fn)(pid_t tid, uint64_t cpu_ns))
+{
+	pthread_mutex_lock(&exit_lock);
+	for (size_t i = 0; i < exit_n; i++)
+		fn(exit_log[i].tid, exit_log[i].cpu_ns);
+	exit_n = 0;
+	pthread_mutex_unlock(&exit_lock);
+}
+
 /* ---- pthread_create interposition ---- */
 
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
@@ -346,6 +406,8 @@ static void *trampoline(void *p)
 	cp_prog_blocked = s.blocked;
 	if (atomic_load_explicit(&arming, memory_order_relaxed))
 		cp_threads_register_self();
+	if (atomic_load_explicit(&exit_clocks, memory_order_relaxed))
+		pthread_setspecific(clock_key, &exit_clocks); /* any non-NULL value */
 	return s.fn(s.arg);
 }
 
@@ -355,7 +417,8 @@ __attribute__((visibility("default"))) int pthread_create(pthread_t *th, const p
 	create_fn real = resolve_create();
 	if (!real)
 		return EAGAIN;
-	if (!atomic_load_explicit(&arming, memory_order_relaxed) && !cp_prog_blocked)
+	if (!atomic_load_explicit(&arming, memory_order_relaxed) &&
+	    !atomic_load_explicit(&exit_clocks, memory_order_relaxed) && !cp_prog_blocked)
 		return real(th, attr, fn, arg);
 	struct start *s = malloc(sizeof *s);
 	if (!s)

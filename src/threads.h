@@ -30,6 +30,11 @@ void cp_threads_sweep(void);
 /* The counts so far; unsampled_ns includes the live threads' CPU since
  * their last sample. */
 void cp_threads_stats(struct cp_engine_stats *s);
+/* While on, the threads the program makes (through pthread_create) log
+ * their CPU clock as they end; off empties the log. */
+void cp_threads_exit_clocks(int on);
+/* Hands the ends logged since the last call to fn, and forgets them. */
+void cp_threads_take_exit_clocks(void (*fn)(pid_t tid, uint64_t cpu_ns));
 /* In a child after fork(): forget every slot without touching the
  * parent's timers (a child has none), and take back the lock a thread
  * that is not in the child may have held.  Called after every fork, with

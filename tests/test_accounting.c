@@ -10,6 +10,9 @@
  * [unsampled: ...] (over 10%), and far fewer samples than asked for.  With
  * hw, which counts user-mode cycles only, a program that spends most of
  * its CPU in the kernel (reading /dev/zero) is warned that it did.
+ * Threads that sleep thousands of times a second and end before the stop
+ * are covered whole: the perf task clock counts a few percent less than
+ * the scheduler for them, and their own CPU clocks square the account.
  *
  * TEST_ENGINES: perf hw timer itimer
  */
@@ -28,6 +31,7 @@
 DEFINE_BURNER(short_thread_work)
 DEFINE_BURNER(live_thread_work)
 DEFINE_BURNER(busy_main)
+DEFINE_BURNER(sleepy_work)
 
 static uint64_t comment_u64(const char *path, const char *key)
 {
@@ -92,6 +96,37 @@ static void short_threads(const char *engine, const char *dir)
 	uint64_t prof = comment_u64(path, "profile_cpu_ns");
 	CHECK((uint64_t)total == prof, "%s: samples sum to %lld ns, profile_cpu_ns=%llu", engine, total,
 	      (unsigned long long)prof);
+}
+
+/* 1,000 rounds of 0.1 ms of CPU and a 50 us sleep. */
+static void *sleepy_thread(void *arg)
+{
+	for (int i = 0; i < 1000; i++) {
+		sleepy_work(0.1);
+		nanosleep(&(struct timespec){ 0, 50000 }, NULL);
+	}
+	return NULL;
+}
+
+/* Four such threads at 10 kHz, ended before the stop: the profile holds
+ * the CPU the kernel charged to the process (before the threads' clocks
+ * squared it, the perf engine's was 0.972 of it here). */
+static void sleepy_threads(const char *engine, const char *dir)
+{
+	char path[512];
+	snprintf(path, sizeof path, "%s/sleepy-%s.pb.gz", dir, engine);
+	struct cpuprof_options o = { .hz = 10000, .engine = engine };
+	START_ENGINE(path, &o);
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++)
+		CHECK_EQ(pthread_create(&t[i], NULL, sleepy_thread, NULL), 0);
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	CHECK_EQ(cpuprof_stop(), 0);
+	double cov = comment_double(path, "coverage");
+	fprintf(stderr, "%s: 4 threads sleeping 10,000 times a second of their CPU, ended before the stop: coverage %.3f, "
+		"attributed %.3f\n", engine, cov, comment_double(path, "attributed"));
+	CHECK(cov >= 0.985 && cov <= 1.02, "%s: coverage %.3f of the CPU the kernel charged", engine, cov);
 }
 
 static pthread_barrier_t burned, release;
@@ -271,6 +306,7 @@ static char dir[] = "/tmp/cpuprof-test-XXXXXX";
 static void run(const char *engine)
 {
 	short_threads(engine, dir);
+	sleepy_threads(engine, dir);
 	flush_counts_live_threads(engine, dir);
 	early_thread_tail(engine, dir);
 	/* itimer's one timer counts the whole process's CPU: short threads
