@@ -129,6 +129,17 @@ void cp_signal_discard_pending(int sig)
 void cp_signal_release(int sig)
 {
 	atomic_store(&sampling_signo, 0);
+	struct sigaction cur;
+	memset(&cur, 0, sizeof cur);
+	if (cp_real_sigaction(sig, NULL, &cur) == 0 &&
+	    (!(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != cp_sig_handler)) {
+		/* The program replaced our handler behind the interposed
+		 * sigaction (glibc's __sigaction, or the system call, as
+		 * runtimes with signal code of their own do): the signal is
+		 * its own now, as it set it. */
+		cp_prog_set(sig, &cur);
+		return;
+	}
 	cp_signal_discard_pending(sig);
 }
 

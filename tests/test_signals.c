@@ -352,14 +352,13 @@ static void behind_our_back(void)
 	_exit(behind_calls == 1 ? 0 : 13);
 }
 
-/* KNOWN BUG (docs/testing.md), run only with CPUPROF_TEST_KNOWN_BUGS=1: a
- * program that replaces cpuprof's handler of the sampling signal behind
+/* A program that replaces cpuprof's handler of the sampling signal behind
  * the interposed sigaction (glibc's __sigaction, or the system call, as
- * runtimes with their own signal code do) while a timer engine samples
- * on it loses its handler at the stop: cpuprof installs its own again,
- * believes the program's disposition is still SIG_DFL, and the program's
- * next SIGPROF kills it.  The contract of issue 17: give the disposition
- * back only if cpuprof's handler is still the one installed. */
+ * runtimes with their own signal code do) while a timer engine samples on
+ * it keeps its handler after the stop: cpuprof gives the disposition back
+ * only if its own handler is still the one installed (before: it put its
+ * own back, believed the program's disposition still SIG_DFL, and the
+ * program's next SIGPROF killed it, status 0x1b). */
 static void replaced_behind_our_back(void)
 {
 	int st = in_child(behind_our_back);
@@ -393,9 +392,7 @@ int main(void)
 	hands_back_exactly();
 	hands_on_siginfo();
 	replaced_while_sampling();
-	const char *known = getenv("CPUPROF_TEST_KNOWN_BUGS");
-	if (known && *known == '1')
-		replaced_behind_our_back();
+	replaced_behind_our_back();
 	static const char *const engines[] = { "perf", "hw", NULL };
 	for (int i = 0; engines[i]; i++)
 		if (engine_unavailable(engines[i]))
