@@ -550,4 +550,56 @@ static inline void write_file(const char *path, const void *data, size_t len)
 		sink += x;                                                    \
 	}
 
+/* Threads born and ending, four at a time, each burning ms of CPU in
+ * work (and named `name`, if not NULL), from churn_start() until
+ * churn_stop(): each holds cpuprof's locks a moment (registration and
+ * release, names from the perf engine's comm records and from threads
+ * that end). */
+#include <pthread.h>
+#include <stdatomic.h>
+struct churn {
+	_Atomic int quit;
+	void (*work)(double ms);
+	double ms;
+	const char *name;
+	pthread_t thread;
+};
+
+static inline void *churn_one_(void *arg)
+{
+	const struct churn *c = arg;
+	if (c->name)
+		pthread_setname_np(pthread_self(), c->name);
+	c->work(c->ms);
+	return NULL;
+}
+
+static inline void *churn_loop_(void *arg)
+{
+	struct churn *c = arg;
+	while (!atomic_load(&c->quit)) {
+		pthread_t t[4];
+		for (int i = 0; i < 4; i++)
+			CHECK_EQ(pthread_create(&t[i], NULL, churn_one_, c), 0);
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+	}
+	return NULL;
+}
+
+static inline void churn_start(struct churn *c, void (*work)(double ms), double ms, const char *name)
+{
+	atomic_store(&c->quit, 0);
+	c->work = work;
+	c->ms = ms;
+	c->name = name;
+	CHECK_EQ(pthread_create(&c->thread, NULL, churn_loop_, c), 0);
+}
+
+static inline void churn_stop(struct churn *c)
+{
+	atomic_store(&c->quit, 1);
+	pthread_join(c->thread, NULL);
+}
+
 #endif

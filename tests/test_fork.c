@@ -98,30 +98,6 @@ static void stop_from_atexit(const char *engine)
 	CHECK(pprof_top_row(path, 0, name, sizeof name) == 0 && !strcmp(name, "atexit_work"), "leader %s", name);
 }
 
-static _Atomic int churn_quit;
-
-static void *churn_one(void *arg)
-{
-	pthread_setname_np(pthread_self(), "churn");
-	churn_work(1);
-	return NULL;
-}
-
-/* Threads born, named and dying: each holds cpuprof's locks a moment
- * (thread registration and release, names from the perf engine's comm
- * records and from threads that end). */
-static void *churner(void *arg)
-{
-	while (!atomic_load(&churn_quit)) {
-		pthread_t t[4];
-		for (int i = 0; i < 4; i++)
-			CHECK_EQ(pthread_create(&t[i], NULL, churn_one, NULL), 0);
-		for (int i = 0; i < 4; i++)
-			pthread_join(t[i], NULL);
-	}
-	return NULL;
-}
-
 /* A child is reaped within 10 s, or the test fails (and kills it). */
 static int reap(pid_t pid)
 {
@@ -153,9 +129,8 @@ static void fork_amid_churn(const char *engine)
 	snprintf(path, sizeof path, "%s/churn.pb.gz", dir);
 	struct cpuprof_options o = { .engine = engine, .hz = 2000 };
 	START_ENGINE(path, &o);
-	atomic_store(&churn_quit, 0);
-	pthread_t c;
-	CHECK_EQ(pthread_create(&c, NULL, churner, NULL), 0);
+	struct churn c;
+	churn_start(&c, churn_work, 1, "churn");
 	for (int i = 0; i < 300; i++) {
 		int own = i % 50 == 0; /* a few children profile themselves */
 		snprintf(cpath, sizeof cpath, "%s/churn-child.pb.gz", dir);
@@ -171,8 +146,7 @@ static void fork_amid_churn(const char *engine)
 		CHECK(st == 0, "%s: child %d forked amid thread churn: %s (status %#x)", engine, i,
 		      st < 0 ? "hung, killed after 10 s" : "failed", st);
 	}
-	atomic_store(&churn_quit, 1);
-	pthread_join(c, NULL);
+	churn_stop(&c);
 	CHECK_EQ(cpuprof_stop(), 0);
 	unlink(path);
 	unlink(cpath);

@@ -171,25 +171,6 @@ static void *actor(void *arg)
 	return NULL;
 }
 
-/* Threads born and dying, each burning a little CPU. */
-static void *churn_one(void *arg)
-{
-	stress_churn(1);
-	return NULL;
-}
-
-static void *churner(void *arg)
-{
-	while (!atomic_load(&quit)) {
-		pthread_t t[4];
-		for (int i = 0; i < 4; i++)
-			CHECK_EQ(pthread_create(&t[i], NULL, churn_one, NULL), 0);
-		for (int i = 0; i < 4; i++)
-			pthread_join(t[i], NULL);
-	}
-	return NULL;
-}
-
 int main(void)
 {
 	require_pprof();
@@ -197,15 +178,16 @@ int main(void)
 	const char *e = getenv("STRESS_SECONDS");
 	double seconds = e ? atof(e) : 10;
 
-	pthread_t a[ACTORS], c;
-	CHECK_EQ(pthread_create(&c, NULL, churner, NULL), 0);
+	pthread_t a[ACTORS];
+	struct churn c;
+	churn_start(&c, stress_churn, 1, NULL);
 	for (unsigned i = 0; i < ACTORS; i++)
 		CHECK_EQ(pthread_create(&a[i], NULL, actor, (void *)(uintptr_t)i), 0);
 	sleep_ms((unsigned)(seconds * 1000));
 	atomic_store(&quit, 1);
 	for (unsigned i = 0; i < ACTORS; i++)
 		pthread_join(a[i], NULL);
-	pthread_join(c, NULL);
+	churn_stop(&c);
 	/* An actor may have left a profile running (a stray stop raced its
 	 * own): stop it, and read a stream left open to its end. */
 	cpuprof_stop();
