@@ -133,7 +133,7 @@ $(B)/libcpuprof.a: $(LIB_OBJS)
 
 # The CLI checks its flags with the library's table of settings, and
 # record collects, symbolizes and writes with the library's own code.
-CLI_SHARED := $(addprefix $(B)/src/,options.o judge.o stacktab.o symbols.o pprof_write.o protobuf.o lines.o \
+CLI_SHARED := $(addprefix $(B)/src/,options.o judge.o stacktab.o symbols.o loader.o pprof_write.o protobuf.o lines.o \
 	lines_child.o sig/ring.o)
 $(B)/cpuprof: $(CLI_OBJS) $(CLI_SHARED)
 	$(CC) $(CFLAGS) -o $@ $^ -lz

@@ -29,6 +29,7 @@
 #include "engines.h"
 #include "interpose.h"
 #include "judge.h"
+#include "loader.h"
 #include "names.h"
 #include "options.h"
 #include "rwmap.h"
@@ -714,6 +715,7 @@ void cp_session_program_took_itimer(void)
  * write: forget it without touching the parent's timers and events. */
 static void after_fork_child(void)
 {
+	cp_loader_after_fork_child();
 	pthread_mutex_init(&api_lock, NULL);
 	api_held = 0;
 	pthread_mutex_init(&cp_tab_lock, NULL);
@@ -745,7 +747,7 @@ static void after_fork_child(void)
 
 __attribute__((constructor)) static void cpuprof_init(void)
 {
-	pthread_atfork(NULL, NULL, after_fork_child);
+	pthread_atfork(cp_loader_before_fork, cp_loader_after_fork_parent, after_fork_child);
 }
 
 /* ---- what the profile says about itself, and its file ---- */

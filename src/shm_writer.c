@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "loader.h"
 #include "shm.h"
 #include "shm_writer.h"
 #include "sig/sigstate.h"
@@ -146,7 +147,7 @@ void cp_shm_objects(int always)
 	if (!slot)
 		return;
 	unsigned long long now[2] = { 0, 0 };
-	dl_iterate_phdr(counts, now);
+	cp_loader_walk(counts, now);
 	if (!always && now[0] && now[0] == seen[0] && now[1] == seen[1])
 		return;
 	seen[0] = now[0];

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "array.h"
+#include "loader.h"
 #include "symbols.h"
 
 #define ELF_CLASS_NATIVE (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)
@@ -545,7 +546,7 @@ struct cp_symbols *cp_symbols_enumerate(void)
 	long pg = sysconf(_SC_PAGESIZE);
 	c.pagesize = pg > 0 ? (uintptr_t)pg : 4096;
 	find_vdso(&c);
-	dl_iterate_phdr(load_one, &c);
+	cp_loader_walk(load_one, &c);
 	if (c.err) {
 		free(c.segowner);
 		cp_symbols_free(s);

@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "ehframe.h"
+#include "loader.h"
 #include "sig/sigstate.h"
 #include "unwind.h"
 #include "unwind_build.h"
@@ -349,7 +350,7 @@ static int tab_cmp(const void *a, const void *b)
 static void rebuild_locked(void)
 {
 	struct listing l = { 0 };
-	dl_iterate_phdr(list_cb, &l);
+	cp_loader_walk(list_cb, &l);
 	if (l.oom) {
 		listing_free(&l); /* new tables were not built yet */
 		return;           /* keep the old set; the next look tries again */
@@ -427,7 +428,7 @@ int cp_unwind_refresh(void)
 	pthread_mutex_lock(&lock);
 	if (cp_sig.unwind_mode != CP_UNWIND_FP) {
 		struct listing l = { .counts_only = 1 };
-		dl_iterate_phdr(list_cb, &l);
+		cp_loader_walk(list_cb, &l);
 		if (!l.have_counts || !U.have_counts || l.adds != U.adds || l.subs != U.subs) {
 			rebuild_locked();
 			changed = 1;

@@ -3,16 +3,20 @@
  * during a profile neither crashes, nor writes the parent's file, nor
  * leaks its samples into it, and can start a profile of its own; a child
  * forked while other threads are born, named and die (holding cpuprof's
- * locks) does not hang in cpuprof's fork handler; and a profile stopped
- * from an atexit handler is written whole.
+ * locks) does not hang in cpuprof's fork handler; a child forked while
+ * cpuprof's keeper walks the loader's list can walk it too; and a profile
+ * stopped from an atexit handler is written whole.
  *
  * TEST_ENGINES: perf hw timer itimer
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -117,11 +121,12 @@ static void fork_amid_churn(const char *engine)
 {
 	const char *emu = getenv("EMU");
 	if (emu && *emu) {
-		/* A child that profiles itself hung there (timer and itimer,
-		 * child 50, 1 run in 1) and qemu-user then spun with every
-		 * signal blocked: the emulator's fork of a guest whose other
-		 * threads are being born is not what this tests, and the
-		 * locks it tests are the same on every CPU. */
+		/* A child that profiles itself hangs there (timer and itimer,
+		 * child 50 or 100, 3 runs in 3) waiting for a lock in
+		 * qemu-user's own memory, not the program's or cpuprof's.
+		 * The emulator's fork amid guest threads being born is not
+		 * what this tests, and cpuprof's locks are the same on every
+		 * CPU. */
 		fprintf(stderr, "%s: forks amid thread churn not run under %s\n", engine, emu);
 		return;
 	}
@@ -152,10 +157,81 @@ static void fork_amid_churn(const char *engine)
 	unlink(cpath);
 }
 
+/* ---- forks amid the keeper's walks of the loader's list ---- */
+
+/* While slow_walks is set, a walk of the loader's list (dl_iterate_phdr,
+ * which holds the loader's lock throughout) by any thread but the main
+ * one, which is cpuprof's keeper here, lasts 20 ms more: long enough that
+ * forks land inside it.  This program's definition is the one that
+ * libcpuprof.a, linked in, calls. */
+static _Atomic int slow_walks;
+typedef int (*walk_cb)(struct dl_phdr_info *, size_t, void *);
+struct slow_walk {
+	walk_cb cb;
+	void *arg;
+	int slept;
+};
+
+static int slow_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct slow_walk *w = arg;
+	if (!w->slept++)
+		nanosleep(&(struct timespec){ 0, 20000000 }, NULL);
+	return w->cb(info, size, w->arg);
+}
+
+int dl_iterate_phdr(walk_cb cb, void *arg)
+{
+	static int (*real)(walk_cb, void *);
+	if (!real)
+		real = (int (*)(walk_cb, void *))dlsym(RTLD_NEXT, "dl_iterate_phdr");
+	if (!atomic_load(&slow_walks) || syscall(SYS_gettid) == getpid())
+		return real(cb, arg);
+	struct slow_walk w = { cb, arg, 0 };
+	return real(slow_cb, &w);
+}
+
+static int count_objects(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)info;
+	(void)size;
+	++*(int *)arg;
+	return 0;
+}
+
+/* The keeper looks for new objects every 100 ms; its walks now last 20
+ * ms of that.  A child forked inside one, and not kept out of it, would
+ * wait for the loader's lock forever on its own first walk. */
+static void fork_amid_walks(const char *engine)
+{
+	char path[600];
+	snprintf(path, sizeof path, "%s/walks.pb.gz", dir);
+	struct cpuprof_options o = { .engine = engine, .hz = 2000 };
+	START_ENGINE(path, &o);
+	atomic_store(&slow_walks, 1);
+	for (int i = 0; i < 60; i++) {
+		pid_t pid = fork();
+		CHECK(pid >= 0, "fork");
+		if (pid == 0) {
+			int n = 0;
+			dl_iterate_phdr(count_objects, &n);
+			_exit(n > 0 ? 0 : 1);
+		}
+		int st = reap(pid);
+		CHECK(st == 0, "%s: child %d forked amid the keeper's walks: %s (status %#x)", engine, i,
+		      st < 0 ? "hung, killed after 10 s" : "failed", st);
+		nanosleep(&(struct timespec){ 0, 7000000 }, NULL);
+	}
+	atomic_store(&slow_walks, 0);
+	CHECK_EQ(cpuprof_stop(), 0);
+	unlink(path);
+}
+
 static void run(const char *engine)
 {
 	fork_during_profile(engine);
 	fork_amid_churn(engine);
+	fork_amid_walks(engine);
 	stop_from_atexit(engine);
 }
 
