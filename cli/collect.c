@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "collect.h"
@@ -339,16 +340,29 @@ void cp_collect_status(struct cp_collector *c, pid_t pid, int status, int64_t cp
 	last->dead = 1;
 }
 
+/* The CPU the kernel has charged to process pid so far, or 0. */
+static int64_t process_cpu_ns(pid_t pid)
+{
+	clockid_t id;
+	struct timespec ts;
+	if (clock_getcpuclockid(pid, &id) != 0 || clock_gettime(id, &ts) != 0)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 void cp_collect_finish(struct cp_collector *c)
 {
 	cp_collect_poll(c);
 	/* What still runs (a daemon the command left behind) is taken as it
-	 * is now. */
+	 * is now: its samples, and the kernel's count of its CPU (what it
+	 * published last is up to 0.2 s older than its samples). */
 	for (uint32_t i = 0; i < c->geo.nslots; i++) {
 		struct cp_image *m = c->by_slot[i];
 		if (m) {
 			struct cp_shm_slot *s = slot_at(c, i);
 			read_facts(m, s);
+			if (!m->dead)
+				m->live_cpu_ns = process_cpu_ns(m->pid);
 			drain(c, m, s, 0);
 		}
 	}

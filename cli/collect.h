@@ -53,6 +53,7 @@ struct cp_image {
 	int have_status;          /* how the process ended, from a wait */
 	int status;
 	int64_t wait_cpu_ns;      /* the CPU the kernel charged to it, from that wait (-1: none) */
+	int64_t live_cpu_ns;      /* still running at the finish: the kernel's count then (0: none) */
 	int pidfd;
 	char corrupt[128];        /* why its slot was given up as unreadable, or "" */
 };

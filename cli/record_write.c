@@ -81,6 +81,19 @@ static void image_facts(const struct cp_collector *c, const struct cp_image *m, 
 	 * CPU a while before: the kernel's count from its wait is better. */
 	if (m->facts.ended == CP_END_NONE && m->have_status && m->wait_cpu_ns - base > f->cpu_ns)
 		f->cpu_ns = m->wait_cpu_ns - base;
+	/* One still running when CMD ended: the kernel's count at its last
+	 * samples (cp_collect_finish). */
+	if (m->live_cpu_ns && !m->have_status && m->live_cpu_ns - base > f->cpu_ns)
+		f->cpu_ns = m->live_cpu_ns - base;
+}
+
+/* Whether process pid is still running: CMD ended, and nobody reaped it. */
+static int still_running(const struct cp_collector *c, pid_t pid)
+{
+	for (size_t k = 0; k < c->nimages; k++)
+		if (c->images[k]->pid == pid && !c->images[k]->dead && !c->images[k]->have_status)
+			return 1;
+	return 0;
 }
 
 /* Adds image facts f into the tree's t. */
@@ -320,6 +333,22 @@ int record_write(const struct cp_collector *c, const char *path, const char *sho
 			add_clause(unprofiled, sizeof unprofiled, text);
 		}
 	}
+	unsigned running = 0;
+	char pids[128] = "";
+	for (size_t k = 0; k < c->nimages; k++) {
+		const struct cp_image *m = c->images[k];
+		if (!m->dead && !m->have_status && running++ < 4) {
+			size_t n = strlen(pids);
+			snprintf(pids + n, sizeof pids - n, "%s%d (%.24s)", n ? ", " : "", m->pid, image_name(m));
+		}
+	}
+	if (running) {
+		char text[256];
+		snprintf(text, sizeof text, "%u %s still running when the command ended (%s%s): what %s after that "
+			 "is not in the profile", running, running == 1 ? "process was" : "processes were", pids,
+			 running > 4 ? ", ..." : "", running == 1 ? "it does" : "they do");
+		add_clause(unprofiled, sizeof unprofiled, text);
+	}
 	if (c->no_slot) {
 		char text[160];
 		snprintf(text, sizeof text, "%u processes found no room in record's shared memory and were not profiled",
@@ -355,9 +384,16 @@ int record_write(const struct cp_collector *c, const char *path, const char *sho
 				break;
 			}
 		}
-		/* The kernel's count for the whole tree, where record has one. */
-		if (r->tree_cpu_ns > 0)
+		/* The kernel's count for the whole tree, where record has one.
+		 * A process still running when CMD ended was reaped by nobody,
+		 * so that count has none of its CPU: its images' own counts
+		 * are added. */
+		if (r->tree_cpu_ns > 0) {
 			tree.cpu_ns = r->tree_cpu_ns;
+			for (size_t k = 0; k < c->nimages; k++)
+				if (still_running(c, c->images[k]->pid))
+					tree.cpu_ns += facts[k].cpu_ns;
+		}
 		char warning[4096];
 		cp_judge(&tree, warning, sizeof warning);
 		if (unprofiled[0])

@@ -3,8 +3,9 @@
 # or forks (issue 12), through `cpuprof record`: exit, exit() from a thread,
 # _exit, death by SIGINT, SIGTERM, SIGSEGV, SIGABRT and SIGKILL, an exec of
 # another program; a fork tree three levels deep with and without exec; 64
-# processes forked at once; a library loaded and unloaded between samples;
-# Ctrl-C as a terminal sends it (SIGINT to the process group of a session);
+# processes forked at once; a process that outlives CMD; a library loaded
+# and unloaded between samples; Ctrl-C as a terminal sends it (SIGINT to
+# the process group of a session);
 # timeout(1) stopping record; record told to stop while the program ignores
 # SIGTERM; record stopped while its shared memory fills; a program that
 # writes over the header of record's shared memory; a child that execs
@@ -112,6 +113,16 @@ grep -q "spawn done" out || fail "spawn 64: output changed"
 [ "$(comment s.pb.gz processes)" -eq 65 ] || fail "spawn 64: $(comment s.pb.gz processes) processes, expected 65"
 covers s.pb.gz "spawn 64"
 echo "spawn 64: $(npids s.pb.gz) processes sampled, coverage $(comment s.pb.gz coverage)"
+
+# A process that outlives CMD: record ends with CMD, says the process was
+# still running, and counts the CPU it had used by then.
+$EMU "$CP" record -o b.pb.gz -- $EMU "$W" orphan 1000 >out 2>err || { cat err; fail "orphan: status $?"; }
+grep -q "1 process was still running when the command ended" err || { cat err; fail "orphan: no word of the process left running"; }
+has b.pb.gz orphan_work || { go tool pprof -top b.pb.gz; fail "orphan: orphan_work is not in the profile"; }
+covers b.pb.gz "orphan"
+each_covers b.pb.gz "orphan"
+echo "orphan: coverage $(comment b.pb.gz coverage), $(comment b.pb.gz process | tr '\n' ' ')"
+for i in $(seq 200); do grep -q "orphan done" out && break; sleep 0.1; done
 
 # A library loaded and unloaded between samples: its frames are named.
 $EMU "$CP" record -o d.pb.gz -- $EMU "$W" dlchurn "$LIB" 20 >out 2>err || { cat err; fail "dlchurn: status $?"; }

@@ -33,6 +33,8 @@
  *   server [ignore]     burn until a signal ends it (with "ignore",
  *                       SIGTERM, SIGINT and SIGHUP are ignored)
  *   spawn N             fork N children at once, each burns 50 ms
+ *   orphan MS           fork a child that burns MS ms and prints "orphan
+ *                       done"; burn 100 ms and exit without waiting for it
  *   dlchurn LIB N       N rounds of dlopen LIB, its dl_entry, dlclose
  *   clearenv            exec itself (`end exit`) with an empty environment
  *   sigwait             block SIGPROF in main, start a thread that takes it
@@ -109,6 +111,7 @@ BURNER(end_work)
 BURNER(tree_work)
 BURNER(server_work)
 BURNER(spawn_work)
+BURNER(orphan_work)
 BURNER(sigwait_work)
 BURNER(api_work)
 
@@ -550,6 +553,21 @@ static int spawn_mode(int n)
 	return 0;
 }
 
+static int orphan_mode(int ms)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid < 0)
+		fail("fork");
+	if (pid == 0) {
+		orphan_work(ms);
+		printf("orphan done\n");
+		return 0;
+	}
+	spawn_work(100);
+	return 0;
+}
+
 static int dlchurn_mode(const char *lib, int rounds)
 {
 	for (int i = 0; i < rounds; i++) {
@@ -687,6 +705,8 @@ int main(int argc, char **argv)
 		return server_mode(argc > 2 && !strcmp(argv[2], "ignore"));
 	if (!strcmp(m, "spawn") && argc == 3)
 		return spawn_mode(atoi(argv[2]));
+	if (!strcmp(m, "orphan") && argc == 3)
+		return orphan_mode(atoi(argv[2]));
 	if (!strcmp(m, "dlchurn") && argc == 4)
 		return dlchurn_mode(argv[2], atoi(argv[3]));
 	if (!strcmp(m, "scribble"))
