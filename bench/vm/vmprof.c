@@ -19,7 +19,9 @@
  * |profile share - true share| over the leaves in percentage points (true
  * share = leaf CPU / process CPU; the process's CPU is counted from the
  * start of the workload's main(), as no profiler loaded with the program
- * can see what the dynamic loader did before), err_leaves_pp the same among the leaves
+ * can see what the dynamic loader did before, and the profile's CPU
+ * likewise leaves out its "[unsampled: before the profile started]"),
+ * err_leaves_pp the same among the leaves
  * only (each leaf's part of the leaves' total), sleep_pp the share of the
  * profile whose innermost frame is a nanosleep function (pprof only) and
  * other_*_pp the part outside the leaves, true and profiled; then the
@@ -163,6 +165,11 @@ static int judge_pprof(const char *path, const struct truth *t, struct judged *j
 		const struct profile_location *l = s->locations[0];
 		int leaf = leaf_of(t, l->address);
 		const char *fn = l->nlines && l->lines[0].function ? l->lines[0].function->name : "";
+		if (l->address == 0 && !strcmp(fn, "[unsampled: before the profile started]")) {
+			/* Before main(), where the truth does not look. */
+			j->total_ns -= v;
+			continue;
+		}
 		if (leaf >= 0)
 			j->leaf_ns[leaf] += v;
 		else if (strstr(fn, "nanosleep"))
