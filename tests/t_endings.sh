@@ -31,17 +31,18 @@ cd "$tmp" || fail "cd $tmp"
 comment() { go tool pprof -comments "$1" 2>/dev/null | sed -n "s/^ *$2=//p"; }
 # has FILE FUNC: FUNC is in the profile's call stacks.
 has() { go tool pprof -traces "$1" 2>/dev/null | grep -q "[[:space:]]$2\$"; }
-# covers FILE WHAT: the profile holds 90% to 110% of the tree's CPU.
+# covers FILE WHAT [MIN]: the profile holds MIN (default 90%) to 110% of
+# the tree's CPU.
 covers() {
 	cov=$(comment "$1" coverage)
-	awk "BEGIN { exit !($cov >= 0.9 && $cov <= 1.1) }" || { go tool pprof -comments "$1"; fail "$2: coverage $cov"; }
+	awk "BEGIN { exit !($cov >= ${3:-0.9} && $cov <= 1.1) }" || { go tool pprof -comments "$1"; fail "$2: coverage $cov"; }
 }
-# each_covers FILE WHAT: so does each process's own line (process=...
+# each_covers FILE WHAT [MIN]: so does each process's own line (process=...
 # coverage=), where it has samples.
 each_covers() {
-	comment "$1" process | awk -v what="$2" '
+	comment "$1" process | awk -v what="$2" -v min="${3:-0.9}" '
 		{ for (i = 1; i <= NF; i++) { if ($i ~ /^samples=/) s = substr($i, 9); if ($i ~ /^coverage=/) c = substr($i, 10) } }
-		s > 0 && (c < 0.9 || c > 1.1) { print what ": process coverage " c ": " $0; bad = 1 }
+		s > 0 && (c < min + 0 || c > 1.1) { print what ": process coverage " c ": " $0; bad = 1 }
 		END { exit bad }' || fail "$2: a process's coverage is off"
 }
 # npids FILE: how many processes the profile's samples come from.
@@ -99,12 +100,16 @@ done
 [ $n -eq 2 ] || { ls q.pb.gz*; fail "per-process: $n files, expected 2 (the command's and its child's)"; }
 echo "per-process: $n files, each covering its process"
 # A process that works little more than its profile took to start: the
-# start's CPU is in its numbers on both sides.
+# start's CPU is in its numbers on both sides.  Under qemu-user such a
+# process covers less of itself: 0.917 to 0.931 in 6 runs beside a test
+# suite (natively 0.989), too near 0.9 for a loaded machine.
+short_min=0.9
+[ -n "$EMU" ] && short_min=0.85
 rm -f r.pb.gz*
 $EMU "$CP" record --per-process -o r.pb.gz -- $EMU "$W" spin 1 5 >out 2>err || { cat err; fail "short: status $?"; }
-covers r.pb.gz "short, per-process"
+covers r.pb.gz "short, per-process" $short_min
 $EMU "$CP" record -o r.pb.gz -- $EMU "$W" spin 1 5 >out 2>err || { cat err; fail "short: status $?"; }
-each_covers r.pb.gz "short"
+each_covers r.pb.gz "short" $short_min
 echo "short: coverage $(comment r.pb.gz coverage), before the start $(comment r.pb.gz before_start_cpu_ns) ns"
 
 # 64 processes forked at once: all in the profile.
