@@ -461,9 +461,11 @@ void calltree_free(struct calltree *t)
 	t->n = 0;
 }
 
-long calltree_children(const struct calltree *t, uint32_t node,
-		       int (*cmp)(const void *, const void *, void *),
-		       void *arg, uint32_t **out)
+/* The children of node `node` into a new array *out (its length is the
+ * return value; 0 and *out NULL when none), sorted by cmp; -1 if out of
+ * memory. */
+static long children(const struct calltree *t, uint32_t node, int (*cmp)(const void *, const void *, void *),
+		     void *arg, uint32_t **out)
 {
 	size_t n = 0;
 	*out = NULL;
@@ -481,4 +483,58 @@ long calltree_children(const struct calltree *t, uint32_t node,
 		qsort_r(a, n, sizeof *a, cmp, arg);
 	*out = a;
 	return (long)n;
+}
+
+/* One level of a walk: a node's sorted children and the next to visit. */
+struct walk_level {
+	uint32_t *kids;
+	long n, next;
+};
+
+int calltree_walk(const struct calltree *t, int (*cmp)(const void *, const void *, void *),
+		  int (*cut)(const uint32_t *kids, long n, size_t depth, void *arg),
+		  void (*visit)(const uint32_t *path, size_t depth, void *arg), void *arg)
+{
+	size_t cap = 64, depth = 0;
+	struct walk_level *st = malloc(cap * sizeof *st);
+	uint32_t *path = malloc(cap * sizeof *path);
+	int rc = -1;
+	if (!st || !path)
+		goto out;
+	st[0].next = 0;
+	if ((st[0].n = children(t, 0, cmp, arg, &st[0].kids)) < 0)
+		goto out;
+	depth = 1;
+	while (depth > 0) {
+		struct walk_level *lv = &st[depth - 1];
+		if (lv->next >= lv->n || (cut && cut(lv->kids + lv->next, lv->n - lv->next, depth, arg))) {
+			free(lv->kids);
+			depth--;
+			continue;
+		}
+		uint32_t id = lv->kids[lv->next++];
+		path[depth - 1] = id;
+		visit(path, depth, arg);
+		if (depth == cap) {
+			struct walk_level *ns = realloc(st, 2 * cap * sizeof *st);
+			if (ns)
+				st = ns;
+			uint32_t *np = ns ? realloc(path, 2 * cap * sizeof *path) : NULL;
+			if (!np)
+				goto out;
+			path = np;
+			cap *= 2;
+		}
+		st[depth].next = 0;
+		if ((st[depth].n = children(t, id, cmp, arg, &st[depth].kids)) < 0)
+			goto out;
+		depth++;
+	}
+	rc = 0;
+out:
+	for (size_t i = 0; st && i < depth; i++)
+		free(st[i].kids);
+	free(st);
+	free(path);
+	return rc;
 }

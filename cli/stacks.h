@@ -123,11 +123,16 @@ int calltree_build(struct calltree *t, const struct stackset *ss);
 
 void calltree_free(struct calltree *t);
 
-/* The children of node `node` into a new array *out (its length is the
- * return value; 0 and *out NULL when none), sorted by cmp over node
- * indexes (qsort_r-style, with arg passed through); -1 if out of memory. */
-long calltree_children(const struct calltree *t, uint32_t node,
-		       int (*cmp)(const void *, const void *, void *),
-		       void *arg, uint32_t **out);
+/* Walks t depth first from the root's children, each node's children in
+ * cmp order (qsort_r-style over node indexes), with an explicit stack: a
+ * hostile profile's stacks may be very deep.  visit gets each node in
+ * turn as path[depth - 1], path[0..depth-1] being the nodes from the
+ * root's child down to it.  Before each child of a level, cut (if not
+ * NULL) gets the children of that level not yet visited, kids[0..n-1]
+ * (n > 0, at that depth), and may end the level by returning nonzero.
+ * arg goes to all three.  Returns 0, or -1 if out of memory. */
+int calltree_walk(const struct calltree *t, int (*cmp)(const void *, const void *, void *),
+		  int (*cut)(const uint32_t *kids, long n, size_t depth, void *arg),
+		  void (*visit)(const uint32_t *path, size_t depth, void *arg), void *arg);
 
 #endif

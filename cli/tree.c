@@ -8,7 +8,6 @@
  * stacks may be very deep.
  */
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "format.h"
@@ -20,6 +19,9 @@
 struct tree_ctx {
 	const struct calltree *t;
 	const struct stackset *ss;
+	FILE *out;
+	double threshold;
+	const char *min_share; /* as printed */
 };
 
 /* qsort_r order of nodes: total descending, then label. */
@@ -50,11 +52,32 @@ static void columns(FILE *out, const struct stackset *ss, int64_t total,
 		fprintf(out, "[%u] ", depth);
 }
 
-/* One level of the walk: a node's sorted children and the next to print. */
-struct level {
-	uint32_t *kids;
-	long n, next;
-};
+/* The rest of a level is below the threshold once its next child is
+ * (children come by total): it is summed into one line. */
+static int below(const uint32_t *kids, long n, size_t depth, void *arg)
+{
+	const struct tree_ctx *c = arg;
+	if ((double)c->t->nodes[kids[0]].total >= c->threshold)
+		return 0;
+	int64_t sum = 0, self = 0;
+	for (long i = 0; i < n; i++) {
+		sum = sat_add(sum, c->t->nodes[kids[i]].total);
+		self = sat_add(self, c->t->nodes[kids[i]].self);
+	}
+	columns(c->out, c->ss, sum, self, (uint32_t)depth);
+	fprintf(c->out, "... %ld more below %s\n", n, c->min_share);
+	return 1;
+}
+
+/* The line of node path[depth - 1]. */
+static void line(const uint32_t *path, size_t depth, void *arg)
+{
+	const struct tree_ctx *c = arg;
+	const struct cnode *nd = &c->t->nodes[path[depth - 1]];
+	columns(c->out, c->ss, nd->total, nd->self, nd->depth);
+	put_name(c->out, c->ss->frames[nd->frame].label, NULL);
+	fputc('\n', c->out);
+}
 
 int tree_write(FILE *out, const struct report_input *in,
 	       const struct stackset *ss, double min_share)
@@ -73,58 +96,8 @@ int tree_write(FILE *out, const struct report_input *in,
 		"below %s of the total summarised\n", ms);
 	fprintf(out, "%10s %7s %10s %7s  %s\n", "total", "total%", "self",
 		"self%", "name");
-	double threshold = min_share / 100.0 * (double)ss->total;
-	struct tree_ctx c = { &t, ss };
-	size_t cap = 64, depth = 0;
-	struct level *st = malloc(cap * sizeof *st);
-	int rc = -1;
-	if (!st)
-		goto out;
-	st[0].next = 0;
-	if ((st[0].n = calltree_children(&t, 0, by_total, &c, &st[0].kids)) < 0)
-		goto out;
-	depth = 1;
-	while (depth > 0) {
-		struct level *lv = &st[depth - 1];
-		if (lv->next >= lv->n || (double)t.nodes[lv->kids[lv->next]].total < threshold) {
-			/* The rest of this level is below the threshold. */
-			long more = lv->n - lv->next;
-			if (more > 0) {
-				int64_t sum = 0, self = 0;
-				for (long i = lv->next; i < lv->n; i++) {
-					sum = sat_add(sum, t.nodes[lv->kids[i]].total);
-					self = sat_add(self, t.nodes[lv->kids[i]].self);
-				}
-				columns(out, ss, sum, self, (uint32_t)depth);
-				fprintf(out, "... %ld more below %s\n", more, ms);
-			}
-			free(lv->kids);
-			depth--;
-			continue;
-		}
-		uint32_t id = lv->kids[lv->next++];
-		const struct cnode *nd = &t.nodes[id];
-		columns(out, ss, nd->total, nd->self, nd->depth);
-		put_name(out, ss->frames[nd->frame].label, NULL);
-		fputc('\n', out);
-		if (depth == cap) {
-			struct level *ns = realloc(st, 2 * cap * sizeof *st);
-			if (!ns)
-				goto out;
-			st = ns;
-			cap *= 2;
-		}
-		st[depth].next = 0;
-		if ((st[depth].n = calltree_children(&t, id, by_total, &c,
-						     &st[depth].kids)) < 0)
-			goto out;
-		depth++;
-	}
-	rc = 0;
-out:
-	for (size_t i = 0; st && i < depth; i++)
-		free(st[i].kids);
-	free(st);
+	struct tree_ctx c = { &t, ss, out, min_share / 100.0 * (double)ss->total, ms };
+	int rc = calltree_walk(&t, by_total, below, line, &c);
 	calltree_free(&t);
 	return rc;
 }
