@@ -120,12 +120,15 @@ covers s.pb.gz "spawn 64"
 echo "spawn 64: $(npids s.pb.gz) processes sampled, coverage $(comment s.pb.gz coverage)"
 
 # A process that outlives CMD: record ends with CMD, says the process was
-# still running, and counts the CPU it had used by then.
-$EMU "$CP" record -o b.pb.gz -- $EMU "$W" orphan 1000 >out 2>err || { cat err; fail "orphan: status $?"; }
+# still running, and counts the CPU it had used by then (counted, it
+# covered 10 times itself).  Its samples lag that count by what its own
+# thread had not yet moved into record's memory: 0.937 to 0.990 of 100
+# ms, quiet and loaded; it has about 300 ms here.
+$EMU "$CP" record -o b.pb.gz -- $EMU "$W" orphan 1500 >out 2>err || { cat err; fail "orphan: status $?"; }
 grep -q "1 process was still running when the command ended" err || { cat err; fail "orphan: no word of the process left running"; }
 has b.pb.gz orphan_work || { go tool pprof -top b.pb.gz; fail "orphan: orphan_work is not in the profile"; }
 covers b.pb.gz "orphan"
-each_covers b.pb.gz "orphan"
+each_covers b.pb.gz "orphan" 0.8
 echo "orphan: coverage $(comment b.pb.gz coverage), $(comment b.pb.gz process | tr '\n' ' ')"
 for i in $(seq 200); do grep -q "orphan done" out && break; sleep 0.1; done
 

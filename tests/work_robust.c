@@ -34,7 +34,7 @@
  *                       SIGTERM, SIGINT and SIGHUP are ignored)
  *   spawn N             fork N children at once, each burns 50 ms
  *   orphan MS           fork a child that burns MS ms and prints "orphan
- *                       done"; burn 100 ms and exit without waiting for it
+ *                       done"; burn 300 ms and exit without waiting for it
  *   dlchurn LIB N       N rounds of dlopen LIB, its dl_entry, dlclose
  *   clearenv            exec itself (`end exit`) with an empty environment
  *   sigwait             block SIGPROF in main, start a thread that takes it
@@ -112,6 +112,7 @@ BURNER(tree_work)
 BURNER(server_work)
 BURNER(spawn_work)
 BURNER(orphan_work)
+BURNER(orphan_parent_work)
 BURNER(sigwait_work)
 BURNER(api_work)
 
@@ -564,7 +565,7 @@ static int orphan_mode(int ms)
 		printf("orphan done\n");
 		return 0;
 	}
-	spawn_work(100);
+	orphan_parent_work(300);
 	return 0;
 }
 
