@@ -87,11 +87,18 @@ static void image_facts(const struct cp_collector *c, const struct cp_image *m, 
 		f->cpu_ns = m->live_cpu_ns - base;
 }
 
-/* Whether process pid is still running: CMD ended, and nobody reaped it. */
+/* Whether image m is of a process still running: CMD ended, and nobody
+ * reaped it. */
+static int is_running(const struct cp_image *m)
+{
+	return !m->dead && !m->have_status;
+}
+
+/* Whether any image of process pid is running (its last one, then). */
 static int still_running(const struct cp_collector *c, pid_t pid)
 {
 	for (size_t k = 0; k < c->nimages; k++)
-		if (c->images[k]->pid == pid && !c->images[k]->dead && !c->images[k]->have_status)
+		if (c->images[k]->pid == pid && is_running(c->images[k]))
 			return 1;
 	return 0;
 }
@@ -337,7 +344,7 @@ int record_write(const struct cp_collector *c, const char *path, const char *sho
 	char pids[128] = "";
 	for (size_t k = 0; k < c->nimages; k++) {
 		const struct cp_image *m = c->images[k];
-		if (!m->dead && !m->have_status && running++ < 4) {
+		if (is_running(m) && running++ < 4) {
 			size_t n = strlen(pids);
 			snprintf(pids + n, sizeof pids - n, "%s%d (%.24s)", n ? ", " : "", m->pid, image_name(m));
 		}
@@ -387,10 +394,11 @@ int record_write(const struct cp_collector *c, const char *path, const char *sho
 		/* The kernel's count for the whole tree, where record has one.
 		 * A process still running when CMD ended was reaped by nobody,
 		 * so that count has none of its CPU: its images' own counts
-		 * are added. */
+		 * are added (each image's pid looked up only if any runs: a
+		 * tree may have thousands of images). */
 		if (r->tree_cpu_ns > 0) {
 			tree.cpu_ns = r->tree_cpu_ns;
-			for (size_t k = 0; k < c->nimages; k++)
+			for (size_t k = 0; k < c->nimages && running; k++)
 				if (still_running(c, c->images[k]->pid))
 					tree.cpu_ns += facts[k].cpu_ns;
 		}
