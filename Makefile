@@ -29,7 +29,7 @@ ifneq ($(MAKECMDGOALS),clean)
 $(error $(CC) is not installed; `sh scripts/test.sh $(ARCH)` (as root) installs the cross toolchain and runs the suite)
 endif
 endif
-# src/lines.c is compiled against libdw's headers (it loads libdw.so.1 with
+# src/symbolize/lines.c is compiled against libdw's headers (it loads libdw.so.1 with
 # dlopen at run time, so nothing links with it); they are the same for
 # every CPU, so the host's libdw-dev serves a cross build too.
 LIBDW_PROBE := \#include <elfutils/libdw.h>
@@ -68,16 +68,26 @@ BASE    := -std=gnu11 -fno-omit-frame-pointer -D_GNU_SOURCE $(WARN) -Iinclude -I
 LIBFLAGS:= $(BASE) -fPIC -fvisibility=hidden -pthread
 LDLIBS  := -lz -ldl -pthread
 
-LIB_SRCS := $(wildcard src/*.c)
+# The library's rooms (docs/architecture.md): src/ itself is a profile's
+# life; each folder below it one concern.  Object files keep their folders,
+# but an archive keeps only base names: no two may be the same.
+LIB_SRCS := $(wildcard src/*.c src/*/*.c)
 SIG_SRCS := $(wildcard src/sig/*.c)
-CLI_SRCS := $(wildcard cli/*.c)
-LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o) $(SIG_SRCS:%.c=$(B)/%.o)
+CLI_SRCS := $(wildcard cli/*.c cli/*/*.c)
+ifneq ($(words $(sort $(notdir $(LIB_SRCS)))),$(words $(LIB_SRCS)))
+$(error two files of src/ have the same name: $(sort $(notdir $(LIB_SRCS))))
+endif
+LIB_OBJS := $(LIB_SRCS:%.c=$(B)/%.o)
 CLI_OBJS := $(CLI_SRCS:%.c=$(B)/%.o)
 
-# tests/lib_*.c are libraries a workload loads, tests/tool_*.c helpers of
-# the test scripts: neither is a test or workload of its own.
-TEST_SRCS := $(filter-out tests/lib_%.c tests/tool_%.c,$(wildcard tests/*.c))
-TEST_BINS := $(TEST_SRCS:tests/%.c=$(B)/tests/%)
+# Tests by kind: tests/api/ (test_*: the public API), tests/unit/ (unit_*:
+# internals), tests/e2e/ (t_*.sh: the programs end to end), tests/work/
+# (workloads the scripts profile, and lib_*.c, libraries they load),
+# tests/tools/ (helpers of the scripts).  Every program is built into
+# $(B)/tests/ under its own name.
+TEST_SRCS := $(wildcard tests/api/*.c tests/unit/*.c) $(filter-out tests/work/lib_%.c,$(wildcard tests/work/*.c)) \
+	tests/tools/no_perf.c
+TEST_BINS := $(addprefix $(B)/tests/,$(basename $(notdir $(TEST_SRCS))))
 # The unwinding tests run work_unwind and its library built both with and
 # without frame pointers.
 UNWIND_BINS := $(B)/tests/work_unwind_nofp $(B)/tests/libunwind_dl.so $(B)/tests/libunwind_dl_nofp.so \
@@ -97,7 +107,7 @@ UNWIND_BINS := $(B)/tests/work_unwind_nofp $(B)/tests/libunwind_dl.so $(B)/tests
 GP_SRCS := $(wildcard compat/gperftools/*.c) $(wildcard compat/gperftools/sig/*.c)
 GP_OBJS := $(filter-out %/static_dlsym.o,$(GP_SRCS:%.c=$(B)/%.o))
 GP_SIG_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard compat/gperftools/sig/*.c))
-GP_CORE := $(filter-out $(B)/src/preload.o,$(LIB_OBJS))
+GP_CORE := $(filter-out $(B)/src/process/preload.o,$(LIB_OBJS))
 GP_LIBS := $(B)/libprofiler.so.0 $(B)/libprofiler.so $(B)/libprofiler.a
 OBJCOPY ?= $(CROSS)objcopy
 READELF ?= $(CROSS)readelf
@@ -117,13 +127,13 @@ $(B)/src/%.o: src/%.c
 
 $(B)/cli/%.o: cli/%.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE) $(DEPFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) $(BASE) -Icli $(DEPFLAGS) -c -o $@ $<
 
-# The flame graph's page is built into the CLI (.incbin in cli/flame.c).
-$(B)/cli/flame.o: cli/flame.html
+# The flame graph's page is built into the CLI (.incbin in cli/report/flame.c).
+$(B)/cli/report/flame.o: cli/report/flame.html
 
 # nodelete: the library's signal handler may stay installed after a
-# profile (src/signals.c), so the library must never be unloaded.
+# profile (src/engines/signal.c), so the library must never be unloaded.
 $(B)/libcpuprof.so: $(LIB_OBJS)
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -Wl,-z,nodelete -o $@ $^ $(LDLIBS)
 
@@ -133,8 +143,8 @@ $(B)/libcpuprof.a: $(LIB_OBJS)
 
 # The CLI checks its flags with the library's table of settings, and
 # record collects, symbolizes and writes with the library's own code.
-CLI_SHARED := $(addprefix $(B)/src/,options.o judge.o stacktab.o symbols.o loader.o pprof_write.o protobuf.o lines.o \
-	lines_child.o sig/ring.o)
+CLI_SHARED := $(addprefix $(B)/src/,profile/options.o profile/judge.o profile/stacktab.o symbolize/symbols.o \
+	base/loader.o profile/pprof_write.o profile/protobuf.o symbolize/lines.o symbolize/lines_child.o sig/ring.o)
 $(B)/cpuprof: $(CLI_OBJS) $(CLI_SHARED)
 	$(CC) $(CFLAGS) -o $@ $^ -lz
 
@@ -144,9 +154,9 @@ ifdef TSAN
 # interpose.c, for ThreadSanitizer calls sigaction (ours) before it is
 # ready to see any access; and the signal-context code (src/sig/), whose
 # handler the kernel may run in a thread ThreadSanitizer has not set up
-# yet, and whose fences it does not model (tests/sigsafe.sh checks it).
+# yet, and whose fences it does not model (tests/tools/sigsafe.sh checks it).
 TEST_LINK = $(B)/libcpuprof.a $(LDLIBS)
-$(B)/src/interpose.o $(SIG_SRCS:%.c=$(B)/%.o): override CFLAGS += -fno-sanitize=thread
+$(B)/src/process/interpose.o $(SIG_SRCS:%.c=$(B)/%.o): override CFLAGS += -fno-sanitize=thread
 else
 TEST_LINK = -L$(B) -Wl,-rpath,$(abspath $(B)) -lcpuprof
 endif
@@ -192,56 +202,60 @@ $(B)/libprofiler.a: $(B)/compat/cpuprof-core.o $(filter-out %/coexist.o,$(GP_OBJ
 # Test programs: test_*.c use the public API of libcpuprof.so; unit_*.c test
 # internals and link the static library; everything else in tests/ is a
 # workload run under `cpuprof record` and links nothing of ours.
-$(B)/tests/test_%: tests/test_%.c tests/check.h $(B)/libcpuprof.so $(B)/libcpuprof.a
+$(B)/tests/test_%: tests/api/test_%.c tests/check.h $(B)/libcpuprof.so $(B)/libcpuprof.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -rdynamic -o $@ $< $(TEST_LINK) -pthread -lm -ldl
 
 # test_gp_*.c test the gperftools drop-in, against libprofiler.so.
-$(B)/tests/test_gp_%: tests/test_gp_%.c tests/check.h $(B)/libprofiler.so.0 $(B)/libprofiler.so
+$(B)/tests/test_gp_%: tests/api/test_gp_%.c tests/check.h $(B)/libprofiler.so.0 $(B)/libprofiler.so
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -rdynamic -o $@ $< -L$(B) -Wl,-rpath,$(abspath $(B)) -lprofiler -pthread -ldl
 
-$(B)/tests/unit_%: tests/unit_%.c tests/check.h $(B)/libcpuprof.a
+$(B)/tests/unit_%: tests/unit/unit_%.c tests/check.h $(B)/libcpuprof.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< $(B)/libcpuprof.a $(LDLIBS) -lm
 
-$(B)/tests/%: tests/%.c
+$(B)/tests/%: tests/work/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -pthread -lm -ldl
 
-$(B)/tests/work_unwind_nofp: tests/work_unwind.c
+$(B)/tests/%: tests/tools/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -o $@ $< -pthread -lm -ldl
+
+$(B)/tests/work_unwind_nofp: tests/work/work_unwind.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -fomit-frame-pointer -o $@ $< -pthread -lm -ldl
 
-$(B)/tests/libunwind_dl.so: tests/lib_unwind_dl.c
+$(B)/tests/libunwind_dl.so: tests/work/lib_unwind_dl.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -fPIC -shared -o $@ $<
 
-$(B)/tests/libunwind_dl_nofp.so: tests/lib_unwind_dl.c
+$(B)/tests/libunwind_dl_nofp.so: tests/work/lib_unwind_dl.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -fomit-frame-pointer -fPIC -shared -o $@ $<
 
-$(B)/tests/tool_fold: tests/tool_fold.c cli/profile.c cli/profile.h
+$(B)/tests/tool_fold: tests/tools/tool_fold.c cli/profile.c cli/profile.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE) -Icli -o $@ tests/tool_fold.c cli/profile.c -lz
+	$(CC) $(CFLAGS) $(BASE) -Icli -o $@ tests/tools/tool_fold.c cli/profile.c -lz
 
 # Without DWARF, like a libc without its debug package: its names come from
 # the versioned symbols.
-$(B)/tests/libversioned.so: tests/lib_versioned.c tests/lib_versioned.map
+$(B)/tests/libversioned.so: tests/work/lib_versioned.c tests/work/lib_versioned.map
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -g0 $(BASE) -fPIC -shared -Wl,--version-script=tests/lib_versioned.map -o $@ $<
+	$(CC) $(CFLAGS) -g0 $(BASE) -fPIC -shared -Wl,--version-script=tests/work/lib_versioned.map -o $@ $<
 
-$(B)/tests/tool_lines: tests/tool_lines.c $(B)/libcpuprof.a
+$(B)/tests/tool_lines: tests/tools/tool_lines.c $(B)/libcpuprof.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< $(B)/libcpuprof.a $(LDLIBS)
 
 # Whether this machine allows an engine, for the test scripts (check.h).
-$(B)/tests/tool_engine: tests/tool_engine.c tests/check.h
+$(B)/tests/tool_engine: tests/tools/tool_engine.c tests/check.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -o $@ $<
 
 # The report tests' profile writer: its own encoder, nothing of ours.
-$(B)/tests/tool_mkprof: tests/tool_mkprof.c
+$(B)/tests/tool_mkprof: tests/tools/tool_mkprof.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -lz
 
@@ -252,8 +266,8 @@ tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/tests/tool_mkprof $(B)/tests/tool_en
 
 # Signal-context objects may call nothing that can allocate, lock or use stdio.
 check-sigsafe: $(SIG_SRCS:%.c=$(B)/%.o) $(GP_SIG_OBJS)
-	@NM='$(NM)' sh tests/sigsafe.sh $(SIG_SRCS:%.c=$(B)/%.o)
-	@NM='$(NM)' sh tests/sigsafe.sh $(GP_SIG_OBJS)
+	@NM='$(NM)' sh tests/tools/sigsafe.sh $(SIG_SRCS:%.c=$(B)/%.o)
+	@NM='$(NM)' sh tests/tools/sigsafe.sh $(GP_SIG_OBJS)
 
 # The benchmark's smoke test needs its build; it runs on the host only.
 check: tests check-sigsafe $(if $(filter $(ARCH),$(HOST_ARCH)),bench-build)
@@ -322,7 +336,7 @@ $(BB)/bench/spawn: bench/spawn.c
 	$(CC) $(CFLAGS) $(BASE) -static -o $@ $<
 
 bench-build: all $(BB)/libcpuprof.so $(BENCH_BINS)
-	@NM='$(NM)' sh tests/sigsafe.sh $(SIG_SRCS:%.c=$(BB)/%.o) >/dev/null
+	@NM='$(NM)' sh tests/tools/sigsafe.sh $(SIG_SRCS:%.c=$(BB)/%.o) >/dev/null
 
 BENCH_ARGS := $(if $(filter-out 0,$(QUICK)),--quick) $(if $(filter-out 0,$(VM)),--vm)
 bench: bench-build
@@ -333,8 +347,8 @@ bench: bench-build
 # `make fuzz-report [FUZZ_SECONDS=300]`.  The corpus starts from profiles
 # the tests make; crashes are written to build-fuzz/.
 FUZZ_SECONDS ?= 300
-FUZZ_SRCS := tests/fuzz/report.c $(filter-out cli/main.c cli/record.c cli/record_write.c cli/collect.c,$(CLI_SRCS))
-build-fuzz/report: $(FUZZ_SRCS) $(wildcard cli/*.h) cli/flame.html
+FUZZ_SRCS := tests/fuzz/report.c $(filter-out cli/main.c cli/record/record.c cli/record/record_write.c cli/record/collect.c,$(CLI_SRCS))
+build-fuzz/report: $(FUZZ_SRCS) $(wildcard cli/*.h cli/*/*.h) cli/report/flame.html
 	@mkdir -p build-fuzz
 	clang -g -O1 -std=gnu11 -D_GNU_SOURCE -Icli -Isrc -fsanitize=fuzzer,address,undefined \
 		-fno-sanitize-recover=undefined -o $@ $(FUZZ_SRCS) -lz

@@ -6,7 +6,7 @@
 # drawn at random from 5,000 functions, so that almost no two share a
 # prefix (the worst case for the page's tree).  Prints the files' sizes,
 # report's time and peak memory, and the page's timings in headless
-# Chromium (tests/html_measure.js).  Run from the repository root after
+# Chromium (tests/tools/html_measure.js).  Run from the repository root after
 # `make tests bench-build`; needs chromium and node.
 set -e
 out=${1:-build/flame-bench}
@@ -30,4 +30,4 @@ for p in scale random; do
 		"page $(wc -c <"$out/$p.html") B ($(gzip -c "$out/$p.html" | wc -c) B gzipped)," \
 		"written in $(cat "$out/time")"
 done
-node tests/html_measure.js "$out/scale.html" "$out/random.html"
+node tests/tools/html_measure.js "$out/scale.html" "$out/random.html"

@@ -16,11 +16,11 @@ cd "$(dirname "$0")/.."
 # drop-in's test program against, pkg-config finds our install of it;
 # python3 runs the benchmark's smoke test (bench/run.py --smoke); chromium and
 # nodejs (with a font for the screenshots) open report's HTML flame graph
-# in a real browser, driven over the DevTools protocol by tests/cdp.js;
-# libdw-dev has the headers src/lines.c is built against (and libdw1,
+# in a real browser, driven over the DevTools protocol by tests/tools/cdp.js;
+# libdw-dev has the headers src/symbolize/lines.c is built against (and libdw1,
 # which it loads at run time); binutils' addr2line is the reference the
 # line tests compare with; dpkg-dev unpacks the Debian source package
-# (lua5.4) that tests/t_lines_lua.sh builds, with a deb-src line beside
+# (lua5.4) that tests/e2e/t_lines_lua.sh builds, with a deb-src line beside
 # the machine's own deb lines (the same mirrors) when it has none.
 sh scripts/deps.sh gcc make libc6-dev zlib1g-dev golang-go google-perftools libgoogle-perftools-dev pkg-config \
 	python3 ca-certificates chromium nodejs fonts-dejavu-core libdw-dev binutils dpkg-dev

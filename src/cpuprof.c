@@ -26,19 +26,19 @@
 #include <unistd.h>
 
 #include "cpuprof.h"
-#include "engines.h"
-#include "interpose.h"
-#include "judge.h"
-#include "loader.h"
-#include "names.h"
-#include "options.h"
-#include "rwmap.h"
+#include "engines/choose.h"
+#include "process/interpose.h"
+#include "profile/judge.h"
+#include "base/loader.h"
+#include "profile/names.h"
+#include "profile/options.h"
+#include "base/rwmap.h"
 #include "session.h"
-#include "shm_writer.h"
-#include "signals.h"
-#include "symbols.h"
-#include "threads.h"
-#include "unwind.h"
+#include "shm/writer.h"
+#include "engines/signal.h"
+#include "symbolize/symbols.h"
+#include "engines/threads.h"
+#include "unwind/tables.h"
 
 #define API __attribute__((visibility("default")))
 

@@ -12,9 +12,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "engine.h"
-#include "facts.h"
-#include "stacktab.h"
+#include "engines/engine.h"
+#include "profile/facts.h"
+#include "profile/stacktab.h"
 
 struct cpuprof_options;
 

@@ -1,10 +1,11 @@
 #!/bin/sh
 # run.sh -- runs every test of the suite, each in its own process with a
-# timeout: build/tests/test_* and unit_* (C programs) and tests/t_*.sh
+# timeout: build/tests/test_* and unit_* (C programs, from tests/api/ and
+# tests/unit/) and tests/e2e/t_*.sh
 # (end-to-end scripts).  Exit status 77 means "skipped here", with the
 # reason on a line "skip: REASON".  Prints one TAP-style line per test
 # (with its time) and a closing "N passed, N failed, N skipped" line.
-# A test whose source (tests/NAME.c, or the script) has a line
+# A test whose source (tests/api/NAME.c, tests/unit/NAME.c, or the script) has a line
 # "TEST_ENGINES: perf hw ..." runs once per engine listed, as NAME/ENGINE
 # with CPUPROF_TEST_ENGINE=ENGINE in its environment: an engine this
 # machine does not allow is then a skip of its own, counted as such.
@@ -63,10 +64,10 @@ run_one() {
 		sed 's/^/#   /' "$lf" | tail -n 30
 	fi
 }
-for t in $B/tests/test_* $B/tests/unit_* tests/t_*.sh; do
+for t in $B/tests/test_* $B/tests/unit_* tests/e2e/t_*.sh; do
 	[ -e "$t" ] || continue
 	name=$(basename "$t")
-	case "$t" in *.sh) src=$t ;; *) src=tests/$name.c ;; esac
+	case "$t" in *.sh) src=$t ;; *) src=$(ls tests/api/$name.c tests/unit/$name.c 2>/dev/null | head -n 1) ;; esac
 	engines=$(sed -n 's/^.*TEST_ENGINES: *//p' "$src" 2>/dev/null | head -n 1)
 	if [ -z "$engines" ]; then
 		wanted "$name" "$@" && run_one "$t" "$name" ""

@@ -21,10 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "lines.h"
-#include "pprof_write.h"
-#include "stacktab.h"
-#include "symbols.h"
+#include "symbolize/lines.h"
+#include "profile/pprof_write.h"
+#include "profile/stacktab.h"
+#include "symbolize/symbols.h"
 
 static long hwm_kib(void)
 {

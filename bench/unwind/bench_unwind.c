@@ -24,10 +24,10 @@
 
 #include "arch.h"
 #include "cpuprof.h"
-#include "ehframe.h"
+#include "unwind/ehframe.h"
 #include "sig/sigstate.h"
-#include "unwind.h"
-#include "unwind_build.h"
+#include "unwind/tables.h"
+#include "unwind/encode.h"
 
 #define NOINLINE __attribute__((noinline, noipa))
 

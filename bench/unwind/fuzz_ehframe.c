@@ -18,8 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ehframe.h"
-#include "unwind_build.h"
+#include "unwind/ehframe.h"
+#include "unwind/encode.h"
 
 struct input {
 	const char *path;

@@ -106,7 +106,7 @@ if ! command -v perf >/dev/null 2>&1 || ! perf record -q -o "$tmp/probe.data" -e
 	echo "(perf is not installed or not allowed here: skipped)"
 	exit 0
 fi
-echo "The same -O2 -fomit-frame-pointer programs (tests/work_unwind.c), once under"
+echo "The same -O2 -fomit-frame-pointer programs (tests/work/work_unwind.c), once under"
 echo "\`cpuprof record\` (auto mode) and once under \`perf record -e cpu-clock -F 999"
 echo "--call-graph dwarf\` (which copies 8 KiB of stack per sample and unwinds later)."
 echo "Samples whose leaf is the hot function; each frame is compared as"

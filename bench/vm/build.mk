@@ -19,7 +19,7 @@ $(VM_B)/ticks: bench/vm/experiments/ticks.c
 	@mkdir -p $(dir $@)
 	$(CC) $(VM_CFLAGS) -o $@ $< -pthread -lm
 
-$(VM_B)/vmprof: bench/vm/vmprof.c cli/profile.c cli/profile.h src/profile_proto.h
+$(VM_B)/vmprof: bench/vm/vmprof.c cli/profile.c cli/profile.h src/profile/profile_proto.h
 	@mkdir -p $(dir $@)
 	$(CC) $(VM_CFLAGS) -Isrc -o $@ bench/vm/vmprof.c cli/profile.c -lz
 

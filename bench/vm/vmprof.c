@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../cli/profile.h"
+#include "profile.h"
 
 #define LEAVES 3
 

@@ -1,8 +1,8 @@
 /*
  * unwind_table.h -- SIGNAL CONTEXT.  The compact unwind table of one loaded
  * object and the set of tables the handler sees.  Tables are built outside
- * signal context from the objects' .eh_frame (src/ehframe.c parses,
- * src/unwind_table.c encodes, src/unwind.c publishes) and never change once
+ * signal context from the objects' .eh_frame (src/unwind/ehframe.c parses,
+ * src/unwind/encode.c encodes, src/unwind/tables.c publishes) and never change once
  * published; the handler only reads them (unwind_dwarf.c).  The format is
  * arch-neutral: a rule speaks of the stack pointer, the frame pointer and
  * the return address, never of a register number.

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 
 #include "profile.h"
-#include "report.h"
-#include "stacks.h"
+#include "report/report.h"
+#include "report/stacks.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,0 +1,573 @@
+/*
+ * record.c -- `cpuprof record [options] -- CMD [ARGS...]`: runs CMD with
+ * libcpuprof.so in LD_PRELOAD and the profiler's settings in CPUPROF_*
+ * environment variables, and collects the samples of CMD and of every
+ * process it starts, with or without exec, as they are taken: each
+ * profiled process writes them into shared memory that record made
+ * (collect.c), so that a profile exists however a process ends -- exit,
+ * _exit, a fatal signal, SIGKILL, exec.  When CMD has ended, record writes
+ * one profile of the whole tree (record_write.c), or one per process
+ * image with --per-process, and says on stderr what it wrote.
+ *
+ * record is a good parent: the signals that ask a program to stop
+ * (SIGINT, SIGTERM, SIGHUP, SIGQUIT) that are sent to record alone are
+ * passed to CMD, and record gives CMD --grace seconds to end before it
+ * kills it; a Ctrl-C from the terminal, which reaches CMD by itself, only
+ * keeps record waiting for it.  Orphans of the tree come to record
+ * (PR_SET_CHILD_SUBREAPER), so that how they end is known too.  Options
+ * are validated before anything runs; the exit status is CMD's (128+N if
+ * signal N killed it).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "collect.h"
+#include "commands.h"
+#include "profile/options.h"
+#include "record_write.h"
+
+#define DEFAULT_OUTPUT "cpu.pb.gz"
+#define LIBNAME "libcpuprof.so"
+#define DEFAULT_GRACE "5"
+/* The shared memory: slots for the processes of the tree that run at the
+ * same time, each with a ring of this many samples. */
+#define SLOTS 128
+#define RING_CELLS 2048
+/* How often record takes what the tree wrote, at most (ms). */
+#define POLL_MS 20
+
+/* What the command line asked for; NULL fields were not given. */
+struct record_opts {
+	const char *output;
+	const char *hz, *engine, *depth, *signal, *unwind, *grace;
+	bool per_process;
+	char **cmd; /* NULL-terminated argv of the command */
+};
+
+void record_usage(FILE *f)
+{
+	fputs("  cpuprof record [-o FILE] [-F HZ] [--engine NAME] [--depth N]\n"
+	      "                 [--signal N] [--unwind MODE] [--per-process]\n"
+	      "                 [--grace SECONDS] -- CMD [ARGS...]\n"
+	      "      run CMD with the profiler preloaded and write one profile of\n"
+	      "      it and of every process it starts to FILE (default\n"
+	      "      " DEFAULT_OUTPUT "), its samples labelled with process and\n"
+	      "      thread; with --per-process, one file per process image,\n"
+	      "      FILE.<pid> (FILE.<pid>.<n> after the n-th exec).  HZ: samples\n"
+	      "      per CPU second, 1..100000; NAME: auto, perf, hw, timer or\n"
+	      "      itimer; N: stack depth 1..1024, sampling signal of the timer\n"
+	      "      engines: SIGPROF (27) or a real-time signal; MODE: auto\n"
+	      "      (.eh_frame tables, frame pointers where there are none), dwarf\n"
+	      "      or fp.  SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to record go\n"
+	      "      to CMD, which then has SECONDS (default " DEFAULT_GRACE ") to end\n"
+	      "      before it is killed.  Exits with CMD's status.\n",
+	      f);
+}
+
+/* If argv[*i] is option `shortname` (e.g. "-o", may be NULL) or `longname`
+ * (e.g. "--output") in any of the forms "-o V", "-oV", "--output V" and
+ * "--output=V", stores V in *val (NULL if it is missing), advances *i past
+ * it and returns true. */
+static bool match_opt(int argc, char **argv, int *i, const char *shortname, const char *longname, const char **val)
+{
+	const char *a = argv[*i];
+	size_t sl = shortname ? strlen(shortname) : 0, ll = strlen(longname);
+	if ((shortname && strcmp(a, shortname) == 0) || strcmp(a, longname) == 0) {
+		*val = *i + 1 < argc ? argv[++*i] : NULL;
+		if (!*val)
+			++*i;
+		return true;
+	}
+	if (strncmp(a, longname, ll) == 0 && a[ll] == '=') {
+		*val = a + ll + 1;
+		return true;
+	}
+	if (shortname && strncmp(a, shortname, sl) == 0) {
+		*val = a + sl;
+		return true;
+	}
+	return false;
+}
+
+/* Parses argv (argv[0] is "record") into *o.  Prints a message and
+ * returns -1 for anything wrong, 1 for --help, 0 otherwise. */
+static int parse_args(int argc, char **argv, struct record_opts *o)
+{
+	int i;
+	long v;
+	memset(o, 0, sizeof *o);
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *val = NULL, *name = a;
+		if (strcmp(a, "--") == 0) {
+			i++;
+			break;
+		}
+		if (a[0] != '-' || a[1] == '\0')
+			break; /* the command starts here */
+		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
+			return 1;
+		if (strcmp(a, "--per-process") == 0) {
+			o->per_process = true;
+			continue;
+		}
+		if (match_opt(argc, argv, &i, "-o", "--output", &val))
+			o->output = val;
+		else if (match_opt(argc, argv, &i, "-F", "--hz", &val))
+			o->hz = val;
+		else if (match_opt(argc, argv, &i, NULL, "--engine", &val))
+			o->engine = val;
+		else if (match_opt(argc, argv, &i, NULL, "--depth", &val))
+			o->depth = val;
+		else if (match_opt(argc, argv, &i, NULL, "--signal", &val))
+			o->signal = val;
+		else if (match_opt(argc, argv, &i, NULL, "--unwind", &val))
+			o->unwind = val;
+		else if (match_opt(argc, argv, &i, NULL, "--grace", &val))
+			o->grace = val;
+		else {
+			fprintf(stderr, "cpuprof record: unknown option '%s'\n", a);
+			return -1;
+		}
+		if (!val) {
+			fprintf(stderr, "cpuprof record: option '%s' needs a value\n", name);
+			return -1;
+		}
+	}
+	if (i >= argc) {
+		fprintf(stderr, "cpuprof record: no command given\n");
+		return -1;
+	}
+	o->cmd = argv + i;
+
+	if (o->output && o->output[0] == '\0') {
+		fprintf(stderr, "cpuprof record: -o/--output: empty file name\n");
+		return -1;
+	}
+	if (o->grace && !parse_int_arg(o->grace, 0, 3600, &v)) {
+		fprintf(stderr, "cpuprof record: --grace %s: the seconds CMD has to end must be an integer from 0 "
+			"to 3600\n", o->grace);
+		return -1;
+	}
+	/* Each setting checked by the library's own table (src/profile/options.h),
+	 * which the profiled program reads it with. */
+	const struct {
+		const char *val;
+		enum cp_option_id id;
+	} checks[] = {
+		{ o->hz, CP_OPT_HZ },
+		{ o->engine, CP_OPT_ENGINE },
+		{ o->depth, CP_OPT_DEPTH },
+		{ o->signal, CP_OPT_SIGNAL },
+		{ o->unwind, CP_OPT_UNWIND },
+	};
+	for (size_t k = 0; k < sizeof checks / sizeof checks[0]; k++) {
+		const struct cp_option *opt = &cp_options[checks[k].id];
+		char why[256];
+		if (checks[k].val && cp_option_parse(opt, checks[k].val, &v, why, sizeof why) < 0) {
+			fprintf(stderr, "cpuprof record: %s %s: %s\n", opt->flag, checks[k].val, why);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* The canonical path of `path` if it names a readable regular file, else
+ * NULL.  The result is malloc'd. */
+static char *usable_file(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode) || access(path, R_OK) < 0)
+		return NULL;
+	return realpath(path, NULL);
+}
+
+/* Finds libcpuprof.so: $CPUPROF_LIB, else next to this executable (the
+ * build tree), else in ../lib relative to it (an installed tree).  Returns
+ * a malloc'd absolute path, or NULL after printing why. */
+static char *find_library(void)
+{
+	const char *env = getenv("CPUPROF_LIB");
+	if (env && *env) {
+		char *p = usable_file(env);
+		if (!p)
+			fprintf(stderr, "cpuprof record: CPUPROF_LIB=%s: not a readable file\n", env);
+		return p;
+	}
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (n <= 0 || (size_t)n >= sizeof exe - 1) {
+		fprintf(stderr, "cpuprof record: cannot find " LIBNAME ": /proc/self/exe is unreadable; set CPUPROF_LIB\n");
+		return NULL;
+	}
+	exe[n] = '\0';
+	char *slash = strrchr(exe, '/');
+	if (slash)
+		*slash = '\0';
+	char *cand[2] = { NULL, NULL }, *found = NULL;
+	if (asprintf(&cand[0], "%s/" LIBNAME, exe) < 0)
+		cand[0] = NULL;
+	if (asprintf(&cand[1], "%s/../lib/" LIBNAME, exe) < 0)
+		cand[1] = NULL;
+	for (int i = 0; i < 2 && !found; i++)
+		if (cand[i])
+			found = usable_file(cand[i]);
+	if (!found)
+		fprintf(stderr, "cpuprof record: cannot find " LIBNAME " in %s or %s/../lib; set CPUPROF_LIB to its path\n",
+			exe, exe);
+	free(cand[0]);
+	free(cand[1]);
+	return found;
+}
+
+/* Sets the environment CMD runs in: LD_PRELOAD with lib first, the shared
+ * memory's path, CPUPROF_* for the options given, and none of LD_PRELOAD
+ * mode's own variables.  Returns -1 if out of memory. */
+static int set_environment(const struct record_opts *o, const char *lib, const char *shm)
+{
+	const char *pre = getenv("LD_PRELOAD");
+	char *preload;
+	if (pre && *pre) {
+		if (asprintf(&preload, "%s:%s", lib, pre) < 0)
+			return -1;
+	} else if (!(preload = strdup(lib))) {
+		return -1;
+	}
+	int rc = setenv("LD_PRELOAD", preload, 1);
+	free(preload);
+	unsetenv("CPUPROF");
+	unsetenv("CPUPROF_OWNER");
+	if (rc < 0 || setenv(CP_SHM_ENV, shm, 1) < 0 || (o->hz && setenv("CPUPROF_HZ", o->hz, 1) < 0) ||
+	    (o->engine && setenv("CPUPROF_ENGINE", o->engine, 1) < 0) ||
+	    (o->depth && setenv("CPUPROF_DEPTH", o->depth, 1) < 0) ||
+	    (o->signal && setenv("CPUPROF_SIGNAL", o->signal, 1) < 0) ||
+	    (o->unwind && setenv("CPUPROF_UNWIND", o->unwind, 1) < 0))
+		return -1;
+	return 0;
+}
+
+/* Splits the absolute path `abs` into a malloc'd directory and a pointer
+ * to its base name inside abs. */
+static char *split_dir(const char *abs, const char **base)
+{
+	const char *slash = strrchr(abs, '/');
+	*base = slash + 1;
+	if (slash == abs)
+		return strdup("/");
+	return strndup(abs, (size_t)(slash - abs));
+}
+
+/* Can a file be written in dir?  Tries it (a file that is removed at
+ * once), so that the profile's directory fails before the command runs
+ * rather than after.  0, or an errno value. */
+static int writable_dir(const char *dir)
+{
+	char *probe = NULL;
+	if (asprintf(&probe, "%s/.cpuprof-record-%ld", dir, (long)getpid()) < 0)
+		return ENOMEM;
+	int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	int e = fd < 0 ? errno : 0;
+	if (fd >= 0) {
+		close(fd);
+		unlink(probe);
+	}
+	free(probe);
+	return e;
+}
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t rusage_ns(const struct rusage *ru)
+{
+	return ((int64_t)ru->ru_utime.tv_sec + ru->ru_stime.tv_sec) * 1000000000 +
+	       ((int64_t)ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000;
+}
+
+/* The signals record handles itself, through a signalfd. */
+static void record_signals(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGCHLD);
+	sigaddset(set, SIGINT);
+	sigaddset(set, SIGTERM);
+	sigaddset(set, SIGHUP);
+	sigaddset(set, SIGQUIT);
+}
+
+/* What record saw of the run. */
+struct run_state {
+	pid_t root;
+	int status;
+	bool root_done;
+	int64_t tree_cpu_ns;   /* the kernel's: CMD's rusage, and orphans' */
+	int64_t kill_at;       /* CLOCK_MONOTONIC ms to kill CMD at, or 0 */
+	int forwarded;         /* signals passed on */
+	int told_to_stop;      /* the signal that did (0: none) */
+};
+
+/* Reaps every child that ended: CMD, or an orphan of the tree. */
+static void reap(struct cp_collector *c, struct run_state *rs)
+{
+	int st;
+	struct rusage ru;
+	pid_t p;
+	while ((p = wait4(-1, &st, WNOHANG, &ru)) > 0) {
+		if (!WIFEXITED(st) && !WIFSIGNALED(st))
+			continue;
+		rs->tree_cpu_ns += rusage_ns(&ru);
+		cp_collect_status(c, p, st, rusage_ns(&ru));
+		if (p == rs->root) {
+			rs->status = st;
+			rs->root_done = true;
+		}
+	}
+}
+
+/* A signal that asks a program to stop reached record. */
+static void on_stop_signal(const struct signalfd_siginfo *si, struct run_state *rs, int grace)
+{
+	int sig = (int)si->ssi_signo;
+	/* From the terminal (SI_KERNEL): the whole foreground group has it,
+	 * CMD too.  From kill(): CMD has it as well if the sender aimed at
+	 * our process group or is in it (timeout(1) sends to both);
+	 * otherwise it was meant for record alone and goes on to CMD. */
+	if (si->ssi_code == SI_KERNEL)
+		return;
+	pid_t sender = (pid_t)si->ssi_pid;
+	if (sender <= 0 || getpgid(sender) != getpgid(rs->root)) {
+		kill(rs->root, sig);
+		rs->forwarded++;
+	}
+	if (!rs->told_to_stop) {
+		rs->told_to_stop = sig;
+		rs->kill_at = mono_ms() + (int64_t)grace * 1000;
+	}
+}
+
+/* Ends what is left of the tree: CMD and every profiled process that
+ * still runs. */
+static void kill_tree(struct cp_collector *c, struct run_state *rs)
+{
+	kill(rs->root, SIGKILL);
+	for (size_t k = 0; k < c->nimages; k++)
+		if (!c->images[k]->dead && !c->images[k]->done && c->images[k]->pid > 1)
+			kill(c->images[k]->pid, SIGKILL);
+}
+
+/* Runs o->cmd and collects the tree's samples until it has ended; returns
+ * CMD's wait status, or -1 if it could not be started (after printing why;
+ * *exec_errno is then its errno, or 0 if fork itself failed). */
+static int run(const struct record_opts *o, struct cp_collector *c, struct run_state *rs, int *exec_errno)
+{
+	int pfd[2];
+	sigset_t mine, old;
+	*exec_errno = 0;
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		perror("cpuprof record: pipe");
+		return -1;
+	}
+	record_signals(&mine);
+	sigprocmask(SIG_BLOCK, &mine, &old);
+	int sfd = signalfd(-1, &mine, SFD_CLOEXEC | SFD_NONBLOCK);
+	/* Orphans of the tree are reparented to record, not to init. */
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	if (pid == 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		close(pfd[0]);
+		execvp(o->cmd[0], o->cmd);
+		int e = errno;
+		ssize_t w = write(pfd[1], &e, sizeof e);
+		(void)w;
+		_exit(127);
+	}
+	close(pfd[1]);
+	if (pid < 0 || sfd < 0) {
+		perror(pid < 0 ? "cpuprof record: fork" : "cpuprof record: signalfd");
+		close(pfd[0]);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return -1;
+	}
+	int e = 0;
+	ssize_t n;
+	do
+		n = read(pfd[0], &e, sizeof e);
+	while (n < 0 && errno == EINTR);
+	close(pfd[0]);
+	rs->root = pid;
+	if (n == (ssize_t)sizeof e) {
+		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		close(sfd);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		*exec_errno = e ? e : ENOEXEC;
+		fprintf(stderr, "cpuprof record: %s: %s\n", o->cmd[0], strerror(*exec_errno));
+		return -1;
+	}
+	long grace = 5;
+	if (o->grace)
+		parse_int_arg(o->grace, 0, 3600, &grace);
+
+	while (!rs->root_done) {
+		int timeout = POLL_MS;
+		if (rs->kill_at) {
+			int64_t left = rs->kill_at - mono_ms();
+			if (left <= 0) {
+				fprintf(stderr, "cpuprof record: %s did not end within %ld s of signal %d: killing it\n",
+					o->cmd[0], grace, rs->told_to_stop);
+				kill_tree(c, rs);
+				rs->kill_at = 0;
+			} else if (left < timeout) {
+				timeout = (int)left;
+			}
+		}
+		struct pollfd p = { sfd, POLLIN, 0 };
+		if (poll(&p, 1, timeout) > 0) {
+			struct signalfd_siginfo si;
+			while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+				if (si.ssi_signo == SIGCHLD)
+					reap(c, rs);
+				else
+					on_stop_signal(&si, rs, (int)grace);
+			}
+		}
+		reap(c, rs);
+		cp_collect_poll(c);
+	}
+	/* CMD is gone; orphans it left that already ended are reaped, and the
+	 * rest of the tree is taken as it is. */
+	reap(c, rs);
+	cp_collect_finish(c);
+	close(sfd);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return rs->status;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_opts o;
+	struct cp_collector c;
+	struct run_state rs;
+	char *lib = NULL, *abs = NULL, *dir = NULL;
+	const char *base;
+	int rc = EXIT_USAGE, exec_errno;
+	struct stat st;
+	char why[512];
+
+	memset(&c, 0, sizeof c);
+	c.fd = -1;
+	memset(&rs, 0, sizeof rs);
+	int pr = parse_args(argc, argv, &o);
+	if (pr > 0) {
+		fputs("usage:\n", stdout);
+		record_usage(stdout);
+		return 0;
+	}
+	if (pr < 0) {
+		fputs("usage:\n", stderr);
+		record_usage(stderr);
+		return EXIT_USAGE;
+	}
+	const char *output = o.output ? o.output : DEFAULT_OUTPUT;
+	if (!(lib = find_library()))
+		goto out;
+	if (strpbrk(lib, ": ")) {
+		fprintf(stderr, "cpuprof record: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", lib);
+		goto out;
+	}
+	if (output[0] == '/') {
+		abs = strdup(output);
+	} else {
+		char *cwd = getcwd(NULL, 0);
+		if (!cwd || asprintf(&abs, "%s/%s", cwd, output) < 0)
+			abs = NULL;
+		free(cwd);
+	}
+	if (!abs || !(dir = split_dir(abs, &base))) {
+		fprintf(stderr, "cpuprof record: %s: cannot make an absolute path\n", output);
+		goto out;
+	}
+	if (*base == '\0') {
+		fprintf(stderr, "cpuprof record: -o %s: names a directory, not a file\n", output);
+		goto out;
+	}
+	if (stat(dir, &st) < 0) {
+		fprintf(stderr, "cpuprof record: -o %s: %s: %s\n", output, dir, strerror(errno));
+		goto out;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "cpuprof record: -o %s: %s: not a directory\n", output, dir);
+		goto out;
+	}
+	if (stat(abs, &st) == 0 && S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "cpuprof record: -o %s: is a directory\n", output);
+		goto out;
+	}
+	/* A profile that could not be written after the run would be lost:
+	 * fail now.  (A path that is not a regular file, /dev/null or a
+	 * FIFO, is written into.) */
+	int e = writable_dir(dir);
+	if (e && !(stat(abs, &st) == 0 && !S_ISREG(st.st_mode) && access(abs, W_OK) == 0)) {
+		fprintf(stderr, "cpuprof record: -o %s: cannot write in %s: %s\n", output, dir, strerror(e));
+		goto out;
+	}
+	long depth = cp_options[CP_OPT_DEPTH].def;
+	if (o.depth)
+		parse_int_arg(o.depth, 1, cp_options[CP_OPT_DEPTH].max, &depth);
+	/* A stale profile is not left for this run's: only a regular file is
+	 * removed (-o /dev/null, or a FIFO, is written into). */
+	if (stat(abs, &st) == 0 && S_ISREG(st.st_mode) && unlink(abs) < 0) {
+		fprintf(stderr, "cpuprof record: cannot remove the old %s: %s\n", output, strerror(errno));
+		goto out;
+	}
+	if (cp_collect_create(&c, SLOTS, RING_CELLS, (uint32_t)depth, why, sizeof why) < 0) {
+		fprintf(stderr, "cpuprof record: %s\n", why);
+		goto out;
+	}
+	if (set_environment(&o, lib, c.path) < 0) {
+		fprintf(stderr, "cpuprof record: cannot set the environment: %s\n", strerror(errno));
+		goto out;
+	}
+
+	int status = run(&o, &c, &rs, &exec_errno);
+	if (status < 0) {
+		rc = exec_errno == ENOENT || exec_errno == ENOTDIR ? 127 : 126;
+		goto out;
+	}
+	rc = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
+	struct record_run run_info = {
+		.cmd = o.cmd[0],
+		.status = status,
+		.tree_cpu_ns = rs.tree_cpu_ns,
+		.root = rs.root,
+		.per_process = o.per_process,
+		.told_to_stop = rs.told_to_stop,
+	};
+	record_write(&c, abs, output, &run_info);
+out:
+	cp_collect_free(&c);
+	free(lib);
+	free(abs);
+	free(dir);
+	return rc;
+}

@@ -1,0 +1,485 @@
+/*
+ * record_write.c -- the profile(s) of a recorded tree (record_write.h).
+ * Each process image's samples are written with the objects it had
+ * loaded (an image whose objects changed places has several epochs, each
+ * with its own set), its frames that are not code carry its labels, and
+ * its facts are added into the tree's; how the kernel charged the tree
+ * (CMD's rusage, which holds what it reaped, and the orphans') is the
+ * measure of coverage.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "profile/judge.h"
+#include "profile/pprof_write.h"
+#include "profile.h"
+#include "record_write.h"
+#include "symbolize/symbols.h"
+
+/* Most processes the comments describe one by one. */
+#define MAX_PROCESS_COMMENTS 64
+
+/* How the image's process ended, as text ("exit:0", "signal:9", ...). */
+static void ended(const struct cp_image *m, char *buf, size_t len)
+{
+	if (m->replaced || (m->facts.ended == CP_END_EXEC && m->facts.exec_pending && !m->have_status))
+		snprintf(buf, len, "exec");
+	else if (m->have_status && WIFEXITED(m->status))
+		snprintf(buf, len, "exit:%d", WEXITSTATUS(m->status));
+	else if (m->have_status && WIFSIGNALED(m->status))
+		snprintf(buf, len, "signal:%d%s", WTERMSIG(m->status), WCOREDUMP(m->status) ? " (core dumped)" : "");
+	else if (m->facts.ended == CP_END_UNDERSCORE_EXIT)
+		snprintf(buf, len, "_exit:%d", m->facts.exit_status);
+	else if (m->facts.ended == CP_END_EXIT)
+		snprintf(buf, len, "exit");
+	else if (!m->dead)
+		snprintf(buf, len, "running");
+	else
+		snprintf(buf, len, "unknown");
+}
+
+/* The image's name for labels and messages: its program's base name. */
+static const char *image_name(const struct cp_image *m)
+{
+	const char *slash = strrchr(m->exe, '/');
+	return m->exe[0] ? (slash ? slash + 1 : m->exe) : m->comm;
+}
+
+/* The image's facts, with what record counted itself. */
+static void image_facts(const struct cp_collector *c, const struct cp_image *m, struct cp_facts *f)
+{
+	if (m->have_facts)
+		*f = m->facts;
+	else
+		memset(f, 0, sizeof *f);
+	/* Its CPU before its profile started, by its own clock: the clock of
+	 * a process goes on through an exec, so for an image an exec made,
+	 * what the one before it had used (at its stop) is not its own. */
+	int64_t base = 0;
+	for (size_t k = 0; k < c->nimages; k++) {
+		const struct cp_image *o = c->images[k];
+		if (o->pid == m->pid && o->order + 1 == m->order && o->have_facts)
+			base = o->facts.cpu0_ns + o->facts.cpu_ns;
+	}
+	f->before_ns = m->have_facts && f->cpu0_ns > base ? (uint64_t)(f->cpu0_ns - base) : 0;
+	/* The image's CPU is from its start, as its profile counts it. */
+	f->cpu_ns += (int64_t)f->before_ns;
+	f->samples = m->samples;
+	f->sampled_ns = m->sampled_ns;
+	f->lost += m->dropped;
+	f->lost_ns += m->dropped_ns;
+	/* A process that never said it ended (killed) last published its
+	 * CPU a while before: the kernel's count from its wait is better. */
+	if (m->facts.ended == CP_END_NONE && m->have_status && m->wait_cpu_ns - base > f->cpu_ns)
+		f->cpu_ns = m->wait_cpu_ns - base;
+	/* One still running when CMD ended: the kernel's count at its last
+	 * samples (cp_collect_finish). */
+	if (m->live_cpu_ns && !m->have_status && m->live_cpu_ns - base > f->cpu_ns)
+		f->cpu_ns = m->live_cpu_ns - base;
+}
+
+/* Whether image m is of a process still running: CMD ended, and nobody
+ * reaped it. */
+static int is_running(const struct cp_image *m)
+{
+	return !m->dead && !m->have_status;
+}
+
+/* Whether any image of process pid is running (its last one, then). */
+static int still_running(const struct cp_collector *c, pid_t pid)
+{
+	for (size_t k = 0; k < c->nimages; k++)
+		if (c->images[k]->pid == pid && is_running(c->images[k]))
+			return 1;
+	return 0;
+}
+
+/* Adds image facts f into the tree's t. */
+static void add_facts(struct cp_facts *t, const struct cp_facts *f)
+{
+	t->cpu_ns += f->cpu_ns;
+	t->user_ns += f->user_ns;
+	t->waits += f->waits;
+	t->samples += f->samples;
+	t->sampled_ns += f->sampled_ns;
+	t->lost += f->lost;
+	t->lost_ns += f->lost_ns;
+	t->unsampled_ns += f->unsampled_ns;
+	t->profiler_ns += f->profiler_ns;
+	t->before_ns += f->before_ns;
+	t->armed += f->armed;
+	t->unarmed += f->unarmed;
+	t->blocked += f->blocked;
+	t->throttled += f->throttled;
+	if (!t->first_error)
+		t->first_error = f->first_error;
+	if (f->duration_ns > t->duration_ns)
+		t->duration_ns = f->duration_ns;
+}
+
+/* Why a program was not profiled, from its file: statically linked (no
+ * dynamic loader to preload with), setuid or setgid. */
+static const char *why_unprofiled(const char *path)
+{
+	struct stat st;
+	if (stat(path, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
+		return "it is setuid or setgid, and such programs are never profiled";
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ElfW(Ehdr) eh;
+		int interp = -1;
+		if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && !memcmp(eh.e_ident, ELFMAG, SELFMAG) &&
+		    eh.e_phentsize == sizeof(ElfW(Phdr)) && eh.e_phnum < 256) {
+			interp = 0;
+			for (unsigned i = 0; i < eh.e_phnum; i++) {
+				ElfW(Phdr) ph;
+				if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + i * sizeof ph)) == (ssize_t)sizeof ph &&
+				    ph.p_type == PT_INTERP)
+					interp = 1;
+			}
+		}
+		close(fd);
+		if (interp == 0)
+			return "it is statically linked: no dynamic loader preloads the profiler into it";
+	}
+	return "it never loaded the profiler (its environment lost LD_PRELOAD?)";
+}
+
+/* The thread-name callback of a part: the image's names. */
+static const char *thread_name(const void *arg, uint32_t tid)
+{
+	return cp_image_thread_name(arg, (int32_t)tid);
+}
+
+/* The objects image m had loaded in epoch e: those published before the
+ * next epoch, less any that a later one of them was loaded over. */
+static struct cp_symbols *epoch_symbols(const struct cp_image *m, size_t e)
+{
+	uint32_t until = e + 1 < m->nepochs ? m->epochs[e + 1].gen : UINT32_MAX;
+	struct cp_object_desc *d = calloc(m->nobjs ? m->nobjs : 1, sizeof *d);
+	struct cp_segment_desc *segs = calloc(m->nobjs ? m->nobjs * CP_SHM_MAX_SEGS : 1, sizeof *segs);
+	size_t n = 0;
+	for (uint32_t i = 0; d && segs && i < m->nobjs; i++) {
+		const struct cp_shm_obj *o = &m->objs[i];
+		if (o->gen >= until)
+			continue;
+		int covered = 0;
+		for (uint32_t k = i + 1; k < m->nobjs && !covered; k++) {
+			const struct cp_shm_obj *later = &m->objs[k];
+			for (uint32_t a = 0; later->gen < until && a < o->nsegs && !covered; a++)
+				for (uint32_t b = 0; b < later->nsegs && !covered; b++)
+					covered = o->segs[a].start < later->segs[b].limit &&
+						  later->segs[b].start < o->segs[a].limit;
+		}
+		if (covered)
+			continue;
+		struct cp_segment_desc *sd = segs + i * CP_SHM_MAX_SEGS;
+		for (uint32_t g = 0; g < o->nsegs; g++)
+			sd[g] = (struct cp_segment_desc){ (uintptr_t)o->segs[g].start, (uintptr_t)o->segs[g].limit,
+							  o->segs[g].file_offset };
+		d[n++] = (struct cp_object_desc){ o->path, o->build_id, (uintptr_t)o->bias, sd, o->nsegs };
+	}
+	struct cp_symbols *s = d && segs ? cp_symbols_from_objects(d, n, m->exe) : NULL;
+	free(d);
+	free(segs);
+	return s;
+}
+
+/* The parts of image m (one per epoch with samples, the first with its
+ * frames that are not code) appended to *parts; its pseudo samples go in
+ * pseudo[CP_FACTS_PSEUDO].  0 or -1 (out of memory). */
+static int image_parts(const struct cp_image *m, const struct cp_facts *f, struct cp_pseudo_sample *pseudo,
+		       struct cp_profile_part **parts, size_t *nparts, size_t *cap)
+{
+	for (size_t e = 0; e < m->nepochs; e++) {
+		if (e > 0 && m->epochs[e].tab.len == 0)
+			continue;
+		if (*nparts == *cap) {
+			size_t nc = *cap ? 2 * *cap : 16;
+			struct cp_profile_part *np = realloc(*parts, nc * sizeof *np);
+			if (!np)
+				return -1;
+			*parts = np;
+			*cap = nc;
+		}
+		struct cp_symbols *s = epoch_symbols(m, e);
+		if (!s)
+			return -1;
+		struct cp_profile_part *p = &(*parts)[(*nparts)++];
+		memset(p, 0, sizeof *p);
+		p->syms = s;
+		p->tab = &m->epochs[e].tab;
+		p->pid = m->pid;
+		p->process = image_name(m);
+		p->thread_name = thread_name;
+		p->arg = m;
+		if (e == 0) {
+			p->pseudo = pseudo;
+			p->npseudo = cp_facts_pseudo(f, pseudo);
+		}
+	}
+	return 0;
+}
+
+static void free_parts(struct cp_profile_part *parts, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		cp_symbols_free((struct cp_symbols *)parts[i].syms);
+	free(parts);
+}
+
+/* Prints the one-line summary of the profile at `path` (shown as `shown`). */
+static void summarise(const char *path, const char *shown, size_t nprocs)
+{
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		/* /dev/null, a FIFO: written into, nothing to read back. */
+		fprintf(stderr, "cpuprof: %s is not a regular file: no summary\n", shown);
+		return;
+	}
+	struct profile *p;
+	char err[512];
+	if (profile_read_file(path, &p, err, sizeof err) < 0) {
+		fprintf(stderr, "cpuprof: wrote %s, but it is not a valid profile: %s\n", shown, err);
+		return;
+	}
+	const char *samples = profile_comment(p, "samples"), *engine = profile_comment(p, "engine");
+	const char *coverage = profile_comment(p, "coverage"), *attributed = profile_comment(p, "attributed");
+	char procs[48] = "";
+	if (nprocs > 1)
+		snprintf(procs, sizeof procs, ", %zu processes", nprocs);
+	fprintf(stderr, "cpuprof: wrote %s: %s samples, engine=%s, coverage=%s%s%s%s\n", shown, samples ? samples : "?",
+		engine ? engine : "unknown", coverage ? coverage : "unknown", attributed ? ", attributed=" : "",
+		attributed ? attributed : "", procs);
+	profile_free(p);
+}
+
+/* Writes parts to path with the comments of facts f (and more); prints
+ * the warning.  0 or -1. */
+static int write_one(const char *path, const char *shown, const struct cp_profile_part *parts, size_t nparts,
+		     const struct cp_facts *f, struct cp_comments *c, const char *warning, size_t nprocs)
+{
+	struct cp_profile_meta meta = {
+		.period_ns = f->period_ns,
+		.time_nanos = f->wall0_ns,
+		.duration_nanos = f->duration_ns,
+		.comments = c->list,
+		.ncomments = c->n,
+	};
+	char err[256] = "";
+	int rc = cp_pprof_write_parts(path, parts, nparts, &meta, err, sizeof err);
+	if (rc < 0) {
+		fprintf(stderr, "cpuprof: cannot write %s: %s\n", shown, err[0] ? err : strerror(-rc));
+		return -1;
+	}
+	summarise(path, shown, nprocs);
+	if (warning[0])
+		fprintf(stderr, "cpuprof: warning: %s: %s\n", shown, warning);
+	return 0;
+}
+
+/* Appends clause text to the warning why[len]. */
+static void add_clause(char *why, size_t len, const char *text)
+{
+	size_t n = strlen(why);
+	snprintf(why + n, len - n, "%s%s", n ? "; " : "", text);
+}
+
+int record_write(const struct cp_collector *c, const char *path, const char *shown, const struct record_run *r)
+{
+	struct cp_facts tree;
+	memset(&tree, 0, sizeof tree);
+	const struct cp_image *first = NULL;
+	for (size_t k = 0; k < c->nimages && !first; k++)
+		if (c->images[k]->have_facts && c->images[k]->pid == r->root)
+			first = c->images[k];
+	for (size_t k = 0; k < c->nimages && !first; k++)
+		if (c->images[k]->have_facts)
+			first = c->images[k];
+	/* How it was taken: as the first image of CMD says. */
+	if (first) {
+		tree = first->facts;
+		memset(&tree.cpu_ns, 0, sizeof tree - offsetof(struct cp_facts, cpu_ns));
+		tree.unwind_tables = first->facts.unwind_tables;
+		tree.unwind_bytes = first->facts.unwind_bytes;
+		memcpy(tree.unwind_rejected, first->facts.unwind_rejected, sizeof tree.unwind_rejected);
+		tree.wall0_ns = first->facts.wall0_ns;
+	}
+
+	/* What could not be profiled, by name. */
+	char unprofiled[2048] = "";
+	int root_seen = 0;
+	for (size_t k = 0; k < c->nimages; k++)
+		root_seen |= c->images[k]->pid == r->root;
+	if (!root_seen) {
+		char text[512];
+		snprintf(text, sizeof text, "%s was not profiled: %s", r->cmd, why_unprofiled(r->cmd));
+		add_clause(unprofiled, sizeof unprofiled, text);
+	}
+	for (size_t k = 0; k < c->nimages; k++) {
+		const struct cp_image *m = c->images[k];
+		if (m->facts.exec_pending && !m->replaced && m->dead) {
+			char text[768];
+			snprintf(text, sizeof text, "process %d (%s) exec'd a program that was not profiled", m->pid,
+				 image_name(m));
+			add_clause(unprofiled, sizeof unprofiled, text);
+		}
+		if (m->corrupt[0]) {
+			char text[768];
+			snprintf(text, sizeof text, "process %d (%s): %s, its samples after that are lost", m->pid,
+				 image_name(m), m->corrupt);
+			add_clause(unprofiled, sizeof unprofiled, text);
+		}
+	}
+	unsigned running = 0;
+	char pids[128] = "";
+	for (size_t k = 0; k < c->nimages; k++) {
+		const struct cp_image *m = c->images[k];
+		if (is_running(m) && running++ < 4) {
+			size_t n = strlen(pids);
+			snprintf(pids + n, sizeof pids - n, "%s%d (%.24s)", n ? ", " : "", m->pid, image_name(m));
+		}
+	}
+	if (running) {
+		char text[256];
+		snprintf(text, sizeof text, "%u %s still running when the command ended (%s%s): what %s after that "
+			 "is not in the profile", running, running == 1 ? "process was" : "processes were", pids,
+			 running > 4 ? ", ..." : "", running == 1 ? "it does" : "they do");
+		add_clause(unprofiled, sizeof unprofiled, text);
+	}
+	if (c->no_slot) {
+		char text[160];
+		snprintf(text, sizeof text, "%u processes found no room in record's shared memory and were not profiled",
+			 c->no_slot);
+		add_clause(unprofiled, sizeof unprofiled, text);
+	}
+
+	if (c->nimages == 0) {
+		/* Nothing to write, and an empty file would pass for a profile. */
+		fprintf(stderr, "cpuprof: no profile written: %s\n",
+			unprofiled[0] ? unprofiled : "no process of the command was profiled");
+		return -1;
+	}
+	int rc = 0;
+	if (!r->per_process) {
+		struct cp_profile_part *parts = NULL;
+		size_t nparts = 0, cap = 0;
+		struct cp_pseudo_sample(*pseudo)[CP_FACTS_PSEUDO] = calloc(c->nimages ? c->nimages : 1, sizeof *pseudo);
+		struct cp_facts *facts = calloc(c->nimages ? c->nimages : 1, sizeof *facts);
+		static struct cp_comments cm;
+		cm.n = cm.used = 0;
+		if (!pseudo || !facts) {
+			free(pseudo);
+			free(facts);
+			fprintf(stderr, "cpuprof: cannot write %s: out of memory\n", shown);
+			return -1;
+		}
+		for (size_t k = 0; k < c->nimages; k++) {
+			image_facts(c, c->images[k], &facts[k]);
+			add_facts(&tree, &facts[k]);
+			if (image_parts(c->images[k], &facts[k], pseudo[k], &parts, &nparts, &cap) < 0) {
+				rc = -1;
+				break;
+			}
+		}
+		/* The kernel's count for the whole tree, where record has one.
+		 * A process still running when CMD ended was reaped by nobody,
+		 * so that count has none of its CPU: its images' own counts
+		 * are added (each image's pid looked up only if any runs: a
+		 * tree may have thousands of images). */
+		if (r->tree_cpu_ns > 0) {
+			tree.cpu_ns = r->tree_cpu_ns;
+			for (size_t k = 0; k < c->nimages && running; k++)
+				if (still_running(c, c->images[k]->pid))
+					tree.cpu_ns += facts[k].cpu_ns;
+		}
+		char warning[4096];
+		cp_judge(&tree, warning, sizeof warning);
+		if (unprofiled[0])
+			add_clause(warning, sizeof warning, unprofiled);
+		cp_facts_comments(&cm, &tree, warning);
+		cp_comment(&cm, "processes=%zu", c->nimages);
+		for (size_t k = 0; k < c->nimages && k < MAX_PROCESS_COMMENTS; k++) {
+			const struct cp_image *m = c->images[k];
+			char how[64];
+			ended(m, how, sizeof how);
+			cp_comment(&cm, "process=%d %s ended=%s cpu_ns=%lld samples=%llu coverage=%.3f engine=%s", m->pid,
+				   image_name(m), how, (long long)facts[k].cpu_ns, (unsigned long long)facts[k].samples,
+				   cp_facts_coverage(&facts[k]), facts[k].engine[0] ? facts[k].engine : "?");
+		}
+		if (c->nimages > MAX_PROCESS_COMMENTS)
+			cp_comment(&cm, "process=... and %zu more", c->nimages - MAX_PROCESS_COMMENTS);
+		if (rc == 0)
+			rc = write_one(path, shown, parts, nparts, &tree, &cm, warning, c->nimages);
+		else
+			fprintf(stderr, "cpuprof: cannot write %s: out of memory\n", shown);
+		free_parts(parts, nparts);
+		free(pseudo);
+		free(facts);
+		return rc;
+	}
+
+	/* One file per process image that has samples: CMD's first in FILE,
+	 * the others in FILE.<pid>, or FILE.<pid>.<n> for the n-th more of
+	 * the same process (after an exec). */
+	/* CMD's own file holds its first image with samples (env, sh -c and
+	 * nice exec the program that works), else its last. */
+	const struct cp_image *primary = NULL;
+	for (size_t k = 0; k < c->nimages; k++)
+		if (c->images[k]->pid == r->root && (!primary || !primary->samples))
+			primary = c->images[k];
+	for (size_t k = 0; k < c->nimages; k++) {
+		const struct cp_image *m = c->images[k];
+		struct cp_facts f;
+		struct cp_pseudo_sample pseudo[CP_FACTS_PSEUDO];
+		image_facts(c, m, &f);
+		int own = m == primary;
+		if (!own && m->samples == 0)
+			continue; /* an image that exec'd before it sampled anything */
+		unsigned nth = 0;
+		for (size_t j = 0; j < k; j++)
+			nth += c->images[j]->pid == m->pid && c->images[j] != primary && c->images[j]->samples;
+		if (m->pid == r->root && !own && primary && primary->order < m->order)
+			nth++;
+		char *file = NULL, *name = NULL;
+		if (own) {
+			file = strdup(path);
+			name = strdup(shown);
+		} else if (nth) {
+			if (asprintf(&file, "%s.%d.%u", path, m->pid, nth) < 0 ||
+			    asprintf(&name, "%s.%d.%u", shown, m->pid, nth) < 0)
+				file = name = NULL;
+		} else if (asprintf(&file, "%s.%d", path, m->pid) < 0 || asprintf(&name, "%s.%d", shown, m->pid) < 0) {
+			file = name = NULL;
+		}
+		struct cp_profile_part *parts = NULL;
+		size_t nparts = 0, cap = 0;
+		static struct cp_comments cm;
+		cm.n = cm.used = 0;
+		char warning[4096], how[64];
+		cp_judge(&f, warning, sizeof warning);
+		if (own && unprofiled[0])
+			add_clause(warning, sizeof warning, unprofiled);
+		cp_facts_comments(&cm, &f, warning);
+		ended(m, how, sizeof how);
+		cp_comment(&cm, "process=%d %s ended=%s", m->pid, image_name(m), how);
+		if (!file || !name || image_parts(m, &f, pseudo, &parts, &nparts, &cap) < 0 ||
+		    write_one(file, name, parts, nparts, &f, &cm, warning, 1) < 0)
+			rc = -1;
+		free_parts(parts, nparts);
+		free(file);
+		free(name);
+	}
+	if (unprofiled[0] && !primary)
+		fprintf(stderr, "cpuprof: warning: %s\n", unprofiled);
+	return rc;
+}

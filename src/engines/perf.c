@@ -1,0 +1,1030 @@
+/*
+ * engine_perf.c -- the perf engines: perf_event_open samples that the
+ * kernel writes into rings, with no signal.  Each sample carries the
+ * thread's user registers and a copy of the top of its user stack
+ * (PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER); the keeper thread walks
+ * the copy with the unwind tables and puts the stack into cp_sig.ring.
+ * Nothing is delivered to the program's threads, so their masks, their
+ * handlers, their sleeps and their exec()s are none of our business.
+ *
+ * perf: PERF_COUNT_SW_TASK_CLOCK, an hrtimer that runs only while the
+ * thread runs and fires after each period of its CPU time, above the
+ * scheduler tick where the kernel has high-resolution timers.
+ *
+ * hw: PERF_COUNT_HW_CPU_CYCLES, user mode only, counted by the CPU's
+ * performance monitoring unit, whose overflow interrupt owes nothing to
+ * the kernel's timers: on a kernel whose timers fire only at its tick it
+ * is the one trigger that lands inside work shorter than a tick.  The
+ * period in cycles comes from the cycles a thread counts per nanosecond of
+ * its CPU clock, measured when the engine is probed.  Needs a PMU (none in
+ * most virtual machines: ENOENT).
+ *
+ * Events.  One event per online CPU for each thread that exists at start,
+ * with inherit and inherit_thread (Linux 5.13): every thread those threads
+ * create later gets its own copies of the events from the kernel, however
+ * it was created, and forked processes get none.  Each CPU has one ring
+ * (the first event opened on it is mapped, the others write into it with
+ * PERF_EVENT_IOC_SET_OUTPUT), so memory follows the CPUs, not the threads,
+ * and one CPU's ring receives at most HZ samples a second.  The rings are
+ * never signalled either: the keeper wakes in time to drain them half
+ * full at that rate.
+ *
+ * Weights.  Where the kernel allows PERF_SAMPLE_READ with inherit (Linux
+ * 6.12), each sample carries its event's count, and weighs the time since
+ * the previous sample of its thread on its CPU: periods the kernel could
+ * not sample (they ended in the kernel without the right to count kernel
+ * mode, or the ring was full) are charged to the next sample, as the
+ * signal engines charge them by the thread CPU clock.  Elsewhere a sample
+ * weighs one period and such periods stay unsampled.  What each thread
+ * used after its last sample comes from the thread's own CPU clock: read
+ * by cpuprof for the threads found at start and those alive at the stop,
+ * logged by the thread itself as it ends for those the program made
+ * through pthread_create (threads.c), since the task clock counts a few
+ * percent less than the scheduler for a thread that sleeps often; else
+ * from the event's count when an inherited thread exits (inherit_stat:
+ * PERF_RECORD_READ).  All of it is "unsampled".
+ *
+ * The task clock counts kernel mode too where perf_event_paranoid allows
+ * it (root, CAP_PERFMON, or paranoid <= 1): a sample taken in a system
+ * call then carries the user registers of the call site, and charges the
+ * call to the code that made it.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "arch.h"
+#include "engine.h"
+#include "profile/names.h"
+#include "threads.h"
+
+/* Bytes of each sample's stack copied (a multiple of 8 below 64 KiB):
+ * deeper stacks end in [truncated]. */
+#define STACK_COPY 16384
+/* Data pages of each CPU's ring (a power of two): room for RING_MS of
+ * samples at the rate asked for, and at least 128 (512 KiB, about 31
+ * samples of 16 KiB, as much as perf_event_mlock_kb lets any user map per
+ * CPU by default): 128 up to 1 kHz, 1024 (4 MiB) at 10 kHz.  A map the
+ * locked-memory limits refuse is tried again at half the size, down to
+ * the least.  The keeper drains a ring half full: what is left, half of
+ * RING_MS, is how late it may wake without a sample lost. */
+#define RING_PAGES_MIN 128
+#define RING_PAGES_MAX 1024
+#define RING_MS 25
+/* The keeper's sleep, and its bounds (ms). */
+#define SLEEP_MIN_MS 1
+#define SLEEP_MAX_MS 100
+#define MAX_CPUS 4096
+/* The frame of CPU no sample stands for, where periods that end in the
+ * kernel raise no sample and are not charged to the next one. */
+#define UNSAMPLED_KERNEL "[unsampled: in the kernel, or after each thread's last sample]"
+
+/* What one of the two engines opens, and what its probe found out. */
+struct perf_kind {
+	uint32_t type;
+	uint64_t config;
+	int try_kernel;        /* count kernel mode too where allowed */
+	int count_kernel;      /* events count kernel mode too */
+	double units_per_ns;   /* event counts per ns of thread CPU time */
+};
+
+static struct perf_kind task_clock = { PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, 1, 0, 1.0 };
+/* User mode only: in the tick-bound VM with QEMU's emulated PMU (docs/vm.md)
+ * counting kernel cycles too put 78-89% of the samples' CPU outside the
+ * workload's functions where 26-70% truly was; user mode only, 53% and
+ * 74% where 38% and 74% was.  It also behaves the same with and without
+ * privileges. */
+static struct perf_kind cycles = { PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 0, 0, 0.0 };
+
+/* One CPU's ring. */
+struct ring {
+	int cpu;
+	int fd;                            /* the event it is mapped from, or -1 */
+	struct perf_event_mmap_page *page;
+	uint8_t *data;
+	uint64_t size;                     /* data bytes, a power of two */
+	size_t map_bytes;
+};
+
+/* Per thread and CPU: what its samples there accounted for so far, in
+ * event units (the count at its last sample, or periods). */
+struct tcpu {
+	uint64_t key; /* tid << 32 | cpu, 0 = empty */
+	uint64_t accounted;
+};
+
+/* Per thread. */
+struct tinfo {
+	pid_t tid;          /* 0 = empty */
+	int original;       /* found at start: its CPU clock gives its tail */
+	int exited;
+	uint64_t cpu0_ns;   /* original: its CPU clock when armed */
+	uint64_t seen_ns;   /* original: its CPU clock when last read */
+	uint64_t sampled_ns;
+	uint64_t tail_ns;   /* inherited and exited: what its count said */
+	uint64_t end_ns;    /* inherited: its CPU clock as it ended, if known */
+};
+
+static struct {
+	struct perf_kind *k;
+	uint64_t period;      /* in event units */
+	double ns_per_unit;
+	int use_read;         /* samples carry their event's count */
+	pid_t keeper;
+	struct ring *rings;
+	size_t nrings;
+	int *fds;             /* every event opened */
+	size_t nfds, capfds, fd_budget;
+	uint8_t *bounce;      /* a record that wraps around its ring */
+	size_t bounce_size;
+	struct tcpu *tc;
+	size_t ntc, captc;
+	struct tinfo *ti;
+	size_t nti, capti;
+	struct cp_engine_stats st;
+	int sleep_ms;
+	unsigned ring_pages;  /* asked for each ring */
+} E;
+
+/* Opens k's event on thread tid (0: the calling thread) and CPU cpu (-1:
+ * any), sampling every `period` counts (0: counting only), with the
+ * sampling attributes of this engine if `ring`.  Returns the fd or a
+ * negative errno. */
+static int open_event(const struct perf_kind *k, pid_t tid, int cpu, uint64_t period, int kernel, int ring,
+		      int use_read)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof a);
+	a.size = sizeof a;
+	a.type = k->type;
+	a.config = k->config;
+	a.sample_period = period;
+	a.exclude_kernel = !kernel;
+	a.exclude_hv = 1;
+	if (ring) {
+		a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER |
+				(use_read ? PERF_SAMPLE_READ : 0);
+		a.sample_regs_user = CP_PERF_REGS_MASK;
+		a.sample_stack_user = STACK_COPY;
+		a.inherit = 1;
+		a.inherit_thread = 1;
+		a.inherit_stat = 1;
+		a.task = 1;
+		a.comm = 1;
+		a.sample_id_all = 1;
+		/* Nobody polls the rings: a watermark past their end keeps the
+		 * kernel from waking anyone. */
+		a.watermark = 1;
+		a.wakeup_watermark = (uint32_t)RING_PAGES_MAX * 4096u;
+	} else {
+		a.disabled = 1;
+		a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+	}
+	long fd = syscall(SYS_perf_event_open, &a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* perf_event_paranoid, or -1 if unreadable. */
+static int paranoid(void)
+{
+	int v = -1;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+/* Opens k's sampling event on the calling thread, with kernel mode counted
+ * if the system allows it, and notes which it was.  Returns the fd or a
+ * negative errno with the reason in why[len]. */
+static int probe_event(struct perf_kind *k, uint64_t period, int ring, char *why, size_t len)
+{
+	k->count_kernel = k->try_kernel;
+	int fd = open_event(k, 0, -1, period, k->count_kernel, 0, 0);
+	if (k->count_kernel && (fd == -EACCES || fd == -EPERM)) {
+		k->count_kernel = 0;
+		fd = open_event(k, 0, -1, period, 0, 0, 0);
+	}
+	if (fd == -EACCES || fd == -EPERM) {
+		snprintf(why, len, "perf_event_open: %s (perf_event_paranoid=%d)", strerror(-fd), paranoid());
+		return fd;
+	}
+	if (fd < 0) {
+		snprintf(why, len, "perf_event_open: %s%s", strerror(-fd),
+			 fd == -ENOENT && k->type == PERF_TYPE_HARDWARE ? " (no PMU counts CPU cycles here)" : "");
+		return fd;
+	}
+	if (!ring)
+		return fd;
+	close(fd);
+	/* The sampling attributes: inherit_thread needs Linux 5.13. */
+	fd = open_event(k, 0, 0, period ? period : 1000000, k->count_kernel, 1, 0);
+	if (fd < 0)
+		snprintf(why, len, "perf_event_open with inherit_thread and a stack copy: %s%s", strerror(-fd),
+			 fd == -EINVAL ? " (needs Linux 5.13)" : "");
+	return fd;
+}
+
+static int perf_probe(int signo, uint64_t period_ns, char *why, size_t len)
+{
+	int fd = probe_event(&task_clock, period_ns, 1, why, len);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
+/* Calibration: the calling thread spins this long on its CPU clock while
+ * its cycles are counted, up to this many times. */
+#define CALIBRATE_NS 2000000
+#define CALIBRATE_TRIES 3
+/* Cycles per ns believed: 10 MHz to 20 GHz. */
+#define MIN_CYCLES_PER_NS 0.01
+#define MAX_CYCLES_PER_NS 20.0
+/* The shortest period in cycles: a few microseconds on any CPU. */
+#define MIN_PERIOD_CYCLES 10000
+
+/* Counts the calling thread's user-mode cycles over CALIBRATE_NS of its
+ * CPU time: *count (0 if it could not be measured) and *ns.  Returns 0 or
+ * a negative errno with the reason in why[len]. */
+static int count_cycles(uint64_t *count, uint64_t *ns, char *why, size_t len)
+{
+	int fd = probe_event(&cycles, 0, 0, why, len);
+	if (fd < 0)
+		return fd;
+	*count = *ns = 0;
+	uint64_t t0 = 0, t1 = 0;
+	pid_t self = (pid_t)syscall(SYS_gettid);
+	if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0 || cp_thread_cpu_ns(self, &t0) < 0) {
+		snprintf(why, len, "cycles event: %s", strerror(errno));
+		close(fd);
+		return -ENODEV;
+	}
+	/* User-mode work between rare clock reads, so that the system
+	 * calls' time, whose cycles are not counted, hardly weighs. */
+	volatile uint64_t sink = 1;
+	do {
+		for (int i = 0; i < 20000; i++)
+			sink = sink * 6364136223846793005ull + 1;
+		if (cp_thread_cpu_ns(self, &t1) < 0) {
+			close(fd);
+			return 0;
+		}
+	} while (t1 - t0 < CALIBRATE_NS);
+	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+	/* With the times the event was enabled and on the PMU: a PMU shared
+	 * with other users counts only part of the time. */
+	uint64_t v[3];
+	if (read(fd, v, sizeof v) == (ssize_t)sizeof v && v[2] > 0) {
+		*count = v[2] < v[1] ? (uint64_t)((double)v[0] * (double)v[1] / (double)v[2]) : v[0];
+		*ns = t1 - t0;
+	}
+	close(fd);
+	return 0;
+}
+
+static int hw_probe(int signo, uint64_t period_ns, char *why, size_t len)
+{
+	uint64_t count = 0, ns = 0;
+	double rate = 0;
+	/* QEMU's emulated PMU has been seen to count nothing once in about
+	 * ten boots, and a fresh event then counted. */
+	for (int i = 0; i < CALIBRATE_TRIES && (rate < MIN_CYCLES_PER_NS || rate > MAX_CYCLES_PER_NS); i++) {
+		int e = count_cycles(&count, &ns, why, len);
+		if (e < 0)
+			return e;
+		rate = ns ? (double)count / (double)ns : 0;
+	}
+	if (rate < MIN_CYCLES_PER_NS || rate > MAX_CYCLES_PER_NS) {
+		snprintf(why, len, "the cycles event counted %llu cycles in %llu ns of CPU, %d times out of %d",
+			 (unsigned long long)count, (unsigned long long)ns, CALIBRATE_TRIES, CALIBRATE_TRIES);
+		return -ENODEV;
+	}
+	cycles.units_per_ns = rate;
+	int fd = probe_event(&cycles, (uint64_t)((double)period_ns * rate), 1, why, len);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	return 0;
+}
+
+/* ---- per-thread and per-CPU accounting ---- */
+
+static size_t hash64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return (size_t)k;
+}
+
+/* Grows an open-addressing table of `size`-byte entries whose first
+ * field is a non-zero key (0 = empty), rehashing by key_of.  0 or -1. */
+static int grow(void **tab, size_t *cap, size_t n, size_t size, uint64_t (*key_of)(const void *))
+{
+	if ((n + 1) * 2 <= *cap)
+		return 0;
+	size_t ncap = *cap ? *cap * 2 : 64;
+	uint8_t *t = calloc(ncap, size);
+	if (!t)
+		return -1;
+	for (size_t i = 0; i < *cap; i++) {
+		const uint8_t *e = (const uint8_t *)*tab + i * size;
+		uint64_t key = key_of(e);
+		if (!key)
+			continue;
+		size_t j = hash64(key) & (ncap - 1);
+		while (key_of(t + j * size))
+			j = (j + 1) & (ncap - 1);
+		memcpy(t + j * size, e, size);
+	}
+	free(*tab);
+	*tab = t;
+	*cap = ncap;
+	return 0;
+}
+
+static uint64_t tcpu_key(const void *e)
+{
+	return ((const struct tcpu *)e)->key;
+}
+
+static uint64_t tinfo_key(const void *e)
+{
+	return (uint64_t)(unsigned)((const struct tinfo *)e)->tid;
+}
+
+/* The entry of thread tid on cpu, made if new; NULL if out of memory. */
+static struct tcpu *tcpu_get(pid_t tid, int cpu)
+{
+	uint64_t key = (uint64_t)(unsigned)tid << 32 | (unsigned)cpu;
+	if (!key || grow((void **)&E.tc, &E.captc, E.ntc, sizeof *E.tc, tcpu_key) < 0)
+		return NULL;
+	size_t i = hash64(key) & (E.captc - 1);
+	while (E.tc[i].key && E.tc[i].key != key)
+		i = (i + 1) & (E.captc - 1);
+	if (!E.tc[i].key) {
+		E.tc[i].key = key;
+		E.tc[i].accounted = 0;
+		E.ntc++;
+	}
+	return &E.tc[i];
+}
+
+/* The entry of thread tid, made if new (counting it as armed); NULL if
+ * out of memory. */
+static struct tinfo *tinfo_get(pid_t tid)
+{
+	if (tid <= 0 || grow((void **)&E.ti, &E.capti, E.nti, sizeof *E.ti, tinfo_key) < 0)
+		return NULL;
+	size_t i = hash64((unsigned)tid) & (E.capti - 1);
+	while (E.ti[i].tid && E.ti[i].tid != tid)
+		i = (i + 1) & (E.capti - 1);
+	if (!E.ti[i].tid) {
+		memset(&E.ti[i], 0, sizeof E.ti[i]);
+		E.ti[i].tid = tid;
+		E.nti++;
+		E.st.armed++;
+	}
+	return &E.ti[i];
+}
+
+/* ---- opening ---- */
+
+/* The online CPUs (from sysfs; else 0..configured-1) into E.rings. */
+static int list_cpus(void)
+{
+	char buf[4096];
+	size_t n = 0;
+	int fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t r = read(fd, buf, sizeof buf - 1);
+		n = r > 0 ? (size_t)r : 0;
+		close(fd);
+	}
+	buf[n] = '\0';
+	int cpus[MAX_CPUS];
+	size_t ncpu = 0;
+	for (char *p = buf; *p && ncpu < MAX_CPUS;) {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+		if (end == p)
+			break;
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		for (long c = a; c <= b && c < MAX_CPUS && ncpu < MAX_CPUS; c++)
+			cpus[ncpu++] = (int)c;
+		p = *end == ',' ? end + 1 : end;
+		if (*end != ',')
+			break;
+	}
+	if (ncpu == 0) {
+		long conf = sysconf(_SC_NPROCESSORS_CONF);
+		for (long c = 0; c < (conf > 0 ? conf : 1) && c < MAX_CPUS; c++)
+			cpus[ncpu++] = (int)c;
+	}
+	E.rings = calloc(ncpu, sizeof *E.rings);
+	if (!E.rings)
+		return -ENOMEM;
+	for (size_t i = 0; i < ncpu; i++) {
+		E.rings[i].cpu = cpus[i];
+		E.rings[i].fd = -1;
+	}
+	E.nrings = ncpu;
+	return 0;
+}
+
+static int keep_fd(int fd)
+{
+	if (E.nfds == E.capfds) {
+		size_t cap = E.capfds ? 2 * E.capfds : 16;
+		int *n = realloc(E.fds, cap * sizeof *n);
+		if (!n)
+			return -ENOMEM;
+		E.fds = n;
+		E.capfds = cap;
+	}
+	E.fds[E.nfds++] = fd;
+	return 0;
+}
+
+/* The most pages each of n rings may have (a power of two) within the
+ * limits on locked memory of a user without CAP_IPC_LOCK: the user's
+ * perf_event_mlock_kb per online CPU, then the process's RLIMIT_MEMLOCK.
+ * Estimated (other processes of the user may hold some) so that the first
+ * rings mapped do not leave the last none; map_ring() still falls back. */
+static unsigned ring_pages_allowed(size_t n)
+{
+	if (geteuid() == 0)
+		return RING_PAGES_MAX;
+	char buf[32] = "";
+	int fd = open("/proc/sys/kernel/perf_event_mlock_kb", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t r = read(fd, buf, sizeof buf - 1);
+		buf[r > 0 ? r : 0] = '\0';
+		close(fd);
+	}
+	uint64_t kb = buf[0] ? strtoull(buf, NULL, 10) : 516;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t budget = kb * 1024u * (uint64_t)(cpus > 0 ? cpus : 1);
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0)
+		budget += rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX / 2 : rl.rlim_cur;
+	unsigned pages = RING_PAGES_MAX;
+	while (pages > RING_PAGES_MIN && (uint64_t)(pages + 1) * 4096u * n > budget)
+		pages /= 2;
+	return pages;
+}
+
+/* Maps fd as ring r's.  0 or a negative errno. */
+static int map_ring(struct ring *r, int fd)
+{
+	unsigned pages = E.ring_pages;
+	void *p;
+	while ((p = mmap(NULL, (size_t)(pages + 1) * 4096u, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		if (pages <= RING_PAGES_MIN || (errno != EPERM && errno != ENOMEM))
+			return -errno;
+		pages /= 2;
+		E.ring_pages = pages; /* the next rings need not try more */
+	}
+	r->page = p;
+	r->fd = fd;
+	r->map_bytes = (size_t)(pages + 1) * 4096u;
+	r->size = r->page->data_size ? r->page->data_size : (uint64_t)pages * 4096u;
+	r->data = (uint8_t *)p + (r->page->data_offset ? r->page->data_offset : 4096u);
+	return 0;
+}
+
+/* Opens the events of thread tid on every CPU.  0 or a negative errno
+ * (the thread is then not sampled; its events so far stay open). */
+static int arm_thread(pid_t tid)
+{
+	if (E.nfds + E.nrings > E.fd_budget)
+		return -EMFILE;
+	int armed = 0, err = 0;
+	for (size_t i = 0; i < E.nrings; i++) {
+		struct ring *r = &E.rings[i];
+		int fd = open_event(E.k, tid, r->cpu, E.period, E.k->count_kernel, 1, E.use_read);
+		if (fd < 0) {
+			/* An offline CPU, or the thread is gone. */
+			err = fd;
+			continue;
+		}
+		int e = keep_fd(fd);
+		if (e == 0)
+			e = r->fd < 0 ? map_ring(r, fd) : (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0 ? -errno : 0);
+		if (e < 0) {
+			if (E.nfds && E.fds[E.nfds - 1] == fd)
+				E.nfds--;
+			close(fd);
+			err = e;
+			continue;
+		}
+		armed++;
+	}
+	return armed ? 0 : (err ? err : -ENODEV);
+}
+
+/* Arms every thread in /proc/self/task but the keeper, listing again
+ * until a pass finds no new one: a thread made by a thread not yet armed
+ * inherits nothing. */
+static void arm_all(void)
+{
+	for (int pass = 0; pass < 100; pass++) {
+		int found = 0;
+		DIR *d = opendir("/proc/self/task");
+		if (!d)
+			return;
+		struct dirent *de;
+		while ((de = readdir(d)) != NULL) {
+			char *end;
+			long tid = strtol(de->d_name, &end, 10);
+			if (*end || tid <= 0 || tid == E.keeper)
+				continue;
+			size_t i = E.capti ? hash64((unsigned)tid) & (E.capti - 1) : 0;
+			int known = 0;
+			while (E.capti && E.ti[i].tid) {
+				if (E.ti[i].tid == (pid_t)tid) {
+					known = 1;
+					break;
+				}
+				i = (i + 1) & (E.capti - 1);
+			}
+			if (known)
+				continue;
+			found = 1;
+			uint64_t cpu0 = 0;
+			cp_thread_cpu_ns((pid_t)tid, &cpu0);
+			int e = arm_thread((pid_t)tid);
+			if (e < 0) {
+				E.st.unarmed++;
+				if (!E.st.first_error)
+					E.st.first_error = e;
+				/* Remembered, so that it is not tried again. */
+				struct tinfo *t = tinfo_get((pid_t)tid);
+				if (t) {
+					t->exited = 1;
+					E.st.armed--;
+				}
+				continue;
+			}
+			struct tinfo *t = tinfo_get((pid_t)tid);
+			if (t) {
+				t->original = 1;
+				t->cpu0_ns = t->seen_ns = cpu0;
+			}
+			char path[64], name[32];
+			snprintf(path, sizeof path, "/proc/self/task/%ld/comm", tid);
+			int fd = open(path, O_RDONLY | O_CLOEXEC);
+			if (fd >= 0) {
+				ssize_t n = read(fd, name, sizeof name - 1);
+				close(fd);
+				if (n > 0) {
+					name[n] = '\0';
+					name[strcspn(name, "\n")] = '\0';
+					cp_names_set((pid_t)tid, name);
+				}
+			}
+		}
+		closedir(d);
+		if (!found)
+			return;
+	}
+}
+
+static void close_all(void)
+{
+	for (size_t i = 0; i < E.nrings; i++)
+		if (E.rings[i].page)
+			munmap(E.rings[i].page, E.rings[i].map_bytes);
+	for (size_t i = 0; i < E.nfds; i++)
+		close(E.fds[i]);
+	free(E.rings);
+	free(E.fds);
+	free(E.bounce);
+	free(E.tc);
+	free(E.ti);
+	E.rings = NULL;
+	E.fds = NULL;
+	E.bounce = NULL;
+	E.tc = NULL;
+	E.ti = NULL;
+	E.nrings = E.nfds = E.capfds = E.ntc = E.captc = E.nti = E.capti = 0;
+}
+
+static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
+{
+	memset(&E, 0, sizeof E);
+	E.k = k;
+	E.keeper = c->keeper_tid;
+	E.ns_per_unit = 1.0 / k->units_per_ns;
+	E.period = (uint64_t)((double)c->period_ns * k->units_per_ns);
+	if (k->type == PERF_TYPE_HARDWARE && E.period < MIN_PERIOD_CYCLES)
+		E.period = MIN_PERIOD_CYCLES;
+	if (E.period == 0)
+		E.period = 1;
+	E.bounce_size = STACK_COPY + 4096;
+	struct rlimit rl;
+	E.fd_budget = 256;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 2 > 256)
+		E.fd_budget = rl.rlim_cur / 2;
+	if (!(E.bounce = malloc(E.bounce_size)) || list_cpus() < 0) {
+		close_all();
+		return -ENOMEM;
+	}
+	/* PERF_SAMPLE_READ with inherit, where the kernel has it. */
+	int fd = open_event(k, 0, E.rings[0].cpu, E.period, k->count_kernel, 1, 1);
+	E.use_read = fd >= 0;
+	if (fd >= 0)
+		close(fd);
+	uint64_t hz = c->period_ns ? 1000000000u / c->period_ns : 1000;
+	uint64_t want = (hz * RING_MS / 1000 * (STACK_COPY + 256) + 4095) / 4096;
+	unsigned allowed = ring_pages_allowed(E.nrings);
+	for (E.ring_pages = RING_PAGES_MIN; E.ring_pages < want && E.ring_pages < allowed;)
+		E.ring_pages *= 2;
+	cp_threads_exit_clocks(1); /* before the events: no thread made after them is missed */
+	arm_all();
+	if (E.st.armed == 0) {
+		int e = E.st.first_error ? E.st.first_error : -ENODEV;
+		cp_threads_exit_clocks(0);
+		close_all();
+		return e;
+	}
+	/* One CPU's ring fills at most at HZ samples a second: sleep for
+	 * half the time the smallest takes to fill. */
+	uint64_t least = UINT64_MAX;
+	for (size_t i = 0; i < E.nrings; i++)
+		if (E.rings[i].page && E.rings[i].size < least)
+			least = E.rings[i].size;
+	uint64_t per_ring = least / (STACK_COPY + 256);
+	uint64_t ms = hz ? per_ring * 1000u / (2 * hz) : SLEEP_MAX_MS;
+	E.sleep_ms = ms < SLEEP_MIN_MS ? SLEEP_MIN_MS : ms > SLEEP_MAX_MS ? SLEEP_MAX_MS : (int)ms;
+	return 0;
+}
+
+static int perf_start(const struct cp_engine_conf *c)
+{
+	return start_kind(&task_clock, c);
+}
+
+static int hw_start(const struct cp_engine_conf *c)
+{
+	return start_kind(&cycles, c);
+}
+
+/* ---- draining ---- */
+
+/* A record being read: its bytes and where the cursor is. */
+struct rec {
+	const uint8_t *p, *end;
+};
+
+static int take(struct rec *r, void *out, size_t n)
+{
+	if ((size_t)(r->end - r->p) < n)
+		return 0;
+	memcpy(out, r->p, n);
+	r->p += n;
+	return 1;
+}
+
+static uint64_t u64(struct rec *r)
+{
+	uint64_t v = 0;
+	take(r, &v, sizeof v);
+	return v;
+}
+
+/* The time since a thread's previous sample on cpu, in ns, from the
+ * count `value` (or one period); accounts for it. */
+static uint64_t weigh(pid_t tid, int cpu, uint64_t value, int have_value)
+{
+	struct tcpu *c = tcpu_get(tid, cpu);
+	uint64_t units = E.period;
+	if (c) {
+		if (have_value) {
+			units = value >= c->accounted ? value - c->accounted : value;
+			c->accounted = value;
+		} else {
+			c->accounted += E.period;
+		}
+	}
+	return (uint64_t)((double)units * E.ns_per_unit);
+}
+
+static void on_sample(struct rec *r, int cpu)
+{
+	uint32_t pid_tid[2];
+	if (!take(r, pid_tid, sizeof pid_tid))
+		return;
+	pid_t tid = (pid_t)pid_tid[1];
+	uint64_t value = E.use_read ? u64(r) : 0;
+	uint64_t weight = weigh(tid, cpu, value, E.use_read);
+	struct tinfo *t = tinfo_get(tid);
+	if (t)
+		t->sampled_ns += weight;
+
+	uint64_t abi = u64(r);
+	uint64_t regs[CP_PERF_NREGS] = { 0 };
+	if (abi != PERF_SAMPLE_REGS_ABI_NONE && !take(r, regs, sizeof regs))
+		return;
+	uint64_t size = u64(r);
+	const uint8_t *stack = r->p;
+	uint64_t dyn = 0;
+	if (size) {
+		if ((uint64_t)(r->end - r->p) < size + 8)
+			return;
+		r->p += size;
+		dyn = u64(r);
+		if (dyn > size)
+			dyn = size;
+	}
+
+	atomic_fetch_add_explicit(&cp_sig.samples, 1, memory_order_relaxed);
+	struct cp_sample *s = cp_ring_claim(cp_sig.ring);
+	if (!s) {
+		atomic_fetch_add_explicit(&cp_sig.lost, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&cp_sig.lost_ns, weight, memory_order_relaxed);
+		return;
+	}
+	int known = 1;
+	if (abi == PERF_SAMPLE_REGS_ABI_NONE) {
+		s->n = 0; /* no user context (a kernel-only stretch): no stack */
+		s->flags = 0;
+	} else {
+		struct cp_regs regs_;
+		CP_PERF_REGS(regs, &regs_);
+		struct cp_stackmem m = {
+			.lo = regs_.sp,
+			.hi = regs_.sp + dyn,
+			.delta = (intptr_t)((uintptr_t)stack - regs_.sp),
+			.copy = 1,
+		};
+		known = cp_unwind(&regs_, &m, s);
+	}
+	s->weight_ns = weight;
+	s->tid = (uint32_t)tid;
+	s->gen = atomic_load_explicit(&cp_sig.objgen, memory_order_relaxed);
+	cp_sample_commit(s, !known);
+}
+
+/* The sample_id of a non-sample record (its last 8 bytes: pid, tid). */
+static pid_t record_tid(const uint8_t *p, const uint8_t *end)
+{
+	uint32_t pid_tid[2] = { 0, 0 };
+	if (end - p >= 8)
+		memcpy(pid_tid, end - 8, 8);
+	return (pid_t)pid_tid[1];
+}
+
+static void on_record(const struct perf_event_header *h, const uint8_t *body, int cpu)
+{
+	struct rec r = { body, (const uint8_t *)h + h->size };
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+		on_sample(&r, cpu);
+		break;
+	case PERF_RECORD_LOST: {
+		u64(&r); /* id */
+		uint64_t n = u64(&r);
+		E.st.lost += n;
+		if (!E.use_read)
+			E.st.lost_ns += (uint64_t)((double)(n * E.period) * E.ns_per_unit);
+		break;
+	}
+	case PERF_RECORD_THROTTLE:
+		E.st.throttled++;
+		break;
+	case PERF_RECORD_FORK: {
+		uint32_t v[4]; /* pid, ppid, tid, ptid */
+		if (take(&r, v, sizeof v) && v[0] == v[1]) {
+			tinfo_get((pid_t)v[2]);
+			cp_names_inherit((pid_t)v[2], (pid_t)v[3]);
+		}
+		break;
+	}
+	case PERF_RECORD_COMM: {
+		uint32_t v[2]; /* pid, tid */
+		if (take(&r, v, sizeof v)) {
+			char name[16];
+			size_t n = 0;
+			while (n < sizeof name - 1 && r.p + n < r.end && r.p[n])
+				n++;
+			memcpy(name, r.p, n);
+			name[n] = '\0';
+			cp_names_set((pid_t)v[1], name);
+		}
+		break;
+	}
+	case PERF_RECORD_READ: {
+		/* An inherited thread's final count on this CPU (inherit_stat). */
+		uint32_t v[2];
+		if (take(&r, v, sizeof v)) {
+			uint64_t value = u64(&r);
+			struct tcpu *c = tcpu_get((pid_t)v[1], cpu);
+			struct tinfo *t = tinfo_get((pid_t)v[1]);
+			if (c && t && value > c->accounted) {
+				t->tail_ns += (uint64_t)((double)(value - c->accounted) * E.ns_per_unit);
+				c->accounted = value;
+			}
+			if (t)
+				t->exited = 1;
+		}
+		break;
+	}
+	case PERF_RECORD_EXIT: {
+		struct tinfo *t = tinfo_get(record_tid(body, r.end));
+		if (t)
+			t->exited = 1;
+		break;
+	}
+	}
+}
+
+static void drain_ring(struct ring *rg)
+{
+	uint64_t head = __atomic_load_n(&rg->page->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = rg->page->data_tail;
+	uint64_t mask = rg->size - 1;
+	while (tail < head && head - tail <= rg->size) {
+		struct perf_event_header h;
+		uint64_t off = tail & mask;
+		if (head - tail < sizeof h)
+			break;
+		if (off + sizeof h <= rg->size) {
+			memcpy(&h, rg->data + off, sizeof h);
+		} else {
+			size_t first = (size_t)(rg->size - off);
+			memcpy(&h, rg->data + off, first);
+			memcpy((uint8_t *)&h + first, rg->data, sizeof h - first);
+		}
+		if (h.size < sizeof h || h.size > head - tail)
+			break;
+		const uint8_t *rec = rg->data + off;
+		if (off + h.size > rg->size) {
+			/* It wraps: read it whole from the bounce buffer. */
+			if (h.size > E.bounce_size) {
+				tail += h.size;
+				continue;
+			}
+			size_t first = (size_t)(rg->size - off);
+			memcpy(E.bounce, rg->data + off, first);
+			memcpy(E.bounce + first, rg->data, h.size - first);
+			rec = E.bounce;
+		}
+		struct perf_event_header hh;
+		memcpy(&hh, rec, sizeof hh);
+		on_record(&hh, rec + sizeof hh, rg->cpu);
+		tail += h.size;
+	}
+	__atomic_store_n(&rg->page->data_tail, head - tail > rg->size ? head : tail, __ATOMIC_RELEASE);
+}
+
+/* The CPU clocks of the threads found at start, while they live: the last
+ * reading is what each had used when it ended. */
+static void read_original_clocks(void)
+{
+	for (size_t i = 0; i < E.capti; i++) {
+		struct tinfo *t = &E.ti[i];
+		if (t->tid && t->original && !t->exited && cp_thread_cpu_ns(t->tid, &t->seen_ns) < 0)
+			t->exited = 1;
+	}
+}
+
+static void note_end(pid_t tid, uint64_t cpu_ns)
+{
+	struct tinfo *t = tinfo_get(tid);
+	if (t)
+		t->end_ns = cpu_ns;
+}
+
+/* An ended inherited thread's CPU after its last sample: by its own clock
+ * where it told it (the task clock counts a few percent less than the
+ * scheduler for threads that sleep often), else by the task clock's
+ * final count. */
+static uint64_t ended_tail(const struct tinfo *t)
+{
+	uint64_t by_clock = t->end_ns > t->sampled_ns ? t->end_ns - t->sampled_ns : 0;
+	return by_clock > t->tail_ns ? by_clock : t->tail_ns;
+}
+
+static int perf_drain(void)
+{
+	for (size_t i = 0; i < E.nrings; i++)
+		if (E.rings[i].page)
+			drain_ring(&E.rings[i]);
+	/* After the rings: a thread's samples are in before its end. */
+	cp_threads_take_exit_clocks(note_end);
+	read_original_clocks();
+	return E.sleep_ms;
+}
+
+static void perf_stop(void)
+{
+	/* Closing disables every event and, with them, their inherited
+	 * copies; what they wrote before is still in the rings. */
+	for (size_t i = 0; i < E.nfds; i++)
+		ioctl(E.fds[i], PERF_EVENT_IOC_DISABLE, 0);
+	perf_drain();
+	cp_threads_exit_clocks(0);
+	for (size_t i = 0; i < E.capti; i++) {
+		struct tinfo *t = &E.ti[i];
+		if (!t->tid)
+			continue;
+		if ((t->exited || t->end_ns) && !t->original) {
+			t->tail_ns = ended_tail(t);
+		} else if (t->original) {
+			uint64_t used = t->seen_ns > t->cpu0_ns ? t->seen_ns - t->cpu0_ns : 0;
+			t->tail_ns = used > t->sampled_ns ? used - t->sampled_ns : 0;
+		} else if (!t->exited) {
+			uint64_t now = 0;
+			if (cp_thread_cpu_ns(t->tid, &now) == 0 && now > t->sampled_ns)
+				t->tail_ns = now - t->sampled_ns;
+		}
+	}
+	struct cp_engine_stats st;
+	memset(&st, 0, sizeof st);
+	for (size_t i = 0; i < E.capti; i++)
+		st.unsampled_ns += E.ti[i].tid ? E.ti[i].tail_ns : 0;
+	E.st.unsampled_ns = st.unsampled_ns;
+	if (!E.use_read && !E.k->count_kernel)
+		E.st.unsampled_what = UNSAMPLED_KERNEL;
+	struct cp_engine_stats keep = E.st;
+	close_all();
+	E.st = keep;
+}
+
+static void perf_stats(struct cp_engine_stats *s)
+{
+	*s = E.st;
+	if (!E.use_read && E.k && !E.k->count_kernel)
+		s->unsampled_what = UNSAMPLED_KERNEL;
+	if (!E.ti)
+		return;
+	/* While running: the live threads' CPU since their last sample. */
+	uint64_t un = 0;
+	for (size_t i = 0; i < E.capti; i++) {
+		const struct tinfo *t = &E.ti[i];
+		if (!t->tid)
+			continue;
+		if (t->original || (!t->exited && !t->end_ns)) {
+			uint64_t now = t->seen_ns, base = t->original ? t->cpu0_ns : 0;
+			if (!t->exited)
+				cp_thread_cpu_ns(t->tid, &now);
+			uint64_t used = now > base ? now - base : 0;
+			un += used > t->sampled_ns ? used - t->sampled_ns : 0;
+		} else {
+			un += ended_tail(t);
+		}
+	}
+	s->unsampled_ns = un;
+}
+
+static void perf_forget(void)
+{
+	/* The rings are not mapped in a child (the kernel maps perf rings
+	 * VM_DONTCOPY) and the events live in the keeper's descriptor
+	 * table, which a child does not have: only our memory is left. */
+	free(E.rings);
+	free(E.fds);
+	free(E.bounce);
+	free(E.tc);
+	free(E.ti);
+	memset(&E, 0, sizeof E);
+}
+
+const struct cp_engine cp_engine_perf = {
+	.name = "perf",
+	.signal_source = CP_SIG_NONE,
+	.probe = perf_probe,
+	.start = perf_start,
+	.drain = perf_drain,
+	.stop = perf_stop,
+	.stats = perf_stats,
+	.forget = perf_forget,
+};
+
+const struct cp_engine cp_engine_hw = {
+	.name = "hw",
+	.signal_source = CP_SIG_NONE,
+	.user_only = 1,
+	.probe = hw_probe,
+	.start = hw_start,
+	.drain = perf_drain,
+	.stop = perf_stop,
+	.stats = perf_stats,
+	.forget = perf_forget,
+};

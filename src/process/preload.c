@@ -1,0 +1,117 @@
+/*
+ * preload.c -- profiling a whole program with LD_PRELOAD=libcpuprof.so:
+ * CPUPROF=FILE starts a profile before main() and writes it when the
+ * program exits (return from main, exit() or _exit() from any thread) or
+ * execs another program.  A bad setting prints one warning and leaves the
+ * program unprofiled; setuid and other secure-exec programs are never
+ * profiled.
+ *
+ * Environment: CPUPROF (output file) and the settings of options.h
+ * (CPUPROF_HZ, CPUPROF_ENGINE, CPUPROF_DEPTH, CPUPROF_SIGNAL,
+ * CPUPROF_UNWIND).  A process started by a profiled process (fork+exec,
+ * which inherits the environment) writes FILE.<pid> so that nothing is
+ * overwritten.
+ *
+ * Under `cpuprof record`, CPUPROF_SHM names record's shared memory
+ * instead: every process of the tree (forked children too) writes its
+ * samples there as it takes them, and record writes the profile.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "cpuprof.h"
+#include "profile/options.h"
+#include "session.h"
+#include "shm/shm.h"
+#include "shm/writer.h"
+
+static int preload_started;
+
+/* Reads option id from the environment into *out (unchanged when unset;
+ * the text itself into *text for a choice).  Returns -1 after printing the
+ * warning if it is bad. */
+static int env_option(enum cp_option_id id, long *out, const char **text)
+{
+	const struct cp_option *o = &cp_options[id];
+	const char *s = getenv(o->env);
+	if (!s)
+		return 0;
+	char why[256];
+	if (cp_option_parse(o, s, out, why, sizeof why) < 0) {
+		fprintf(stderr, "cpuprof: %s=%s: %s; profiling disabled\n", o->env, s, why);
+		return -1;
+	}
+	if (text)
+		*text = s;
+	return 0;
+}
+
+__attribute__((constructor)) static void preload_start(void)
+{
+	const char *path = getenv("CPUPROF"), *shm = getenv(CP_SHM_ENV);
+	if ((!path || !*path) && (!shm || !*shm))
+		return;
+	if (getauxval(AT_SECURE))
+		return;
+
+	struct cpuprof_options o = { 0 };
+	long hz = 0, depth = 0, signo = 0, engine, unwind;
+	if (env_option(CP_OPT_HZ, &hz, NULL) < 0 || env_option(CP_OPT_DEPTH, &depth, NULL) < 0 ||
+	    env_option(CP_OPT_SIGNAL, &signo, NULL) < 0 || env_option(CP_OPT_ENGINE, &engine, &o.engine) < 0 ||
+	    env_option(CP_OPT_UNWIND, &unwind, &o.unwind) < 0)
+		return;
+	o.hz = (int)hz;
+	o.max_depth = (int)depth;
+	o.signal = (int)signo;
+
+	if (shm && *shm) {
+		char why[512];
+		if (cp_shm_attach(shm, why, sizeof why) < 0) {
+			fprintf(stderr, "cpuprof: %s; profiling disabled\n", why);
+			return;
+		}
+		int rc = cp_session_start_recorded(&o);
+		if (rc < 0) {
+			fprintf(stderr, "cpuprof: cannot start profiling: %s; profiling disabled\n",
+				rc == -ENOSPC ? "cpuprof record has no room for another process" : cpuprof_strerror(rc));
+			return;
+		}
+		preload_started = 1;
+		return;
+	}
+
+	/* The first profiled process of a run owns FILE; its descendants
+	 * write FILE.<pid>. */
+	char own[32], file[PATH_MAX];
+	snprintf(own, sizeof own, "%d", (int)getpid());
+	const char *owner = getenv("CPUPROF_OWNER");
+	if (owner && strcmp(owner, own) != 0) {
+		if (snprintf(file, sizeof file, "%s.%s", path, own) >= (int)sizeof file) {
+			fprintf(stderr, "cpuprof: CPUPROF path too long; profiling disabled\n");
+			return;
+		}
+		path = file;
+	} else {
+		setenv("CPUPROF_OWNER", own, 1);
+	}
+
+	int rc = cpuprof_start(path, &o);
+	if (rc < 0) {
+		fprintf(stderr, "cpuprof: cannot start profiling: %s; profiling disabled\n", cpuprof_strerror(rc));
+		return;
+	}
+	preload_started = 1;
+}
+
+__attribute__((destructor)) static void preload_stop(void)
+{
+	if (preload_started) {
+		preload_started = 0;
+		cp_session_stop_at_exit(); /* reports its own errors */
+	}
+}

@@ -1,0 +1,976 @@
+/*
+ * pprof_write.c -- writes the aggregated profile (stacktab.h) as a gzipped
+ * profile.proto file (pprof_write.h).  A builder in the manner of Go's
+ * runtime/pprof: a string table with "" at index 0, one Location per
+ * distinct address (return addresses moved back into the call
+ * instruction), one Mapping per executable segment that some Location
+ * falls in.  Samples are encoded as the stacks are walked, which only
+ * numbers the Locations; then every Location is symbolized at once: its
+ * function from the ELF symbols (symbols.h), and, where the object has
+ * DWARF, its source file and line and the functions inlined there, one
+ * Line each, innermost first (lines.h, in a child process).  One Function
+ * per distinct (name, system name, source file, start line); names lose
+ * their symbol versions and C++ names are demangled, the mangled symbol
+ * kept as system_name.  The tables follow the samples, the string table
+ * last, so the profile reads without the binaries.  Runs outside signal
+ * context and touches nothing a sampling signal handler uses.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "base/array.h"
+#include "symbolize/lines.h"
+#include "pprof_write.h"
+#include "profile_proto.h"
+#include "protobuf.h"
+#include "symbolize/symbols.h"
+
+/* Longest the DWARF reader may take for a whole profile, and most objects
+ * the comments name for having no lines. */
+enum { LINES_TIMEOUT_MS = 30000, MAX_LINES_COMMENTS = 8 };
+
+int cp_pprof_lines = 1;
+
+/* Open-addressing map from a 64-bit key to a non-zero 32-bit value (0
+ * marks an empty slot), kept at most half full. */
+struct idmap {
+	uint64_t *keys;
+	uint32_t *vals;
+	size_t cap, len; /* cap is 0 or a power of two */
+};
+
+static size_t hash64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return (size_t)k;
+}
+
+static uint32_t idmap_get(const struct idmap *m, uint64_t key)
+{
+	if (m->cap == 0)
+		return 0;
+	for (size_t i = hash64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1))
+		if (m->vals[i] == 0 || m->keys[i] == key)
+			return m->vals[i];
+}
+
+/* Inserts key (not present) with val != 0.  Returns 0 or -ENOMEM. */
+static int idmap_put(struct idmap *m, uint64_t key, uint32_t val)
+{
+	if ((m->len + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 1024;
+		uint64_t *keys = malloc(cap * sizeof *keys);
+		uint32_t *vals = calloc(cap, sizeof *vals);
+		if (!keys || !vals) {
+			free(keys);
+			free(vals);
+			return -ENOMEM;
+		}
+		for (size_t j = 0; j < m->cap; j++) {
+			if (m->vals[j] == 0)
+				continue;
+			size_t i = hash64(m->keys[j]) & (cap - 1);
+			while (vals[i] != 0)
+				i = (i + 1) & (cap - 1);
+			keys[i] = m->keys[j];
+			vals[i] = m->vals[j];
+		}
+		free(m->keys);
+		free(m->vals);
+		m->keys = keys;
+		m->vals = vals;
+		m->cap = cap;
+	}
+	size_t i = hash64(key) & (m->cap - 1);
+	while (m->vals[i] != 0)
+		i = (i + 1) & (m->cap - 1);
+	m->keys[i] = key;
+	m->vals[i] = val;
+	m->len++;
+	return 0;
+}
+
+static void idmap_free(struct idmap *m)
+{
+	free(m->keys);
+	free(m->vals);
+}
+
+/* A Location: its Lines are lines[line0 .. line0 + nlines). */
+struct location {
+	uint64_t addr;
+	uint32_t mapping;
+	uint32_t part;   /* whose address space it is in */
+	uint32_t seg;    /* 1 + symbols segment index of its part, 0 if in none */
+	uint32_t line0, nlines;
+};
+
+struct line {
+	uint32_t function;
+	uint32_t line;
+};
+
+struct function {
+	uint32_t name, system_name, filename; /* string indexes */
+	uint32_t start_line;
+};
+
+/* Per Mapping: what its Locations have. */
+struct mapflags {
+	unsigned char filenames, line_numbers, inline_frames;
+};
+
+/* What the builder keeps per part (an address space). */
+struct part_state {
+	const struct cp_profile_part *p;
+	struct idmap locmap;       /* address -> location id */
+	uint32_t *segmapping;      /* per segment: mapping id or 0 */
+	struct mapflags *mapflags; /* per segment */
+	uint32_t pid_str;          /* its "process" label's string, or 0 */
+};
+
+struct builder {
+	struct part_state *parts;
+	size_t nparts, cur;        /* the part whose samples are being encoded */
+	struct pb_buf pb;
+	int err; /* ENOMEM once anything failed */
+
+	char **strs; /* string table; strs[0] is "" */
+	size_t nstrs, capstrs;
+	uint32_t *strindex; /* open addressing: 1 + string index, 0 empty */
+	size_t nstrindex, nindexed;
+
+	struct location *locs; /* location id i + 1 is locs[i] */
+	size_t nlocs, caplocs;
+
+	struct line *lines;
+	size_t nlines, caplines;
+
+	struct function *fns; /* function id i + 1 is fns[i] */
+	size_t nfns, capfns;
+	uint32_t *fnindex; /* open addressing: function id, 0 empty */
+	size_t nfnindex;
+
+	uint32_t nmappings;
+	/* The profile's own comments (lines_missing=...), malloc'd. */
+	char **comments;
+	size_t ncomments, capcomments;
+	/* Pseudo-frame locations, or 0 until used. */
+	uint32_t truncated_loc, nostack_loc;
+};
+
+
+static size_t hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return (size_t)(h ^ h >> 32);
+}
+
+/* Appends a copy of s to the string table without indexing it (for a
+ * string known to be new that is never looked up again) and returns its
+ * index.  On failure sets b->err and returns 0. */
+static uint32_t str_append(struct builder *b, const char *s)
+{
+	char *copy = strdup(s);
+	if (!copy || cp_array_grow((void **)&b->strs, &b->capstrs, b->nstrs + 1,
+			  sizeof *b->strs, 256)) {
+		free(copy);
+		b->err = ENOMEM;
+		return 0;
+	}
+	b->strs[b->nstrs] = copy;
+	return (uint32_t)b->nstrs++;
+}
+
+/* Index of s in the string table, adding a copy if new.  On failure sets
+ * b->err and returns 0. */
+static uint32_t str_intern(struct builder *b, const char *s)
+{
+	if (!*s)
+		return 0;
+	if ((b->nindexed + 1) * 2 > b->nstrindex) {
+		size_t n = b->nstrindex ? b->nstrindex * 2 : 1024;
+		uint32_t *index = calloc(n, sizeof *index);
+		if (!index) {
+			b->err = ENOMEM;
+			return 0;
+		}
+		for (size_t k = 0; k < b->nstrindex; k++) {
+			uint32_t v = b->strindex[k];
+			if (!v)
+				continue;
+			size_t i = hash_str(b->strs[v - 1]) & (n - 1);
+			while (index[i])
+				i = (i + 1) & (n - 1);
+			index[i] = v;
+		}
+		free(b->strindex);
+		b->strindex = index;
+		b->nstrindex = n;
+	}
+	size_t mask = b->nstrindex - 1, i = hash_str(s) & mask;
+	for (; b->strindex[i]; i = (i + 1) & mask)
+		if (strcmp(b->strs[b->strindex[i] - 1], s) == 0)
+			return b->strindex[i] - 1;
+	uint32_t k = str_append(b, s);
+	if (k) {
+		b->strindex[i] = k + 1;
+		b->nindexed++;
+	}
+	return k;
+}
+
+static size_t hash_fn(const struct function *f)
+{
+	uint64_t k = (uint64_t)f->name * 0x9e3779b97f4a7c15ull ^ f->system_name;
+	k = k * 0xff51afd7ed558ccdull ^ f->filename;
+	return hash64(k * 0xc4ceb9fe1a85ec53ull ^ f->start_line);
+}
+
+/* The id of the Function with these fields (string indexes), adding it
+ * if new; 0 with b->err set on failure. */
+static uint32_t function_id(struct builder *b, uint32_t name, uint32_t system_name,
+			    uint32_t filename, uint32_t start_line)
+{
+	if (b->err)
+		return 0;
+	struct function f = { name, system_name, filename, start_line };
+	if ((b->nfns + 1) * 2 > b->nfnindex) {
+		size_t n = b->nfnindex ? b->nfnindex * 2 : 1024;
+		uint32_t *index = calloc(n, sizeof *index);
+		if (!index) {
+			b->err = ENOMEM;
+			return 0;
+		}
+		for (size_t k = 0; k < b->nfnindex; k++) {
+			uint32_t v = b->fnindex[k];
+			if (!v)
+				continue;
+			size_t i = hash_fn(&b->fns[v - 1]) & (n - 1);
+			while (index[i])
+				i = (i + 1) & (n - 1);
+			index[i] = v;
+		}
+		free(b->fnindex);
+		b->fnindex = index;
+		b->nfnindex = n;
+	}
+	size_t mask = b->nfnindex - 1, i = hash_fn(&f) & mask;
+	for (; b->fnindex[i]; i = (i + 1) & mask)
+		if (!memcmp(&b->fns[b->fnindex[i] - 1], &f, sizeof f))
+			return b->fnindex[i];
+	if (cp_array_grow((void **)&b->fns, &b->capfns, b->nfns + 1, sizeof *b->fns, 256)) {
+		b->err = ENOMEM;
+		return 0;
+	}
+	b->fns[b->nfns] = f;
+	b->fnindex[i] = (uint32_t)++b->nfns;
+	return b->fnindex[i];
+}
+
+/* A Function without a source file named `name`, a string known to be
+ * new (it names one address or pseudo-frame). */
+static uint32_t function_unique(struct builder *b, const char *name)
+{
+	uint32_t s = str_append(b, name);
+	return s ? function_id(b, s, s, 0, 0) : 0;
+}
+
+/* Appends a Line to Location l. */
+static void line_add(struct builder *b, struct location *l, uint32_t function, uint32_t line)
+{
+	if (!function || cp_array_grow((void **)&b->lines, &b->caplines, b->nlines + 1,
+				       sizeof *b->lines, 256)) {
+		b->err = ENOMEM;
+		return;
+	}
+	if (l->nlines == 0)
+		l->line0 = (uint32_t)b->nlines;
+	b->lines[b->nlines++] = (struct line){ function, line };
+	l->nlines++;
+}
+
+/* A new Location, its Lines still to come; returns its id, or 0 with
+ * b->err set. */
+static uint32_t location_new(struct builder *b, uint64_t addr, uint32_t mapping,
+			     uint32_t seg)
+{
+	if (b->err || cp_array_grow((void **)&b->locs, &b->caplocs, b->nlocs + 1,
+				    sizeof *b->locs, 256)) {
+		b->err = ENOMEM;
+		return 0;
+	}
+	b->locs[b->nlocs] = (struct location){ addr, mapping, (uint32_t)b->cur, seg, 0, 0 };
+	return (uint32_t)++b->nlocs;
+}
+
+/* The Location id for the (already adjusted) address addr, creating the
+ * Location and its Mapping on first sight (its Lines come later, from
+ * symbolize()); 0 with b->err set on failure. */
+static uint32_t location_for(struct builder *b, uint64_t addr)
+{
+	struct part_state *ps = &b->parts[b->cur];
+	uint32_t id = idmap_get(&ps->locmap, addr);
+	if (id)
+		return id;
+	const struct cp_symbols *sy = ps->p->syms;
+	const struct cp_segment *g = cp_symbols_segment_for(sy, addr);
+	uint32_t mapping = 0, seg = 0;
+	if (g) {
+		size_t k = (size_t)(g - sy->segs);
+		if (!ps->segmapping[k])
+			ps->segmapping[k] = ++b->nmappings;
+		mapping = ps->segmapping[k];
+		seg = (uint32_t)k + 1;
+	}
+	id = location_new(b, addr, mapping, seg);
+	if (id && idmap_put(&ps->locmap, addr, id) != 0) {
+		b->err = ENOMEM;
+		return 0;
+	}
+	return id;
+}
+
+/* A Location without mapping or address whose function is `name`. */
+static uint32_t pseudo_location(struct builder *b, uint32_t *cache,
+				const char *name)
+{
+	if (!*cache) {
+		uint32_t fn = function_unique(b, name);
+		*cache = location_new(b, 0, 0, 0);
+		if (*cache)
+			line_add(b, &b->locs[*cache - 1], fn, 0);
+	}
+	return *cache;
+}
+
+__attribute__((format(printf, 2, 3)))
+static void add_comment(struct builder *b, const char *fmt, ...)
+{
+	char *s = NULL;
+	va_list ap;
+	va_start(ap, fmt);
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	if (!s || cp_array_grow((void **)&b->comments, &b->capcomments, b->ncomments + 1,
+				sizeof *b->comments, 8)) {
+		free(s);
+		b->err = ENOMEM;
+		return;
+	}
+	b->comments[b->ncomments++] = s;
+}
+
+/* The string index of symbol name s without its symbol version
+ * ("memcpy@GLIBC_2.2.5", "__libc_start_main@@GLIBC_2.34"). */
+static uint32_t str_unversioned(struct builder *b, const char *s)
+{
+	const char *at = strchr(s, '@');
+	if (!at || at == s)
+		return str_intern(b, s);
+	char *copy = strndup(s, (size_t)(at - s));
+	if (!copy) {
+		b->err = ENOMEM;
+		return 0;
+	}
+	uint32_t k = str_intern(b, copy);
+	free(copy);
+	return k;
+}
+
+/* The string index of the readable form of symbol (or linkage name) s:
+ * demangled if it is a C++ name, without its version. */
+static uint32_t str_readable(struct builder *b, const char *s)
+{
+	const char *at = strchr(s, '@');
+	char *base = at && at != s ? strndup(s, (size_t)(at - s)) : NULL;
+	if (at && at != s && !base) {
+		b->err = ENOMEM;
+		return 0;
+	}
+	char *d = cp_symbols_demangle(b->parts[0].p->syms, base ? base : s);
+	uint32_t k = str_intern(b, d ? d : base ? base : s);
+	free(d);
+	free(base);
+	return k;
+}
+
+/* Gives Location l, of segment g, Lines from its symbol alone (the name
+ * `sym` from the symbol table, or NULL) as before DWARF: one Line, no
+ * source file. */
+static void lines_from_symbol(struct builder *b, struct location *l,
+			      const struct cp_segment *g, const char *sym)
+{
+	uint32_t fn;
+	if (sym) {
+		fn = function_id(b, str_readable(b, sym), str_unversioned(b, sym), 0, 0);
+	} else if (g) {
+		/* Unique per address: no need to look it up. */
+		const char *base = strrchr(g->obj->path, '/');
+		char *s = NULL;
+		if (asprintf(&s, "%s+0x%llx", base ? base + 1 : g->obj->path,
+			     (unsigned long long)(l->addr - g->start + g->file_offset)) < 0)
+			s = NULL;
+		fn = s ? function_unique(b, s) : 0;
+		free(s);
+	} else {
+		char s[24];
+		snprintf(s, sizeof s, "0x%llx", (unsigned long long)l->addr);
+		fn = function_unique(b, s);
+	}
+	line_add(b, l, fn, 0);
+}
+
+/* Gives Location l one Line per level of its inline chain c, innermost
+ * first.  The outermost level is the function the symbol table names
+ * `sym`: its system name is that symbol (a clone's, "f.part.0", or a cold
+ * part's); every other level's is its linkage name, or its name in C. */
+static void lines_from_chain(struct builder *b, struct location *l,
+			     const struct cp_lines_chain *c, const char *sym)
+{
+	for (uint32_t k = 0; k < c->n && !b->err; k++) {
+		const struct cp_lines_frame *f = &c->frames[k];
+		uint32_t name, system;
+		int outermost = k + 1 == c->n;
+		if (!f->name || (!f->name[0] && !f->linkage)) {
+			/* No function DIE (assembly): the symbol names it. */
+			if (!sym) {
+				char s[24];
+				snprintf(s, sizeof s, "0x%llx", (unsigned long long)l->addr);
+				name = system = str_intern(b, s);
+			} else {
+				name = str_readable(b, sym);
+				system = str_unversioned(b, sym);
+			}
+		} else {
+			name = f->linkage ? str_readable(b, f->linkage) : str_intern(b, f->name);
+			/* A linkage name that does not demangle reads worse
+			 * than the plain name. */
+			if (f->linkage && f->name[0] && !strcmp(b->strs[name], f->linkage))
+				name = str_intern(b, f->name);
+			system = outermost && sym ? str_unversioned(b, sym) :
+				 f->linkage ? str_intern(b, f->linkage) : name;
+		}
+		line_add(b, l, function_id(b, name, system, str_intern(b, f->file), f->start_line),
+			 f->line);
+	}
+}
+
+/* Symbolizes every Location made so far: its lines from the DWARF of its
+ * object where it has some, else its symbol.  Adds the comments that say
+ * which objects had no lines, and why.  The objects of all parts are read
+ * in one go, each file once however many parts (processes) had it. */
+static void symbolize(struct builder *b)
+{
+	size_t nq = 0, nobj = 0, capobj = 0;
+	for (size_t p = 0; p < b->nparts; p++)
+		capobj += b->parts[p].p->syms->nobjs;
+	/* At least 256 of each: blocks of a size that changes with every
+	 * profile would settle in the allocator's per-thread caches, and a
+	 * program that writes many profiles would see its heap creep. */
+	size_t nl = b->nlocs > 256 ? b->nlocs : 256, no = capobj > 256 ? capobj : 256;
+	struct cp_lines_query *q = malloc(nl * sizeof *q);
+	uint32_t *qloc = malloc(nl * sizeof *qloc);
+	const char **symname = calloc(nl, sizeof *symname);
+	struct cp_lines_object *objs = calloc(no, sizeof *objs);
+	/* Per part, the index of each of its objects in objs. */
+	size_t **objidx = calloc(b->nparts, sizeof *objidx);
+	if (!q || !qloc || !symname || !objs || !objidx) {
+		b->err = ENOMEM;
+		goto out;
+	}
+	for (size_t p = 0; p < b->nparts; p++) {
+		const struct cp_symbols *sy = b->parts[p].p->syms;
+		if (!(objidx[p] = malloc((sy->nobjs ? sy->nobjs : 1) * sizeof *objidx[p]))) {
+			b->err = ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < sy->nobjs; i++) {
+			size_t k = 0;
+			while (k < nobj && (strcmp(objs[k].path, sy->objs[i].path) ||
+					    strcmp(objs[k].build_id, sy->objs[i].build_id)))
+				k++;
+			if (k == nobj)
+				objs[nobj++] = (struct cp_lines_object){ sy->objs[i].path, sy->objs[i].build_id };
+			objidx[p][i] = k;
+		}
+	}
+	for (size_t i = 0; i < b->nlocs; i++) {
+		const struct location *l = &b->locs[i];
+		if (!l->seg || l->nlines)
+			continue;
+		const struct cp_symbols *sy = b->parts[l->part].p->syms;
+		const struct cp_object *o = sy->segs[l->seg - 1].obj;
+		uintptr_t start = 0;
+		symname[i] = cp_symbols_name_for(sy, l->addr, &start);
+		/* Only objects that are files ("[vdso]" is not). */
+		if (o->path[0] != '/' || !cp_pprof_lines)
+			continue;
+		q[nq] = (struct cp_lines_query){ objidx[l->part][o - sy->objs], l->addr - o->bias,
+						 symname[i] ? start - o->bias : 0 };
+		qloc[nq++] = (uint32_t)i;
+	}
+
+	struct cp_lines_result res;
+	char global[256] = "";
+	int rc = cp_lines_resolve(objs, nobj, q, nq, LINES_TIMEOUT_MS, &res, global, sizeof global);
+	if (rc != 0) {
+		b->err = ENOMEM;
+		goto out;
+	}
+	size_t with = 0;
+	for (size_t k = 0; k < nq; k++) {
+		struct location *l = &b->locs[qloc[k]];
+		const struct cp_lines_chain *c = &res.chains[k];
+		if (!c->n)
+			continue;
+		lines_from_chain(b, l, c, symname[qloc[k]]);
+		with++;
+		struct mapflags *m = &b->parts[l->part].mapflags[l->seg - 1];
+		for (uint32_t j = 0; j < c->n; j++) {
+			m->filenames |= c->frames[j].file[0] != '\0';
+			m->line_numbers |= c->frames[j].line != 0;
+		}
+		m->inline_frames |= res.has_dwarf[q[k].object];
+	}
+	for (size_t i = 0; i < b->nlocs; i++) {
+		struct location *l = &b->locs[i];
+		if (!l->nlines)
+			lines_from_symbol(b, l, l->seg ? &b->parts[l->part].p->syms->segs[l->seg - 1] : NULL,
+					  symname[i]);
+	}
+	if (nq) {
+		add_comment(b, "lines=%zu of %zu addresses in files", with, nq);
+		if (global[0])
+			add_comment(b, "lines_missing=every object: %s", global);
+	}
+	size_t named = 0, more = 0;
+	for (size_t i = 0; !global[0] && i < res.nobjs; i++) {
+		if (!res.why[i])
+			continue;
+		if (named++ < MAX_LINES_COMMENTS)
+			add_comment(b, "lines_missing=%s: %s", objs[i].path, res.why[i]);
+		else
+			more++;
+	}
+	if (more)
+		add_comment(b, "lines_missing_more=%zu objects", more);
+	cp_lines_result_free(&res);
+out:
+	for (size_t p = 0; objidx && p < b->nparts; p++)
+		free(objidx[p]);
+	free(objidx);
+	free(q);
+	free(qloc);
+	free(symname);
+	free(objs);
+}
+
+static void put_value_type(struct pb_buf *pb, uint32_t field,
+			   uint32_t type, uint32_t unit)
+{
+	size_t m = cp_pb_start(pb);
+	cp_pb_int64_opt(pb, VALUE_TYPE_TYPE, type);
+	cp_pb_int64_opt(pb, VALUE_TYPE_UNIT, unit);
+	cp_pb_end(pb, field, m);
+}
+
+/* The label strings, once interned. */
+struct label_keys {
+	uint32_t pid, process, tid, thread;
+};
+
+static void put_label(struct pb_buf *pb, uint32_t key, uint32_t str, int64_t num)
+{
+	size_t m = cp_pb_start(pb);
+	cp_pb_int64_opt(pb, LABEL_KEY, key);
+	cp_pb_int64_opt(pb, LABEL_STR, str);
+	cp_pb_int64_opt(pb, LABEL_NUM, num);
+	cp_pb_end(pb, SAMPLE_LABEL, m);
+}
+
+/* A sample of part ps, sampled in thread tid (0: none in particular). */
+static void put_sample(struct builder *b, const struct part_state *ps, const struct label_keys *k,
+		       const uint64_t *ids, size_t n, uint64_t count, uint64_t ns, uint32_t tid)
+{
+	struct pb_buf *pb = &b->pb;
+	int64_t values[2] = { (int64_t)count, (int64_t)ns };
+	const struct cp_profile_part *p = ps ? ps->p : NULL;
+	size_t m = cp_pb_start(pb);
+	cp_pb_packed_uint64(pb, SAMPLE_LOCATION_ID, ids, n);
+	cp_pb_packed_int64(pb, SAMPLE_VALUE, values, 2);
+	if (p && p->pid)
+		put_label(pb, k->pid, 0, p->pid);
+	if (p && ps->pid_str)
+		put_label(pb, k->process, ps->pid_str, 0);
+	if (p && tid) {
+		put_label(pb, k->tid, 0, tid);
+		const char *name = p->thread_name ? p->thread_name(p->arg, tid) : NULL;
+		if (name && name[0])
+			put_label(pb, k->thread, str_intern(b, name), 0);
+	}
+	cp_pb_end(pb, PROFILE_SAMPLE, m);
+}
+
+/* A sample whose only frame is the pseudo-function ps->name. */
+static void put_pseudo(struct builder *b, const struct part_state *ps, const struct label_keys *k,
+		       const struct cp_pseudo_sample *x)
+{
+	if (x->count == 0 && x->ns == 0)
+		return;
+	uint32_t fn = function_unique(b, x->name);
+	uint64_t id = location_new(b, 0, 0, 0);
+	if (id)
+		line_add(b, &b->locs[id - 1], fn, 0);
+	put_sample(b, ps, k, &id, 1, x->count, x->ns, 0);
+}
+
+/* Encodes the whole profile into b->pb.  Returns 0 or -ENOMEM. */
+static int build(struct builder *b, const struct cp_profile_meta *meta)
+{
+	struct pb_buf *pb = &b->pb;
+	uint32_t s_samples = str_intern(b, "samples");
+	uint32_t s_count = str_intern(b, "count");
+	uint32_t s_cpu = str_intern(b, "cpu");
+	uint32_t s_ns = str_intern(b, "nanoseconds");
+	struct label_keys keys = { str_intern(b, "pid"), str_intern(b, "process"), str_intern(b, "tid"),
+				   str_intern(b, "thread") };
+	put_value_type(pb, PROFILE_SAMPLE_TYPE, s_samples, s_count);
+	put_value_type(pb, PROFILE_SAMPLE_TYPE, s_cpu, s_ns);
+
+	size_t maxn = 2;
+	for (size_t p = 0; p < b->nparts; p++)
+		for (size_t i = 0; i < b->parts[p].p->tab->len; i++)
+			if ((size_t)b->parts[p].p->tab->items[i]->n + 1 > maxn)
+				maxn = (size_t)b->parts[p].p->tab->items[i]->n + 1;
+	uint64_t *ids = malloc(maxn * sizeof *ids);
+	if (!ids)
+		return -ENOMEM;
+	for (b->cur = 0; b->cur < b->nparts; b->cur++) {
+		struct part_state *ps = &b->parts[b->cur];
+		const struct cp_stacktab *tab = ps->p->tab;
+		if (ps->p->process && ps->p->process[0])
+			ps->pid_str = str_intern(b, ps->p->process);
+		for (size_t i = 0; i < tab->len && !b->err && !pb->err; i++) {
+			const struct cp_stack *s = tab->items[i];
+			size_t n = 0;
+			for (uint32_t k = 0; k < s->n; k++) {
+				uint64_t pc = s->pcs[k];
+				if (k == 1 && (s->flags & CP_STACK_LINK_REG) &&
+				    !cp_symbols_code_outside_function(ps->p->syms, s->pcs[0], pc - 1))
+					continue;
+				/* A caller's frame: point into the call instruction. */
+				ids[n++] = location_for(b, k > 0 && pc > 0 ? pc - 1 : pc);
+			}
+			/* pprof hides a sample without locations from its
+			 * reports (it only counts in the total): give it a
+			 * frame. */
+			if (s->n == 0)
+				ids[n++] = pseudo_location(b, &b->nostack_loc, "[no stack]");
+			if (s->flags & CP_STACK_TRUNCATED)
+				ids[n++] = pseudo_location(b, &b->truncated_loc, "[truncated]");
+			put_sample(b, ps, &keys, ids, n, s->count, s->ns, s->tid);
+		}
+		for (size_t i = 0; i < ps->p->npseudo; i++)
+			put_pseudo(b, ps, &keys, &ps->p->pseudo[i]);
+	}
+	free(ids);
+	for (size_t i = 0; i < meta->npseudo; i++)
+		put_pseudo(b, NULL, &keys, &meta->pseudo[i]);
+	symbolize(b);
+
+	for (size_t p = 0; p < b->nparts; p++) {
+		const struct part_state *ps = &b->parts[p];
+		const struct cp_symbols *sy = ps->p->syms;
+		for (size_t i = 0; i < sy->nsegs; i++) {
+			const struct cp_segment *g = &sy->segs[i];
+			if (!ps->segmapping[i])
+				continue;
+			size_t m = cp_pb_start(pb);
+			cp_pb_uint64(pb, MAPPING_ID, ps->segmapping[i]);
+			cp_pb_uint64_opt(pb, MAPPING_MEMORY_START, g->start);
+			cp_pb_uint64_opt(pb, MAPPING_MEMORY_LIMIT, g->limit);
+			cp_pb_uint64_opt(pb, MAPPING_FILE_OFFSET, g->file_offset);
+			cp_pb_int64_opt(pb, MAPPING_FILENAME, str_intern(b, g->obj->path));
+			cp_pb_int64_opt(pb, MAPPING_BUILD_ID, str_intern(b, g->obj->build_id));
+			cp_pb_bool(pb, MAPPING_HAS_FUNCTIONS, 1);
+			/* True where some Location has them, as pprof's own
+			 * symbolizer sets them. */
+			cp_pb_bool(pb, MAPPING_HAS_FILENAMES, ps->mapflags[i].filenames);
+			cp_pb_bool(pb, MAPPING_HAS_LINE_NUMBERS, ps->mapflags[i].line_numbers);
+			cp_pb_bool(pb, MAPPING_HAS_INLINE_FRAMES, ps->mapflags[i].inline_frames);
+			cp_pb_end(pb, PROFILE_MAPPING, m);
+		}
+	}
+	for (size_t i = 0; i < b->nlocs; i++) {
+		const struct location *l = &b->locs[i];
+		size_t m = cp_pb_start(pb);
+		cp_pb_uint64(pb, LOCATION_ID, i + 1);
+		cp_pb_uint64_opt(pb, LOCATION_MAPPING_ID, l->mapping);
+		cp_pb_uint64_opt(pb, LOCATION_ADDRESS, l->addr);
+		for (uint32_t k = 0; k < l->nlines; k++) {
+			const struct line *ln = &b->lines[l->line0 + k];
+			size_t line = cp_pb_start(pb);
+			cp_pb_uint64(pb, LINE_FUNCTION_ID, ln->function);
+			cp_pb_int64_opt(pb, LINE_LINE, ln->line);
+			cp_pb_end(pb, LOCATION_LINE, line);
+		}
+		cp_pb_end(pb, PROFILE_LOCATION, m);
+	}
+	for (size_t i = 0; i < b->nfns; i++) {
+		const struct function *f = &b->fns[i];
+		size_t m = cp_pb_start(pb);
+		cp_pb_uint64(pb, FUNCTION_ID, i + 1);
+		cp_pb_int64_opt(pb, FUNCTION_NAME, f->name);
+		cp_pb_int64_opt(pb, FUNCTION_SYSTEM_NAME, f->system_name);
+		cp_pb_int64_opt(pb, FUNCTION_FILENAME, f->filename);
+		cp_pb_int64_opt(pb, FUNCTION_START_LINE, f->start_line);
+		cp_pb_end(pb, PROFILE_FUNCTION, m);
+	}
+
+	cp_pb_int64_opt(pb, PROFILE_TIME_NANOS, meta->time_nanos);
+	cp_pb_int64_opt(pb, PROFILE_DURATION_NANOS, meta->duration_nanos);
+	put_value_type(pb, PROFILE_PERIOD_TYPE, s_cpu, s_ns);
+	cp_pb_int64_opt(pb, PROFILE_PERIOD, (int64_t)meta->period_ns);
+	size_t nc = meta->ncomments + b->ncomments;
+	if (nc) {
+		int64_t *c = malloc(nc * sizeof *c);
+		if (!c)
+			return -ENOMEM;
+		for (size_t i = 0; i < meta->ncomments; i++)
+			c[i] = str_intern(b, meta->comments[i] ?
+						     meta->comments[i] : "");
+		for (size_t i = 0; i < b->ncomments; i++)
+			c[meta->ncomments + i] = str_intern(b, b->comments[i]);
+		cp_pb_packed_int64(pb, PROFILE_COMMENT, c, nc);
+		free(c);
+	}
+
+	/* Last, now that every string is in it. */
+	for (size_t i = 0; i < b->nstrs; i++)
+		cp_pb_string(pb, PROFILE_STRING_TABLE, b->strs[i]);
+	return b->err || pb->err ? -ENOMEM : 0;
+}
+
+static void builder_free(struct builder *b)
+{
+	cp_pb_free(&b->pb);
+	for (size_t i = 0; i < b->nstrs; i++)
+		free(b->strs[i]);
+	free(b->strs);
+	free(b->strindex);
+	free(b->locs);
+	for (size_t p = 0; b->parts && p < b->nparts; p++) {
+		idmap_free(&b->parts[p].locmap);
+		free(b->parts[p].segmapping);
+		free(b->parts[p].mapflags);
+	}
+	free(b->parts);
+	free(b->lines);
+	free(b->fns);
+	free(b->fnindex);
+	for (size_t i = 0; i < b->ncomments; i++)
+		free(b->comments[i]);
+	free(b->comments);
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Writes data[0..len) gzipped to fd.  Returns 0 or a negative errno. */
+static int write_gzip(int fd, const uint8_t *data, size_t len)
+{
+	enum { CHUNK = 1 << 16 };
+	z_stream z;
+	memset(&z, 0, sizeof z);
+	unsigned char *out = malloc(CHUNK);
+	if (!out)
+		return -ENOMEM;
+	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(out);
+		return -ENOMEM;
+	}
+	int rc = 0, flush;
+	size_t off = 0;
+	do {
+		size_t chunk = len - off > (1u << 30) ? (1u << 30) : len - off;
+		z.next_in = (unsigned char *)(uintptr_t)(data + off);
+		z.avail_in = (uInt)chunk;
+		off += chunk;
+		flush = off == len ? Z_FINISH : Z_NO_FLUSH;
+		do {
+			z.next_out = out;
+			z.avail_out = CHUNK;
+			deflate(&z, flush); /* cannot fail with valid state */
+			rc = write_all(fd, out, CHUNK - z.avail_out);
+		} while (rc == 0 && z.avail_out == 0);
+	} while (rc == 0 && flush != Z_FINISH);
+	deflateEnd(&z);
+	free(out);
+	return rc;
+}
+
+/* Creates a new temporary file beside path; returns its fd and name (in
+ * *tmp, malloc'd) or a negative errno. */
+static int open_temp(const char *path, char **tmp)
+{
+	static unsigned seq;
+	size_t n = strlen(path) + 48;
+	char *name = malloc(n);
+	if (!name)
+		return -ENOMEM;
+	for (int tries = 0; tries < 100; tries++) {
+		snprintf(name, n, "%s.tmp.%ld.%u", path, (long)getpid(),
+			 __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+		int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+			      0666);
+		if (fd >= 0) {
+			*tmp = name;
+			return fd;
+		}
+		if (errno != EEXIST)
+			break;
+	}
+	int rc = -errno;
+	free(name);
+	return rc;
+}
+
+/* Formats an error message into err[errlen] (either may be empty). */
+__attribute__((format(printf, 3, 4)))
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	if (!err || !errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+int cp_pprof_write_parts(const char *path, const struct cp_profile_part *parts, size_t nparts,
+		      const struct cp_profile_meta *meta, char *err, size_t errlen)
+{
+	static const struct cp_profile_meta no_meta;
+	struct builder b;
+	char *tmp = NULL;
+	int rc, fd = -1;
+
+	if (!meta)
+		meta = &no_meta;
+	if (err && errlen)
+		err[0] = '\0';
+	memset(&b, 0, sizeof b);
+	cp_pb_init(&b.pb);
+	int ok = nparts > 0 && (b.parts = calloc(nparts, sizeof *b.parts)) != NULL;
+	for (size_t p = 0; ok && p < nparts; p++) {
+		b.parts[p].p = &parts[p];
+		size_t nsegs = parts[p].syms->nsegs + 1;
+		ok = (b.parts[p].segmapping = calloc(nsegs, sizeof *b.parts[p].segmapping)) &&
+		     (b.parts[p].mapflags = calloc(nsegs, sizeof *b.parts[p].mapflags));
+		b.nparts = p + 1;
+	}
+	if (!ok || cp_array_grow((void **)&b.strs, &b.capstrs, 1, sizeof *b.strs, 256) || !(b.strs[0] = strdup(""))) {
+		rc = -ENOMEM;
+		set_err(err, errlen, "pprof: out of memory");
+		goto out;
+	}
+	b.nstrs = 1;
+	if ((rc = build(&b, meta)) != 0) {
+		set_err(err, errlen, "pprof: out of memory");
+		goto out;
+	}
+	/* A path that names something other than a regular file (/dev/null,
+	 * a FIFO) is written into: renaming over it would replace it. */
+	struct stat st;
+	int exists = stat(path, &st) == 0;
+	if (exists && !S_ISREG(st.st_mode)) {
+		if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
+			rc = -errno;
+			set_err(err, errlen, "pprof: open %s: %s", path, strerror(-rc));
+			goto out;
+		}
+		if ((rc = write_gzip(fd, b.pb.data, b.pb.len)) != 0)
+			set_err(err, errlen, "pprof: write %s: %s", path, strerror(-rc));
+		goto out;
+	}
+	if ((fd = open_temp(path, &tmp)) < 0) {
+		rc = fd;
+		set_err(err, errlen, "pprof: create %s.tmp.*: %s", path,
+			 strerror(-rc));
+		goto out;
+	}
+	/* A file replaced keeps its permissions (the temporary file has the
+	 * umask's). */
+	if (exists && fchmod(fd, st.st_mode & 0777) != 0) {
+		rc = -errno;
+		set_err(err, errlen, "pprof: chmod %s: %s", tmp, strerror(-rc));
+		goto out;
+	}
+	if ((rc = write_gzip(fd, b.pb.data, b.pb.len)) != 0) {
+		set_err(err, errlen, "pprof: write %s: %s", tmp, strerror(-rc));
+		goto out;
+	}
+	if (close(fd) != 0) {
+		fd = -1;
+		rc = -errno;
+		set_err(err, errlen, "pprof: close %s: %s", tmp, strerror(-rc));
+		goto out;
+	}
+	fd = -1;
+	if (rename(tmp, path) != 0) {
+		rc = -errno;
+		set_err(err, errlen, "pprof: rename %s to %s: %s", tmp, path,
+			 strerror(-rc));
+		goto out;
+	}
+	free(tmp);
+	tmp = NULL;
+out:
+	if (fd >= 0)
+		close(fd);
+	if (tmp) {
+		unlink(tmp);
+		free(tmp);
+	}
+	builder_free(&b);
+	return rc;
+}
+
+int cp_pprof_write(const char *path, const struct cp_stacktab *tab, const struct cp_profile_meta *meta, char *err,
+		size_t errlen)
+{
+	struct cp_profile_part part = { .syms = cp_symbols_load(), .tab = tab };
+	if (!part.syms) {
+		set_err(err, errlen, "pprof: out of memory");
+		return -ENOMEM;
+	}
+	int rc = cp_pprof_write_parts(path, &part, 1, meta, err, errlen);
+	cp_symbols_free((struct cp_symbols *)part.syms);
+	return rc;
+}

@@ -1,0 +1,852 @@
+/*
+ * lines.c -- inline chains and source lines of one object from its DWARF
+ * (lines.h), with elfutils' libdw.  libdw is the DWARF reader that perf,
+ * systemtap and eu-addr2line use, kept up with every DWARF version, GCC's
+ * and Clang's extensions, compressed sections, split units and dwz's
+ * alternate files: writing our own would mean writing all of that again.
+ * It is loaded with dlopen("libdw.so.1") at the first lookup, through
+ * the prototypes of its headers, so that libcpuprof.so, preloaded into
+ * any program, depends on nothing more at load time and a host without
+ * libdw still profiles (without lines, and says so).  Only plain libdw
+ * is used, not libdwfl, whose debuginfod client would download debug
+ * files over the network.
+ *
+ * Per object, opening builds a table of its units' address ranges; a
+ * unit is read only when an address falls in it: its function DIEs, once,
+ * into a sorted table of their ranges, and its line table.  A lookup
+ * finds the function containing the address, walks down its inlined
+ * subroutines to the innermost one containing it, and reads the line of
+ * the address from the line table and the line of each call from the
+ * inlined subroutine's DW_AT_call_file/DW_AT_call_line, as addr2line -i
+ * does.  What libdw hands back is checked before it is believed: DIE
+ * walks must move forward through the section and stay shallow, a line
+ * row must lie inside the function, and the function must start where the
+ * ELF symbol does, so that a corrupt or foreign debug file gives no lines
+ * rather than wrong ones.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
+#include <gelf.h>
+
+#include "base/array.h"
+#include "lines.h"
+
+const char *cp_lines_debug_root = "/usr/lib/debug";
+const char *cp_lines_libdw_soname = "libdw.so.1";
+
+/* ---- libdw, loaded at run time ---------------------------------------- */
+
+#define LIBDW_FUNCS(X)                                                       \
+	X(elf_version) X(elf_begin) X(elf_end) X(elf_kind) X(elf_nextscn)    \
+	X(elf_getshdrstrndx) X(elf_strptr) X(gelf_getshdr) X(gelf_getehdr)   \
+	X(dwelf_elf_gnu_build_id) X(dwelf_elf_gnu_debuglink)                 \
+	X(dwarf_begin_elf) X(dwarf_end) X(dwarf_errmsg) X(dwarf_get_units)   \
+	X(dwarf_cu_info) X(dwarf_ranges) X(dwarf_haspc) X(dwarf_child)       \
+	X(dwarf_siblingof) X(dwarf_tag) X(dwarf_dieoffset) X(dwarf_offdie)   \
+	X(dwarf_attr) X(dwarf_attr_integrate) X(dwarf_formudata)             \
+	X(dwarf_formstring) X(dwarf_hasattr) X(dwarf_decl_line)              \
+	X(dwarf_decl_file) X(dwarf_getsrclines) X(dwarf_onesrcline)          \
+	X(dwarf_lineaddr) X(dwarf_lineno) X(dwarf_linesrc)                   \
+	X(dwarf_lineendsequence) X(dwarf_getsrcfiles) X(dwarf_filesrc)     \
+	X(dwarf_cu_getdwarf) X(dwarf_cuoffset) X(dwarf_next_unit) X(dwarf_getelf)
+
+static struct {
+#define FIELD(f) __typeof__(f) *f;
+	LIBDW_FUNCS(FIELD)
+#undef FIELD
+} dw;
+
+static int dw_state; /* 0 not tried, 1 loaded, -1 absent */
+static char dw_why[160];
+
+int cp_lines_libdw(char *why, size_t len)
+{
+	if (dw_state == 0) {
+		void *h = dlopen(cp_lines_libdw_soname, RTLD_NOW | RTLD_LOCAL);
+		const char *missing = NULL;
+		if (h) {
+#define LOAD(f)                                                   \
+	if (!missing && !(*(void **)&dw.f = dlsym(h, #f)))        \
+		missing = #f;
+			LIBDW_FUNCS(LOAD)
+#undef LOAD
+		}
+		if (!h) {
+			const char *e = dlerror();
+			snprintf(dw_why, sizeof dw_why,
+				 "%s not loaded (%s): install elfutils' libdw1",
+				 cp_lines_libdw_soname, e ? e : "not found");
+		} else if (missing) {
+			snprintf(dw_why, sizeof dw_why,
+				 "libdw.so.1 has no %s", missing);
+		} else if (dw.elf_version(EV_CURRENT) == EV_NONE) {
+			snprintf(dw_why, sizeof dw_why,
+				 "libelf does not support this ELF version");
+		}
+		/* Never unloaded: a later write uses it again. */
+		dw_state = dw_why[0] ? -1 : 1;
+	}
+	if (dw_state < 0 && why && len)
+		snprintf(why, len, "%s", dw_why);
+	return dw_state > 0 ? 0 : -ENOENT;
+}
+
+/* ---- Object ------------------------------------------------------------ */
+
+/* Address range of a unit or a function: [lo, hi) -> index. */
+struct range {
+	uint64_t lo, hi;
+	size_t idx;
+};
+
+struct unit {
+	Dwarf_CU *cu;
+	Dwarf_Die top;       /* the unit's DIE (a skeleton's, for split) */
+	Dwarf_Die die;       /* the DIE whose children are the functions */
+	int state;           /* 0 unread, 1 read, < 0 an enum cp_lines_status */
+	struct range *fns;   /* function ranges, sorted by lo; idx: DIE offset */
+	size_t nfns;
+	Dwarf_Lines *lines;
+	size_t nlines;
+	Dwarf_Files *files;  /* of `die`'s unit, for DW_AT_call_file */
+	Dwarf *dbg;          /* the file `die` is in (a .dwo, for split) */
+	const char *comp_dir; /* DW_AT_comp_dir, or NULL */
+};
+
+/* Relative file names made absolute with their unit's DW_AT_comp_dir:
+ * (name, comp_dir) pointers -> malloc'd path. */
+struct path {
+	const char *name, *dir;
+	char *full;
+};
+
+struct cp_lines_dwarf {
+	int fd, dfd;         /* the object's file, its debug file (or -1) */
+	Elf *elf, *delf;
+	Dwarf *dbg;
+	struct unit *units;
+	size_t nunits;
+	struct range *ranges; /* unit ranges, sorted by lo; idx: unit */
+	size_t nranges;
+	struct path *paths;   /* open addressing */
+	size_t npaths, cappaths;
+	char trouble[160];
+};
+
+/* Bounds on what a walk of a DIE tree may take: deeper trees and larger
+ * function tables are malformed (GCC nests a few dozen levels). */
+enum { MAX_TREE_DEPTH = 256, MAX_INLINE_VISITS = 1 << 20 };
+
+__attribute__((format(printf, 3, 4)))
+static void say(char *why, size_t len, const char *fmt, ...)
+{
+	if (!why || !len)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
+static void hex(const uint8_t *p, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[p[i] >> 4];
+		out[2 * i + 1] = digits[p[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+/* The build ID of e as hex into out[129] ("" if none or too long). */
+static void elf_build_id(Elf *e, char *out)
+{
+	const void *p;
+	ssize_t n = dw.dwelf_elf_gnu_build_id(e, &p);
+	out[0] = '\0';
+	if (n > 0 && n <= 64)
+		hex(p, (size_t)n, out);
+}
+
+/* 1 if e has a .debug_info (or GNU-compressed .zdebug_info) section with
+ * contents. */
+static int has_debug_info(Elf *e)
+{
+	size_t shstrndx;
+	if (dw.elf_getshdrstrndx(e, &shstrndx) != 0)
+		return 0;
+	for (Elf_Scn *s = NULL; (s = dw.elf_nextscn(e, s));) {
+		GElf_Shdr sh;
+		if (!dw.gelf_getshdr(s, &sh) || sh.sh_type == SHT_NOBITS ||
+		    sh.sh_size == 0)
+			continue;
+		const char *name = dw.elf_strptr(e, shstrndx, sh.sh_name);
+		if (name && (!strcmp(name, ".debug_info") ||
+			     !strcmp(name, ".zdebug_info")))
+			return 1;
+	}
+	return 0;
+}
+
+/* Opens path as a native ELF file: 0 with *fd and *e, or a negative errno
+ * with the reason in why. */
+static int elf_open(const char *path, int *fd, Elf **e, char *why, size_t len)
+{
+	struct stat st;
+	*e = NULL;
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0) {
+		int rc = -errno;
+		say(why, len, "%s: %s", path, strerror(-rc));
+		return rc;
+	}
+	if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		say(why, len, "%s: not a regular file", path);
+		goto bad;
+	}
+	*e = dw.elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	GElf_Ehdr eh;
+	if (!*e || dw.elf_kind(*e) != ELF_K_ELF || !dw.gelf_getehdr(*e, &eh) ||
+	    eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)) {
+		say(why, len, "%s: not an ELF file of this machine", path);
+		goto bad;
+	}
+	return 0;
+bad:
+	if (*e)
+		dw.elf_end(*e);
+	*e = NULL;
+	close(*fd);
+	*fd = -1;
+	return -ENOEXEC;
+}
+
+/* The CRC-32 of a whole file (the one .gnu_debuglink records), or -1. */
+static int64_t file_crc(int fd)
+{
+	enum { CHUNK = 1 << 16 };
+	unsigned char *buf = malloc(CHUNK);
+	if (!buf)
+		return -1;
+	uLong crc = crc32(0, NULL, 0);
+	off_t off = 0;
+	for (;;) {
+		ssize_t r = pread(fd, buf, CHUNK, off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			free(buf);
+			return -1;
+		}
+		if (r == 0)
+			break;
+		crc = crc32(crc, buf, (uInt)r);
+		off += r;
+	}
+	free(buf);
+	return (int64_t)(crc & 0xffffffffu);
+}
+
+/* Tries path as the debug file of an object whose build ID is want ("" if
+ * unknown): it must have DWARF and the same build ID, or (when either has
+ * none) the CRC `crc` if crc >= 0.  1 with d->dfd and d->delf if it is,
+ * else 0, with a reason in why if the file exists but does not fit. */
+static int try_debug_file(struct cp_lines_dwarf *d, const char *path,
+			  const char *want, int64_t crc, char *why, size_t len)
+{
+	int fd;
+	Elf *e;
+	char bid[129];
+	if (access(path, F_OK) != 0 || elf_open(path, &fd, &e, NULL, 0) != 0)
+		return 0;
+	elf_build_id(e, bid);
+	const char *bad = NULL;
+	if (!has_debug_info(e))
+		bad = "has no .debug_info";
+	else if (want[0] && bid[0] && strcmp(want, bid) != 0)
+		bad = "has another build ID";
+	else if ((!want[0] || !bid[0]) && (crc < 0 || file_crc(fd) != crc))
+		bad = "does not match (its CRC differs)";
+	if (bad) {
+		say(why, len, "debug file %s %s", path, bad);
+		dw.elf_end(e);
+		close(fd);
+		return 0;
+	}
+	d->dfd = fd;
+	d->delf = e;
+	return 1;
+}
+
+/* Finds the separate debug file of the object d->elf at path: by build ID,
+ * then by .gnu_debuglink beside the object, in its .debug/ and under the
+ * debug root.  1 if found. */
+static int find_debug_file(struct cp_lines_dwarf *d, const char *path,
+			   const char *want, char *why, size_t len)
+{
+	const char *root = cp_lines_debug_root;
+	size_t plen = strlen(root) + strlen(path) + 300;
+	char *p = malloc(plen);
+	if (!p)
+		return 0;
+	int found = 0;
+	if (strlen(want) > 2) {
+		snprintf(p, plen, "%s/.build-id/%.2s/%s.debug", root, want, want + 2);
+		found = try_debug_file(d, p, want, -1, why, len);
+	}
+	GElf_Word crc;
+	const char *link = found ? NULL : dw.dwelf_elf_gnu_debuglink(d->elf, &crc);
+	if (link && !strchr(link, '/') && strlen(link) < 256) {
+		/* The directories of the path as given and as resolved. */
+		char *real = realpath(path, NULL);
+		const char *bases[2] = { path, real };
+		for (int b = 0; b < 2 && !found; b++) {
+			if (!bases[b] || (b == 1 && !strcmp(bases[1], path)))
+				continue;
+			const char *slash = strrchr(bases[b], '/');
+			int dl = slash ? (int)(slash - bases[b]) : 1;
+			const char *dir = slash ? bases[b] : ".";
+			const char *fmts[] = { "%.*s/%s", "%.*s/.debug/%s", "%s%.*s/%s" };
+			for (int k = 0; k < 3 && !found; k++) {
+				if (k < 2)
+					snprintf(p, plen, fmts[k], dl, dir, link);
+				else
+					snprintf(p, plen, fmts[k], root, dl, dir, link);
+				if (strcmp(p, path) != 0)
+					found = try_debug_file(d, p, want, crc, why, len);
+			}
+		}
+		free(real);
+	}
+	free(p);
+	return found;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	return x->hi < y->hi ? -1 : x->hi > y->hi;
+}
+
+/* Appends die's address ranges to *r (with index idx).  Returns 0, or -1
+ * on a malformed range list or no memory. */
+static int add_ranges(Dwarf_Die *die, size_t idx, struct range **r, size_t *n,
+		      size_t *cap)
+{
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+	int k = 0;
+	while ((off = dw.dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+		if (++k > 1 << 16)
+			return -1;
+		if (hi <= lo)
+			continue;
+		if (cp_array_grow((void **)r, cap, *n + 1, sizeof **r, 64))
+			return -1;
+		(*r)[(*n)++] = (struct range){ lo, hi, idx };
+	}
+	return off < 0 ? -1 : 0;
+}
+
+/* The size of e's section `name` (after libdw decompressed it), or 0. */
+static uint64_t section_size(Elf *e, const char *name)
+{
+	size_t shstrndx;
+	if (!e || dw.elf_getshdrstrndx(e, &shstrndx) != 0)
+		return 0;
+	for (Elf_Scn *s = NULL; (s = dw.elf_nextscn(e, s));) {
+		GElf_Shdr sh;
+		const char *n;
+		if (dw.gelf_getshdr(s, &sh) && (n = dw.elf_strptr(e, shstrndx, sh.sh_name)) &&
+		    !strcmp(n, name))
+			return sh.sh_type == SHT_NOBITS ? 0 : sh.sh_size;
+	}
+	return 0;
+}
+
+/* Indexes the units of d->dbg by address.  A unit that runs past the end
+ * of .debug_info (a truncated section: libdw would read what follows it)
+ * is left out. */
+static int index_units(struct cp_lines_dwarf *d, char *why, size_t len)
+{
+	size_t capu = 0, capr = 0;
+	uint64_t info = section_size(dw.dwarf_getelf(d->dbg), ".debug_info");
+	Dwarf_CU *cu = NULL, *next;
+	Dwarf_Half version;
+	uint8_t type;
+	Dwarf_Die top;
+	int rc;
+	while ((rc = dw.dwarf_get_units(d->dbg, cu, &next, &version, &type, &top,
+					NULL)) == 0) {
+		cu = next;
+		if (type != DW_UT_compile && type != DW_UT_skeleton &&
+		    type != DW_UT_partial)
+			continue;
+		if (top.addr == NULL)
+			continue;
+		Dwarf_Off start = dw.dwarf_dieoffset(&top) - dw.dwarf_cuoffset(&top), end;
+		if (dw.dwarf_next_unit(d->dbg, start, &end, NULL, NULL, NULL, NULL, NULL, NULL,
+				       NULL) != 0 || end > info)
+			continue;
+		if (cp_array_grow((void **)&d->units, &capu, d->nunits + 1,
+				  sizeof *d->units, 64)) {
+			say(why, len, "out of memory");
+			return -ENOMEM;
+		}
+		struct unit *u = &d->units[d->nunits];
+		memset(u, 0, sizeof *u);
+		u->cu = cu;
+		u->top = top;
+		if (add_ranges(&top, d->nunits, &d->ranges, &d->nranges, &capr) != 0) {
+			/* A unit whose ranges cannot be read is left out. */
+			continue;
+		}
+		d->nunits++;
+	}
+	if (rc < 0 && d->nunits == 0) {
+		say(why, len, "libdw: %s", dw.dwarf_errmsg(-1));
+		return -ENOEXEC;
+	}
+	qsort(d->ranges, d->nranges, sizeof *d->ranges, range_cmp);
+	return 0;
+}
+
+int cp_lines_open(const char *path, const char *build_id,
+		  struct cp_lines_dwarf **out, char *why, size_t len)
+{
+	*out = NULL;
+	if (cp_lines_libdw(why, len) != 0)
+		return -ENOENT;
+	struct cp_lines_dwarf *d = calloc(1, sizeof *d);
+	if (!d) {
+		say(why, len, "out of memory");
+		return -ENOMEM;
+	}
+	d->fd = d->dfd = -1;
+	if (!build_id)
+		build_id = "";
+	char own[129] = "", whyd[256] = "";
+	Elf *use = NULL;
+	int rc = elf_open(path, &d->fd, &d->elf, why, len);
+	if (rc == 0) {
+		elf_build_id(d->elf, own);
+		int same = !build_id[0] || !own[0] || !strcmp(own, build_id);
+		if (same && has_debug_info(d->elf))
+			use = d->elf;
+		else if (find_debug_file(d, path, same ? build_id : "", whyd, sizeof whyd))
+			use = d->delf;
+		else if (!same)
+			say(why, len, "the file on disk has another build ID than the loaded "
+				      "object and no debug file has its build ID");
+		else
+			say(why, len, "no DWARF: built without -g or stripped, and no debug "
+				      "file found by build ID or .gnu_debuglink%s%s",
+			    whyd[0] ? "; " : "", whyd);
+	} else if (build_id[0] && find_debug_file(d, path, build_id, whyd, sizeof whyd)) {
+		/* The object's file is gone (or unreadable), its debug file is
+		 * not. */
+		d->elf = NULL;
+		use = d->delf;
+	}
+	if (!use) {
+		cp_lines_close(d);
+		return rc == 0 ? -ENOENT : rc;
+	}
+	d->dbg = dw.dwarf_begin_elf(use, DWARF_C_READ, NULL);
+	if (!d->dbg) {
+		say(why, len, "libdw: %s", dw.dwarf_errmsg(-1));
+		cp_lines_close(d);
+		return -ENOEXEC;
+	}
+	if ((rc = index_units(d, why, len)) != 0) {
+		cp_lines_close(d);
+		return rc;
+	}
+	if (d->nranges == 0) {
+		say(why, len, "its DWARF describes no code");
+		cp_lines_close(d);
+		return -ENOENT;
+	}
+	*out = d;
+	return 0;
+}
+
+void cp_lines_close(struct cp_lines_dwarf *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->nunits; i++)
+		free(d->units[i].fns);
+	free(d->units);
+	for (size_t i = 0; i < d->cappaths; i++)
+		free(d->paths[i].full);
+	free(d->paths);
+	free(d->ranges);
+	if (d->dbg)
+		dw.dwarf_end(d->dbg);
+	if (d->delf)
+		dw.elf_end(d->delf);
+	if (d->elf)
+		dw.elf_end(d->elf);
+	if (d->dfd >= 0)
+		close(d->dfd);
+	if (d->fd >= 0)
+		close(d->fd);
+	free(d);
+}
+
+const char *cp_lines_trouble(const struct cp_lines_dwarf *d)
+{
+	return d->trouble[0] ? d->trouble : NULL;
+}
+
+/* ---- Units -------------------------------------------------------------- */
+
+/* Collects every function DIE of unit u that has code into u->fns: a
+ * preorder walk of the whole unit, whose DIE offsets must grow (a tree
+ * that points backwards is malformed, and could loop) and which must stay
+ * within MAX_TREE_DEPTH.  Returns 0 or -1. */
+static int unit_functions(struct unit *u)
+{
+	Dwarf_Die stack[MAX_TREE_DEPTH];
+	size_t depth, cap = 0;
+	Dwarf_Off last = dw.dwarf_dieoffset(&u->die);
+	int r = dw.dwarf_child(&u->die, &stack[0]);
+	if (r != 0)
+		return r < 0 ? -1 : 0; /* no children: no functions */
+	depth = 1;
+	while (depth > 0) {
+		Dwarf_Die *die = &stack[depth - 1];
+		Dwarf_Off off = dw.dwarf_dieoffset(die);
+		if (off <= last || off == (Dwarf_Off)-1)
+			return -1;
+		last = off;
+		if (dw.dwarf_tag(die) == DW_TAG_subprogram &&
+		    !dw.dwarf_hasattr(die, DW_AT_declaration) &&
+		    (dw.dwarf_hasattr(die, DW_AT_low_pc) ||
+		     dw.dwarf_hasattr(die, DW_AT_ranges)) &&
+		    add_ranges(die, (size_t)off, &u->fns, &u->nfns, &cap) != 0)
+			return -1;
+		/* Into its children, else on to its sibling or an ancestor's. */
+		Dwarf_Die child;
+		r = dw.dwarf_child(die, &child);
+		if (r < 0)
+			return -1;
+		if (r == 0) {
+			if (depth == MAX_TREE_DEPTH)
+				return -1;
+			stack[depth++] = child;
+			continue;
+		}
+		while (depth > 0) {
+			r = dw.dwarf_siblingof(&stack[depth - 1], &stack[depth - 1]);
+			if (r < 0)
+				return -1;
+			if (r == 0)
+				break;
+			depth--;
+		}
+	}
+	qsort(u->fns, u->nfns, sizeof *u->fns, range_cmp);
+	return 0;
+}
+
+/* Reads unit u on first use.  Returns 1 if usable, else an enum
+ * cp_lines_status. */
+static int unit_load(struct cp_lines_dwarf *d, struct unit *u)
+{
+	if (u->state)
+		return u->state;
+	uint8_t type = 0;
+	Dwarf_Die sub;
+	u->state = CP_LINES_BAD;
+	if (dw.dwarf_cu_info(u->cu, NULL, &type, NULL, &sub, NULL, NULL, NULL) != 0)
+		return u->state;
+	if (type == DW_UT_skeleton) {
+		if (sub.addr == NULL) {
+			Dwarf_Attribute a;
+			const char *dwo = dw.dwarf_formstring(
+				dw.dwarf_attr(&u->top, DW_AT_dwo_name, &a) ? &a :
+				dw.dwarf_attr(&u->top, DW_AT_GNU_dwo_name, &a));
+			snprintf(d->trouble, sizeof d->trouble,
+				 "split DWARF unit %.120s not found", dwo ? dwo : "(unnamed)");
+			return u->state = CP_LINES_NO_DWO;
+		}
+		u->die = sub;
+	} else {
+		u->die = u->top;
+	}
+	u->dbg = dw.dwarf_cu_getdwarf(u->die.cu);
+	if (!u->dbg)
+		return u->state;
+	Dwarf_Attribute a;
+	u->comp_dir = dw.dwarf_attr(&u->top, DW_AT_comp_dir, &a) ? dw.dwarf_formstring(&a) : NULL;
+	if (u->comp_dir && !u->comp_dir[0])
+		u->comp_dir = NULL;
+	if (dw.dwarf_getsrclines(&u->top, &u->lines, &u->nlines) != 0 ||
+	    dw.dwarf_getsrcfiles(&u->die, &u->files, NULL) != 0 ||
+	    unit_functions(u) != 0) {
+		free(u->fns);
+		u->fns = NULL;
+		u->nfns = 0;
+		snprintf(d->trouble, sizeof d->trouble, "malformed DWARF unit at offset %#llx",
+			 (unsigned long long)dw.dwarf_dieoffset(&u->top));
+		return u->state;
+	}
+	return u->state = 1;
+}
+
+/* Index of the range in r[0..n) (sorted) that contains addr, the innermost
+ * (shortest) one if several do, or -1.  Ranges nest or follow each other;
+ * the search looks back over at most 64 ranges that start below addr. */
+static ptrdiff_t range_find(const struct range *r, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	ptrdiff_t best = -1;
+	for (size_t k = lo, seen = 0; k-- > 0 && seen < 64; seen++)
+		if (addr < r[k].hi &&
+		    (best < 0 || r[k].hi - r[k].lo < r[best].hi - r[best].lo))
+			best = (ptrdiff_t)k;
+	return best;
+}
+
+/* The line row of unit u that covers addr: the last row at or below addr,
+ * unless it ends a sequence.  NULL if none. */
+static Dwarf_Line *row_for(const struct unit *u, uint64_t addr, Dwarf_Addr *at)
+{
+	size_t lo = 0, hi = u->nlines;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		Dwarf_Addr a;
+		Dwarf_Line *l = dw.dwarf_onesrcline(u->lines, mid);
+		if (!l || dw.dwarf_lineaddr(l, &a) != 0)
+			return NULL;
+		if (a <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return NULL;
+	Dwarf_Line *l = dw.dwarf_onesrcline(u->lines, lo - 1);
+	bool end;
+	if (!l || dw.dwarf_lineendsequence(l, &end) != 0 || end ||
+	    dw.dwarf_lineaddr(l, at) != 0)
+		return NULL;
+	return l;
+}
+
+static size_t hash_ptrs(const void *a, const void *b)
+{
+	uint64_t k = (uint64_t)(uintptr_t)a * 0x9e3779b97f4a7c15ull ^ (uintptr_t)b;
+	return (size_t)((k * 0xff51afd7ed558ccdull) >> 17);
+}
+
+/* name as addr2line prints it: a relative name joined to its unit's
+ * compilation directory (itself relative where the build mapped it so:
+ * Debian's libc says "./misc"), so that pprof -list finds the file.  The result
+ * lives until cp_lines_close (name itself when it is absolute, or out of
+ * memory). */
+static const char *full_path(struct cp_lines_dwarf *d, const struct unit *u, const char *name)
+{
+	if (!name || !name[0] || name[0] == '/' || !u->comp_dir)
+		return name;
+	if ((d->npaths + 1) * 2 > d->cappaths) {
+		size_t cap = d->cappaths ? d->cappaths * 2 : 256;
+		struct path *p = calloc(cap, sizeof *p);
+		if (!p)
+			return name;
+		for (size_t i = 0; i < d->cappaths; i++) {
+			if (!d->paths[i].full)
+				continue;
+			size_t j = hash_ptrs(d->paths[i].name, d->paths[i].dir) & (cap - 1);
+			while (p[j].full)
+				j = (j + 1) & (cap - 1);
+			p[j] = d->paths[i];
+		}
+		free(d->paths);
+		d->paths = p;
+		d->cappaths = cap;
+	}
+	size_t j = hash_ptrs(name, u->comp_dir) & (d->cappaths - 1);
+	for (; d->paths[j].full; j = (j + 1) & (d->cappaths - 1))
+		if (d->paths[j].name == name && d->paths[j].dir == u->comp_dir)
+			return d->paths[j].full;
+	char *full = NULL;
+	if (asprintf(&full, "%s/%s", u->comp_dir, name) < 0)
+		return name;
+	d->paths[j] = (struct path){ name, u->comp_dir, full };
+	d->npaths++;
+	return full;
+}
+
+static const char *attr_string(Dwarf_Die *die, unsigned name)
+{
+	Dwarf_Attribute a;
+	return dw.dwarf_attr_integrate(die, name, &a) ? dw.dwarf_formstring(&a) : NULL;
+}
+
+/* Fills f's function fields from die (following its abstract origin and
+ * specification); f->file must be set already, for start_line.  Returns
+ * -1 if the function has no name that can be read (a name cut off: a
+ * truncated or corrupt string section). */
+static int frame_function(struct cp_lines_dwarf *d, const struct unit *u, Dwarf_Die *die,
+			  struct cp_lines_frame *f)
+{
+	f->name = attr_string(die, DW_AT_name);
+	f->linkage = attr_string(die, DW_AT_linkage_name);
+	if (!f->linkage)
+		f->linkage = attr_string(die, DW_AT_MIPS_linkage_name);
+	int line = 0;
+	const char *decl = full_path(d, u, dw.dwarf_decl_file(die));
+	f->start_line = 0;
+	if (decl && f->file && !strcmp(decl, f->file) &&
+	    dw.dwarf_decl_line(die, &line) == 0 && line > 0)
+		f->start_line = (uint32_t)line;
+	if (!f->name && !f->linkage)
+		return -1;
+	if (!f->name)
+		f->name = "";
+	return 0;
+}
+
+/* The call site of inlined subroutine die: its file and line into f.
+ * Returns -1 if either is missing or unreadable: the caller's line is
+ * then unknown, and a chain with a hole in it is not given. */
+static int call_site(struct cp_lines_dwarf *d, const struct unit *u, Dwarf_Die *die,
+		     struct cp_lines_frame *f)
+{
+	Dwarf_Attribute a;
+	Dwarf_Word file = 0, line = 0;
+	const char *s;
+	if (!dw.dwarf_attr(die, DW_AT_call_file, &a) || dw.dwarf_formudata(&a, &file) != 0 ||
+	    !(s = dw.dwarf_filesrc(u->files, file, NULL, NULL)) ||
+	    !dw.dwarf_attr(die, DW_AT_call_line, &a) || dw.dwarf_formudata(&a, &line) != 0 ||
+	    line > UINT32_MAX)
+		return -1;
+	f->file = full_path(d, u, s);
+	f->line = (uint32_t)line;
+	return 0;
+}
+
+/* Scope DIEs that inlined subroutines can be found under, inside a
+ * function. */
+static int is_scope(int tag)
+{
+	return tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block ||
+	       tag == DW_TAG_try_block || tag == DW_TAG_catch_block ||
+	       tag == DW_TAG_with_stmt || tag == DW_TAG_common_block;
+}
+
+enum cp_lines_status cp_lines_lookup(struct cp_lines_dwarf *d, uint64_t addr,
+				     uint64_t sym_start,
+				     struct cp_lines_frame *frames, size_t *n)
+{
+	*n = 0;
+	ptrdiff_t ui = range_find(d->ranges, d->nranges, addr);
+	if (ui < 0)
+		return CP_LINES_NONE;
+	struct unit *u = &d->units[d->ranges[ui].idx];
+	int st = unit_load(d, u);
+	if (st != 1)
+		return (enum cp_lines_status)st;
+	Dwarf_Addr row_at;
+	Dwarf_Line *row = row_for(u, addr, &row_at);
+	if (!row)
+		return CP_LINES_NONE;
+	int lineno = 0;
+	const char *file = full_path(d, u, dw.dwarf_linesrc(row, NULL, NULL));
+	if (!file || dw.dwarf_lineno(row, &lineno) != 0 || lineno < 0)
+		return CP_LINES_BAD;
+
+	ptrdiff_t fi = range_find(u->fns, u->nfns, addr);
+	if (fi < 0) {
+		/* Line information but no function (assembly): one frame that
+		 * the caller names from the symbol table. */
+		frames[0] = (struct cp_lines_frame){ NULL, NULL, file, (uint32_t)lineno, 0 };
+		*n = 1;
+		return CP_LINES_OK;
+	}
+	const struct range *fr = &u->fns[fi];
+	/* The function must start where the symbol does, and the row that
+	 * covers addr must begin inside it. */
+	if ((sym_start && fr->lo != sym_start) || row_at < fr->lo)
+		return CP_LINES_MISMATCH;
+
+	/* Walk down from the function through the scopes containing addr,
+	 * noting the inlined subroutines, outermost first. */
+	Dwarf_Die chain[CP_LINES_MAX_DEPTH * 4];
+	size_t nchain = 0, visits = 0;
+	Dwarf_Die cur;
+	if (!dw.dwarf_offdie(u->dbg, (Dwarf_Off)fr->idx, &cur))
+		return CP_LINES_BAD;
+	chain[nchain++] = cur;
+	Dwarf_Off last = dw.dwarf_dieoffset(&cur);
+	for (int descended = 1; descended;) {
+		descended = 0;
+		Dwarf_Die c;
+		int r = dw.dwarf_child(&cur, &c);
+		while (r == 0) {
+			Dwarf_Off off = dw.dwarf_dieoffset(&c);
+			if (off <= last || ++visits > MAX_INLINE_VISITS)
+				return CP_LINES_BAD;
+			last = off;
+			if (is_scope(dw.dwarf_tag(&c)) && dw.dwarf_haspc(&c, addr) == 1) {
+				if (dw.dwarf_tag(&c) == DW_TAG_inlined_subroutine) {
+					if (nchain == sizeof chain / sizeof *chain)
+						return CP_LINES_BAD;
+					chain[nchain++] = c;
+				}
+				cur = c;
+				descended = 1;
+				break;
+			}
+			r = dw.dwarf_siblingof(&c, &c);
+		}
+		if (r < 0)
+			return CP_LINES_BAD;
+	}
+
+	/* Innermost first: the innermost function at the row's line, each
+	 * caller at the call site of the level inside it.  A chain deeper
+	 * than CP_LINES_MAX_DEPTH keeps its innermost levels and its
+	 * outermost function (at the call it makes into the next level
+	 * kept: the line is still in its own code). */
+	size_t keep = nchain < CP_LINES_MAX_DEPTH ? nchain : CP_LINES_MAX_DEPTH;
+	for (size_t k = 0; k < keep; k++) {
+		size_t level = k + 1 == keep ? 0 : nchain - 1 - k;
+		struct cp_lines_frame *f = &frames[k];
+		if (level == nchain - 1) {
+			f->file = file;
+			f->line = (uint32_t)lineno;
+		} else if (call_site(d, u, &chain[level + 1], f) != 0) {
+			return CP_LINES_BAD;
+		}
+		if (frame_function(d, u, &chain[level], f) != 0)
+			return CP_LINES_BAD;
+	}
+	*n = keep;
+	return CP_LINES_OK;
+}

@@ -1,0 +1,718 @@
+/*
+ * lines_child.c -- answers a batch of line lookups (lines.h) in a child
+ * process.  libdw runs on files we do not control, inside a program we
+ * must not break: a crash or an endless loop on a corrupt, truncated or
+ * hostile debug file would take the program with it, and libdw's caches
+ * for a large object would stay in its heap.  So the caller loads libdw
+ * (dlopen, in the caller, where the loader's lock is safe to take), then
+ * forks; the child looks up every address and streams the chains back
+ * through a pipe, object by object; the parent reads them under a
+ * deadline.  A child that dies or overruns is killed; the object it was
+ * reading keeps no lines, the reason says why, and a new child goes on
+ * with the next object.  The child's memory is returned to the system when
+ * it exits.
+ *
+ * The child is a copy of the profiled program: it first makes itself
+ * harmless to it.  Every signal goes back to its default action (the
+ * program's handlers never run in it; the asynchronous ones are blocked),
+ * its standard streams go to /dev/null (libdw's out-of-memory path prints
+ * before it exits), it dies with its parent, its address space is capped
+ * and the OOM killer is told to choose it first.  It leaves with _exit:
+ * no atexit handler, no stdio buffer of the program's is flushed twice.
+ * fork() rather than a raw clone so that the C library (and any malloc
+ * that registers fork handlers) leaves the allocator usable in the child.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/array.h"
+#include "lines.h"
+
+/* Records from child to parent, in the machine's byte order:
+ *   'S' u32 id, u16 len, bytes   a string; ids 0 (NULL) and 1 ("") are fixed
+ *   'B' u32 object               the child starts on an object
+ *   'R' u32 position, u8 status, u8 n, n x (u32 name, linkage, file, line,
+ *       start_line)              the answer to one query
+ *   'O' u32 object, u8 opened, u32 n_mismatch, u16 len, bytes
+ *                                the object is done: whether its DWARF
+ *                                was read, and its trouble (or why not)
+ *   'E'                          all done */
+
+/* ---- The child ---------------------------------------------------------- */
+
+int cp_lines_fault_object = -1, cp_lines_fault_kind;
+
+struct out {
+	int fd;
+	unsigned char buf[1 << 16];
+	size_t len;
+	/* Strings already sent: pointer -> id (open addressing). */
+	const char **keys;
+	uint32_t *ids;
+	size_t cap, n;
+	uint32_t next_id;
+};
+
+static void out_flush(struct out *o)
+{
+	size_t off = 0;
+	while (off < o->len) {
+		ssize_t w = write(o->fd, o->buf + off, o->len - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			_exit(3); /* the parent is gone */
+		off += (size_t)w;
+	}
+	o->len = 0;
+}
+
+static void out_bytes(struct out *o, const void *p, size_t n)
+{
+	if (o->len + n > sizeof o->buf)
+		out_flush(o);
+	memcpy(o->buf + o->len, p, n);
+	o->len += n;
+}
+
+static void out_u8(struct out *o, uint8_t v) { out_bytes(o, &v, 1); }
+static void out_u16(struct out *o, uint16_t v) { out_bytes(o, &v, 2); }
+static void out_u32(struct out *o, uint32_t v) { out_bytes(o, &v, 4); }
+
+/* The id of string s, sending it first if new.  Strings longer than 4095
+ * bytes are cut there. */
+static uint32_t out_str(struct out *o, const char *s)
+{
+	if (!s)
+		return 0;
+	if (!*s)
+		return 1;
+	if ((o->n + 1) * 2 > o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 4096;
+		const char **keys = calloc(cap, sizeof *keys);
+		uint32_t *ids = malloc(cap * sizeof *ids);
+		if (!keys || !ids)
+			_exit(4);
+		for (size_t i = 0; i < o->cap; i++) {
+			if (!o->keys[i])
+				continue;
+			size_t j = ((uintptr_t)o->keys[i] >> 3) * 0x9e3779b97f4a7c15ull >> 20 & (cap - 1);
+			while (keys[j])
+				j = (j + 1) & (cap - 1);
+			keys[j] = o->keys[i];
+			ids[j] = o->ids[i];
+		}
+		free(o->keys);
+		free(o->ids);
+		o->keys = keys;
+		o->ids = ids;
+		o->cap = cap;
+	}
+	size_t j = ((uintptr_t)s >> 3) * 0x9e3779b97f4a7c15ull >> 20 & (o->cap - 1);
+	for (; o->keys[j]; j = (j + 1) & (o->cap - 1))
+		if (o->keys[j] == s)
+			return o->ids[j];
+	size_t len = strnlen(s, 4095);
+	uint32_t id = o->next_id++;
+	o->keys[j] = s;
+	o->ids[j] = id;
+	o->n++;
+	out_u8(o, 'S');
+	out_u32(o, id);
+	out_u16(o, (uint16_t)len);
+	out_bytes(o, s, len);
+	return id;
+}
+
+/* Forgets the strings sent (their storage is about to be freed: the same
+ * addresses may hold other strings next); their ids stay taken. */
+static void out_forget(struct out *o)
+{
+	if (o->keys)
+		memset(o->keys, 0, o->cap * sizeof *o->keys);
+	o->n = 0;
+}
+
+static void out_done(struct out *o, size_t obj, int opened, uint32_t mismatch,
+		     const char *why)
+{
+	size_t len = why ? strnlen(why, 1000) : 0;
+	out_u8(o, 'O');
+	out_u32(o, (uint32_t)obj);
+	out_u8(o, (uint8_t)opened);
+	out_u32(o, mismatch);
+	out_u16(o, (uint16_t)len);
+	out_bytes(o, why, len);
+}
+
+/* Registered last in the child, so run first by exit(): libdw exits
+ * (error(EXIT_FAILURE, ...)) when an allocation fails, and the program's
+ * own exit handlers must not run in its copy. */
+static void child_exit_now(void)
+{
+	_exit(6);
+}
+
+/* Makes this fresh child harmless to the program it was forked from. */
+static void child_setup(pid_t parent)
+{
+	if (atexit(child_exit_now) != 0)
+		_exit(6);
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			sigaction(s, &dfl, NULL);
+	sigset_t all;
+	sigfillset(&all);
+	const int faults[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS };
+	for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
+		sigdelset(&all, faults[i]);
+	sigprocmask(SIG_SETMASK, &all, NULL);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(5);
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null >= 0) {
+		for (int fd = 0; fd < 3; fd++)
+			dup2(null, fd);
+		if (null > 2)
+			close(null);
+	}
+	int adj = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+	if (adj >= 0) {
+		if (write(adj, "1000", 4) < 0) {
+			/* not allowed: the cap below still holds */
+		}
+		close(adj);
+	}
+	/* Room for the debug files' mappings and libdw's tables, not for a
+	 * runaway allocation. */
+	FILE *f = fopen("/proc/self/statm", "re");
+	unsigned long pages = 0;
+	if (f) {
+		if (fscanf(f, "%lu", &pages) != 1)
+			pages = 0;
+		fclose(f);
+	}
+	if (pages && sizeof(void *) == 8) {
+		struct rlimit rl;
+		rl.rlim_cur = rl.rlim_max = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) +
+					    ((rlim_t)16 << 30);
+		setrlimit(RLIMIT_AS, &rl);
+	}
+}
+
+/* The child's work: the queries at order[from..nq), object by object. */
+static void child_run(int fd, const struct cp_lines_object *objs,
+		      const struct cp_lines_query *q, const size_t *order,
+		      size_t from, size_t nq)
+{
+	static struct out o;
+	o.fd = fd;
+	o.next_id = 2;
+	struct cp_lines_dwarf *d = NULL;
+	size_t cur = SIZE_MAX;
+	uint32_t mismatch = 0;
+	int opened = 0;
+	char why[512];
+	for (size_t pos = from; pos <= nq; pos++) {
+		size_t obj = pos < nq ? q[order[pos]].object : SIZE_MAX;
+		if (obj != cur) {
+			if (cur != SIZE_MAX) {
+				out_done(&o, cur, opened, mismatch,
+					 opened ? cp_lines_trouble(d) : why);
+				cp_lines_close(d);
+				d = NULL;
+				out_forget(&o);
+			}
+			if (pos == nq)
+				break;
+			cur = obj;
+			mismatch = 0;
+			out_u8(&o, 'B');
+			out_u32(&o, (uint32_t)obj);
+			out_flush(&o); /* the parent must know, should we die */
+			if ((int)obj == cp_lines_fault_object && cp_lines_fault_kind == 1)
+				raise(SIGSEGV);
+			while ((int)obj == cp_lines_fault_object && cp_lines_fault_kind == 2)
+				pause();
+			why[0] = '\0';
+			opened = cp_lines_open(objs[obj].path, objs[obj].build_id, &d,
+					       why, sizeof why) == 0;
+		}
+		if (!opened)
+			continue;
+		struct cp_lines_frame fr[CP_LINES_MAX_DEPTH];
+		size_t n = 0;
+		enum cp_lines_status st = cp_lines_lookup(d, q[order[pos]].addr,
+							  q[order[pos]].sym_start, fr, &n);
+		mismatch += st == CP_LINES_MISMATCH;
+		uint32_t ids[CP_LINES_MAX_DEPTH][3];
+		for (size_t k = 0; k < n; k++) {
+			ids[k][0] = out_str(&o, fr[k].name);
+			ids[k][1] = out_str(&o, fr[k].linkage);
+			ids[k][2] = out_str(&o, fr[k].file);
+		}
+		out_u8(&o, 'R');
+		out_u32(&o, (uint32_t)pos);
+		out_u8(&o, (uint8_t)st);
+		out_u8(&o, (uint8_t)n);
+		for (size_t k = 0; k < n; k++) {
+			out_u32(&o, ids[k][0]);
+			out_u32(&o, ids[k][1]);
+			out_u32(&o, ids[k][2]);
+			out_u32(&o, fr[k].line);
+			out_u32(&o, fr[k].start_line);
+		}
+	}
+	out_u8(&o, 'E');
+	out_flush(&o);
+}
+
+/* ---- The parent --------------------------------------------------------- */
+
+/* Storage for the answers: blocks that are freed together. */
+struct block {
+	struct block *next;
+	size_t used, size;
+	max_align_t data[];
+};
+
+static void *arena_alloc(void **mem, size_t n)
+{
+	struct block *b = *mem;
+	n = (n + 15) & ~(size_t)15;
+	if (!b || b->size - b->used < n) {
+		size_t size = n > (1u << 20) ? n : (1u << 20);
+		struct block *nb = malloc(sizeof *nb + size);
+		if (!nb)
+			return NULL;
+		nb->next = b;
+		nb->used = 0;
+		nb->size = size;
+		*mem = b = nb;
+	}
+	void *p = (char *)b->data + b->used;
+	b->used += n;
+	return p;
+}
+
+static void arena_free(void *mem)
+{
+	for (struct block *b = mem, *next; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* What one child said. */
+struct run {
+	unsigned char *buf;
+	size_t len, cap;
+	int eof, timed_out;
+	int status; /* from waitpid, -1 if unknown */
+};
+
+/* Reads the child's output from fd until it closes the pipe or the
+ * deadline passes. */
+static int read_child(int fd, struct run *r, int64_t deadline)
+{
+	for (;;) {
+		int64_t left = deadline - now_ms();
+		if (left <= 0) {
+			r->timed_out = 1;
+			return 0;
+		}
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int k = poll(&p, 1, left > 1000 ? 1000 : (int)left);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			return -errno;
+		if (k == 0)
+			continue;
+		if (cp_array_grow((void **)&r->buf, &r->cap, r->len + (1 << 16), 1, 1 << 16))
+			return -ENOMEM;
+		ssize_t n = read(fd, r->buf + r->len, r->cap - r->len);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0) {
+			r->eof = 1;
+			return 0;
+		}
+		r->len += (size_t)n;
+	}
+}
+
+/* Parser state over one child's output. */
+struct parse {
+	const unsigned char *p, *end;
+	char **strs; /* id -> string (arena) */
+	size_t nstrs, capstrs;
+	int ended;
+	size_t begun;    /* object started and not finished, or SIZE_MAX */
+	int failed;      /* ENOMEM */
+};
+
+static int take(struct parse *ps, void *v, size_t n)
+{
+	if ((size_t)(ps->end - ps->p) < n)
+		return 0;
+	memcpy(v, ps->p, n);
+	ps->p += n;
+	return 1;
+}
+
+static const char *str_of(const struct parse *ps, uint32_t id)
+{
+	if (id == 0)
+		return NULL;
+	if (id == 1 || id >= ps->nstrs || !ps->strs[id])
+		return "";
+	return ps->strs[id];
+}
+
+/* Per-object outcome while the children run. */
+struct objstate {
+	int done, opened;
+	uint32_t mismatch, queries, answered;
+	char *why; /* malloc'd */
+};
+
+/* Applies one child's records to the result.  Stops at the first
+ * incomplete record (the child died while writing it). */
+static void parse_run(struct parse *ps, const struct cp_lines_query *q,
+		      const size_t *order, size_t nq, struct cp_lines_result *res,
+		      struct objstate *os, size_t nobjs)
+{
+	ps->begun = SIZE_MAX;
+	for (;;) {
+		const unsigned char *rec = ps->p;
+		uint8_t tag;
+		if (!take(ps, &tag, 1))
+			return;
+		if (tag == 'S') {
+			uint32_t id;
+			uint16_t len;
+			if (!take(ps, &id, 4) || !take(ps, &len, 2) ||
+			    (size_t)(ps->end - ps->p) < len)
+				goto partial;
+			if (id < 2 || id > (1u << 30) ||
+			    cp_array_grow((void **)&ps->strs, &ps->capstrs, (size_t)id + 1,
+					  sizeof *ps->strs, 1024)) {
+				ps->failed = 1;
+				return;
+			}
+			while (ps->nstrs <= id)
+				ps->strs[ps->nstrs++] = NULL;
+			char *s = arena_alloc(&res->mem, (size_t)len + 1);
+			if (!s) {
+				ps->failed = 1;
+				return;
+			}
+			memcpy(s, ps->p, len);
+			s[len] = '\0';
+			ps->p += len;
+			ps->strs[id] = s;
+		} else if (tag == 'B') {
+			uint32_t obj;
+			if (!take(ps, &obj, 4))
+				goto partial;
+			ps->begun = obj < nobjs ? obj : SIZE_MAX;
+		} else if (tag == 'R') {
+			uint32_t pos;
+			uint8_t st, n;
+			if (!take(ps, &pos, 4) || !take(ps, &st, 1) || !take(ps, &n, 1) ||
+			    (size_t)(ps->end - ps->p) < (size_t)n * 20)
+				goto partial;
+			if (pos >= nq || n > CP_LINES_MAX_DEPTH) {
+				ps->p += (size_t)n * 20;
+				continue;
+			}
+			size_t qi = order[pos];
+			struct cp_lines_frame *f = n ? arena_alloc(&res->mem, n * sizeof *f) : NULL;
+			if (n && !f) {
+				ps->failed = 1;
+				return;
+			}
+			for (uint8_t k = 0; k < n; k++) {
+				uint32_t v[5];
+				memcpy(v, ps->p, sizeof v);
+				ps->p += sizeof v;
+				f[k].name = str_of(ps, v[0]);
+				f[k].linkage = str_of(ps, v[1]);
+				f[k].file = str_of(ps, v[2]);
+				if (!f[k].file)
+					f[k].file = "";
+				f[k].line = v[3];
+				f[k].start_line = v[4];
+			}
+			if (st == 0 && n) {
+				res->chains[qi].frames = f;
+				res->chains[qi].n = n;
+				os[q[qi].object].answered++;
+			}
+		} else if (tag == 'O') {
+			uint32_t obj, mismatch;
+			uint8_t opened;
+			uint16_t len;
+			if (!take(ps, &obj, 4) || !take(ps, &opened, 1) ||
+			    !take(ps, &mismatch, 4) || !take(ps, &len, 2) ||
+			    (size_t)(ps->end - ps->p) < len)
+				goto partial;
+			if (obj < nobjs) {
+				struct objstate *o = &os[obj];
+				o->done = 1;
+				o->opened = opened;
+				o->mismatch = mismatch;
+				free(o->why);
+				o->why = len ? strndup((const char *)ps->p, len) : NULL;
+			}
+			ps->p += len;
+			ps->begun = SIZE_MAX;
+		} else if (tag == 'E') {
+			ps->ended = 1;
+			return;
+		} else {
+			return; /* not ours: stop believing it */
+		}
+		continue;
+partial:
+		ps->p = rec;
+		return;
+	}
+}
+
+static int order_cmp(const void *a, const void *b, void *arg)
+{
+	const struct cp_lines_query *q = arg;
+	const struct cp_lines_query *x = &q[*(const size_t *)a], *y = &q[*(const size_t *)b];
+	if (x->object != y->object)
+		return x->object < y->object ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* Replaces *dst with a new formatted string (NULL if out of memory). */
+__attribute__((format(printf, 2, 3)))
+static void set_why(char **dst, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	char *s = NULL;
+	if (vasprintf(&s, fmt, ap) < 0)
+		s = NULL;
+	va_end(ap);
+	free(*dst);
+	*dst = s;
+}
+
+/* Runs one child on order[from..nq); its output into r. */
+static int run_child(const struct cp_lines_object *objs, const struct cp_lines_query *q,
+		     const size_t *order, size_t from, size_t nq, int64_t deadline,
+		     struct run *r)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return -errno;
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0) {
+		int rc = -errno;
+		close(p[0]);
+		close(p[1]);
+		return rc;
+	}
+	if (pid == 0) {
+		close(p[0]);
+		child_setup(parent);
+		child_run(p[1], objs, q, order, from, nq);
+		_exit(0);
+	}
+	close(p[1]);
+	int rc = read_child(p[0], r, deadline);
+	close(p[0]);
+	if (rc != 0 || r->timed_out)
+		kill(pid, SIGKILL);
+	r->status = -1;
+	int st;
+	pid_t w;
+	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+		;
+	if (w == pid)
+		r->status = st;
+	/* else the program's own SIGCHLD handler reaped it: unknown */
+	return rc;
+}
+
+int cp_lines_resolve(const struct cp_lines_object *objs, size_t nobjs,
+		     const struct cp_lines_query *q, size_t nq, int timeout_ms,
+		     struct cp_lines_result *out, char *global, size_t glen)
+{
+	memset(out, 0, sizeof *out);
+	if (global && glen)
+		global[0] = '\0';
+	/* At least 256 of each: blocks of a size that changes with every
+	 * call would settle in the allocator's per-thread caches (see
+	 * pprof_write.c). */
+	size_t mq = nq > 256 ? nq : 256, mo = nobjs > 256 ? nobjs : 256;
+	out->chains = calloc(mq, sizeof *out->chains);
+	out->why = calloc(mo, sizeof *out->why);
+	out->has_dwarf = calloc(mo * 8, 1); /* 2 KiB at least, likewise */
+	struct objstate *os = calloc(mo, sizeof *os);
+	size_t *order = malloc(mq * sizeof *order);
+	struct parse ps;
+	memset(&ps, 0, sizeof ps);
+	out->nobjs = nobjs;
+	int rc = 0;
+	if (!out->chains || !out->why || !out->has_dwarf || !os || !order) {
+		rc = -ENOMEM;
+		goto done;
+	}
+	/* Loaded at the first write even if it has nothing to look up, so
+	 * that a program's memory stops changing after its first profile. */
+	if (cp_lines_libdw(global, glen) != 0 || nq == 0)
+		goto done;
+	for (size_t i = 0; i < nq; i++) {
+		order[i] = i;
+		if (q[i].object < nobjs)
+			os[q[i].object].queries++;
+	}
+	qsort_r(order, nq, sizeof *order, order_cmp, (void *)q);
+	while (nq && q[order[nq - 1]].object >= nobjs)
+		nq--; /* queries of no object (sorted last): no lines */
+
+	int64_t deadline = now_ms() + timeout_ms;
+	size_t from = 0;
+	for (int children = 0; from < nq && children < 8; children++) {
+		struct run r = { 0 };
+		int err = run_child(objs, q, order, from, nq, deadline, &r);
+		if (err == -ENOMEM && !r.buf) {
+			rc = err;
+			goto done;
+		}
+		if (err != 0 && r.len == 0) {
+			snprintf(global, glen, "could not run the DWARF reader: %s", strerror(-err));
+			free(r.buf);
+			goto done;
+		}
+		ps.p = r.buf;
+		ps.end = r.buf + r.len;
+		ps.ended = 0;
+		ps.nstrs = 0;
+		parse_run(&ps, q, order, nq, out, os, nobjs);
+		free(r.buf);
+		if (ps.failed) {
+			rc = -ENOMEM;
+			goto done;
+		}
+		if (ps.ended)
+			break;
+		/* It died or ran out of time on ps.begun: that object loses
+		 * the lines it had, and the next child starts after it. */
+		size_t bad = ps.begun;
+		if (bad != SIZE_MAX) {
+			char how[64];
+			if (r.timed_out)
+				snprintf(how, sizeof how, "took longer than the %d ms allowed",
+					 timeout_ms);
+			else if (r.status >= 0 && WIFSIGNALED(r.status))
+				snprintf(how, sizeof how, "crashed (signal %d)",
+					 WTERMSIG(r.status));
+			else
+				snprintf(how, sizeof how, "stopped unexpectedly");
+			set_why(&os[bad].why, "not read: the DWARF reader %s on it", how);
+			os[bad].done = 1;
+			os[bad].opened = 0;
+			for (size_t i = 0; i < nq; i++)
+				if (q[i].object == bad)
+					out->chains[i] = (struct cp_lines_chain){ NULL, 0 };
+		}
+		/* Go on after the last object finished or given up. */
+		while (from < nq && os[q[order[from]].object].done)
+			from++;
+		if (r.timed_out || bad == SIZE_MAX) {
+			for (size_t i = from; i < nq; i++) {
+				struct objstate *o = &os[q[order[i]].object];
+				if (!o->done) {
+					o->done = 1;
+					set_why(&o->why, r.timed_out ? "not read: no time was left" :
+							 "not read: the DWARF reader stopped unexpectedly");
+				}
+			}
+			break;
+		}
+	}
+
+	/* Objects whose DWARF disagrees with their symbols keep no lines:
+	 * more than one address in ten means a wrong or corrupt debug file,
+	 * and its other answers are not to be trusted either. */
+	for (size_t i = 0; i < nobjs; i++) {
+		struct objstate *o = &os[i];
+		if (!o->queries)
+			continue;
+		if (o->opened && o->mismatch * 10 > o->queries) {
+			set_why(&o->why, "its DWARF disagrees with its symbol table at %u of %u "
+				"addresses (a wrong or corrupt debug file): no lines used",
+				o->mismatch, o->queries);
+			o->opened = 0;
+			for (size_t k = 0; k < nq; k++)
+				if (q[order[k]].object == i)
+					out->chains[order[k]] = (struct cp_lines_chain){ NULL, 0 };
+		}
+		out->has_dwarf[i] = (unsigned char)o->opened;
+		if (o->opened) {
+			/* Addresses in no unit (PLT stubs, start-up code built
+			 * without -g) are normal; trouble in a unit is not. */
+			if (o->why && o->answered < o->queries)
+				set_why(&out->why[i], "%u of %u addresses without lines: %s",
+					o->queries - o->answered, o->queries, o->why);
+		} else {
+			out->why[i] = o->why ? o->why : strdup("not read");
+			o->why = NULL;
+		}
+	}
+done:
+	if (os)
+		for (size_t i = 0; i < nobjs; i++)
+			free(os[i].why);
+	free(os);
+	free(order);
+	free(ps.strs);
+	if (rc != 0)
+		cp_lines_result_free(out);
+	return rc;
+}
+
+void cp_lines_result_free(struct cp_lines_result *r)
+{
+	if (r->why)
+		for (size_t i = 0; i < r->nobjs; i++)
+			free(r->why[i]);
+	free(r->why);
+	free(r->chains);
+	free(r->has_dwarf);
+	arena_free(r->mem);
+	memset(r, 0, sizeof *r);
+}

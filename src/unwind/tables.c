@@ -1,0 +1,541 @@
+/*
+ * unwind.c -- the unwind tables of the loaded objects (unwind.h).
+ * dl_iterate_phdr lists the objects; for each new one, its .eh_frame_hdr
+ * (PT_GNU_EH_FRAME) leads to its .eh_frame, which is copied out of the
+ * object's memory while the loader's lock is held (so a concurrent dlclose
+ * cannot unmap it under the parser), then parsed and encoded with the
+ * lock released.  Objects already known keep their tables.  The new set
+ * is published with one atomic pointer store; the set and tables it
+ * replaces wait in a retire list until the handlers' in-flight count has
+ * been seen at zero after the store: a handler that could have loaded the
+ * old pointer had already counted itself in.  The dlpi_adds / dlpi_subs
+ * counters of dl_iterate_phdr say cheaply whether anything changed.
+ * Tables outlive a profile: the next one reuses those of objects still
+ * loaded (same name, address, headers and .eh_frame_hdr checksum).
+ */
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ehframe.h"
+#include "base/loader.h"
+#include "sig/sigstate.h"
+#include "tables.h"
+#include "encode.h"
+
+/* How often cp_unwind_tick() looks for objects loaded or unloaded, and how
+ * soon after a sample whose pc no table covers. */
+#define CHECK_NS 100000000ll
+#define MISS_CHECK_NS 10000000ll
+
+/* Most executable segments an object is described with. */
+#define MAX_TEXT 8
+
+struct uobj {
+	char *key;             /* identity: dlpi_name, load bias, program headers, */
+	uintptr_t addr;
+	const void *phdr;
+	uint64_t hdr_sum;      /* and a checksum of its .eh_frame_hdr */
+	char *name;            /* for people: the main program gets its path */
+	struct cp_utab *tab;   /* NULL: none */
+	size_t tab_bytes, eh_bytes, fdes, rows;
+	uint64_t build_ns;
+	char why[192];
+	int rejected;
+
+	/* Between the copy (under the loader's lock) and the parse. */
+	uint8_t *eh_copy;
+	size_t eh_copy_size;
+	uintptr_t eh_addr;
+	size_t fde_count;
+	struct ehf_range text[MAX_TEXT];
+	size_t ntext;
+	int reused;            /* in the listing: the entry of a known object */
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	struct uobj *objs;
+	size_t n;
+	unsigned long long adds, subs;
+	int have_counts;
+	struct cp_unwind_set *set;  /* what cp_sig.unwind points to */
+	void **retired;             /* to free once no handler can see them */
+	size_t nretired, capretired;
+} U;
+/* When cp_unwind_tick() last looked, and last looked because of a miss
+ * (CLOCK_MONOTONIC ns): the first miss is looked into at once, later ones
+ * at most every MISS_CHECK_NS. */
+static _Atomic uint64_t last_check, last_miss_check;
+
+/* CLOCK_MONOTONIC in ns. */
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int cp_unwind_mode_parse(const char *name)
+{
+	if (!strcmp(name, "auto"))
+		return CP_UNWIND_AUTO;
+	if (!strcmp(name, "dwarf"))
+		return CP_UNWIND_DWARF;
+	if (!strcmp(name, "fp"))
+		return CP_UNWIND_FP;
+	return -1;
+}
+
+const char *cp_unwind_mode_name(int mode)
+{
+	switch (mode) {
+	case CP_UNWIND_DWARF: return "dwarf";
+	case CP_UNWIND_FP: return "fp";
+	}
+	return "auto";
+}
+
+/* Queues p to be freed once no handler can see it; frees it now if the
+ * queue cannot grow (after waiting for the handlers). */
+static void retire(void *p)
+{
+	if (!p)
+		return;
+	if (U.nretired == U.capretired) {
+		size_t cap = U.capretired ? 2 * U.capretired : 16;
+		void **n = realloc(U.retired, cap * sizeof *n);
+		if (!n) {
+			/* Out of memory: wait for a moment with no handler. */
+			for (int i = 0; i < 100000 && atomic_load(&cp_sig.inflight); i++)
+				sched_yield();
+			if (atomic_load(&cp_sig.inflight) == 0)
+				free(p);
+			return; /* else leak it: never free what a handler may read */
+		}
+		U.retired = n;
+		U.capretired = cap;
+	}
+	U.retired[U.nretired++] = p;
+}
+
+/* Finds the object with this identity among the current ones. */
+static struct uobj *find_obj(uintptr_t addr, const void *phdr, const char *key, uint64_t hdr_sum)
+{
+	for (size_t i = 0; i < U.n; i++)
+		if (U.objs[i].addr == addr && U.objs[i].phdr == phdr && U.objs[i].hdr_sum == hdr_sum &&
+		    !strcmp(U.objs[i].key, key))
+			return &U.objs[i];
+	return NULL;
+}
+
+/* The object's .eh_frame_hdr in memory (its PT_GNU_EH_FRAME, if that lies
+ * inside a readable loaded segment) into *hdr, *size; 0 if none. */
+static int find_hdr(const struct dl_phdr_info *info, const ElfW(Phdr) **eh, const uint8_t **hdr, size_t *size)
+{
+	*eh = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME)
+			*eh = &info->dlpi_phdr[i];
+	if (!*eh)
+		return 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && (*eh)->p_vaddr >= ph->p_vaddr &&
+		    (*eh)->p_vaddr + (*eh)->p_memsz <= ph->p_vaddr + ph->p_filesz) {
+			*hdr = (const uint8_t *)(info->dlpi_addr + (*eh)->p_vaddr);
+			*size = (*eh)->p_memsz;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* FNV-1a of the .eh_frame_hdr: a library unloaded and another (or a
+ * rebuilt one) loaded at the same address gets a new table. */
+static uint64_t hdr_checksum(const struct dl_phdr_info *info)
+{
+	const ElfW(Phdr) *eh;
+	const uint8_t *hdr;
+	size_t size;
+	uint64_t h = 0xcbf29ce484222325ull;
+	if (find_hdr(info, &eh, &hdr, &size))
+		for (size_t i = 0; i < size; i++)
+			h = (h ^ hdr[i]) * 0x100000001b3ull;
+	return h;
+}
+
+/* The main program's path (dl_iterate_phdr names it ""), malloc'd. */
+static char *exe_name(void)
+{
+	char buf[4096];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+	if (n <= 0)
+		return strdup("[main program]");
+	buf[n] = '\0';
+	return strdup(buf);
+}
+
+/* Listing state for dl_iterate_phdr. */
+struct listing {
+	struct uobj *objs;     /* new list under construction */
+	size_t n, cap;
+	int oom;
+	unsigned long long adds, subs;
+	int have_counts;
+	int counts_only;       /* only read the counters */
+};
+
+/* Fills o (a new object) from its program headers: executable ranges and
+ * a copy of its .eh_frame.  Runs under the loader's lock: copies only. */
+static void take_object(struct uobj *o, const struct dl_phdr_info *info)
+{
+	const ElfW(Phdr) *eh = NULL;
+	const uint8_t *hdr_mem;
+	size_t hdr_size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && o->ntext < MAX_TEXT) {
+			o->text[o->ntext].lo = info->dlpi_addr + ph->p_vaddr;
+			o->text[o->ntext].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+			o->ntext++;
+		}
+	}
+	int have_hdr = find_hdr(info, &eh, &hdr_mem, &hdr_size);
+	if (!eh) {
+		snprintf(o->why, sizeof o->why, "no .eh_frame_hdr");
+		return;
+	}
+	if (!have_hdr) {
+		snprintf(o->why, sizeof o->why, ".eh_frame_hdr outside its readable segments");
+		o->rejected = 1;
+		return;
+	}
+	uintptr_t hdr = (uintptr_t)hdr_mem;
+	const ElfW(Phdr) *eh_seg = NULL;
+	uint64_t eh_frame;
+	char err[128];
+	if (cp_ehframe_hdr_parse(hdr_mem, hdr_size, hdr, &eh_frame, &o->fde_count, err, sizeof err) < 0) {
+		snprintf(o->why, sizeof o->why, "%s", err);
+		o->rejected = 1;
+		return;
+	}
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_R) && eh_frame >= lo && eh_frame < lo + ph->p_filesz)
+			eh_seg = ph;
+	}
+	if (!eh_seg) {
+		snprintf(o->why, sizeof o->why, ".eh_frame outside its readable segments");
+		o->rejected = 1;
+		return;
+	}
+	/* .eh_frame's size is not recorded anywhere in memory: copy up to the
+	 * end of its segment; the parser stops at its terminator. */
+	size_t size = (size_t)(info->dlpi_addr + eh_seg->p_vaddr + eh_seg->p_filesz - eh_frame);
+	o->eh_copy = malloc(size ? size : 1);
+	if (!o->eh_copy) {
+		snprintf(o->why, sizeof o->why, "out of memory");
+		return;
+	}
+	memcpy(o->eh_copy, (const void *)(uintptr_t)eh_frame, size);
+	o->eh_copy_size = size;
+	o->eh_addr = (uintptr_t)eh_frame;
+}
+
+/* dl_iterate_phdr callback: the counters, then one listing entry per
+ * object (a known one keeps its table; a new one gets a copy of its
+ * .eh_frame).  Runs under the loader's lock: no parsing here. */
+static int list_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct listing *l = arg;
+	if (!l->have_counts && size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+		l->adds = info->dlpi_adds;
+		l->subs = info->dlpi_subs;
+		l->have_counts = 1;
+	}
+	if (l->counts_only)
+		return 1;
+	if (l->oom)
+		return 0;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 32;
+		struct uobj *n = realloc(l->objs, cap * sizeof *n);
+		if (!n) {
+			l->oom = 1;
+			return 0;
+		}
+		l->objs = n;
+		l->cap = cap;
+	}
+	const char *key = info->dlpi_name ? info->dlpi_name : "";
+	uint64_t sum = hdr_checksum(info);
+	struct uobj *old = find_obj(info->dlpi_addr, info->dlpi_phdr, key, sum);
+	struct uobj *o = &l->objs[l->n];
+	if (old) {
+		*o = *old;
+		o->reused = 1;
+		o->name = strdup(old->name);
+	} else {
+		memset(o, 0, sizeof *o);
+		o->addr = info->dlpi_addr;
+		o->phdr = info->dlpi_phdr;
+		o->hdr_sum = sum;
+		o->name = key[0] ? strdup(key) : exe_name();
+		take_object(o, info);
+	}
+	o->key = strdup(key);
+	l->n++;
+	if (!o->key || !o->name)
+		l->oom = 1;
+	return 0;
+}
+
+/* Frees a listing's own parts (not tables). */
+static void listing_free(struct listing *l)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		free(l->objs[i].key);
+		free(l->objs[i].name);
+		free(l->objs[i].eh_copy);
+	}
+	free(l->objs);
+}
+
+/* Parses and encodes the copied .eh_frame of o; frees the copy. */
+static void build_object(struct uobj *o)
+{
+	if (!o->eh_copy)
+		return;
+	uint64_t t0 = now_ns();
+	struct ehf_result r;
+	char err[160];
+	o->eh_bytes = o->eh_copy_size;
+	if (cp_ehframe_parse(o->eh_copy, o->eh_copy_size, o->eh_addr, o->fde_count, o->text, o->ntext, &r, err,
+			  sizeof err) < 0) {
+		snprintf(o->why, sizeof o->why, "%s", err);
+		o->rejected = 1;
+	} else {
+		o->eh_bytes = r.used;
+		o->fdes = r.nfdes;
+		o->rows = r.nrows;
+		o->tab = cp_unwind_build(&r, &o->tab_bytes, err, sizeof err);
+		if (!o->tab)
+			snprintf(o->why, sizeof o->why, "%s", err);
+		cp_ehframe_free(&r);
+	}
+	free(o->eh_copy);
+	o->eh_copy = NULL;
+	o->build_ns = now_ns() - t0;
+}
+
+/* qsort order of tables: by start address. */
+static int tab_cmp(const void *a, const void *b)
+{
+	const struct cp_utab *x = *(const struct cp_utab *const *)a, *y = *(const struct cp_utab *const *)b;
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Lists the objects, builds what is new, publishes the new set and
+ * retires what it replaces.  Under lock. */
+static void rebuild_locked(void)
+{
+	struct listing l = { 0 };
+	cp_loader_walk(list_cb, &l);
+	if (l.oom) {
+		listing_free(&l); /* new tables were not built yet */
+		return;           /* keep the old set; the next look tries again */
+	}
+	for (size_t i = 0; i < l.n; i++)
+		if (!l.objs[i].reused)
+			build_object(&l.objs[i]);
+
+	/* The new set: every table, sorted, overlaps dropped. */
+	struct cp_unwind_set *set = malloc(sizeof *set + (l.n ? l.n : 1) * sizeof set->tab[0]);
+	if (!set) {
+		/* Keep the old set; drop the new tables nobody will see. */
+		for (size_t i = 0; i < l.n; i++)
+			if (!l.objs[i].reused)
+				free(l.objs[i].tab);
+		listing_free(&l);
+		return;
+	}
+	static uint64_t generation;
+	set->gen = ++generation;
+	set->n = 0;
+	for (size_t i = 0; i < l.n; i++)
+		if (l.objs[i].tab)
+			set->tab[set->n++] = l.objs[i].tab;
+	qsort(set->tab, set->n, sizeof set->tab[0], tab_cmp);
+	size_t k = 0;
+	for (size_t i = 0; i < set->n; i++)
+		if (!k || set->tab[i]->start >= set->tab[k - 1]->end)
+			set->tab[k++] = set->tab[i];
+	set->n = k;
+
+	atomic_store_explicit(&cp_sig.unwind, set, memory_order_seq_cst);
+
+	/* Retire the old set and the tables of objects that are gone. */
+	retire(U.set);
+	for (size_t j = 0; j < U.n; j++) {
+		int kept = 0;
+		for (size_t i = 0; i < l.n && !kept; i++)
+			kept = U.objs[j].tab && l.objs[i].tab == U.objs[j].tab;
+		if (!kept)
+			retire(U.objs[j].tab);
+		free(U.objs[j].key);
+		free(U.objs[j].name);
+	}
+	for (size_t i = 0; i < l.n; i++)
+		l.objs[i].reused = 0;
+	free(U.objs);
+	U.objs = l.objs;
+	U.n = l.n;
+	U.set = set;
+	U.adds = l.adds;
+	U.subs = l.subs;
+	U.have_counts = l.have_counts;
+}
+
+void cp_unwind_start(int mode)
+{
+	pthread_mutex_lock(&lock);
+	cp_sig.unwind_mode = mode;
+	atomic_store(&cp_sig.unwind_miss, 0);
+	atomic_store(&last_check, now_ns());
+	atomic_store(&last_miss_check, 0);
+	if (mode != CP_UNWIND_FP) {
+		/* Without the cache (no memory) every lookup searches. */
+		void *c = mmap(NULL, sizeof(struct cp_ucache), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		cp_sig.ucache = c == MAP_FAILED ? NULL : c;
+		rebuild_locked();
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+int cp_unwind_refresh(void)
+{
+	int changed = 0;
+	pthread_mutex_lock(&lock);
+	if (cp_sig.unwind_mode != CP_UNWIND_FP) {
+		struct listing l = { .counts_only = 1 };
+		cp_loader_walk(list_cb, &l);
+		if (!l.have_counts || !U.have_counts || l.adds != U.adds || l.subs != U.subs) {
+			rebuild_locked();
+			changed = 1;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return changed;
+}
+
+void cp_unwind_reclaim(void)
+{
+	pthread_mutex_lock(&lock);
+	if (U.nretired && atomic_load_explicit(&cp_sig.inflight, memory_order_seq_cst) == 0) {
+		for (size_t i = 0; i < U.nretired; i++)
+			free(U.retired[i]);
+		U.nretired = 0;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+int cp_unwind_tick(void)
+{
+	int changed = 0;
+	uint64_t now = now_ns();
+	int periodic = now - atomic_load(&last_check) >= CHECK_NS;
+	int missed = atomic_load(&cp_sig.unwind_miss) && now - atomic_load(&last_miss_check) >= MISS_CHECK_NS;
+	if (periodic || missed) {
+		atomic_store(&last_check, now);
+		if (missed) {
+			atomic_store(&last_miss_check, now);
+			/* Cleared first: a miss after this look asks for another. */
+			atomic_store(&cp_sig.unwind_miss, 0);
+		}
+		changed = cp_unwind_refresh();
+	}
+	cp_unwind_reclaim();
+	return changed;
+}
+
+int cp_unwind_timeout_ms(int max)
+{
+	if (!atomic_load(&cp_sig.unwind_miss))
+		return max;
+	int64_t left = (int64_t)(atomic_load(&last_miss_check) + MISS_CHECK_NS - now_ns());
+	int ms = left > 0 ? (int)(left / 1000000) + 1 : 0;
+	return ms < max ? ms : max;
+}
+
+void cp_unwind_stop(int quiet)
+{
+	pthread_mutex_lock(&lock);
+	atomic_store(&cp_sig.unwind, NULL);
+	if (!quiet) {
+		/* A stuck handler may still read any of it: leak it all. */
+		cp_sig.ucache = NULL;
+		free(U.retired);
+		for (size_t i = 0; i < U.n; i++) {
+			free(U.objs[i].key);
+			free(U.objs[i].name);
+		}
+		free(U.objs);
+		memset(&U, 0, sizeof U);
+		pthread_mutex_unlock(&lock);
+		return;
+	}
+	/* No handler can see anything now.  The objects' tables stay for
+	 * the next profile to reuse (those of objects still loaded then):
+	 * starting again parses nothing twice. */
+	if (cp_sig.ucache)
+		munmap(cp_sig.ucache, sizeof(struct cp_ucache));
+	cp_sig.ucache = NULL;
+	for (size_t i = 0; i < U.nretired; i++)
+		free(U.retired[i]);
+	free(U.retired);
+	U.retired = NULL;
+	U.nretired = U.capretired = 0;
+	free(U.set);
+	U.set = NULL;
+	U.have_counts = 0;
+	pthread_mutex_unlock(&lock);
+}
+
+void cp_unwind_after_fork(void)
+{
+	pthread_mutex_init(&lock, NULL);
+	atomic_store(&cp_sig.unwind, NULL);
+	cp_sig.ucache = NULL;
+	memset(&U, 0, sizeof U); /* the parent's tables leak in the child */
+}
+
+void cp_unwind_each_object(void (*fn)(const struct unwind_object *o, void *arg), void *arg)
+{
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < U.n; i++) {
+		const struct uobj *u = &U.objs[i];
+		struct unwind_object o = {
+			.name = u->name,
+			.has_table = u->tab != NULL,
+			.table_bytes = u->tab_bytes,
+			.eh_frame_bytes = u->eh_bytes,
+			.fdes = u->fdes,
+			.rows = u->rows,
+			.build_ns = u->build_ns,
+			.why = u->tab ? "" : u->why,
+			.rejected = u->rejected,
+		};
+		fn(&o, arg);
+	}
+	pthread_mutex_unlock(&lock);
+}

@@ -1,0 +1,110 @@
+#!/bin/sh
+# t_cli_usage.sh -- the cpuprof command line: --help and --version, and
+# that bad usage of the CLI, `record` and `report` exits 2 with a message
+# and never starts the command; `record` of a command that cannot be run
+# exits 127.  Needs no libcpuprof: CPUPROF_LIB points at a stand-in file,
+# so that a command wrongly started would still run (and be caught).
+B=${B:-build}
+CP=$B/cpuprof
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+[ -x "$CP" ] || fail "$CP is not built (make build/cpuprof)"
+case $CP in /*) ;; *) CP=$PWD/$CP ;; esac
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/t_cli_usage.XXXXXX") || fail "mktemp"
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || fail "cd $tmp"
+: >fake-lib.so
+CPUPROF_LIB=$tmp/fake-lib.so
+export CPUPROF_LIB
+
+# run EXPECTED-STATUS ARGS...: runs cpuprof ARGS, checks the exit status
+run() {
+	want=$1
+	shift
+	$EMU "$CP" "$@" >out 2>err
+	rc=$?
+	[ "$rc" -eq "$want" ] ||
+		{ cat out err >&2; fail "cpuprof $*: exit $rc, expected $want"; }
+}
+
+# bad EXPECTED-WORD ARGS...: cpuprof ARGS must exit 2, print a message with
+# EXPECTED-WORD on stderr, nothing on stdout, and not create ./marker
+bad() {
+	word=$1
+	shift
+	rm -f marker
+	run 2 "$@"
+	[ -s out ] && { cat out >&2; fail "cpuprof $*: wrote to stdout"; }
+	grep -q -- "$word" err || { cat err >&2; fail "cpuprof $*: no '$word' in the message"; }
+	[ -e marker ] && fail "cpuprof $*: started the command"
+	echo "ok: cpuprof $* -> $(head -n 1 err)"
+}
+
+# top level
+run 0 --help
+grep -q 'cpuprof record' out && grep -q 'cpuprof report' out ||
+	fail "--help does not describe record and report"
+run 0 --version
+[ "$(cat out)" = "cpuprof 0.1.0" ] || fail "--version printed '$(cat out)'"
+bad usage
+bad "unknown command 'frobnicate'" frobnicate
+bad "unknown command" --bogus
+
+# report
+run 0 report --help
+grep -q 'cpuprof report' out || fail "report --help"
+bad "no FILE" report
+bad "--top" report --top
+bad "--top" report --top x some-file
+bad "--top" report --top=-1 some-file
+bad "unknown option" report --bogus some-file
+bad "no-such-a" report no-such-a no-such-b
+bad "--format is one of" report --format bogus some-file
+bad "--format is one of" report --format
+bad "--min-share" report --min-share 101 some-file
+bad "--min-share" report --min-share=x some-file
+bad "--group-by" report --group-by cpu some-file
+bad "--value" report --value
+bad "-o needs" report -o
+bad "-o needs" report -o '' some-file
+bad "regular expression" report --list '[' some-file
+
+# record: every bad option stops before the command runs
+run 0 record --help
+grep -q 'cpuprof record' out || fail "record --help"
+bad "no command" record
+bad "no command" record -F 100 --
+bad "needs a value" record -o
+bad "from 1 to 100000" record -F 0 -- touch marker
+bad "from 1 to 100000" record -F 100001 -- touch marker
+bad "from 1 to 100000" record -F abc -- touch marker
+bad "from 1 to 100000" record -F 1.5 -- touch marker
+bad "from 1 to 100000" record -F '' -- touch marker
+bad "from 1 to 100000" record --hz=-5 -- touch marker
+bad "use one of auto, perf, hw, timer, itimer" record --engine bogus -- touch marker
+bad "use one of auto, perf, hw, timer, itimer" record --engine= -- touch marker
+bad "from 1 to 1024" record --depth 0 -- touch marker
+bad "from 1 to 1024" record --depth 1025 -- touch marker
+bad "not a signal number" record --signal 0 -- touch marker
+bad "not a signal number" record --signal 65 -- touch marker
+bad "not a signal number" record --signal PROF -- touch marker
+# The library would refuse these too (src/profile/options.c: one description).
+for s in 1 2 9 11 13 14 15 19; do
+	bad "cannot sample" record --signal $s -- touch marker
+done
+bad "use one of auto, dwarf, fp" record --unwind frames -- touch marker
+bad "use one of auto, dwarf, fp" record --unwind= -- touch marker
+bad "unknown option" record --bogus -- touch marker
+bad "empty file name" record -o '' -- touch marker
+bad "no-such-dir" record -o no-such-dir/p.pb.gz -- touch marker
+mkdir adir
+bad "directory" record -o adir -- touch marker
+CPUPROF_LIB=$tmp/no-such-lib.so bad "CPUPROF_LIB" record -- touch marker
+
+# a command that cannot be run: 127 like a shell, and a message naming it
+run 127 record -o p.pb.gz -- ./no/such/command
+grep -q 'no/such/command' err || { cat err >&2; fail "no message for a missing command"; }
+run 127 record -o p.pb.gz -- no-such-command-cpuprof-test
+[ -e p.pb.gz ] && fail "a profile appeared for a command that never ran"
+echo "ok"

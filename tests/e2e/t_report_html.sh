@@ -1,0 +1,136 @@
+#!/bin/sh
+# t_report_html.sh -- `cpuprof report --format html` in a real browser:
+# pages for a profile of work_hot (hot_leaf burns three quarters of the
+# CPU), for names that try to break out of the page, for an empty profile
+# and for samples labelled with processes and threads are opened in
+# Debian's headless Chromium, and tests/tools/html_check.js checks from inside
+# each page, after its script ran: the root's total is the profile's (as
+# tool_fold reads it), the widest chain below main ends in hot_leaf, a
+# typed search highlights exactly the matching frames and reports their
+# share, a real click zooms, hostile names are text, and no script error
+# was logged.  Screenshots of work_hot's and the demo's pages are kept in
+# $B/tests/ (docs/flamegraph.png is the demo's).  Skips (77) without
+# Chromium or Node.js, or where Chromium cannot start.
+B=${B:-build}
+CP=$B/cpuprof
+MK=$B/tests/tool_mkprof
+FOLD=$B/tests/tool_fold
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "skip: $*"; exit 77; }
+
+[ -x "$CP" ] && [ -x "$MK" ] && [ -x "$FOLD" ] || fail "build first (make tests)"
+# mk ARGS...: tool_mkprof, run as every program of the build is
+mk() { $EMU "$MK" "$@"; }
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+[ -x "$CHROMIUM" ] || skip "Chromium is not installed (Debian package chromium)"
+command -v node >/dev/null 2>&1 || skip "Node.js is not installed (Debian package nodejs)"
+export CHROMIUM
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/t_report_html.XXXXXX") || fail "mktemp"
+trap 'rm -rf "$tmp"' EXIT
+
+# --- work_hot: totals, the hot chain, search, zoom ---
+$EMU "$CP" record -o "$tmp/p.pb.gz" -- $EMU "$B/tests/work_hot" 1 300 >/dev/null 2>"$tmp/err" ||
+	{ cat "$tmp/err" >&2; fail "record work_hot"; }
+$EMU "$CP" report --format html -o "$tmp/p.html" "$tmp/p.pb.gz" 2>"$tmp/err" ||
+	{ cat "$tmp/err" >&2; fail "report --format html"; }
+[ -s "$tmp/err" ] && { cat "$tmp/err" >&2; fail "report wrote to stderr"; }
+grep -Eq '<script [^>]*src=|<link |https?://|@import|url\(' "$tmp/p.html" &&
+	fail "the page refers to something outside itself"
+$EMU "$FOLD" -v cpu "$tmp/p.pb.gz" >"$tmp/fold" || fail "tool_fold"
+total=$(awk '{ t += $1 } END { printf "%d", t }' "$tmp/fold")
+# hot_leaf is the leaf function, with spin() inlined into it (its first
+# Line) where the compiler inlined it.
+hot=$(awk '{ split($2, f, ";"); if (f[1] ~ /^hot_leaf@/ || (f[1] ~ /^spin@/ && f[2] ~ /^hot_leaf@/)) h += $1; t += $1 }
+	END { printf "%.6f", h / t }' "$tmp/fold")
+match=$(awk '$2 ~ /hot_/ { h += $1 } { t += $1 } END { printf "%.6f", h / t }' "$tmp/fold")
+echo "profile: total $total ns, hot_leaf $hot, frames with hot_ $match"
+
+# --- hostile names, inlined and pseudo frames ---
+cat >"$tmp/hostile.txt" <<'EOF'
+type samples count
+type cpu nanoseconds
+comment warning=%3C/script%3E%3Cb%3Ex%3C/b%3E
+function 1 %3C/script%3E%3Cscript%3Ewindow.pwned=1%3C/script%3E
+function 2 %3Cimg%20src=x%20onerror=window.pwned=2%3E
+function 3 a%26b%20%22q%22%20'q'%20%3C!--
+function 4 bad%FF%FEutf8%C0%AF
+function 5 std::vector%3Cint,%20std::allocator%3Cint%3E%20%3E::push_back
+function 6 outer_fn src/outer.c 10
+function 7 inl_fn src/inl.h 3
+function 8 [lost]
+function 9 [truncated]
+function 10 [unsampled:%20after%20each%20thread's%20last%20sample]
+function 11 [profiler:%20cpuprof's%20drain%20thread]
+function 12 line%E2%80%A8sep%0Anewline
+location 1 0 0 1
+location 2 0 0 2
+location 3 0 0 3
+location 4 0 0 4
+location 5 0 0 5
+location 6 0 0 7:4 6:12
+location 8 0 0 8
+location 9 0 0 9
+location 10 0 0 10
+location 11 0 0 11
+location 12 0 0 12
+sample 1 100 : 1 6
+sample 1 100 : 2 6
+sample 1 100 : 3 6
+sample 1 100 : 4 6
+sample 1 100 : 5 6
+sample 1 100 : 12 6
+sample 1 100 : 6
+sample 1 100 : 9 6
+sample 1 100 : 8
+sample 1 100 : 10
+sample 1 100 : 11
+EOF
+mk "$tmp/hostile.pb" <"$tmp/hostile.txt" || fail "tool_mkprof"
+$EMU "$CP" report --format html -o "$tmp/hostile.html" "$tmp/hostile.pb" || fail "report of hostile names"
+grep -c '</script>' "$tmp/hostile.html" | grep -qx 2 || fail "a name closed a script element"
+printf '%s\n' '["</script><script>window.pwned=1</script>", "<img src=x onerror=window.pwned=2>",' \
+	'"a&b \"q\" '"'"'q'"'"' <!--", "bad\ufffd\ufffdutf8\ufffd\ufffd",' \
+	'"std::vector<int, std::allocator<int> >::push_back", "inl_fn", "outer_fn", "line\u2028sep\nnewline"]' \
+	>"$tmp/names.json"
+
+# --- an empty profile ---
+printf 'type samples count\ntype cpu nanoseconds\ncomment engine=perf\n' | mk "$tmp/empty.pb" || fail "tool_mkprof"
+$EMU "$CP" report --format html -o "$tmp/empty.html" "$tmp/empty.pb" || fail "report of an empty profile"
+
+# --- samples labelled with processes and threads ---
+cat >"$tmp/groups.txt" <<'EOF'
+type samples count
+type cpu nanoseconds
+function 1 main
+function 2 work
+location 1 0 0 1
+location 2 0 0 2
+sample 1 100 : 2 1 | pid#10 process=app tid#10 thread=app
+sample 1 200 : 2 1 | pid#10 process=app tid#12 thread=worker-1
+sample 1 400 : 2 1 | pid#11 process=helper tid#11 thread=helper
+EOF
+mk "$tmp/groups.pb" <"$tmp/groups.txt" || fail "tool_mkprof"
+$EMU "$CP" report --format html -o "$tmp/groups.html" "$tmp/groups.pb" || fail "report of labelled samples"
+
+# --- the demo, for the README's screenshot ---
+demo=
+if [ -x "$B/demo" ]; then
+	# From its own directory, so that the page's title is demo.pb.gz.
+	case $B in /*) AB=$B ;; *) AB=$PWD/$B ;; esac
+	(cd "$tmp" && $EMU "$AB/cpuprof" record -o demo.pb.gz -- $EMU "$AB/demo" >/dev/null 2>&1 &&
+		$EMU "$AB/cpuprof" report --format html -o demo.html demo.pb.gz) &&
+		demo="--shot $tmp/demo.html $B/tests/flamegraph-demo.png"
+fi
+
+# shellcheck disable=SC2086 # $demo is options
+node tests/tools/html_check.js \
+	--work "$tmp/p.html" "$B/tests/flamegraph-work_hot.png" "$total" "$hot" "$match" \
+	--hostile "$tmp/hostile.html" "$tmp/names.json" \
+	--empty "$tmp/empty.html" \
+	--groups "$tmp/groups.html" $demo
+rc=$?
+[ $rc -eq 77 ] && exit 77
+[ $rc -eq 0 ] || fail "html_check.js failed (exit $rc)"
+echo "ok"

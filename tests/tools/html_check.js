@@ -1,0 +1,208 @@
+// html_check.js -- checks pages of `cpuprof report --format html` in
+// headless Chromium (tests/tools/cdp.js), from inside the page after its script
+// ran, through the page's window.cpuprofFlame and real input events.
+// Prints "ok: ..." per check; exits 1 on the first failure, 77 when
+// Chromium cannot be started here.
+//
+// Usage: node html_check.js [--work PAGE PNG TOTAL HOTSHARE SEARCHSHARE]
+//        [--hostile PAGE NAMES.json] [--empty PAGE] [--groups PAGE]
+//        [--shot PAGE PNG]
+"use strict";
+const cdp = require("./cdp.js");
+const fs = require("fs");
+const path = require("path");
+
+const TIMEOUT = 60000;
+class Failure extends Error {}
+function fail(msg) {
+	throw new Failure(msg);
+}
+function check(cond, msg) {
+	if (!cond)
+		fail(msg);
+	console.log("ok: " + msg);
+}
+const url = (f) => "file://" + path.resolve(f);
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function openPage(b, file) {
+	const p = await cdp.open(b, url(file), TIMEOUT);
+	for (let i = 0; i < 600; i++) {
+		if (await p.eval("!!(window.cpuprofFlame && window.cpuprofFlame.ready)"))
+			return p;
+		await sleep(100);
+	}
+	fail(file + ": the page's script never became ready; errors: " + b.errors.join("; "));
+}
+
+// The page's frames, as the page laid them out, of name `name`.
+async function drawnNamed(p, name) {
+	return (await p.eval("cpuprofFlame.drawn()")).filter((d) => d.name === name);
+}
+
+async function checkWork(b, file, png, total, hotShare, searchShare) {
+	const p = await openPage(b, file);
+	const F = "cpuprofFlame";
+	const pageTotal = await p.eval(F + ".total()");
+	check(pageTotal === total && (await p.eval(F + ".dataTotal")) === total,
+		"the root's total " + pageTotal + " is the profile's total " + total);
+	// Down the widest child from the root to main, then on to a leaf.
+	// Functions inlined into the leaf (spin) end the chain below it: the
+	// leaf is the last function that is not inlined.
+	const chain = await p.eval(`(() => {
+		const A = ${F}; let k = 0, leaf = 0; const names = [];
+		for (;;) {
+			const kids = A.children(k);
+			if (!kids.length) break;
+			k = kids.reduce((a, c) => (A.nodeTotal(c) > A.nodeTotal(a) ? c : a));
+			if (A.kind(k) === "inlined" && names.length)
+				break;
+			names.push(A.name(k));
+			leaf = k;
+		}
+		return { names, leaf, share: A.nodeTotal(leaf) / A.total() };
+	})()`);
+	const m = chain.names.indexOf("main");
+	check(m >= 0, "main is on the widest chain: " + chain.names.join(" > "));
+	check(chain.names[chain.names.length - 1] === "hot_leaf",
+		"the widest frame at the end of main's chain is hot_leaf");
+	check(Math.abs(chain.share - hotShare) < 0.001,
+		"hot_leaf's share in the page " + chain.share.toFixed(4) + " is its share in the profile " + hotShare.toFixed(4));
+	const before = await p.eval(F + ".drawn().length");
+	check((await drawnNamed(p, "warm_leaf")).length === 1 && (await drawnNamed(p, "hot_leaf")).length === 1,
+		"hot_leaf and warm_leaf are drawn (" + before + " frames drawn)");
+
+	// Hover: the tooltip names the frame and its total.
+	const cr = await p.eval(F + ".canvasRect()");
+	const hot = (await drawnNamed(p, "hot_leaf"))[0];
+	await p.mouse("mouseMoved", cr.x + hot.x + hot.w / 2, cr.y + hot.y + hot.h / 2);
+	const tip = await p.eval("document.getElementById('tip').style.display === 'block' ? document.getElementById('tip').textContent : ''");
+	check(/^hot_leaf\n/.test(tip) && /total: .*\(\d+\.\d\d%\)/.test(tip) && /self: /.test(tip),
+		"hovering hot_leaf shows its name, total and self: " + JSON.stringify(tip));
+
+	// Search, typed into the box.
+	await p.eval("document.getElementById('search').focus()");
+	await p.type("hot_");
+	await sleep(200);
+	const drawn = await p.eval(F + ".drawn()");
+	const wrong = drawn.filter((d) => d.id !== 0 && d.matched !== d.name.includes("hot_"));
+	check(drawn.some((d) => d.matched) && wrong.length === 0,
+		"search 'hot_' highlights exactly the frames whose name has hot_ (" +
+		drawn.filter((d) => d.matched).map((d) => d.name).join(", ") + ")");
+	const share = await p.eval(F + ".matchedShare()");
+	check(Math.abs(share - searchShare) < 0.001, "search reports share " + share.toFixed(4) +
+		", the profile's " + searchShare.toFixed(4) + ": " + (await p.eval(F + ".matchedText()")));
+	check((await p.eval(F + ".matchedText()")).includes((100 * searchShare).toFixed(2) + "%"),
+		"the page shows the matched share as a percentage");
+	await p.eval("(() => { const s = document.getElementById('search'); s.value = ''; s.dispatchEvent(new Event('input')); })()");
+
+	// Zoom: a real click on warm_top.
+	const warm = (await drawnNamed(p, "warm_top"))[0];
+	check(warm !== undefined, "warm_top is drawn");
+	await p.click(cr.x + warm.x + Math.min(warm.w / 2, 20), cr.y + warm.y + warm.h / 2);
+	await sleep(200);
+	const z = await p.eval(F + ".zoomed()");
+	check(z === warm.id, "clicking warm_top zooms into it");
+	const after = await p.eval(F + ".drawn()");
+	const wz = after.filter((d) => d.name === "warm_top")[0];
+	// warm_leaf holds nearly all of warm_top, but not always all: a
+	// sample may stop in warm_top or warm_mid themselves (under qemu-user
+	// one run in a few drew warm_leaf narrower than the width less 30 px).
+	check(!after.some((d) => d.name === "hot_leaf") && wz && Math.abs(wz.w - cr.w) < 30 &&
+		after.some((d) => d.name === "warm_leaf" && d.w > cr.w / 2),
+		"after the zoom hot_leaf is not drawn, warm_top fills the width and warm_leaf most of it (" +
+		after.map((d) => d.name + ":" + Math.round(d.w)).join(" ") + "; width " + Math.round(cr.w) + ")");
+	await p.click(cr.x + wz.x + 10, cr.y + wz.y + wz.h / 2);
+	await sleep(200);
+	check((await p.eval(F + ".zoomed()")) !== z && (await drawnNamed(p, "hot_leaf")).length === 1,
+		"clicking the zoomed frame zooms back out");
+	await p.eval("document.getElementById('orient').click()");
+	const flipped = (await drawnNamed(p, "hot_leaf"))[0];
+	check(flipped.y > hot.y, "the icicle toggle puts the root at the top and the leaves below");
+	await p.eval("document.getElementById('orient').click()");
+	await p.screenshot(png);
+	check(fs.statSync(png).size > 10000, "screenshot " + png);
+}
+
+async function checkHostile(b, file, namesFile) {
+	const want = JSON.parse(fs.readFileSync(namesFile, "utf8"));
+	const p = await openPage(b, file);
+	const names = await p.eval(`(() => { const A = cpuprofFlame, out = [], st = [0];
+		while (st.length) { const k = st.pop(); if (k) out.push(A.name(k)); st.push(...A.children(k)); }
+		return out; })()`);
+	for (const w of want)
+		check(names.includes(w), "the page names " + JSON.stringify(w) + " as text");
+	check((await p.eval("typeof window.pwned")) === "undefined", "no name ran as script");
+	check((await p.eval("document.scripts.length")) === 2 && (await p.eval("document.images.length")) === 0,
+		"the page still has exactly its two scripts and no element from a name");
+	const header = await p.eval("document.querySelector('header').textContent");
+	check(header.includes("</script><b>x</b>"), "a hostile comment shows as text in the header");
+	const kinds = await p.eval(`(() => { const A = cpuprofFlame, out = {}, st = [0];
+		while (st.length) { const k = st.pop(); if (k) out[A.name(k)] = A.kind(k); st.push(...A.children(k)); }
+		return out; })()`);
+	check(kinds["inl_fn"] === "inlined" && kinds["[lost]"] === "lost" && kinds["[truncated]"] === "truncated" &&
+		kinds["[unsampled: after each thread's last sample]"] === "unsampled" &&
+		kinds["[profiler: cpuprof's drain thread]"] === "profiler" && kinds["outer_fn"] === "function",
+		"inlined, [lost], [truncated], [unsampled], [profiler] frames have kinds of their own");
+}
+
+async function checkEmpty(b, file) {
+	const p = await openPage(b, file);
+	check(await p.eval("!document.getElementById('empty').hidden && document.getElementById('empty').textContent.includes('no samples')"),
+		"an empty profile's page says it has no samples");
+}
+
+async function checkGroups(b, file) {
+	const p = await openPage(b, file);
+	const F = "cpuprofFlame";
+	const rootNames = () => p.eval(`${F}.children(0).map((k) => ${F}.name(k)).sort().join("|")`);
+	check((await rootNames()) === "main", "the whole-profile view merges the threads: " + await rootNames());
+	check((await p.eval("document.getElementById('view').options.length")) === 3, "the view menu offers 3 views");
+	const setView = (v) => p.eval(`(() => { const s = document.getElementById('view'); s.value = '${v}'; s.dispatchEvent(new Event('change')); })()`);
+	await setView("process");
+	check((await rootNames()) === "app (pid 10)|helper (pid 11)", "by process: " + await rootNames());
+	await setView("thread");
+	const threads = await p.eval(`${F}.children(${F}.children(0)[0]).map((k) => ${F}.name(k)).sort().join("|")`);
+	check(threads === "app (tid 10)|worker-1 (tid 12)", "by thread, app's threads: " + threads);
+	check((await p.eval(F + ".total()")) === 700, "every view keeps the total");
+}
+
+(async () => {
+	const exe = process.env.CHROMIUM || "/usr/bin/chromium";
+	let b;
+	try {
+		b = await cdp.launch(exe, TIMEOUT);
+	} catch (e) {
+		console.log("skip: Chromium cannot run here: " + e.message.split("\n")[0]);
+		process.exit(77);
+	}
+	console.log("# " + b.version);
+	const a = process.argv.slice(2);
+	let rc = 0;
+	try {
+		for (let i = 0; i < a.length;) {
+			const opt = a[i++];
+			if (opt === "--work")
+				await checkWork(b, a[i++], a[i++], Number(a[i++]), Number(a[i++]), Number(a[i++]));
+			else if (opt === "--hostile")
+				await checkHostile(b, a[i++], a[i++]);
+			else if (opt === "--empty")
+				await checkEmpty(b, a[i++]);
+			else if (opt === "--groups")
+				await checkGroups(b, a[i++]);
+			else if (opt === "--shot") {
+				const p = await openPage(b, a[i++]);
+				await p.screenshot(a[i++]);
+			} else {
+				fail("unknown option " + opt);
+			}
+		}
+		check(b.errors.length === 0, "no script error was logged" + (b.errors.length ? ": " + b.errors.join("; ") : ""));
+	} catch (e) {
+		console.error("FAIL: " + (e instanceof Failure ? e.message : e.stack || String(e)));
+		rc = 1;
+	} finally {
+		await b.close();
+	}
+	process.exit(rc);
+})();

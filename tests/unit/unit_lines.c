@@ -1,0 +1,431 @@
+/*
+ * unit_lines.c -- tests the DWARF reader (lines.c) and its child process
+ * (lines_child.c) on this very program, built -O2 -g with the library's
+ * real code in it: debug files found by build ID and refused when their
+ * build ID differs; an object whose DWARF disagrees with its symbols
+ * keeping no lines; a child that crashes or hangs costing the lines of the
+ * one object it was reading, and a time limit kept; libdw missing; and a
+ * fuzzer: bit flips and truncations of .debug_info, .debug_line,
+ * .debug_abbrev and .debug_str of a copy of libcpuprof.so never crash the
+ * caller nor run past the limit, and a truncated section gives, at every
+ * address, either no lines or the lines of the intact file.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../check.h"
+#include "symbolize/lines.h"
+#include "symbolize/symbols.h"
+
+static char tmpdir[64], exe[3000], bid[2 * SYMBOLS_BUILD_ID_MAX + 1];
+static unsigned char *img;
+static size_t imglen;
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The section header of section `name` in the ELF image p. */
+static ElfW(Shdr) *section(unsigned char *p, const char *name)
+{
+	ElfW(Ehdr) *eh = (ElfW(Ehdr) *)p;
+	ElfW(Shdr) *sh = (ElfW(Shdr) *)(p + eh->e_shoff);
+	const char *names = (const char *)p + sh[eh->e_shstrndx].sh_offset;
+	for (unsigned i = 0; i < eh->e_shnum; i++)
+		if (!strcmp(names + sh[i].sh_name, name))
+			return &sh[i];
+	return NULL;
+}
+
+/* ---- Queries: every function of this program, at its start and middle -- */
+
+static struct cp_lines_query *queries;
+static size_t nqueries;
+
+/* Queries at the start and the middle of every function of path. */
+static struct cp_lines_query *make_queries(const char *path, size_t *n)
+{
+	struct cp_symtab t;
+	char b[sizeof bid];
+	CHECK_EQ(cp_symbols_read_file(path, &t, b), 0);
+	struct cp_lines_query *q = malloc(2 * t.n * sizeof *q);
+	CHECK(q != NULL, "out of memory");
+	*n = 0;
+	for (size_t i = 0; i < t.n; i++) {
+		q[(*n)++] = (struct cp_lines_query){ 0, t.syms[i].start, t.syms[i].start };
+		if (t.syms[i].size > 2)
+			q[(*n)++] = (struct cp_lines_query){
+				0, t.syms[i].start + t.syms[i].size / 2, t.syms[i].start
+			};
+	}
+	cp_symbols_symtab_free(&t);
+	return q;
+}
+
+static int frames_equal(const struct cp_lines_chain *a, const struct cp_lines_chain *b)
+{
+	if (a->n != b->n)
+		return 0;
+	for (uint32_t k = 0; k < a->n; k++) {
+		const struct cp_lines_frame *x = &a->frames[k], *y = &b->frames[k];
+		if (x->line != y->line || x->start_line != y->start_line ||
+		    strcmp(x->file, y->file) || (!x->name != !y->name) ||
+		    (x->name && strcmp(x->name, y->name)) || (!x->linkage != !y->linkage) ||
+		    (x->linkage && strcmp(x->linkage, y->linkage)))
+			return 0;
+	}
+	return 1;
+}
+
+static size_t with_lines(const struct cp_lines_result *r)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < nqueries; i++)
+		n += r->chains[i].n > 0;
+	return n;
+}
+
+/* The fuzzer's object: libcpuprof.so, real code built -O2 -g. */
+static unsigned char *fimg;
+static size_t fimglen, nfq;
+static struct cp_lines_query *fq;
+static struct cp_lines_result fpristine;
+
+/* ---- The tests -------------------------------------------------------- */
+
+static struct cp_lines_result pristine;
+
+/* This program, as is: most addresses have lines, and some an inline
+ * chain. */
+static void test_self(void)
+{
+	struct cp_lines_object o = { exe, bid };
+	char global[256];
+	CHECK_EQ(cp_lines_resolve(&o, 1, queries, nqueries, 30000, &pristine, global,
+				  sizeof global), 0);
+	CHECK(!global[0], "global: %s", global);
+	size_t n = with_lines(&pristine), inlined = 0;
+	for (size_t i = 0; i < nqueries; i++)
+		inlined += pristine.chains[i].n > 1;
+	printf("this program: %zu of %zu addresses with lines, %zu inlined\n", n, nqueries, inlined);
+	CHECK(n * 10 > nqueries * 8, "only %zu of %zu addresses have lines", n, nqueries);
+	CHECK(inlined >= 5, "only %zu inline chains", inlined);
+	CHECK(pristine.has_dwarf[0], "has_dwarf");
+	/* In-process, the same answers. */
+	struct cp_lines_dwarf *d;
+	char why[256];
+	CHECK_EQ(cp_lines_open(exe, bid, &d, why, sizeof why), 0);
+	for (size_t i = 0; i < nqueries; i++) {
+		struct cp_lines_frame f[CP_LINES_MAX_DEPTH];
+		size_t k = 0;
+		enum cp_lines_status st = cp_lines_lookup(d, queries[i].addr, queries[i].sym_start, f, &k);
+		struct cp_lines_chain c = { f, st == CP_LINES_OK ? (uint32_t)k : 0 };
+		CHECK(frames_equal(&c, &pristine.chains[i]), "address %#llx: child and in-process differ",
+		      (unsigned long long)queries[i].addr);
+	}
+	cp_lines_close(d);
+}
+
+/* Debug files: by build ID under the debug root, refused when theirs
+ * differs; the object's own file refused when its build ID is not the
+ * loaded one. */
+static void test_debug_files(void)
+{
+	char nodebug[128], dir[200], dbg[400], why[512];
+	struct cp_lines_dwarf *d;
+	/* A copy without .debug_info (renamed: no DWARF any more). */
+	unsigned char *p = malloc(imglen);
+	memcpy(p, img, imglen);
+	ElfW(Shdr) *info = section(p, ".debug_info");
+	CHECK(info != NULL, "no .debug_info in this program");
+	ElfW(Ehdr) *eh = (ElfW(Ehdr) *)p;
+	char *names = (char *)p + ((ElfW(Shdr) *)(p + eh->e_shoff))[eh->e_shstrndx].sh_offset;
+	names[info->sh_name + 1] = 'x'; /* .xebug_info */
+	snprintf(nodebug, sizeof nodebug, "%s/nodebug", tmpdir);
+	write_file(nodebug, p, imglen);
+	CHECK_EQ(cp_lines_open(nodebug, bid, &d, why, sizeof why), -ENOENT);
+	CHECK(strstr(why, "no DWARF"), "why: %s", why);
+	printf("without DWARF: %s\n", why);
+
+	/* Its debug file by build ID. */
+	cp_lines_debug_root = tmpdir;
+	snprintf(dir, sizeof dir, "%s/.build-id/%.2s", tmpdir, bid);
+	snprintf(dbg, sizeof dbg, "%s/.build-id/", tmpdir);
+	CHECK(mkdir(dbg, 0700) == 0 && mkdir(dir, 0700) == 0, "mkdir %s", dir);
+	snprintf(dbg, sizeof dbg, "%s/%s.debug", dir, bid + 2);
+	write_file(dbg, img, imglen);
+	CHECK_EQ(cp_lines_open(nodebug, bid, &d, why, sizeof why), 0);
+	struct cp_lines_frame f[CP_LINES_MAX_DEPTH];
+	size_t n, found = 0;
+	for (size_t i = 0; i < nqueries; i++)
+		found += cp_lines_lookup(d, queries[i].addr, queries[i].sym_start, f, &n) == CP_LINES_OK;
+	CHECK(found == with_lines(&pristine), "by build ID: %zu addresses with lines, want %zu",
+	      found, with_lines(&pristine));
+	cp_lines_close(d);
+
+	/* A debug file under that name whose own build ID differs. */
+	memcpy(p, img, imglen);
+	unsigned char raw[SYMBOLS_BUILD_ID_MAX];
+	size_t rawlen = strlen(bid) / 2;
+	for (size_t i = 0; i < rawlen; i++)
+		sscanf(bid + 2 * i, "%2hhx", &raw[i]);
+	unsigned char *desc = memmem(p, imglen, raw, rawlen);
+	CHECK(desc != NULL, "no build ID note");
+	desc[0] ^= 0xff;
+	write_file(dbg, p, imglen);
+	CHECK_EQ(cp_lines_open(nodebug, bid, &d, why, sizeof why), -ENOENT);
+	CHECK(strstr(why, "another build ID"), "why: %s", why);
+	printf("a debug file of another build: %s\n", why);
+	unlink(dbg);
+	cp_lines_debug_root = "/usr/lib/debug";
+
+	/* The object on disk is not the one loaded. */
+	char other[sizeof bid];
+	snprintf(other, sizeof other, "%s", bid);
+	other[0] = other[0] == '0' ? '1' : '0';
+	CHECK_EQ(cp_lines_open(exe, other, &d, why, sizeof why), -ENOENT);
+	CHECK(strstr(why, "another build ID than the loaded object"), "why: %s", why);
+	CHECK(cp_lines_open("/nonexistent/x", "", &d, why, sizeof why) == -ENOENT &&
+		      strstr(why, "No such file"), "why: %s", why);
+	CHECK(cp_lines_open("/proc/self/status", "", &d, why, sizeof why) == -ENOEXEC,
+	      "why: %s", why);
+	free(p);
+}
+
+/* DWARF that disagrees with the symbols (here: every symbol said to start
+ * one byte later) is not believed at all. */
+static void test_mismatch(void)
+{
+	struct cp_lines_query *q = malloc(nqueries * sizeof *q);
+	memcpy(q, queries, nqueries * sizeof *q);
+	for (size_t i = 0; i < nqueries; i++)
+		q[i].sym_start++;
+	struct cp_lines_object o = { exe, bid };
+	struct cp_lines_result r;
+	char global[256];
+	CHECK_EQ(cp_lines_resolve(&o, 1, q, nqueries, 30000, &r, global, sizeof global), 0);
+	CHECK_EQ(with_lines(&r), 0);
+	CHECK(r.why[0] && strstr(r.why[0], "disagrees with its symbol table"), "why: %s",
+	      r.why[0] ? r.why[0] : "NULL");
+	CHECK(!r.has_dwarf[0], "has_dwarf");
+	printf("wrong symbols: %s\n", r.why[0]);
+	cp_lines_result_free(&r);
+	free(q);
+}
+
+/* Three objects (this program thrice); the child fails on the middle one. */
+static void resolve3(int kind, int timeout_ms, struct cp_lines_result *r)
+{
+	struct cp_lines_object o[3] = { { exe, bid }, { exe, bid }, { exe, bid } };
+	struct cp_lines_query *q = malloc(3 * nqueries * sizeof *q);
+	for (size_t k = 0; k < 3; k++)
+		for (size_t i = 0; i < nqueries; i++) {
+			q[k * nqueries + i] = queries[i];
+			q[k * nqueries + i].object = k;
+		}
+	char global[256];
+	cp_lines_fault_object = kind ? 1 : -1;
+	cp_lines_fault_kind = kind;
+	CHECK_EQ(cp_lines_resolve(o, 3, q, 3 * nqueries, timeout_ms, r, global, sizeof global), 0);
+	cp_lines_fault_object = -1;
+	CHECK(!global[0], "global: %s", global);
+	for (size_t k = 0; k < 3; k++) {
+		size_t n = 0;
+		for (size_t i = 0; i < nqueries; i++)
+			n += r->chains[k * nqueries + i].n > 0;
+		r->has_dwarf[k] = n > 0; /* reused: "has lines" */
+	}
+	free(q);
+}
+
+static void test_child_failures(void)
+{
+	struct cp_lines_result r;
+	/* A crash costs that object only; the next child goes on. */
+	resolve3(1, 30000, &r);
+	CHECK(r.has_dwarf[0] && !r.has_dwarf[1] && r.has_dwarf[2], "crash: lines %d %d %d",
+	      r.has_dwarf[0], r.has_dwarf[1], r.has_dwarf[2]);
+	CHECK(r.why[1] && strstr(r.why[1], "crashed (signal 11)"), "why: %s", r.why[1]);
+	printf("crash: %s\n", r.why[1]);
+	cp_lines_result_free(&r);
+
+	/* A hang is cut at the limit. */
+	double t0 = now_s();
+	resolve3(2, 1500, &r);
+	double dt = now_s() - t0;
+	CHECK(dt > 1.4 && dt < 6, "hang: took %.2f s with a limit of 1.5 s", dt);
+	CHECK(r.has_dwarf[0] && !r.has_dwarf[1] && !r.has_dwarf[2], "hang: lines %d %d %d",
+	      r.has_dwarf[0], r.has_dwarf[1], r.has_dwarf[2]);
+	CHECK(r.why[1] && strstr(r.why[1], "took longer than the 1500 ms allowed"), "why: %s",
+	      r.why[1]);
+	CHECK(r.why[2] && strstr(r.why[2], "no time was left"), "why: %s", r.why[2]);
+	printf("hang: %s; then: %s (%.2f s)\n", r.why[1], r.why[2], dt);
+	cp_lines_result_free(&r);
+
+	/* No time at all: names only, and saying so. */
+	resolve3(0, 0, &r);
+	CHECK(!r.has_dwarf[0] && r.why[0] && strstr(r.why[0], "not read"), "why: %s", r.why[0]);
+	cp_lines_result_free(&r);
+}
+
+/* libdw absent: this program run again (the library loads libdw once per
+ * process), told to look for a library that does not exist. */
+static int no_libdw_main(void)
+{
+	cp_lines_libdw_soname = "libdw-absent.so.1";
+	struct cp_lines_object o = { exe, "" };
+	struct cp_lines_query q = { 0, (uintptr_t)&no_libdw_main, 0 };
+	struct cp_lines_result r;
+	char global[256];
+	int rc = cp_lines_resolve(&o, 1, &q, 1, 30000, &r, global, sizeof global);
+	printf("without libdw: rc %d, %u frames: %s\n", rc, rc ? 0 : r.chains[0].n, global);
+	if (rc != 0 || r.chains[0].n || !strstr(global, "libdw-absent.so.1 not loaded"))
+		return 1;
+	cp_lines_result_free(&r);
+	return 0;
+}
+
+static void test_no_libdw(void)
+{
+	char cmd[4200];
+	const char *emu = getenv("EMU"); /* qemu-user: no binfmt_misc needed */
+	snprintf(cmd, sizeof cmd, "%s '%s' --no-libdw", emu ? emu : "", exe);
+	int st = system(cmd);
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "without libdw: status %#x", st);
+}
+
+/* Mutations of one debug section of a copy of libcpuprof.so. */
+static void fuzz_section(const char *name, int rounds, unsigned *seed)
+{
+	ElfW(Shdr) *sh = section(fimg, name);
+	CHECK(sh != NULL && sh->sh_size > 64, "section %s", name);
+	size_t idx = (size_t)(sh - (ElfW(Shdr) *)(fimg + ((ElfW(Ehdr) *)fimg)->e_shoff));
+	char path[128];
+	snprintf(path, sizeof path, "%s/fuzz", tmpdir);
+	unsigned char *p = malloc(fimglen);
+	size_t crashed = 0, rejected = 0, same = 0, none = 0, differ = 0, tdiffer = 0;
+	double worst = 0;
+	for (int round = 0; round < rounds; round++) {
+		memcpy(p, fimg, fimglen);
+		ElfW(Shdr) *s = (ElfW(Shdr) *)(p + ((ElfW(Ehdr) *)p)->e_shoff) + idx;
+		int truncate = round % 3 == 0;
+		if (truncate) {
+			/* The section cut short, at a random length. */
+			s->sh_size = (uint64_t)rand_r(seed) % s->sh_size;
+		} else {
+			int flips = 1 + rand_r(seed) % 8;
+			for (int k = 0; k < flips; k++)
+				p[s->sh_offset + (uint64_t)rand_r(seed) % s->sh_size] ^=
+					(unsigned char)(1u << (rand_r(seed) % 8));
+		}
+		write_file(path, p, fimglen);
+		struct cp_lines_object o = { path, "" };
+		struct cp_lines_result r;
+		char global[256];
+		double t0 = now_s();
+		CHECK_EQ(cp_lines_resolve(&o, 1, fq, nfq, 20000, &r, global, sizeof global), 0);
+		double dt = now_s() - t0;
+		worst = dt > worst ? dt : worst;
+		CHECK(dt < 25, "%s round %d: %.1f s", name, round, dt);
+		crashed += r.why[0] && strstr(r.why[0], "crashed") != NULL;
+		rejected += !r.has_dwarf[0];
+		for (size_t i = 0; i < nfq; i++) {
+			if (!r.chains[i].n)
+				none++;
+			else if (frames_equal(&r.chains[i], &fpristine.chains[i]))
+				same++;
+			else if (truncate)
+				tdiffer++;
+			else
+				differ++;
+			if (truncate && r.chains[i].n && !frames_equal(&r.chains[i], &fpristine.chains[i]))
+				CHECK(0, "%s cut to %llu bytes: address %#llx has other lines than the intact "
+				      "file's (%s:%u, not %s:%u)", name, (unsigned long long)s->sh_size,
+				      (unsigned long long)fq[i].addr, r.chains[i].frames[0].file,
+				      r.chains[i].frames[0].line,
+				      fpristine.chains[i].n ? fpristine.chains[i].frames[0].file : "-",
+				      fpristine.chains[i].n ? fpristine.chains[i].frames[0].line : 0);
+		}
+		cp_lines_result_free(&r);
+	}
+	printf("%s, %d mutations: reader crashed %zu times, object without lines %zu times; "
+	       "answers: %zu as intact, %zu none, %zu other (all from bit flips); slowest %.2f s\n",
+	       name, rounds, crashed, rejected, same, none, differ + tdiffer, worst);
+	free(p);
+}
+
+static void cleanup(void)
+{
+	char cmd[128];
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "warning: could not remove %s\n", tmpdir);
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IONBF, 0);
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	CHECK(n > 0, "readlink");
+	exe[n] = '\0';
+	if (argc == 2 && !strcmp(argv[1], "--no-libdw"))
+		return no_libdw_main();
+	char why[256];
+	if (cp_lines_libdw(why, sizeof why) != 0)
+		SKIP("%s", why);
+	snprintf(tmpdir, sizeof tmpdir, "/tmp/unit_lines.XXXXXX");
+	CHECK(mkdtemp(tmpdir) != NULL, "mkdtemp");
+	atexit(cleanup);
+	struct cp_symtab t;
+	CHECK_EQ(cp_symbols_read_file(exe, &t, bid), 0);
+	cp_symbols_symtab_free(&t);
+	CHECK(strlen(bid) >= 16, "build ID");
+	img = read_file(exe, &imglen);
+	queries = make_queries(exe, &nqueries);
+
+	double t0 = now_s();
+	test_self();
+	test_debug_files();
+	test_mismatch();
+	test_child_failures();
+	test_no_libdw();
+	printf("checks: %.2f s\n", now_s() - t0);
+	t0 = now_s();
+	char lib[256];
+	snprintf(lib, sizeof lib, "%s/libcpuprof.so", getenv("B") ? getenv("B") : "build");
+	fimg = read_file(lib, &fimglen);
+	fq = make_queries(lib, &nfq);
+	struct cp_lines_object o = { lib, "" };
+	CHECK_EQ(cp_lines_resolve(&o, 1, fq, nfq, 30000, &fpristine, why, sizeof why), 0);
+	size_t fl = 0;
+	for (size_t i = 0; i < nfq; i++)
+		fl += fpristine.chains[i].n > 0;
+	printf("fuzzing %s: %zu of %zu addresses with lines\n", lib, fl, nfq);
+	CHECK(fl * 10 > nfq * 8, "%s: only %zu of %zu addresses with lines", lib, fl, nfq);
+	unsigned seed = 20261201;
+	const char *sections[] = { ".debug_info", ".debug_line", ".debug_abbrev", ".debug_str" };
+	for (size_t i = 0; i < 4; i++)
+		fuzz_section(sections[i], 150, &seed);
+	printf("fuzz: %.2f s\n", now_s() - t0);
+	cp_lines_result_free(&pristine);
+	cp_lines_result_free(&fpristine);
+	free(fq);
+	free(fimg);
+	free(queries);
+	free(img);
+	printf("ok\n");
+	return 0;
+}
