@@ -105,7 +105,7 @@ UNWIND_BINS := $(B)/tests/work_unwind_nofp $(B)/tests/libunwind_dl.so $(B)/tests
 # object whose other symbols are made local: no internal name can meet a
 # program's, and a libcpuprof beside it is another profiler.
 GP_SRCS := $(wildcard compat/gperftools/*.c) $(wildcard compat/gperftools/sig/*.c)
-GP_OBJS := $(filter-out %/static_dlsym.o,$(GP_SRCS:%.c=$(B)/%.o))
+GP_OBJS := $(GP_SRCS:%.c=$(B)/%.o)
 GP_SIG_OBJS := $(patsubst %.c,$(B)/%.o,$(wildcard compat/gperftools/sig/*.c))
 GP_CORE := $(filter-out $(B)/src/process/preload.o,$(LIB_OBJS))
 GP_LIBS := $(B)/libprofiler.so.0 $(B)/libprofiler.so $(B)/libprofiler.a
@@ -137,14 +137,33 @@ $(B)/cli/report/flame.o: cli/report/flame.html
 $(B)/libcpuprof.so: $(LIB_OBJS)
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -Wl,-z,nodelete -o $@ $^ $(LDLIBS)
 
-$(B)/libcpuprof.a: $(LIB_OBJS)
+# The names the library exports, one a line: what its objects give default
+# visibility, its API (cpuprof_*) and the C library's functions it
+# interposes (sigaction, pthread_create, ...).
+$(B)/exports.txt: $(LIB_OBJS)
+	$(READELF) -sW $^ | awk '($$5 == "GLOBAL" || $$5 == "WEAK") && $$6 == "DEFAULT" && $$7 != "UND" \
+		{ print $$8 }' | sort -u >$@
+	grep -qx cpuprof_start $@
+
+# libcpuprof.a: the objects as one, every name but those exported made
+# local, so that no internal name can meet a program's in a static link.
+# The tests of internals (unit_*, tool_lines, bench/lines, bench/unwind)
+# link libcpuprof-internal.a, the objects as they are.
+$(B)/libcpuprof.a: $(LIB_OBJS) $(B)/exports.txt
+	@rm -f $@ $(B)/libcpuprof.o
+	$(CC) -r -nostdlib -o $(B)/libcpuprof.o $(LIB_OBJS)
+	$(OBJCOPY) --keep-global-symbols=$(B)/exports.txt $(B)/libcpuprof.o
+	$(AR) rcs $@ $(B)/libcpuprof.o
+
+$(B)/libcpuprof-internal.a: $(LIB_OBJS)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
 # The CLI checks its flags with the library's table of settings, and
 # record collects, symbolizes and writes with the library's own code.
 CLI_SHARED := $(addprefix $(B)/src/,profile/options.o profile/judge.o profile/stacktab.o symbolize/symbols.o \
-	base/loader.o profile/pprof_write.o profile/protobuf.o symbolize/lines.o symbolize/lines_child.o sig/ring.o)
+	base/libc.o base/loader.o profile/pprof_write.o profile/protobuf.o symbolize/lines.o \
+	symbolize/lines_child.o sig/ring.o)
 $(B)/cpuprof: $(CLI_OBJS) $(CLI_SHARED)
 	$(CC) $(CFLAGS) -o $@ $^ -lz
 
@@ -155,7 +174,7 @@ ifdef TSAN
 # ready to see any access; and the signal-context code (src/sig/), whose
 # handler the kernel may run in a thread ThreadSanitizer has not set up
 # yet, and whose fences it does not model (tests/tools/sigsafe.sh checks it).
-TEST_LINK = $(B)/libcpuprof.a $(LDLIBS)
+TEST_LINK = $(B)/libcpuprof-internal.a $(LDLIBS)
 $(B)/src/process/interpose.o $(SIG_SRCS:%.c=$(B)/%.o): override CFLAGS += -fno-sanitize=thread
 else
 TEST_LINK = -L$(B) -Wl,-rpath,$(abspath $(B)) -lcpuprof
@@ -184,16 +203,9 @@ $(B)/libprofiler.so.0: $(GP_CORE) $(GP_OBJS) $(B)/compat/libprofiler.map
 $(B)/libprofiler.so: $(B)/libprofiler.so.0
 	ln -sf libprofiler.so.0 $@
 
-# The static library: cpuprof's objects as one, their dlsym() calls sent
-# to static_dlsym.c (for gcc -static), then ours; coexist.o only matters
-# beside gperftools' own shared library and is left out.
-$(B)/compat/cpuprof-core.o: $(GP_CORE)
-	@mkdir -p $(dir $@)
-	$(CC) -r -nostdlib -o $@ $^
-	$(OBJCOPY) --redefine-sym dlsym=gpt_dlsym $@
-
-$(B)/libprofiler.a: $(B)/compat/cpuprof-core.o $(filter-out %/coexist.o,$(GP_OBJS)) \
-		$(B)/compat/gperftools/static_dlsym.o $(B)/compat/exports.txt
+# The static library: cpuprof's objects and ours as one; coexist.o only
+# matters beside gperftools' own shared library and is left out.
+$(B)/libprofiler.a: $(GP_CORE) $(filter-out %/coexist.o,$(GP_OBJS)) $(B)/compat/exports.txt
 	@rm -f $@ $(B)/compat/libprofiler.o
 	$(CC) -r -nostdlib -o $(B)/compat/libprofiler.o $(filter %.o,$^)
 	$(OBJCOPY) --keep-global-symbols=$(B)/compat/exports.txt $(B)/compat/libprofiler.o
@@ -202,7 +214,7 @@ $(B)/libprofiler.a: $(B)/compat/cpuprof-core.o $(filter-out %/coexist.o,$(GP_OBJ
 # Test programs: test_*.c use the public API of libcpuprof.so; unit_*.c test
 # internals and link the static library; everything else in tests/ is a
 # workload run under `cpuprof record` and links nothing of ours.
-$(B)/tests/test_%: tests/api/test_%.c tests/check.h $(B)/libcpuprof.so $(B)/libcpuprof.a
+$(B)/tests/test_%: tests/api/test_%.c tests/check.h $(B)/libcpuprof.so $(B)/libcpuprof-internal.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -rdynamic -o $@ $< $(TEST_LINK) -pthread -lm -ldl
 
@@ -211,9 +223,9 @@ $(B)/tests/test_gp_%: tests/api/test_gp_%.c tests/check.h $(B)/libprofiler.so.0 
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -rdynamic -o $@ $< -L$(B) -Wl,-rpath,$(abspath $(B)) -lprofiler -pthread -ldl
 
-$(B)/tests/unit_%: tests/unit/unit_%.c tests/check.h $(B)/libcpuprof.a
+$(B)/tests/unit_%: tests/unit/unit_%.c tests/check.h $(B)/libcpuprof-internal.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE) -o $@ $< $(B)/libcpuprof.a $(LDLIBS) -lm
+	$(CC) $(CFLAGS) $(BASE) -o $@ $< $(B)/libcpuprof-internal.a $(LDLIBS) -lm
 
 $(B)/tests/%: tests/work/%.c
 	@mkdir -p $(dir $@)
@@ -245,9 +257,9 @@ $(B)/tests/libversioned.so: tests/work/lib_versioned.c tests/work/lib_versioned.
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -g0 $(BASE) -fPIC -shared -Wl,--version-script=tests/work/lib_versioned.map -o $@ $<
 
-$(B)/tests/tool_lines: tests/tools/tool_lines.c $(B)/libcpuprof.a
+$(B)/tests/tool_lines: tests/tools/tool_lines.c $(B)/libcpuprof-internal.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE) -o $@ $< $(B)/libcpuprof.a $(LDLIBS)
+	$(CC) $(CFLAGS) $(BASE) -o $@ $< $(B)/libcpuprof-internal.a $(LDLIBS)
 
 # Whether this machine allows an engine, for the test scripts (check.h).
 $(B)/tests/tool_engine: tests/tools/tool_engine.c tests/check.h

@@ -16,6 +16,10 @@
 extern "C" {
 #endif
 
+/* What the library exports: it is built with hidden visibility, and its
+ * definitions take their visibility from these declarations. */
+#define CPUPROF_API __attribute__((visibility("default")))
+
 /* Options for cpuprof_start().  Zero / NULL fields take their defaults, so
  * `struct cpuprof_options o = {0};` is the default configuration. */
 struct cpuprof_options {
@@ -33,23 +37,23 @@ struct cpuprof_options {
 /* Starts profiling the whole process into the pprof file `path` (written by
  * cpuprof_stop() or cpuprof_flush()).  Fails with -EBUSY if a profile is
  * already running, -EINVAL for bad options, -ENODEV if no engine works. */
-int cpuprof_start(const char *path, const struct cpuprof_options *opts);
+CPUPROF_API int cpuprof_start(const char *path, const struct cpuprof_options *opts);
 
 /* Stops sampling, drains every sample and writes the profile.  When it
  * returns no sampling signal handler of this profile is running and none
  * will.  -ESRCH if no profile is running; a write error is returned after
  * sampling has stopped. */
-int cpuprof_stop(void);
+CPUPROF_API int cpuprof_stop(void);
 
 /* Writes the profile collected so far to the path given to cpuprof_start(),
  * without stopping. */
-int cpuprof_flush(void);
+CPUPROF_API int cpuprof_flush(void);
 
 /* Registers the calling thread for sampling.  Threads that exist when
  * profiling starts and threads made with pthread_create() are registered
  * automatically; call this from a thread created by other means (raw
  * clone(), a foreign runtime).  Registering twice is harmless. */
-int cpuprof_register_thread(void);
+CPUPROF_API int cpuprof_register_thread(void);
 
 /*
  * The record stream, for language runtimes that build their own profile:
@@ -66,7 +70,7 @@ int cpuprof_register_thread(void);
  * start (-EBUSY), so no sample of one profile can reach the next.  A
  * reader that falls behind makes samples lost, never a handler block.
  */
-int cpuprof_start_stream(const char *path, const struct cpuprof_options *opts);
+CPUPROF_API int cpuprof_start_stream(const char *path, const struct cpuprof_options *opts);
 
 #define CPUPROF_NONBLOCK 1 /* flag: return at once when nothing is ready */
 #define CPUPROF_EOF 1      /* return value: end of stream */
@@ -76,10 +80,10 @@ int cpuprof_start_stream(const char *path, const struct cpuprof_options *opts);
  * the stream is stopped and drained (and whenever no stream is open), or a
  * negative code: -EINVAL if cap < max_depth + 4 words.  Blocking reads
  * wait until a record is ready or the stream ends. */
-int cpuprof_read_stream(uint64_t *words, size_t cap, size_t *nwords, int flags);
+CPUPROF_API int cpuprof_read_stream(uint64_t *words, size_t cap, size_t *nwords, int flags);
 
 /* A static, human-readable description of a code returned above. */
-const char *cpuprof_strerror(int code);
+CPUPROF_API const char *cpuprof_strerror(int code);
 
 #ifdef __cplusplus
 }

@@ -27,7 +27,7 @@
 
 #include "cpuprof.h"
 #include "engines/choose.h"
-#include "process/interpose.h"
+#include "base/libc.h"
 #include "profile/judge.h"
 #include "base/loader.h"
 #include "profile/names.h"
@@ -35,12 +35,10 @@
 #include "base/rwmap.h"
 #include "session.h"
 #include "shm/writer.h"
-#include "engines/signal.h"
+#include "engines/sampling_signal.h"
 #include "symbolize/symbols.h"
 #include "engines/threads.h"
 #include "unwind/tables.h"
-
-#define API __attribute__((visibility("default")))
 
 /* Ring cells: half of them absorb a burst while the keeper wakes. */
 #define RING_CELLS 2048
@@ -111,7 +109,7 @@ int64_t cp_clock_ns(clockid_t c)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-API const char *cpuprof_strerror(int code)
+const char *cpuprof_strerror(int code)
 {
 	switch (code) {
 	case 0: return "success";
@@ -271,14 +269,15 @@ static int check_options(const struct cpuprof_options *o, struct settings *s)
 	s->depth = o && o->max_depth ? (unsigned)o->max_depth : (unsigned)cp_options[CP_OPT_DEPTH].def;
 	s->signo = o ? o->signal : 0;
 	s->engine = o && o->engine ? o->engine : "auto";
-	long v;
+	long v, unwind;
 	if (cp_option_check_int(&cp_options[CP_OPT_HZ], s->hz, why, sizeof why) < 0 ||
 	    (o && o->max_depth < 0) || cp_option_check_int(&cp_options[CP_OPT_DEPTH], (long)s->depth, why, sizeof why) < 0 ||
 	    (s->signo && cp_option_check_int(&cp_options[CP_OPT_SIGNAL], s->signo, why, sizeof why) < 0) ||
 	    cp_option_parse(&cp_options[CP_OPT_ENGINE], s->engine, &v, why, sizeof why) < 0 ||
-	    cp_option_parse(&cp_options[CP_OPT_UNWIND], o && o->unwind ? o->unwind : "auto", &v, why, sizeof why) < 0)
+	    cp_option_parse(&cp_options[CP_OPT_UNWIND], o && o->unwind ? o->unwind : "auto", &unwind, why,
+			    sizeof why) < 0)
 		return -EINVAL;
-	s->unwind = cp_unwind_mode_parse(o && o->unwind ? o->unwind : "auto");
+	s->unwind = (int)unwind; /* an enum cp_unwind_mode (options.c) */
 	return 0;
 }
 
@@ -499,14 +498,14 @@ out:
 	return rc;
 }
 
-API int cpuprof_start(const char *path, const struct cpuprof_options *opts)
+int cpuprof_start(const char *path, const struct cpuprof_options *opts)
 {
 	if (!path || !*path)
 		return -EINVAL;
 	return start(path, 0, 0, opts);
 }
 
-API int cpuprof_start_stream(const char *path, const struct cpuprof_options *opts)
+int cpuprof_start_stream(const char *path, const struct cpuprof_options *opts)
 {
 	if (path && !*path)
 		return -EINVAL;
@@ -593,7 +592,7 @@ static int recorded_session(void)
 	return cp_session.running && cp_session.run.recorded;
 }
 
-API int cpuprof_stop(void)
+int cpuprof_stop(void)
 {
 	if (recorded_session())
 		return -EBUSY;
@@ -605,7 +604,7 @@ void cp_session_stop_at_exit(void)
 	stop(CP_END_EXIT, 0);
 }
 
-API int cpuprof_flush(void)
+int cpuprof_flush(void)
 {
 	api_enter();
 	int rc = -ESRCH;
@@ -637,7 +636,7 @@ API int cpuprof_flush(void)
 	return rc;
 }
 
-API int cpuprof_register_thread(void)
+int cpuprof_register_thread(void)
 {
 	return cp_threads_register_self();
 }
@@ -838,9 +837,9 @@ static int write_profile(const struct cp_stacktab *tab, const struct cp_facts *f
 		fprintf(stderr, "cpuprof: cannot write %s: out of memory\n", cp_session.run.path);
 		return -ENOMEM;
 	}
-	char warning[1024];
-	cp_judge(f, warning, sizeof warning);
-	cp_facts_comments(c, f, warning);
+	struct cp_warning warning;
+	cp_judge(f, &warning);
+	cp_facts_comments(c, f, warning.text);
 #ifdef CPUPROF_BENCH
 	/* Benchmark build only: the handler's own time (bench/run.py). */
 	cp_comment(c, "handler_ns=%llu", (unsigned long long)atomic_load(&cp_sig.bench_handler_ns));
@@ -880,8 +879,8 @@ static int write_profile(const struct cp_stacktab *tab, const struct cp_facts *f
 		fprintf(stderr, "cpuprof: cannot write %s: %s\n", path, err[0] ? err : strerror(-rc));
 		return rc;
 	}
-	if (warning[0])
-		fprintf(stderr, "cpuprof: warning: %s: %s\n", path, warning);
+	if (warning.text[0])
+		fprintf(stderr, "cpuprof: warning: %s: %s\n", path, warning.text);
 	return 0;
 }
 

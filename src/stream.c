@@ -16,8 +16,6 @@
 #include "cpuprof.h"
 #include "session.h"
 
-#define API __attribute__((visibility("default")))
-
 #define READ_WAIT_MS 100
 
 /* Fills w[0..cap) with whole records; returns the words used.  Under
@@ -81,7 +79,7 @@ static int finish_locked(void)
 	return rc;
 }
 
-API int cpuprof_read_stream(uint64_t *words, size_t cap, size_t *nwords, int flags)
+int cpuprof_read_stream(uint64_t *words, size_t cap, size_t *nwords, int flags)
 {
 	*nwords = 0;
 	for (;;) {

@@ -1,11 +1,11 @@
 #!/bin/sh
 # run.sh -- runs every test of the suite, each in its own process with a
 # timeout: build/tests/test_* and unit_* (C programs, from tests/api/ and
-# tests/unit/) and tests/e2e/t_*.sh
-# (end-to-end scripts).  Exit status 77 means "skipped here", with the
-# reason on a line "skip: REASON".  Prints one TAP-style line per test
-# (with its time) and a closing "N passed, N failed, N skipped" line.
-# A test whose source (tests/api/NAME.c, tests/unit/NAME.c, or the script) has a line
+# tests/unit/) and tests/e2e/t_*.sh (end-to-end scripts).  Exit status 77
+# means "skipped here", with the reason on a line "skip: REASON".  Prints
+# one TAP-style line per test (with its time) and a closing "N passed, N
+# failed, N skipped" line.  A test whose source (tests/api/NAME.c,
+# tests/unit/NAME.c, or the script) has a line
 # "TEST_ENGINES: perf hw ..." runs once per engine listed, as NAME/ENGINE
 # with CPUPROF_TEST_ENGINE=ENGINE in its environment: an engine this
 # machine does not allow is then a skip of its own, counted as such.

@@ -4,7 +4,7 @@
 # source libzstd, kept in $B/ext/) with -O2 -g, a C library with heavy
 # inlining, and takes the libstdc++ built with DWARF that Debian's
 # libstdc++6-12-dbg ships (installed as root), a C++ one; builds
-# bench/lines/write.c against this tree's libcpuprof.a; then, for each
+# bench/lines/write.c against this tree's libcpuprof-internal.a; then, for each
 # library, writes 100,000 distinct stacks of 20 frames drawn from 50,000
 # (and 10,000) addresses spread over all its functions, names only and
 # with lines, REPS times each, and prints a markdown section on stdout:
@@ -38,7 +38,7 @@ if [ ! -e "$lib" ]; then
 	${CC:-cc} -shared -pthread -o "$lib" "$objs"/*.o
 fi
 ${CC:-cc} -O2 -g -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Iinclude -Isrc -Isrc/arch/$ARCH \
-	-o "$B/bench/lines_write" bench/lines/write.c "$B/libcpuprof.a" -lz -ldl -pthread
+	-o "$B/bench/lines_write" bench/lines/write.c "$B/libcpuprof-internal.a" -lz -ldl -pthread
 W=$ROOT/$B/bench/lines_write
 [ "$(id -u)" -eq 0 ] && sh scripts/deps.sh libstdc++6-12-dbg >&2
 libs=$lib

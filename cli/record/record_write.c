@@ -266,7 +266,7 @@ static void summarise(const char *path, const char *shown, size_t nprocs)
 /* Writes parts to path with the comments of facts f (and more); prints
  * the warning.  0 or -1. */
 static int write_one(const char *path, const char *shown, const struct cp_profile_part *parts, size_t nparts,
-		     const struct cp_facts *f, struct cp_comments *c, const char *warning, size_t nprocs)
+		     const struct cp_facts *f, struct cp_comments *c, const struct cp_warning *warning, size_t nprocs)
 {
 	struct cp_profile_meta meta = {
 		.period_ns = f->period_ns,
@@ -282,63 +282,52 @@ static int write_one(const char *path, const char *shown, const struct cp_profil
 		return -1;
 	}
 	summarise(path, shown, nprocs);
-	if (warning[0])
-		fprintf(stderr, "cpuprof: warning: %s: %s\n", shown, warning);
+	if (warning->text[0])
+		fprintf(stderr, "cpuprof: warning: %s: %s\n", shown, warning->text);
 	return 0;
 }
 
-/* Appends clause text to the warning why[len]. */
-static void add_clause(char *why, size_t len, const char *text)
+/* How the tree was taken: as the first image of CMD that published its
+ * facts says (or any image's, if none of CMD's did), with nothing counted
+ * yet.  Zero if no image published any. */
+static void tree_facts(const struct cp_collector *c, pid_t root, struct cp_facts *tree)
 {
-	size_t n = strlen(why);
-	snprintf(why + n, len - n, "%s%s", n ? "; " : "", text);
-}
-
-int record_write(const struct cp_collector *c, const char *path, const char *shown, const struct record_run *r)
-{
-	struct cp_facts tree;
-	memset(&tree, 0, sizeof tree);
+	memset(tree, 0, sizeof *tree);
 	const struct cp_image *first = NULL;
 	for (size_t k = 0; k < c->nimages && !first; k++)
-		if (c->images[k]->have_facts && c->images[k]->pid == r->root)
+		if (c->images[k]->have_facts && c->images[k]->pid == root)
 			first = c->images[k];
 	for (size_t k = 0; k < c->nimages && !first; k++)
 		if (c->images[k]->have_facts)
 			first = c->images[k];
-	/* How it was taken: as the first image of CMD says. */
-	if (first) {
-		tree = first->facts;
-		memset(&tree.cpu_ns, 0, sizeof tree - offsetof(struct cp_facts, cpu_ns));
-		tree.unwind_tables = first->facts.unwind_tables;
-		tree.unwind_bytes = first->facts.unwind_bytes;
-		memcpy(tree.unwind_rejected, first->facts.unwind_rejected, sizeof tree.unwind_rejected);
-		tree.wall0_ns = first->facts.wall0_ns;
-	}
+	if (!first)
+		return;
+	*tree = first->facts;
+	memset(&tree->cpu_ns, 0, sizeof *tree - offsetof(struct cp_facts, cpu_ns));
+	tree->unwind_tables = first->facts.unwind_tables;
+	tree->unwind_bytes = first->facts.unwind_bytes;
+	memcpy(tree->unwind_rejected, first->facts.unwind_rejected, sizeof tree->unwind_rejected);
+	tree->wall0_ns = first->facts.wall0_ns;
+}
 
-	/* What could not be profiled, by name. */
-	char unprofiled[2048] = "";
+/* What could not be profiled, by name, one clause each, into *w; returns
+ * how many processes were still running when CMD ended. */
+static unsigned unprofiled_clauses(const struct cp_collector *c, const struct record_run *r, struct cp_warning *w)
+{
+	w->text[0] = '\0';
 	int root_seen = 0;
 	for (size_t k = 0; k < c->nimages; k++)
 		root_seen |= c->images[k]->pid == r->root;
-	if (!root_seen) {
-		char text[512];
-		snprintf(text, sizeof text, "%s was not profiled: %s", r->cmd, why_unprofiled(r->cmd));
-		add_clause(unprofiled, sizeof unprofiled, text);
-	}
+	if (!root_seen)
+		cp_warning_add(w, "%s was not profiled: %s", r->cmd, why_unprofiled(r->cmd));
 	for (size_t k = 0; k < c->nimages; k++) {
 		const struct cp_image *m = c->images[k];
-		if (m->facts.exec_pending && !m->replaced && m->dead) {
-			char text[768];
-			snprintf(text, sizeof text, "process %d (%s) exec'd a program that was not profiled", m->pid,
-				 image_name(m));
-			add_clause(unprofiled, sizeof unprofiled, text);
-		}
-		if (m->corrupt[0]) {
-			char text[768];
-			snprintf(text, sizeof text, "process %d (%s): %s, its samples after that are lost", m->pid,
-				 image_name(m), m->corrupt);
-			add_clause(unprofiled, sizeof unprofiled, text);
-		}
+		if (m->facts.exec_pending && !m->replaced && m->dead)
+			cp_warning_add(w, "process %d (%s) exec'd a program that was not profiled", m->pid,
+				       image_name(m));
+		if (m->corrupt[0])
+			cp_warning_add(w, "process %d (%s): %s, its samples after that are lost", m->pid,
+				       image_name(m), m->corrupt);
 	}
 	unsigned running = 0;
 	char pids[128] = "";
@@ -349,137 +338,158 @@ int record_write(const struct cp_collector *c, const char *path, const char *sho
 			snprintf(pids + n, sizeof pids - n, "%s%d (%.24s)", n ? ", " : "", m->pid, image_name(m));
 		}
 	}
-	if (running) {
-		char text[256];
-		snprintf(text, sizeof text, "%u %s still running when the command ended (%s%s): what %s after that "
-			 "is not in the profile", running, running == 1 ? "process was" : "processes were", pids,
-			 running > 4 ? ", ..." : "", running == 1 ? "it does" : "they do");
-		add_clause(unprofiled, sizeof unprofiled, text);
-	}
-	if (c->no_slot) {
-		char text[160];
-		snprintf(text, sizeof text, "%u processes found no room in record's shared memory and were not profiled",
-			 c->no_slot);
-		add_clause(unprofiled, sizeof unprofiled, text);
-	}
+	if (running)
+		cp_warning_add(w, "%u %s still running when the command ended (%s%s): what %s after that "
+			       "is not in the profile", running, running == 1 ? "process was" : "processes were",
+			       pids, running > 4 ? ", ..." : "", running == 1 ? "it does" : "they do");
+	if (c->no_slot)
+		cp_warning_add(w, "%u processes found no room in record's shared memory and were not profiled",
+			       c->no_slot);
+	return running;
+}
 
-	if (c->nimages == 0) {
-		/* Nothing to write, and an empty file would pass for a profile. */
-		fprintf(stderr, "cpuprof: no profile written: %s\n",
-			unprofiled[0] ? unprofiled : "no process of the command was profiled");
-		return -1;
-	}
-	int rc = 0;
-	if (!r->per_process) {
-		struct cp_profile_part *parts = NULL;
-		size_t nparts = 0, cap = 0;
-		struct cp_pseudo_sample(*pseudo)[CP_FACTS_PSEUDO] = calloc(c->nimages ? c->nimages : 1, sizeof *pseudo);
-		struct cp_facts *facts = calloc(c->nimages ? c->nimages : 1, sizeof *facts);
-		static struct cp_comments cm;
-		cm.n = cm.used = 0;
-		if (!pseudo || !facts) {
-			free(pseudo);
-			free(facts);
-			fprintf(stderr, "cpuprof: cannot write %s: out of memory\n", shown);
-			return -1;
-		}
-		for (size_t k = 0; k < c->nimages; k++) {
-			image_facts(c, c->images[k], &facts[k]);
-			add_facts(&tree, &facts[k]);
-			if (image_parts(c->images[k], &facts[k], pseudo[k], &parts, &nparts, &cap) < 0) {
-				rc = -1;
-				break;
-			}
-		}
-		/* The kernel's count for the whole tree, where record has one.
-		 * A process still running when CMD ended was reaped by nobody,
-		 * so that count has none of its CPU: its images' own counts
-		 * are added (each image's pid looked up only if any runs: a
-		 * tree may have thousands of images). */
-		if (r->tree_cpu_ns > 0) {
-			tree.cpu_ns = r->tree_cpu_ns;
-			for (size_t k = 0; k < c->nimages && running; k++)
-				if (still_running(c, c->images[k]->pid))
-					tree.cpu_ns += facts[k].cpu_ns;
-		}
-		char warning[4096];
-		cp_judge(&tree, warning, sizeof warning);
-		if (unprofiled[0])
-			add_clause(warning, sizeof warning, unprofiled);
-		cp_facts_comments(&cm, &tree, warning);
-		cp_comment(&cm, "processes=%zu", c->nimages);
-		for (size_t k = 0; k < c->nimages && k < MAX_PROCESS_COMMENTS; k++) {
-			const struct cp_image *m = c->images[k];
-			char how[64];
-			ended(m, how, sizeof how);
-			cp_comment(&cm, "process=%d %s ended=%s cpu_ns=%lld samples=%llu coverage=%.3f engine=%s", m->pid,
-				   image_name(m), how, (long long)facts[k].cpu_ns, (unsigned long long)facts[k].samples,
-				   cp_facts_coverage(&facts[k]), facts[k].engine[0] ? facts[k].engine : "?");
-		}
-		if (c->nimages > MAX_PROCESS_COMMENTS)
-			cp_comment(&cm, "process=... and %zu more", c->nimages - MAX_PROCESS_COMMENTS);
-		if (rc == 0)
-			rc = write_one(path, shown, parts, nparts, &tree, &cm, warning, c->nimages);
-		else
-			fprintf(stderr, "cpuprof: cannot write %s: out of memory\n", shown);
-		free_parts(parts, nparts);
-		free(pseudo);
-		free(facts);
-		return rc;
-	}
+/* The tree's warning: the judge's, then what was not profiled. */
+static void tree_warning(const struct cp_facts *f, const struct cp_warning *unprofiled, struct cp_warning *w)
+{
+	cp_judge(f, w);
+	if (unprofiled && unprofiled->text[0])
+		cp_warning_add(w, "%s", unprofiled->text);
+}
 
-	/* One file per process image that has samples: CMD's first in FILE,
-	 * the others in FILE.<pid>, or FILE.<pid>.<n> for the n-th more of
-	 * the same process (after an exec). */
+/* One profile of the whole tree, its samples labelled by process and
+ * thread, its comments adding up the tree and describing each process.
+ * 0 or -1. */
+static int write_merged(const struct cp_collector *c, const char *path, const char *shown,
+			const struct record_run *r, const struct cp_warning *unprofiled, unsigned running)
+{
+	struct cp_facts tree;
+	tree_facts(c, r->root, &tree);
+	struct cp_profile_part *parts = NULL;
+	size_t nparts = 0, cap = 0;
+	struct cp_pseudo_sample(*pseudo)[CP_FACTS_PSEUDO] = calloc(c->nimages, sizeof *pseudo);
+	struct cp_facts *facts = calloc(c->nimages, sizeof *facts);
+	static struct cp_comments cm;
+	static struct cp_warning warning;
+	cm.n = cm.used = 0;
+	int rc = pseudo && facts ? 0 : -1;
+	for (size_t k = 0; k < c->nimages && rc == 0; k++) {
+		image_facts(c, c->images[k], &facts[k]);
+		add_facts(&tree, &facts[k]);
+		rc = image_parts(c->images[k], &facts[k], pseudo[k], &parts, &nparts, &cap);
+	}
+	if (rc < 0) {
+		fprintf(stderr, "cpuprof: cannot write %s: out of memory\n", shown);
+		goto out;
+	}
+	/* The kernel's count for the whole tree, where record has one.  A
+	 * process still running when CMD ended was reaped by nobody, so that
+	 * count has none of its CPU: its images' own counts are added (each
+	 * image's pid looked up only if any runs: a tree may have thousands of
+	 * images). */
+	if (r->tree_cpu_ns > 0) {
+		tree.cpu_ns = r->tree_cpu_ns;
+		for (size_t k = 0; k < c->nimages && running; k++)
+			if (still_running(c, c->images[k]->pid))
+				tree.cpu_ns += facts[k].cpu_ns;
+	}
+	tree_warning(&tree, unprofiled, &warning);
+	cp_facts_comments(&cm, &tree, warning.text);
+	cp_comment(&cm, "processes=%zu", c->nimages);
+	for (size_t k = 0; k < c->nimages && k < MAX_PROCESS_COMMENTS; k++) {
+		const struct cp_image *m = c->images[k];
+		char how[64];
+		ended(m, how, sizeof how);
+		cp_comment(&cm, "process=%d %s ended=%s cpu_ns=%lld samples=%llu coverage=%.3f engine=%s", m->pid,
+			   image_name(m), how, (long long)facts[k].cpu_ns, (unsigned long long)facts[k].samples,
+			   cp_facts_coverage(&facts[k]), facts[k].engine[0] ? facts[k].engine : "?");
+	}
+	if (c->nimages > MAX_PROCESS_COMMENTS)
+		cp_comment(&cm, "process=... and %zu more", c->nimages - MAX_PROCESS_COMMENTS);
+	rc = write_one(path, shown, parts, nparts, &tree, &cm, &warning, c->nimages);
+out:
+	free_parts(parts, nparts);
+	free(pseudo);
+	free(facts);
+	return rc;
+}
+
+/* The file of image m, and its name for messages: CMD's primary image in
+ * FILE, the others in FILE.<pid>, or FILE.<pid>.<n> for the n-th more of
+ * the same process (after an exec).  0, or -1 if out of memory. */
+static int image_file(const struct cp_collector *c, size_t k, const struct cp_image *primary,
+		      const char *path, const char *shown, const struct record_run *r, char **file, char **name)
+{
+	const struct cp_image *m = c->images[k];
+	unsigned nth = 0;
+	for (size_t j = 0; j < k; j++)
+		nth += c->images[j]->pid == m->pid && c->images[j] != primary && c->images[j]->samples;
+	if (m->pid == r->root && m != primary && primary && primary->order < m->order)
+		nth++;
+	*file = *name = NULL;
+	int ok;
+	if (m == primary)
+		ok = (*file = strdup(path)) && (*name = strdup(shown));
+	else if (nth)
+		ok = asprintf(file, "%s.%d.%u", path, m->pid, nth) >= 0 &&
+		     asprintf(name, "%s.%d.%u", shown, m->pid, nth) >= 0;
+	else
+		ok = asprintf(file, "%s.%d", path, m->pid) >= 0 && asprintf(name, "%s.%d", shown, m->pid) >= 0;
+	return ok ? 0 : -1;
+}
+
+/* One file per process image that has samples (image_file); what was
+ * not profiled is in the warning of CMD's own.  0 or -1. */
+static int write_per_process(const struct cp_collector *c, const char *path, const char *shown,
+			     const struct record_run *r, const struct cp_warning *unprofiled)
+{
 	/* CMD's own file holds its first image with samples (env, sh -c and
 	 * nice exec the program that works), else its last. */
 	const struct cp_image *primary = NULL;
 	for (size_t k = 0; k < c->nimages; k++)
 		if (c->images[k]->pid == r->root && (!primary || !primary->samples))
 			primary = c->images[k];
+	int rc = 0;
 	for (size_t k = 0; k < c->nimages; k++) {
 		const struct cp_image *m = c->images[k];
-		struct cp_facts f;
-		struct cp_pseudo_sample pseudo[CP_FACTS_PSEUDO];
-		image_facts(c, m, &f);
 		int own = m == primary;
 		if (!own && m->samples == 0)
 			continue; /* an image that exec'd before it sampled anything */
-		unsigned nth = 0;
-		for (size_t j = 0; j < k; j++)
-			nth += c->images[j]->pid == m->pid && c->images[j] != primary && c->images[j]->samples;
-		if (m->pid == r->root && !own && primary && primary->order < m->order)
-			nth++;
-		char *file = NULL, *name = NULL;
-		if (own) {
-			file = strdup(path);
-			name = strdup(shown);
-		} else if (nth) {
-			if (asprintf(&file, "%s.%d.%u", path, m->pid, nth) < 0 ||
-			    asprintf(&name, "%s.%d.%u", shown, m->pid, nth) < 0)
-				file = name = NULL;
-		} else if (asprintf(&file, "%s.%d", path, m->pid) < 0 || asprintf(&name, "%s.%d", shown, m->pid) < 0) {
-			file = name = NULL;
-		}
+		struct cp_facts f;
+		struct cp_pseudo_sample pseudo[CP_FACTS_PSEUDO];
 		struct cp_profile_part *parts = NULL;
 		size_t nparts = 0, cap = 0;
 		static struct cp_comments cm;
+		static struct cp_warning warning;
+		char *file, *name, how[64];
 		cm.n = cm.used = 0;
-		char warning[4096], how[64];
-		cp_judge(&f, warning, sizeof warning);
-		if (own && unprofiled[0])
-			add_clause(warning, sizeof warning, unprofiled);
-		cp_facts_comments(&cm, &f, warning);
+		image_facts(c, m, &f);
+		tree_warning(&f, own ? unprofiled : NULL, &warning);
+		cp_facts_comments(&cm, &f, warning.text);
 		ended(m, how, sizeof how);
 		cp_comment(&cm, "process=%d %s ended=%s", m->pid, image_name(m), how);
-		if (!file || !name || image_parts(m, &f, pseudo, &parts, &nparts, &cap) < 0 ||
-		    write_one(file, name, parts, nparts, &f, &cm, warning, 1) < 0)
+		if (image_file(c, k, primary, path, shown, r, &file, &name) < 0 ||
+		    image_parts(m, &f, pseudo, &parts, &nparts, &cap) < 0 ||
+		    write_one(file, name, parts, nparts, &f, &cm, &warning, 1) < 0)
 			rc = -1;
 		free_parts(parts, nparts);
 		free(file);
 		free(name);
 	}
-	if (unprofiled[0] && !primary)
-		fprintf(stderr, "cpuprof: warning: %s\n", unprofiled);
+	if (unprofiled->text[0] && !primary)
+		fprintf(stderr, "cpuprof: warning: %s\n", unprofiled->text);
 	return rc;
+}
+
+int record_write(const struct cp_collector *c, const char *path, const char *shown, const struct record_run *r)
+{
+	static struct cp_warning unprofiled;
+	unsigned running = unprofiled_clauses(c, r, &unprofiled);
+	if (c->nimages == 0) {
+		/* Nothing to write, and an empty file would pass for a profile. */
+		fprintf(stderr, "cpuprof: no profile written: %s\n",
+			unprofiled.text[0] ? unprofiled.text : "no process of the command was profiled");
+		return -1;
+	}
+	return r->per_process ? write_per_process(c, path, shown, r, &unprofiled)
+			      : write_merged(c, path, shown, r, &unprofiled, running);
 }

@@ -29,11 +29,6 @@ extern const char cpuprof_flame_page[];
 
 #define DATA_MARK "\nCPUPROF_DATA\n"
 
-/* The comments shown in the page's header, in this order. */
-static const char *const keys[] = { "engine", "hz", "samples", "lost",
-				    "coverage", "attributed", "unwind",
-				    "engine_reason" };
-
 /* Writes s as a JSON string safe inside a <script> element. */
 static void json_string(FILE *out, const char *s)
 {
@@ -137,11 +132,11 @@ static void write_meta(FILE *out, const struct report_input *in,
 		json_string(out, in->names[i]);
 		fputs(",\"comments\":[", out);
 		bool any = false;
-		for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
-			const char *v = profile_comment(p, keys[k]);
+		for (size_t k = 0; report_comment_keys[k]; k++) {
+			const char *v = profile_comment(p, report_comment_keys[k]);
 			if (!v)
 				continue;
-			fprintf(out, "%s[\"%s\",", any ? "," : "", keys[k]);
+			fprintf(out, "%s[\"%s\",", any ? "," : "", report_comment_keys[k]);
 			json_string(out, v);
 			fputc(']', out);
 			any = true;

@@ -9,20 +9,20 @@
 #include "format.h"
 #include "report.h"
 
-/* The comments shown, in this order, as key=value. */
-static const char *const keys[] = { "engine", "hz", "samples", "lost",
-				    "coverage", "attributed", "unwind" };
+const char *const report_comment_keys[] = { "engine", "hz", "samples", "lost", "coverage",
+					   "attributed", "unwind", "engine_reason", NULL };
 
-/* Prints p's comments of keys[] on one line (preceded by `prefix`), then
- * its engine_reason and warning lines (each preceded by `prefix`). */
+/* Prints p's report_comment_keys as key=value on one line (preceded by
+ * `prefix`), but engine_reason, which is long, on a line of its own, then
+ * its warning (each line preceded by `prefix`). */
 static void profile_comments(FILE *out, const struct profile *p,
 			     const char *prefix)
 {
 	bool any = false;
-	for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-		const char *v = profile_comment(p, keys[i]);
-		if (v) {
-			fprintf(out, "%s%s=%s", any ? " " : prefix, keys[i], v);
+	for (size_t i = 0; report_comment_keys[i]; i++) {
+		const char *v = profile_comment(p, report_comment_keys[i]);
+		if (v && strcmp(report_comment_keys[i], "engine_reason") != 0) {
+			fprintf(out, "%s%s=%s", any ? " " : prefix, report_comment_keys[i], v);
 			any = true;
 		}
 	}

@@ -19,6 +19,10 @@ struct report_input {
 	size_t n;
 };
 
+/* The comments of each profile that its header shows (the text formats'
+ * and the flame graph's), in this order; NULL-terminated. */
+extern const char *const report_comment_keys[];
+
 /* The header of the text formats: each profile's comments that matter
  * (engine, hz, samples, lost, coverage, attributed, unwind; one line per
  * profile when several are merged), any warning, the sample type when it

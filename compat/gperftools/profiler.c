@@ -191,7 +191,8 @@ static void drain_stream(void)
 typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
 
 /* glibc's pthread_create under its own name, for a fully static program
- * (see static_dlsym.c); weak, NULL where it is not linked in. */
+ * (as src/base/libc.c finds it for cpuprof: the drop-in is built on the
+ * public API alone); weak, NULL where it is not linked in. */
 extern int __pthread_create_2_1(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *)
 	__attribute__((weak));
 

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "choose.h"
-#include "signal.h"
+#include "sampling_signal.h"
 
 /* Where the kernel's timers are fine: the task clock fires on time and
  * needs no PMU, and like hw it sends no signal; then the timers. */

@@ -11,9 +11,6 @@
 
 #include "engine.h"
 
-/* Timers coarser than this make a kernel "tick-bound". */
-#define CP_TICK_BOUND_NS 1000000
-
 /* The engine named `want` ("auto" or an engine's name) and its signal in
  * *signo (signal engines; `asked` if not 0), probed with `period_ns` on a
  * kernel whose timers have resolution timer_res_ns.  The reasons why each

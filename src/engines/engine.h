@@ -24,6 +24,8 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "profile/facts.h"
+#include "profile/options.h"
 #include "sig/sigstate.h"
 
 /* What an engine is started with. */

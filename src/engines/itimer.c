@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "engine.h"
-#include "process/interpose.h"
+#include "base/libc.h"
 #include "sig/sigprog.h"
 #include "threads.h"
 
@@ -92,7 +92,7 @@ static void itimer_stop(void)
 }
 
 const struct cp_engine cp_engine_itimer = {
-	.name = "itimer",
+	.name = CP_ENGINE_ITIMER,
 	.signal_source = CP_SIG_ITIMER,
 	.fixed_signal = SIGPROF,
 	.tick_driven = 1,

@@ -1007,7 +1007,7 @@ static void perf_forget(void)
 }
 
 const struct cp_engine cp_engine_perf = {
-	.name = "perf",
+	.name = CP_ENGINE_PERF,
 	.signal_source = CP_SIG_NONE,
 	.probe = perf_probe,
 	.start = perf_start,
@@ -1018,7 +1018,7 @@ const struct cp_engine cp_engine_perf = {
 };
 
 const struct cp_engine cp_engine_hw = {
-	.name = "hw",
+	.name = CP_ENGINE_HW,
 	.signal_source = CP_SIG_NONE,
 	.user_only = 1,
 	.probe = hw_probe,

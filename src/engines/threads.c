@@ -8,7 +8,6 @@
  * cp_threads_sweep() once they are gone.
  */
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -22,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "process/interpose.h"
+#include "base/libc.h"
 #include "profile/names.h"
 #include "threads.h"
 #include "sig/sigprog.h"
@@ -376,20 +375,7 @@ void cp_threads_take_exit_clocks(void (*fn)(pid_t tid, uint64_t cpu_ns))
 	pthread_mutex_unlock(&exit_lock);
 }
 
-/* ---- pthread_create interposition ---- */
-
-typedef int (*create_fn)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-static _Atomic(create_fn) real_create;
-
-static create_fn resolve_create(void)
-{
-	create_fn f = atomic_load_explicit(&real_create, memory_order_acquire);
-	if (!f) {
-		f = (create_fn)dlsym(RTLD_NEXT, "pthread_create");
-		atomic_store_explicit(&real_create, f, memory_order_release);
-	}
-	return f;
-}
+/* ---- threads the program makes ---- */
 
 struct start {
 	void *(*fn)(void *);
@@ -411,36 +397,33 @@ static void *trampoline(void *p)
 	return s.fn(s.arg);
 }
 
-__attribute__((visibility("default"))) int pthread_create(pthread_t *th, const pthread_attr_t *attr,
-							   void *(*fn)(void *), void *arg)
+int cp_threads_wrap(void *(**fn)(void *), void **arg)
 {
-	create_fn real = resolve_create();
-	if (!real)
-		return EAGAIN;
 	if (!atomic_load_explicit(&arming, memory_order_relaxed) &&
 	    !atomic_load_explicit(&exit_clocks, memory_order_relaxed) && !cp_prog_blocked)
-		return real(th, attr, fn, arg);
+		return 0;
 	struct start *s = malloc(sizeof *s);
 	if (!s)
-		return real(th, attr, fn, arg);
-	s->fn = fn;
-	s->arg = arg;
+		return 0;
+	s->fn = *fn;
+	s->arg = *arg;
 	s->blocked = cp_prog_blocked;
-	int rc = real(th, attr, trampoline, s);
-	if (rc != 0)
-		free(s);
-	return rc;
+	*fn = trampoline;
+	*arg = s;
+	return 1;
+}
+
+void cp_threads_unwrap(void *arg)
+{
+	free(arg);
 }
 
 int cp_threads_spawn_internal(pthread_t *th, void *(*fn)(void *), void *arg)
 {
-	create_fn real = resolve_create();
-	if (!real)
-		return -EAGAIN;
 	sigset_t all, old;
 	sigfillset(&all);
 	cp_real_sigmask(SIG_SETMASK, &all, &old);
-	int rc = real(th, NULL, fn, arg);
+	int rc = cp_real_pthread_create(th, NULL, fn, arg);
 	cp_real_sigmask(SIG_SETMASK, &old, NULL);
 	return -rc;
 }

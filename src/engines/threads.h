@@ -40,6 +40,13 @@ void cp_threads_take_exit_clocks(void (*fn)(pid_t tid, uint64_t cpu_ns));
  * that is not in the child may have held.  Called after every fork, with
  * or without a profile; twice is harmless. */
 void cp_threads_forget(void);
+/* For pthread_create's interposer (src/process/interpose.c): if the new
+ * thread must arm itself or keep the program's view of its mask before it
+ * runs *fn(*arg), points *fn and *arg at cpuprof's start routine and its
+ * argument and returns 1; the caller passes them to the real
+ * pthread_create, and to cp_threads_unwrap(*arg) if that fails. */
+int cp_threads_wrap(void *(**fn)(void *), void **arg);
+void cp_threads_unwrap(void *arg);
 /* Creates a thread of the profiler's own that is never sampled and has
  * every signal blocked. */
 int cp_threads_spawn_internal(pthread_t *th, void *(*fn)(void *), void *arg);

@@ -92,7 +92,7 @@ static int timer_start(const struct cp_engine_conf *c)
 }
 
 const struct cp_engine cp_engine_timer = {
-	.name = "timer",
+	.name = CP_ENGINE_TIMER,
 	.signal_source = CP_SIG_TIMER,
 	.tick_driven = 1,
 	.probe = timer_probe,

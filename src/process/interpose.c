@@ -24,13 +24,16 @@
  *  - the wait family, under `cpuprof record`: how each reaped child ended
  *    and the CPU the kernel charged to it are told to record.
  *
- * The real functions are found with dlsym(RTLD_NEXT); in a static program
- * (no dynamic symbol table to search) the system calls are made directly.
+ *  - pthread_create: a thread a signal engine must sample arms itself
+ *    before it runs the program's function (src/engines/threads.c).
+ *
+ * The real functions are found with dlsym(RTLD_NEXT) (src/base/libc.c); in
+ * a static program (no dynamic symbol table to search) the system calls
+ * are made directly.
  * Programs that make these system calls themselves (syscall(2), a static
  * runtime of their own) bypass all of this: the perf engines need none
  * of it, which is one reason they come first.
  */
-#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -43,57 +46,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "interpose.h"
+#include "base/libc.h"
+#include "engines/threads.h"
+
 #include "session.h"
 #include "shm/writer.h"
-#include "engines/signal.h"
+#include "engines/sampling_signal.h"
 #include "sig/sigprog.h"
 #include "sig/sigstate.h"
 
 #define API __attribute__((visibility("default")))
-
-/* glibc's own: the real sigaction, in the shared and the static libc. */
-extern int __sigaction(int sig, const struct sigaction *act, struct sigaction *old);
-
-/* The next definition of `name` after ours, or NULL (a static program). */
-static void *next_fn(const char *name)
-{
-	return dlsym(RTLD_NEXT, name);
-}
-
-/* Resolves the real function into the static `var` once. */
-#define REAL(var, name)                                                            \
-	do {                                                                       \
-		if (!atomic_load_explicit(&var, memory_order_acquire))             \
-			atomic_store_explicit(&var, next_fn(name), memory_order_release); \
-	} while (0)
-
-typedef int (*sigmask_fn)(int, const sigset_t *, sigset_t *);
-static _Atomic(void *) real_pthread_sigmask;
-
-int cp_real_sigaction(int sig, const struct sigaction *act, struct sigaction *old)
-{
-	return __sigaction(sig, act, old);
-}
-
-int cp_real_sigmask(int how, const sigset_t *set, sigset_t *old)
-{
-	REAL(real_pthread_sigmask, "pthread_sigmask");
-	void *f = atomic_load(&real_pthread_sigmask);
-	if (f)
-		return ((sigmask_fn)f)(how, set, old);
-	/* A static program: the system call, keeping the C library's own
-	 * two signals (32, 33) out of it as it does. */
-	sigset_t s;
-	if (set) {
-		s = *set;
-		if (how != SIG_UNBLOCK) {
-			sigdelset(&s, 32);
-			sigdelset(&s, 33);
-		}
-	}
-	return syscall(SYS_rt_sigprocmask, how, set ? &s : NULL, old, 8) < 0 ? errno : 0;
-}
 
 static uint64_t bit(int sig)
 {
@@ -105,7 +67,7 @@ static uint64_t bit(int sig)
 API int sigaction(int sig, const struct sigaction *act, struct sigaction *old)
 {
 	if (!cp_prog_manages(sig))
-		return __sigaction(sig, act, old);
+		return cp_real_sigaction(sig, act, old);
 	struct sigaction cur = *cp_prog_current(sig);
 	if (act) {
 		cp_prog_set(sig, act);
@@ -169,7 +131,7 @@ API int siginterrupt(int sig, int flag)
 
 /* ---- masks ---- */
 
-void cp_program_mask(sigset_t *out)
+static void cp_program_mask(sigset_t *out)
 {
 	cp_real_sigmask(SIG_BLOCK, NULL, out);
 	uint64_t managed = atomic_load(&cp_prog.managed);
@@ -327,7 +289,7 @@ API int signalfd(int fd, const sigset_t *mask, int flags)
 {
 	sigset_t copy;
 	mask = without_sampling(mask, &copy);
-	REAL(real_signalfd, "signalfd");
+	CP_LIBC_NEXT(real_signalfd, "signalfd");
 	void *f = atomic_load(&real_signalfd);
 	if (f)
 		return ((signalfd_fn)f)(fd, mask, flags);
@@ -340,7 +302,7 @@ static _Atomic(void *) real_sigtimedwait;
 
 static int real_wait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout)
 {
-	REAL(real_sigtimedwait, "sigtimedwait");
+	CP_LIBC_NEXT(real_sigtimedwait, "sigtimedwait");
 	void *f = atomic_load(&real_sigtimedwait);
 	if (f)
 		return ((sigtimedwait_fn)f)(set, info, timeout);
@@ -407,27 +369,11 @@ API int sigwait(const sigset_t *set, int *sig)
 
 /* ---- setitimer ---- */
 
-typedef int (*setitimer_fn)(__itimer_which_t, const struct itimerval *, struct itimerval *);
-static _Atomic(void *) real_setitimer;
-
-int cp_real_setitimer(int which, const struct itimerval *v, struct itimerval *old)
-{
-	REAL(real_setitimer, "setitimer");
-	void *f = atomic_load(&real_setitimer);
-	if (f)
-		return ((setitimer_fn)f)((__itimer_which_t)which, v, old);
-	return (int)syscall(SYS_setitimer, which, v, old);
-}
-
 API int setitimer(__itimer_which_t which, const struct itimerval *v, struct itimerval *old)
 {
 	if (which == ITIMER_PROF && v)
 		cp_session_program_took_itimer();
-	REAL(real_setitimer, "setitimer");
-	void *f = atomic_load(&real_setitimer);
-	if (f)
-		return ((setitimer_fn)f)(which, v, old);
-	return (int)syscall(SYS_setitimer, which, v, old);
+	return cp_real_setitimer(which, v, old);
 }
 
 /* ---- exec and _exit ---- */
@@ -466,7 +412,7 @@ static _Atomic(void *) real_execve, real_execv, real_execvp, real_execvpe, real_
 API int execve(const char *path, char *const argv[], char *const envp[])
 {
 	struct exec_guard g;
-	REAL(real_execve, "execve");
+	CP_LIBC_NEXT(real_execve, "execve");
 	void *f = atomic_load(&real_execve);
 	exec_begin(&g);
 	if (f)
@@ -480,7 +426,7 @@ API int execve(const char *path, char *const argv[], char *const envp[])
 API int execv(const char *path, char *const argv[])
 {
 	struct exec_guard g;
-	REAL(real_execv, "execv");
+	CP_LIBC_NEXT(real_execv, "execv");
 	void *f = atomic_load(&real_execv);
 	if (!f)
 		return execve(path, argv, environ);
@@ -493,7 +439,7 @@ API int execv(const char *path, char *const argv[])
 API int execvp(const char *file, char *const argv[])
 {
 	struct exec_guard g;
-	REAL(real_execvp, "execvp");
+	CP_LIBC_NEXT(real_execvp, "execvp");
 	void *f = atomic_load(&real_execvp);
 	if (!f) {
 		errno = ENOSYS;
@@ -508,7 +454,7 @@ API int execvp(const char *file, char *const argv[])
 API int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	struct exec_guard g;
-	REAL(real_execvpe, "execvpe");
+	CP_LIBC_NEXT(real_execvpe, "execvpe");
 	void *f = atomic_load(&real_execvpe);
 	if (!f) {
 		errno = ENOSYS;
@@ -523,7 +469,7 @@ API int execvpe(const char *file, char *const argv[], char *const envp[])
 API int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	struct exec_guard g;
-	REAL(real_fexecve, "fexecve");
+	CP_LIBC_NEXT(real_fexecve, "fexecve");
 	void *f = atomic_load(&real_fexecve);
 	if (!f) {
 		errno = ENOSYS;
@@ -538,7 +484,7 @@ API int fexecve(int fd, char *const argv[], char *const envp[])
 API int execveat(int dirfd, const char *path, char *const argv[], char *const envp[], int flags)
 {
 	struct exec_guard g;
-	REAL(real_execveat, "execveat");
+	CP_LIBC_NEXT(real_execveat, "execveat");
 	void *f = atomic_load(&real_execveat);
 	exec_begin(&g);
 	if (f)
@@ -628,18 +574,13 @@ API int execlp(const char *file, const char *arg, ...)
 
 /* ---- wait ---- */
 
-typedef pid_t (*wait4_fn)(pid_t, int *, int, struct rusage *);
-static _Atomic(void *) real_wait4;
-
 /* wait4, and what it reaped told to `cpuprof record`. */
 static pid_t reap(pid_t pid, int *status, int options, struct rusage *ru)
 {
 	int st = 0;
 	struct rusage mine;
-	REAL(real_wait4, "wait4");
-	void *f = atomic_load(&real_wait4);
 	struct rusage *use = ru ? ru : &mine;
-	pid_t r = f ? ((wait4_fn)f)(pid, &st, options, use) : (pid_t)syscall(SYS_wait4, pid, &st, options, use);
+	pid_t r = cp_real_wait4(pid, &st, options, use);
 	if (r > 0) {
 		if (cp_shm_attached() && (WIFEXITED(st) || WIFSIGNALED(st)))
 			cp_shm_reaped(r, st, use);
@@ -685,12 +626,23 @@ API int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
 API _Noreturn void _exit(int status)
 {
 	cp_session_exit_now(status);
-	syscall(SYS_exit_group, status);
-	for (;;)
-		;
+	cp_real_exit(status);
 }
 
 API _Noreturn void _Exit(int status)
 {
 	_exit(status);
+}
+
+/* ---- threads ---- */
+
+API int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	void *(*start)(void *) = fn;
+	void *start_arg = arg;
+	int wrapped = cp_threads_wrap(&start, &start_arg);
+	int rc = cp_real_pthread_create(th, attr, start, start_arg);
+	if (rc != 0 && wrapped)
+		cp_threads_unwrap(start_arg);
+	return rc;
 }

@@ -20,6 +20,10 @@ enum {
 	CP_END_EXEC,            /* it exec'd another program */
 };
 
+/* Timers coarser than this make a kernel "tick-bound": CPU-time timers
+ * fire only at its tick. */
+#define CP_TICK_BOUND_NS 1000000
+
 struct cp_facts {
 	/* How it was taken. */
 	char engine[16];

@@ -9,10 +9,8 @@
 #include <string.h>
 
 #include "judge.h"
+#include "options.h"
 #include "sig/sigstate.h"
-
-/* Timers coarser than this make a kernel "tick-bound". */
-#define TICK_BOUND_NS 1000000
 
 __attribute__((format(printf, 2, 3))) void cp_comment(struct cp_comments *c, const char *fmt, ...)
 {
@@ -28,17 +26,16 @@ __attribute__((format(printf, 2, 3))) void cp_comment(struct cp_comments *c, con
 	c->used += (size_t)len + 1;
 }
 
-/* Appends a clause to the warning in why[len], after "; " if it has one. */
-__attribute__((format(printf, 3, 4))) static void clause(char *why, size_t len, const char *fmt, ...)
+void cp_warning_add(struct cp_warning *w, const char *fmt, ...)
 {
-	size_t n = strlen(why);
+	size_t n = strlen(w->text), len = sizeof w->text;
 	if (n && n + 2 < len) {
-		memcpy(why + n, "; ", 3);
+		memcpy(w->text + n, "; ", 3);
 		n += 2;
 	}
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(why + n, len - n, fmt, ap);
+	vsnprintf(w->text + n, len - n, fmt, ap);
 	va_end(ap);
 }
 
@@ -79,34 +76,34 @@ int64_t cp_facts_mean_run_ns(const struct cp_facts *f)
 /* Judged only once the run has used a few dozen periods or kernel ticks
  * (10 ms at most): before that, one sample more or less is already a few
  * percent of it. */
-void cp_judge(const struct cp_facts *f, char *why, size_t len)
+void cp_judge(const struct cp_facts *f, struct cp_warning *w)
 {
 	uint64_t unit = f->period_ns > 10000000 ? f->period_ns : 10000000;
 	double cov = cp_facts_coverage(f);
 	uint64_t expected = cp_facts_expected(f);
 	int64_t run_ns = cp_facts_mean_run_ns(f);
-	why[0] = '\0';
+	w->text[0] = '\0';
 	if (f->hz != f->hz_asked)
-		clause(why, len, "sampled at %d Hz, not the %d Hz asked for: above that the kernel's own cost per "
+		cp_warning_add(w, "sampled at %d Hz, not the %d Hz asked for: above that the kernel's own cost per "
 		       "sample would take a tenth of the program's CPU time", f->hz, f->hz_asked);
 	if (f->stopped_why[0])
-		clause(why, len, "%s", f->stopped_why);
+		cp_warning_add(w, "%s", f->stopped_why);
 	if (f->blocked)
-		clause(why, len, "%llu threads had signal %d blocked when the profile started: the %s engine samples "
+		cp_warning_add(w, "%llu threads had signal %d blocked when the profile started: the %s engine samples "
 		       "them only once they unblock it (the perf engines sample every thread, whatever its mask)",
 		       (unsigned long long)f->blocked, f->signo, f->engine);
 	if (f->cpu_ns < (int64_t)(32 * unit))
 		return;
 	if (cov < 0.9) {
 		if (f->unarmed)
-			clause(why, len, "covers only %.1f%% of the process's CPU time: %llu threads could not be armed (%s)",
+			cp_warning_add(w, "covers only %.1f%% of the process's CPU time: %llu threads could not be armed (%s)",
 			       cov * 100, (unsigned long long)f->unarmed, strerror(-f->first_error));
 		else
-			clause(why, len, "covers only %.1f%% of the process's CPU time: the rest was used by threads the "
+			cp_warning_add(w, "covers only %.1f%% of the process's CPU time: the rest was used by threads the "
 			       "profiler did not see, or saw last more than a second before they ended", cov * 100);
 	}
 	if (f->lost * 100 > f->samples + f->lost)
-		clause(why, len, "%llu of %llu samples were lost (a ring was full: cpuprof's own thread fell behind); "
+		cp_warning_add(w, "%llu of %llu samples were lost (a ring was full: cpuprof's own thread fell behind); "
 		       "their CPU is in [lost]", (unsigned long long)f->lost, (unsigned long long)(f->samples + f->lost));
 	if ((f->samples + f->lost) * 8 < expected) {
 		const char *cause;
@@ -114,7 +111,7 @@ void cp_judge(const struct cp_facts *f, char *why, size_t len)
 		if (f->user_only) {
 			cause = "the cycle counter overflowed less often than its calibration promised, or the "
 				"threads spent most of their CPU in the kernel";
-		} else if (f->timer_res_ns > TICK_BOUND_NS) {
+		} else if (f->timer_res_ns > CP_TICK_BOUND_NS) {
 			snprintf(tick, sizeof tick, "this kernel's timers fire only at its tick, every %lld us, "
 				 "and only for a thread running then", (long long)(f->timer_res_ns / 1000));
 			cause = tick;
@@ -123,31 +120,26 @@ void cp_judge(const struct cp_facts *f, char *why, size_t len)
 		} else {
 			cause = "threads ran for less than a period, or the kernel sent fewer signals than asked for";
 		}
-		clause(why, len, "%llu samples where %d Hz asks for %llu (%s): the CPU totals come from the "
+		cp_warning_add(w, "%llu samples where %d Hz asks for %llu (%s): the CPU totals come from the "
 		       "kernel's clocks, but each function's share rests on those samples",
 		       (unsigned long long)(f->samples + f->lost), f->hz, (unsigned long long)expected, cause);
 	}
 	if (f->user_only && (f->cpu_ns - f->user_ns) * 4 > f->cpu_ns)
-		clause(why, len, "about %.0f%% of the CPU time was spent in the kernel (its own estimate), where "
+		cp_warning_add(w, "about %.0f%% of the CPU time was spent in the kernel (its own estimate), where "
 		       "the %s engine counts no cycles: that time is charged to the user code each thread ran next",
 		       100.0 * (double)(f->cpu_ns - f->user_ns) / (double)f->cpu_ns, f->engine);
 	/* On a tick-bound kernel a sleep also ends at a tick: threads that
 	 * work less than a tick between sleeps run in step with it, and the
 	 * samples, taken at ticks too (all engines but hw), see the same
 	 * moments of every run. */
-	if (f->timer_res_ns > TICK_BOUND_NS && run_ns < f->timer_res_ns && !f->user_only)
-		clause(why, len, "the threads ran %lld us at a time between waits, less than this kernel's tick "
+	if (f->timer_res_ns > CP_TICK_BOUND_NS && run_ns < f->timer_res_ns && !f->user_only)
+		cp_warning_add(w, "the threads ran %lld us at a time between waits, less than this kernel's tick "
 		       "(%lld us), and sleeps end at ticks, where the samples are taken too: each function's share "
 		       "can be far off however many samples there are", (long long)(run_ns / 1000),
 		       (long long)(f->timer_res_ns / 1000));
 	if (f->unsampled_ns * 10 > (uint64_t)f->cpu_ns)
-		clause(why, len, "%.1f%% of the CPU time is in no function but in [unsampled: ...]: threads used it after "
+		cp_warning_add(w, "%.1f%% of the CPU time is in no function but in [unsampled: ...]: threads used it after "
 		       "their last sample", 100.0 * (double)f->unsampled_ns / (double)f->cpu_ns);
-}
-
-static const char *unwind_name(int mode)
-{
-	return mode == CP_UNWIND_DWARF ? "dwarf" : mode == CP_UNWIND_FP ? "fp" : "auto";
 }
 
 void cp_facts_comments(struct cp_comments *c, const struct cp_facts *f, const char *warning)
@@ -179,7 +171,7 @@ void cp_facts_comments(struct cp_comments *c, const struct cp_facts *f, const ch
 		cp_comment(c, "warning=%s", warning);
 	cp_comment(c, "timer_resolution_ns=%lld", (long long)f->timer_res_ns);
 	cp_comment(c, "mean_run_ns=%lld", (long long)cp_facts_mean_run_ns(f));
-	cp_comment(c, "unwind=%s", unwind_name(f->unwind));
+	cp_comment(c, "unwind=%s", cp_options[CP_OPT_UNWIND].choices[f->unwind]);
 	if (f->unwind != CP_UNWIND_FP)
 		cp_comment(c, "unwind_tables=%llu objects, %llu bytes", (unsigned long long)f->unwind_tables,
 			   (unsigned long long)f->unwind_bytes);

@@ -22,9 +22,19 @@ struct cp_comments {
 /* Appends a comment; one that does not fit is dropped whole. */
 void cp_comment(struct cp_comments *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* The warning for f into why[len], one clause per way in which the
- * profile is not what was asked for ("" if none). */
-void cp_judge(const struct cp_facts *f, char *why, size_t len);
+/* A profile's warning: one clause per way in which the profile is not
+ * what was asked for, "; " between them, "" if none.  It has room for
+ * every clause at once (tests/unit/unit_judge.c): no caller chooses a
+ * smaller buffer, so none can cut one. */
+#define CP_WARNING_MAX 4096
+struct cp_warning {
+	char text[CP_WARNING_MAX];
+};
+
+/* The warning for f. */
+void cp_judge(const struct cp_facts *f, struct cp_warning *w);
+/* Appends a clause to w. */
+void cp_warning_add(struct cp_warning *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The comments that say how f's profile was taken and what it covers,
  * with the warning (if not empty). */

@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "names.h"
-#include "shm/writer.h"
 
 struct entry {
 	pid_t tid; /* 0 = empty */
@@ -18,6 +17,7 @@ struct entry {
 };
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static void (*observer)(pid_t tid, const char *name);
 static struct entry *tab;
 static size_t cap, used;
 
@@ -57,6 +57,13 @@ static struct entry *get_locked(pid_t tid)
 	return &tab[i];
 }
 
+void cp_names_observe(void (*fn)(pid_t tid, const char *name))
+{
+	pthread_mutex_lock(&lock);
+	observer = fn;
+	pthread_mutex_unlock(&lock);
+}
+
 void cp_names_reset(void)
 {
 	pthread_mutex_lock(&lock);
@@ -86,8 +93,8 @@ void cp_names_set(pid_t tid, const char *name)
 	struct entry *e = get_locked(tid);
 	if (e && strncmp(e->name, name, sizeof e->name - 1) != 0) {
 		snprintf(e->name, sizeof e->name, "%s", name);
-		/* `cpuprof record` learns each name as it changes. */
-		cp_shm_name(tid, e->name);
+		if (observer)
+			observer(tid, e->name);
 	}
 	pthread_mutex_unlock(&lock);
 }

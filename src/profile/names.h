@@ -12,6 +12,9 @@
 
 #define CP_NAME_MAX 16 /* the kernel's TASK_COMM_LEN, with its NUL */
 
+/* From now on fn(tid, name) is told of every name recorded or changed,
+ * under the table's lock (`cpuprof record`'s shared memory keeps them). */
+void cp_names_observe(void (*fn)(pid_t tid, const char *name));
 /* Forgets every name (a new profile). */
 void cp_names_reset(void);
 /* The same in a child after fork(), where a thread that is not there may

@@ -8,9 +8,12 @@
 #include <string.h>
 
 #include "options.h"
+#include "sig/sigstate.h"
 
-static const char *const engines[] = { "auto", "perf", "hw", "timer", "itimer", NULL };
+static const char *const engines[] = { "auto", CP_ENGINE_PERF, CP_ENGINE_HW, CP_ENGINE_TIMER, CP_ENGINE_ITIMER, NULL };
+/* In the order of enum cp_unwind_mode: the parsed value is the mode. */
 static const char *const unwinds[] = { "auto", "dwarf", "fp", NULL };
+_Static_assert(CP_UNWIND_AUTO == 0 && CP_UNWIND_DWARF == 1 && CP_UNWIND_FP == 2, "unwinds[] follows the modes");
 
 const struct cp_option cp_options[CP_NOPTIONS] = {
 	[CP_OPT_HZ] = { "hz", "CPUPROF_HZ", "-F/--hz", CP_OPT_INT, 1, 100000, 1000, NULL,

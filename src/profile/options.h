@@ -15,6 +15,12 @@ enum cp_option_id { CP_OPT_HZ, CP_OPT_ENGINE, CP_OPT_SIGNAL, CP_OPT_DEPTH, CP_OP
 
 enum cp_option_kind { CP_OPT_INT, CP_OPT_CHOICE, CP_OPT_SIGNO };
 
+/* The engines' names (each engine's `name`, and the choices of --engine). */
+#define CP_ENGINE_PERF "perf"
+#define CP_ENGINE_HW "hw"
+#define CP_ENGINE_TIMER "timer"
+#define CP_ENGINE_ITIMER "itimer"
+
 struct cp_option {
 	const char *name;  /* "hz": the struct cpuprof_options field */
 	const char *env;   /* "CPUPROF_HZ" */

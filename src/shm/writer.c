@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "base/loader.h"
+#include "profile/names.h"
 #include "shm.h"
 #include "writer.h"
 #include "sig/sigstate.h"
@@ -56,6 +57,8 @@ int cp_shm_attach(const char *path, char *why, size_t len)
 	}
 	hdr = h;
 	map_size = (size_t)st.st_size;
+	/* record learns each thread name as it changes. */
+	cp_names_observe(cp_shm_name);
 	return 0;
 }
 

@@ -1,7 +1,6 @@
 /*
  * handler.c -- SIGNAL CONTEXT.  The sampling signal handler of the timer
- * and itimer engines, the commit of a sample into the ring, and the
- * reader's wake-up.  The handler decides whether the signal came from the
+ * and itimer engines.  The handler decides whether the signal came from the
  * armed engine, weighs the sample by the CPU time it stands for, walks the
  * stack into a ring cell and commits it.  Any other delivery of the signal
  * gets what the program asked for (its handler, with its mask; or the
@@ -13,7 +12,6 @@
  * own tables.
  */
 #include <errno.h>
-#include <linux/futex.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,10 +19,6 @@
 #include "arch.h"
 #include "sigstate.h"
 #include "sigprog.h"
-
-struct cp_sigstate cp_sig;
-__thread struct cp_thread *cp_tls_slot __attribute__((tls_model("initial-exec")));
-__thread uint32_t cp_tls_gen __attribute__((tls_model("initial-exec")));
 
 /* The value the timer engine attaches to its signals. */
 #define TIMER_COOKIE ((void *)&cp_sig)
@@ -47,66 +41,6 @@ static struct cp_thread *own_slot(pid_t tid)
 		}
 	}
 	return NULL;
-}
-
-/* Finds the readable+writable mapping that holds sp in the start-time
- * snapshot; 0 if none.  Signal context. */
-static int rwmap_find(uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
-{
-	const struct cp_rwmap *m = cp_sig.rwmap;
-	if (!m)
-		return 0;
-	size_t a = 0, b = m->n;
-	while (a < b) {
-		size_t mid = a + (b - a) / 2;
-		if (sp < m->range[mid][0])
-			b = mid;
-		else if (sp >= m->range[mid][1])
-			a = mid + 1;
-		else {
-			*lo = m->range[mid][0];
-			*hi = m->range[mid][1];
-			return 1;
-		}
-	}
-	return 0;
-}
-
-/* Signal context. */
-int cp_find_stack(const struct cp_thread *t, uintptr_t sp, uintptr_t *lo, uintptr_t *hi)
-{
-	if (t && t->stack_hi && sp >= t->stack_lo && sp < t->stack_hi) {
-		*lo = t->stack_lo;
-		*hi = t->stack_hi;
-		return 1;
-	}
-	return rwmap_find(sp, lo, hi);
-}
-
-/* Signal context. */
-void cp_wake_reader(void)
-{
-	_Atomic uint32_t *w = cp_sig.wake;
-	if (!w)
-		return;
-	atomic_fetch_add_explicit(w, 1, memory_order_release);
-	/* Every sleeper: the keeper, and in stream mode the stream's reader. */
-	syscall(SYS_futex, w, cp_sig.wake_private ? FUTEX_WAKE_PRIVATE : FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
-}
-
-/* Signal context. */
-void cp_sample_commit(struct cp_sample *s, int urgent)
-{
-	struct cp_ring *r = cp_sig.ring;
-	cp_ring_commit(r, s);
-	/* Wake the reader once the ring is half full, or when a pc is in no
-	 * unwind table: an object may have been loaded since the tables were
-	 * built (the reader rate-limits what that costs). */
-	if ((cp_ring_used(r) >= r->cells / 2 &&
-	     !atomic_exchange_explicit(&cp_sig.wake_pending, 1, memory_order_relaxed)) ||
-	    (urgent && !atomic_load_explicit(&cp_sig.unwind_miss, memory_order_relaxed) &&
-	     !atomic_exchange_explicit(&cp_sig.unwind_miss, 1, memory_order_relaxed)))
-		cp_wake_reader();
 }
 
 /* Signal context.  Sets *weight to the calling thread's CPU time since

@@ -421,19 +421,3 @@ unsigned cp_unwind_dwarf(const struct cp_regs *r, const struct cp_stackmem *m, i
 	}
 	return n;
 }
-
-/* Signal context. */
-int cp_unwind(const struct cp_regs *r, const struct cp_stackmem *m, struct cp_sample *s)
-{
-	uint32_t flags = 0;
-	int truncated = 0, known = 1;
-	if (cp_sig.unwind_mode == CP_UNWIND_FP) {
-		s->n = (uint16_t)cp_unwind_fp(r, m, s->pcs, cp_sig.max_depth, &flags);
-	} else {
-		s->n = (uint16_t)cp_unwind_dwarf(r, m, cp_sig.unwind_mode == CP_UNWIND_AUTO, s->pcs, cp_sig.max_depth,
-						 &truncated, &known);
-		flags = truncated ? CP_SAMPLE_TRUNCATED : 0;
-	}
-	s->flags = (uint16_t)flags;
-	return known;
-}

@@ -17,8 +17,12 @@
  * program's handlers never run in it; the asynchronous ones are blocked),
  * its standard streams go to /dev/null (libdw's out-of-memory path prints
  * before it exits), it dies with its parent, its address space is capped
- * and the OOM killer is told to choose it first.  It leaves with _exit:
- * no atexit handler, no stdio buffer of the program's is flushed twice.
+ * and the OOM killer is told to choose it first.  It leaves with the
+ * exit_group system call: no atexit handler, no stdio buffer of the
+ * program's is flushed twice, and no interposer of cpuprof's (_exit would
+ * write a profile) runs.  Its signal calls and the parent's wait for it
+ * go to the C library's own functions (src/base/libc.h), never to the
+ * program-facing ones that share their names in libcpuprof.so.
  * fork() rather than a raw clone so that the C library (and any malloc
  * that registers fork handlers) leaves the allocator usable in the child.
  */
@@ -37,6 +41,7 @@
 #include <unistd.h>
 
 #include "base/array.h"
+#include "base/libc.h"
 #include "lines.h"
 
 /* Records from child to parent, in the machine's byte order:
@@ -72,7 +77,7 @@ static void out_flush(struct out *o)
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			_exit(3); /* the parent is gone */
+			cp_real_exit(3); /* the parent is gone */
 		off += (size_t)w;
 	}
 	o->len = 0;
@@ -103,7 +108,7 @@ static uint32_t out_str(struct out *o, const char *s)
 		const char **keys = calloc(cap, sizeof *keys);
 		uint32_t *ids = malloc(cap * sizeof *ids);
 		if (!keys || !ids)
-			_exit(4);
+			cp_real_exit(4);
 		for (size_t i = 0; i < o->cap; i++) {
 			if (!o->keys[i])
 				continue;
@@ -161,29 +166,29 @@ static void out_done(struct out *o, size_t obj, int opened, uint32_t mismatch,
  * own exit handlers must not run in its copy. */
 static void child_exit_now(void)
 {
-	_exit(6);
+	cp_real_exit(6);
 }
 
 /* Makes this fresh child harmless to the program it was forked from. */
 static void child_setup(pid_t parent)
 {
 	if (atexit(child_exit_now) != 0)
-		_exit(6);
+		cp_real_exit(6);
 	struct sigaction dfl;
 	memset(&dfl, 0, sizeof dfl);
 	dfl.sa_handler = SIG_DFL;
 	for (int s = 1; s < NSIG; s++)
 		if (s != SIGKILL && s != SIGSTOP)
-			sigaction(s, &dfl, NULL);
+			cp_real_sigaction(s, &dfl, NULL);
 	sigset_t all;
 	sigfillset(&all);
 	const int faults[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS };
 	for (size_t i = 0; i < sizeof faults / sizeof *faults; i++)
 		sigdelset(&all, faults[i]);
-	sigprocmask(SIG_SETMASK, &all, NULL);
+	cp_real_sigmask(SIG_SETMASK, &all, NULL);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	if (getppid() != parent)
-		_exit(5);
+		cp_real_exit(5);
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
 	if (null >= 0) {
 		for (int fd = 0; fd < 3; fd++)
@@ -276,6 +281,10 @@ static void child_run(int fd, const struct cp_lines_object *objs,
 			out_u32(&o, ids[k][2]);
 			out_u32(&o, fr[k].line);
 			out_u32(&o, fr[k].start_line);
+		}
+		if ((int)obj == cp_lines_fault_object && cp_lines_fault_kind == 3) {
+			out_flush(&o); /* the parent has this answer, then the crash */
+			raise(SIGSEGV);
 		}
 	}
 	out_u8(&o, 'E');
@@ -548,7 +557,7 @@ static int run_child(const struct cp_lines_object *objs, const struct cp_lines_q
 		close(p[0]);
 		child_setup(parent);
 		child_run(p[1], objs, q, order, from, nq);
-		_exit(0);
+		cp_real_exit(0);
 	}
 	close(p[1]);
 	int rc = read_child(p[0], r, deadline);
@@ -558,12 +567,117 @@ static int run_child(const struct cp_lines_object *objs, const struct cp_lines_q
 	r->status = -1;
 	int st;
 	pid_t w;
-	while ((w = waitpid(pid, &st, 0)) < 0 && errno == EINTR)
+	while ((w = cp_real_wait4(pid, &st, 0, NULL)) < 0 && errno == EINTR)
 		;
 	if (w == pid)
 		r->status = st;
 	/* else the program's own SIGCHLD handler reaped it: unknown */
 	return rc;
+}
+
+/* The object whose reader crashed or ran out of time (r) while on it
+ * loses every answer it had; the reason says which. */
+static void lose_object(struct objstate *os, size_t bad, const struct run *r, int timeout_ms,
+			const struct cp_lines_query *q, const size_t *order, size_t nq, struct cp_lines_result *out)
+{
+	char how[64];
+	if (r->timed_out)
+		snprintf(how, sizeof how, "took longer than the %d ms allowed", timeout_ms);
+	else if (r->status >= 0 && WIFSIGNALED(r->status))
+		snprintf(how, sizeof how, "crashed (signal %d)", WTERMSIG(r->status));
+	else
+		snprintf(how, sizeof how, "stopped unexpectedly");
+	set_why(&os[bad].why, "not read: the DWARF reader %s on it", how);
+	os[bad].done = 1;
+	os[bad].opened = 0;
+	for (size_t k = 0; k < nq; k++)
+		if (q[order[k]].object == bad)
+			out->chains[order[k]] = (struct cp_lines_chain){ NULL, 0 };
+}
+
+/* Answers the queries order[0..nq) with children, each starting after the
+ * last object the one before it finished or gave up on, 8 at most.  0,
+ * -ENOMEM, or 1 if no child could run at all (the reason in global). */
+static int read_with_children(const struct cp_lines_object *objs, size_t nobjs, const struct cp_lines_query *q,
+			      const size_t *order, size_t nq, int timeout_ms, struct cp_lines_result *out,
+			      struct objstate *os, struct parse *ps, char *global, size_t glen)
+{
+	int64_t deadline = now_ms() + timeout_ms;
+	size_t from = 0;
+	for (int children = 0; from < nq && children < 8; children++) {
+		struct run r = { 0 };
+		int err = run_child(objs, q, order, from, nq, deadline, &r);
+		if (err == -ENOMEM && !r.buf)
+			return err;
+		if (err != 0 && r.len == 0) {
+			snprintf(global, glen, "could not run the DWARF reader: %s", strerror(-err));
+			free(r.buf);
+			return 1;
+		}
+		ps->p = r.buf;
+		ps->end = r.buf + r.len;
+		ps->ended = 0;
+		ps->nstrs = 0;
+		parse_run(ps, q, order, nq, out, os, nobjs);
+		free(r.buf);
+		if (ps->failed)
+			return -ENOMEM;
+		if (ps->ended)
+			return 0;
+		/* It died or ran out of time on ps->begun: that object loses
+		 * the lines it had, and the next child starts after it. */
+		size_t bad = ps->begun;
+		if (bad != SIZE_MAX)
+			lose_object(os, bad, &r, timeout_ms, q, order, nq, out);
+		while (from < nq && os[q[order[from]].object].done)
+			from++;
+		if (r.timed_out || bad == SIZE_MAX) {
+			for (size_t i = from; i < nq; i++) {
+				struct objstate *o = &os[q[order[i]].object];
+				if (!o->done) {
+					o->done = 1;
+					set_why(&o->why, r.timed_out ? "not read: no time was left" :
+							 "not read: the DWARF reader stopped unexpectedly");
+				}
+			}
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* Each object's verdict into out: objects whose DWARF disagrees with their
+ * symbols keep no lines (more than one address in ten means a wrong or
+ * corrupt debug file, and its other answers are not to be trusted
+ * either), and each says why it has none or lacks some. */
+static void judge_objects(struct objstate *os, size_t nobjs, const struct cp_lines_query *q, const size_t *order,
+			  size_t nq, struct cp_lines_result *out)
+{
+	for (size_t i = 0; i < nobjs; i++) {
+		struct objstate *o = &os[i];
+		if (!o->queries)
+			continue;
+		if (o->opened && o->mismatch * 10 > o->queries) {
+			set_why(&o->why, "its DWARF disagrees with its symbol table at %u of %u "
+				"addresses (a wrong or corrupt debug file): no lines used",
+				o->mismatch, o->queries);
+			o->opened = 0;
+			for (size_t k = 0; k < nq; k++)
+				if (q[order[k]].object == i)
+					out->chains[order[k]] = (struct cp_lines_chain){ NULL, 0 };
+		}
+		out->has_dwarf[i] = (unsigned char)o->opened;
+		if (o->opened) {
+			/* Addresses in no unit (PLT stubs, start-up code built
+			 * without -g) are normal; trouble in a unit is not. */
+			if (o->why && o->answered < o->queries)
+				set_why(&out->why[i], "%u of %u addresses without lines: %s",
+					o->queries - o->answered, o->queries, o->why);
+		} else {
+			out->why[i] = o->why ? o->why : strdup("not read");
+			o->why = NULL;
+		}
+	}
 }
 
 int cp_lines_resolve(const struct cp_lines_object *objs, size_t nobjs,
@@ -602,97 +716,11 @@ int cp_lines_resolve(const struct cp_lines_object *objs, size_t nobjs,
 	qsort_r(order, nq, sizeof *order, order_cmp, (void *)q);
 	while (nq && q[order[nq - 1]].object >= nobjs)
 		nq--; /* queries of no object (sorted last): no lines */
-
-	int64_t deadline = now_ms() + timeout_ms;
-	size_t from = 0;
-	for (int children = 0; from < nq && children < 8; children++) {
-		struct run r = { 0 };
-		int err = run_child(objs, q, order, from, nq, deadline, &r);
-		if (err == -ENOMEM && !r.buf) {
-			rc = err;
-			goto done;
-		}
-		if (err != 0 && r.len == 0) {
-			snprintf(global, glen, "could not run the DWARF reader: %s", strerror(-err));
-			free(r.buf);
-			goto done;
-		}
-		ps.p = r.buf;
-		ps.end = r.buf + r.len;
-		ps.ended = 0;
-		ps.nstrs = 0;
-		parse_run(&ps, q, order, nq, out, os, nobjs);
-		free(r.buf);
-		if (ps.failed) {
-			rc = -ENOMEM;
-			goto done;
-		}
-		if (ps.ended)
-			break;
-		/* It died or ran out of time on ps.begun: that object loses
-		 * the lines it had, and the next child starts after it. */
-		size_t bad = ps.begun;
-		if (bad != SIZE_MAX) {
-			char how[64];
-			if (r.timed_out)
-				snprintf(how, sizeof how, "took longer than the %d ms allowed",
-					 timeout_ms);
-			else if (r.status >= 0 && WIFSIGNALED(r.status))
-				snprintf(how, sizeof how, "crashed (signal %d)",
-					 WTERMSIG(r.status));
-			else
-				snprintf(how, sizeof how, "stopped unexpectedly");
-			set_why(&os[bad].why, "not read: the DWARF reader %s on it", how);
-			os[bad].done = 1;
-			os[bad].opened = 0;
-			for (size_t i = 0; i < nq; i++)
-				if (q[i].object == bad)
-					out->chains[i] = (struct cp_lines_chain){ NULL, 0 };
-		}
-		/* Go on after the last object finished or given up. */
-		while (from < nq && os[q[order[from]].object].done)
-			from++;
-		if (r.timed_out || bad == SIZE_MAX) {
-			for (size_t i = from; i < nq; i++) {
-				struct objstate *o = &os[q[order[i]].object];
-				if (!o->done) {
-					o->done = 1;
-					set_why(&o->why, r.timed_out ? "not read: no time was left" :
-							 "not read: the DWARF reader stopped unexpectedly");
-				}
-			}
-			break;
-		}
-	}
-
-	/* Objects whose DWARF disagrees with their symbols keep no lines:
-	 * more than one address in ten means a wrong or corrupt debug file,
-	 * and its other answers are not to be trusted either. */
-	for (size_t i = 0; i < nobjs; i++) {
-		struct objstate *o = &os[i];
-		if (!o->queries)
-			continue;
-		if (o->opened && o->mismatch * 10 > o->queries) {
-			set_why(&o->why, "its DWARF disagrees with its symbol table at %u of %u "
-				"addresses (a wrong or corrupt debug file): no lines used",
-				o->mismatch, o->queries);
-			o->opened = 0;
-			for (size_t k = 0; k < nq; k++)
-				if (q[order[k]].object == i)
-					out->chains[order[k]] = (struct cp_lines_chain){ NULL, 0 };
-		}
-		out->has_dwarf[i] = (unsigned char)o->opened;
-		if (o->opened) {
-			/* Addresses in no unit (PLT stubs, start-up code built
-			 * without -g) are normal; trouble in a unit is not. */
-			if (o->why && o->answered < o->queries)
-				set_why(&out->why[i], "%u of %u addresses without lines: %s",
-					o->queries - o->answered, o->queries, o->why);
-		} else {
-			out->why[i] = o->why ? o->why : strdup("not read");
-			o->why = NULL;
-		}
-	}
+	int r = read_with_children(objs, nobjs, q, order, nq, timeout_ms, out, os, &ps, global, glen);
+	if (r < 0)
+		rc = r;
+	else if (r == 0)
+		judge_objects(os, nobjs, q, order, nq, out);
 done:
 	if (os)
 		for (size_t i = 0; i < nobjs; i++)

@@ -700,6 +700,126 @@ static struct cie *find_cie(struct cie *cies, size_t n, size_t off)
 	return NULL;
 }
 
+/* Reads the header of the entry at pos: *c is left at its body (the id
+ * field at *id_pos), bounded by the entry's end *next.  Returns 1, 0 at
+ * the terminator (*next past it), or -1 after fail(). */
+static int read_entry(const uint8_t *data, size_t size, uint64_t addr, size_t pos, struct cur *c,
+		      size_t *id_pos, size_t *next, uint32_t *id, char *err, size_t errlen)
+{
+	*c = (struct cur){ data + pos, data + size, data, addr, 0 };
+	uint64_t len = get_u(c, 4);
+	if (c->bad)
+		return fail(err, errlen, "entry at %#zx: truncated length", pos);
+	if (len == 0) {
+		*next = pos + 4;
+		return 0;
+	}
+	if (len == 0xffffffffu) {
+		len = get_u(c, 8);
+		if (c->bad)
+			return fail(err, errlen, "entry at %#zx: truncated 64-bit length", pos);
+	}
+	size_t body = (size_t)(c->p - data);
+	if (len > size - body)
+		return fail(err, errlen, "entry at %#zx: length %#llx runs past the end (%#zx)", pos,
+			    (unsigned long long)len, size);
+	*next = body + (size_t)len;
+	c->end = data + *next;
+	*id_pos = body;
+	*id = (uint32_t)get_u(c, 4);
+	if (c->bad)
+		return fail(err, errlen, "entry at %#zx: too short", pos);
+	return 1;
+}
+
+/* Runs the CIE's initial instructions once, for the rule every FDE of it
+ * starts from.  0, or -1 after fail(). */
+static int cie_init(struct cie *cie, const uint8_t *data, uint64_t addr, char *err, size_t errlen)
+{
+	if (cie->init_done)
+		return 0;
+	struct cur ci = { cie->insns, cie->insns_end, data, addr, 0 };
+	struct cfa_state s0 = { .kind = C_OTHER };
+	if (run_program(&ci, cie, &s0, NULL, NULL, 0, 0, 0, err, errlen) < 0) {
+		size_t l = strlen(err);
+		snprintf(err + l, errlen > l ? errlen - l : 0, " (CIE at %#zx)", cie->offset);
+		return -1;
+	}
+	cie->init = s0;
+	cie->init_done = 1;
+	return 0;
+}
+
+/* The FDE at pos, of CIE cie, its pc range next at *c: its rows appended
+ * to b's result, unless its code is outside the text ranges.  0, or -1
+ * after fail(). */
+static int parse_fde(struct cur *c, size_t pos, struct cie *cie, const struct ehf_range *text, size_t ntext,
+		     struct builder *b, char *err, size_t errlen)
+{
+	struct ehf_result *out = b->r;
+	uint64_t start, range;
+	if (get_encoded(c, cie->fde_enc, 1, 0, &start) < 0 || get_encoded(c, cie->fde_enc & 0x0f, 0, 0, &range) < 0)
+		return fail(err, errlen, "FDE at %#zx: unreadable pc range (encoding %#x)", pos, cie->fde_enc);
+	if (cie->has_z) {
+		uint64_t alen = get_uleb(c);
+		if (!need(c, alen))
+			return fail(err, errlen, "FDE at %#zx: augmentation data runs past its entry", pos);
+		c->p += alen;
+	}
+	if (c->bad)
+		return fail(err, errlen, "FDE at %#zx: truncated", pos);
+	if (range == 0 || start > UINT64_MAX - range || !in_text(text, ntext, start, start + range))
+		return 0;
+	if (cie_init(cie, c->base, c->addr, err, errlen) < 0)
+		return -1;
+	if (out->nfdes == b->capfdes) {
+		size_t cap = b->capfdes ? 2 * b->capfdes : 256;
+		struct ehf_fde *n = realloc(out->fdes, cap * sizeof *n);
+		if (!n)
+			return fail(err, errlen, "out of memory");
+		out->fdes = n;
+		b->capfdes = cap;
+	}
+	struct ehf_fde *f = &out->fdes[out->nfdes];
+	f->start = start;
+	f->end = start + range;
+	f->first = (uint32_t)out->nrows;
+	b->fde_first = out->nrows;
+	struct cfa_state st = cie->init;
+	if (out->nrows >= UINT32_MAX / 2)
+		return fail(err, errlen, "too many rows");
+	if (run_program(c, cie, &st, &cie->init, b, start, start + range, 0, err, errlen) < 0) {
+		size_t l = strlen(err);
+		snprintf(err + l, errlen > l ? errlen - l : 0, " (FDE at %#zx)", pos);
+		return -1;
+	}
+	f->nrows = (uint32_t)(out->nrows - f->first);
+	out->nfdes++;
+	return 0;
+}
+
+/* Sorts the FDEs by start; where FDEs overlap the earlier one is cut
+ * short, and of two at one address the first in the section wins. */
+static void sort_fdes(struct ehf_result *out)
+{
+	if (out->nfdes > 1)
+		qsort(out->fdes, out->nfdes, sizeof *out->fdes, fde_cmp);
+	size_t k = 0;
+	for (size_t i = 0; i < out->nfdes; i++) {
+		struct ehf_fde *f = &out->fdes[i];
+		if (k && out->fdes[k - 1].start == f->start)
+			continue;
+		if (k && out->fdes[k - 1].end > f->start) {
+			struct ehf_fde *p = &out->fdes[k - 1];
+			p->end = f->start;
+			while (p->nrows > 1 && out->rows[p->first + p->nrows - 1].pc >= p->end)
+				p->nrows--;
+		}
+		out->fdes[k++] = *f;
+	}
+	out->nfdes = k;
+}
+
 int cp_ehframe_parse(const uint8_t *data, size_t size, uint64_t addr, size_t fde_count,
 		  const struct ehf_range *text, size_t ntext, struct ehf_result *out, char *err,
 		  size_t errlen)
@@ -714,36 +834,15 @@ int cp_ehframe_parse(const uint8_t *data, size_t size, uint64_t addr, size_t fde
 	while (pos < size) {
 		if (fde_count && out->entries == fde_count)
 			break;
-		struct cur c = { data + pos, data + size, data, addr, 0 };
-		uint64_t len = get_u(&c, 4);
-		if (c.bad) {
-			fail(err, errlen, "entry at %#zx: truncated length", pos);
+		struct cur c;
+		size_t id_pos = 0, next = size;
+		uint32_t id;
+		int e = read_entry(data, size, addr, pos, &c, &id_pos, &next, &id, err, errlen);
+		if (e < 0)
 			goto out;
-		}
-		if (len == 0) {
-			pos += 4;
+		if (e == 0) {
+			pos = next;
 			break; /* the terminator */
-		}
-		if (len == 0xffffffffu) {
-			len = get_u(&c, 8);
-			if (c.bad) {
-				fail(err, errlen, "entry at %#zx: truncated 64-bit length", pos);
-				goto out;
-			}
-		}
-		size_t body = (size_t)(c.p - data);
-		if (len > size - body) {
-			fail(err, errlen, "entry at %#zx: length %#llx runs past the end (%#zx)", pos,
-			     (unsigned long long)len, size);
-			goto out;
-		}
-		size_t next = body + (size_t)len;
-		c.end = data + next;
-		size_t id_pos = body;
-		uint32_t id = (uint32_t)get_u(&c, 4);
-		if (c.bad) {
-			fail(err, errlen, "entry at %#zx: too short", pos);
-			goto out;
 		}
 		if (id == 0) {
 			if (ncies == capcies) {
@@ -774,70 +873,8 @@ int cp_ehframe_parse(const uint8_t *data, size_t size, uint64_t addr, size_t fde
 			fail(err, errlen, "FDE at %#zx: CIE pointer %#x names no CIE", pos, id);
 			goto out;
 		}
-		if (!cie->usable) {
-			pos = next;
-			continue;
-		}
-		uint64_t start, range;
-		if (get_encoded(&c, cie->fde_enc, 1, 0, &start) < 0 ||
-		    get_encoded(&c, cie->fde_enc & 0x0f, 0, 0, &range) < 0) {
-			fail(err, errlen, "FDE at %#zx: unreadable pc range (encoding %#x)", pos, cie->fde_enc);
+		if (cie->usable && parse_fde(&c, pos, cie, text, ntext, &b, err, errlen) < 0)
 			goto out;
-		}
-		if (cie->has_z) {
-			uint64_t alen = get_uleb(&c);
-			if (!need(&c, alen)) {
-				fail(err, errlen, "FDE at %#zx: augmentation data runs past its entry", pos);
-				goto out;
-			}
-			c.p += alen;
-		}
-		if (c.bad) {
-			fail(err, errlen, "FDE at %#zx: truncated", pos);
-			goto out;
-		}
-		if (range == 0 || start > UINT64_MAX - range || !in_text(text, ntext, start, start + range)) {
-			pos = next;
-			continue;
-		}
-		if (!cie->init_done) {
-			struct cur ci = { cie->insns, cie->insns_end, data, addr, 0 };
-			struct cfa_state s0 = { .kind = C_OTHER };
-			if (run_program(&ci, cie, &s0, NULL, NULL, 0, 0, 0, err, errlen) < 0) {
-				size_t l = strlen(err);
-				snprintf(err + l, errlen > l ? errlen - l : 0, " (CIE at %#zx)", cie->offset);
-				goto out;
-			}
-			cie->init = s0;
-			cie->init_done = 1;
-		}
-		if (out->nfdes == b.capfdes) {
-			size_t cap = b.capfdes ? 2 * b.capfdes : 256;
-			struct ehf_fde *n = realloc(out->fdes, cap * sizeof *n);
-			if (!n) {
-				fail(err, errlen, "out of memory");
-				goto out;
-			}
-			out->fdes = n;
-			b.capfdes = cap;
-		}
-		struct ehf_fde *f = &out->fdes[out->nfdes];
-		f->start = start;
-		f->end = start + range;
-		f->first = (uint32_t)out->nrows;
-		b.fde_first = out->nrows;
-		struct cfa_state st = cie->init;
-		if (out->nrows >= UINT32_MAX / 2) {
-			fail(err, errlen, "too many rows");
-			goto out;
-		}
-		if (run_program(&c, cie, &st, &cie->init, &b, start, start + range, 0, err, errlen) < 0) {
-			size_t l = strlen(err);
-			snprintf(err + l, errlen > l ? errlen - l : 0, " (FDE at %#zx)", pos);
-			goto out;
-		}
-		f->nrows = (uint32_t)(out->nrows - f->first);
-		out->nfdes++;
 		pos = next;
 	}
 	out->used = pos < size ? pos : size;
@@ -845,25 +882,7 @@ int cp_ehframe_parse(const uint8_t *data, size_t size, uint64_t addr, size_t fde
 		fail(err, errlen, "truncated: %zu FDEs where .eh_frame_hdr lists %zu", out->entries, fde_count);
 		goto out;
 	}
-
-	/* Sort by start; where FDEs overlap the earlier one is cut short, and
-	 * of two at one address the first in the section wins. */
-	if (out->nfdes > 1)
-		qsort(out->fdes, out->nfdes, sizeof *out->fdes, fde_cmp);
-	size_t k = 0;
-	for (size_t i = 0; i < out->nfdes; i++) {
-		struct ehf_fde *f = &out->fdes[i];
-		if (k && out->fdes[k - 1].start == f->start)
-			continue;
-		if (k && out->fdes[k - 1].end > f->start) {
-			struct ehf_fde *p = &out->fdes[k - 1];
-			p->end = f->start;
-			while (p->nrows > 1 && out->rows[p->first + p->nrows - 1].pc >= p->end)
-				p->nrows--;
-		}
-		out->fdes[k++] = *f;
-	}
-	out->nfdes = k;
+	sort_fdes(out);
 	rc = 0;
 out:
 	free(cies);

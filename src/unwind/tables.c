@@ -84,26 +84,6 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-int cp_unwind_mode_parse(const char *name)
-{
-	if (!strcmp(name, "auto"))
-		return CP_UNWIND_AUTO;
-	if (!strcmp(name, "dwarf"))
-		return CP_UNWIND_DWARF;
-	if (!strcmp(name, "fp"))
-		return CP_UNWIND_FP;
-	return -1;
-}
-
-const char *cp_unwind_mode_name(int mode)
-{
-	switch (mode) {
-	case CP_UNWIND_DWARF: return "dwarf";
-	case CP_UNWIND_FP: return "fp";
-	}
-	return "auto";
-}
-
 /* Queues p to be freed once no handler can see it; frees it now if the
  * queue cannot grow (after waiting for the handlers). */
 static void retire(void *p)

@@ -11,10 +11,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* "auto", "dwarf" or "fp" as an enum cp_unwind_mode, or -1. */
-int cp_unwind_mode_parse(const char *name);
-const char *cp_unwind_mode_name(int mode);
-
 /* Sets cp_sig.unwind_mode and, unless it is fp, builds and publishes the
  * tables of every loaded object.  The handler must not be sampling yet. */
 void cp_unwind_start(int mode);

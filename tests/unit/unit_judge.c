@@ -40,11 +40,12 @@ static struct cp_facts good(void)
 	return f;
 }
 
-static char why[4096];
+static struct cp_warning warning;
+static const char *why = warning.text;
 
 static const char *judge(const struct cp_facts *f)
 {
-	cp_judge(f, why, sizeof why);
+	cp_judge(f, &warning);
 	return why;
 }
 
@@ -167,6 +168,35 @@ int main(void)
 	WARNS(f, "2 threads had signal 34 blocked when the profile started: the timer engine samples them only once");
 	f.cpu_ns = 320 * MS;
 	WARNS(f, "covers only");
+
+	/* Every clause at once, the longest they can be: the warning has room
+	 * for all of them, up to the last word of the last. */
+	f = good();
+	f.hz_asked = 100000;
+	f.hz = 10000;
+	memset(f.stopped_why, 'x', sizeof f.stopped_why - 1);
+	f.stopped_why[sizeof f.stopped_why - 1] = '\0';
+	f.blocked = 1000000;
+	f.signo = 64;
+	strcpy(f.engine, "itimer");
+	f.timer_res_ns = 10000 * MS;
+	f.sampled_ns = 1 * MS;
+	f.unsampled_ns = 500 * MS;
+	f.samples = 1;
+	f.lost = 1000000;
+	f.unarmed = 1000000;
+	f.first_error = -EOPNOTSUPP;
+	f.waits = 1000000;
+	const char *all = judge(&f);
+	size_t len = strlen(all);
+	printf("# every clause at once: %zu bytes of the %zu there is room for\n", len, sizeof warning.text);
+	CHECK(len + 1 < sizeof warning.text, "the warning filled its %zu bytes: it may have been cut", sizeof warning.text);
+	CHECK(len > 1024, "every clause at once is only %zu bytes: the check above proves little", len);
+	WARNS(f, "threads used it after their last sample");
+	f.user_only = 1;
+	f.user_ns = 1 * MS;
+	f.timer_res_ns = 1;
+	WARNS(f, "that time is charged to the user code each thread ran next");
 
 	/* The comments: the numbers the facts give. */
 	f = good();

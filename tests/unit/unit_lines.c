@@ -275,6 +275,41 @@ static void test_child_failures(void)
 	printf("hang: %s; then: %s (%.2f s)\n", r.why[1], r.why[2], dt);
 	cp_lines_result_free(&r);
 
+	/* A crash in the middle of an object, after some of its answers have
+	 * arrived, takes all of them away.  Its queries come last, after
+	 * queries of an object that does not exist (which the reader leaves
+	 * out): each must be found by where it is, not by how many were
+	 * kept. */
+	{
+		struct cp_lines_object o[2] = { { exe, bid }, { exe, bid } };
+		size_t nbogus = nqueries, n = 2 * nqueries + nbogus;
+		struct cp_lines_query *q = malloc(n * sizeof *q);
+		for (size_t i = 0; i < nbogus; i++) {
+			q[i] = queries[i];
+			q[i].object = 7; /* no such object */
+		}
+		for (size_t k = 0; k < 2; k++)
+			for (size_t i = 0; i < nqueries; i++) {
+				q[nbogus + k * nqueries + i] = queries[i];
+				q[nbogus + k * nqueries + i].object = k;
+			}
+		char global[256];
+		cp_lines_fault_object = 1;
+		cp_lines_fault_kind = 3;
+		CHECK_EQ(cp_lines_resolve(o, 2, q, n, 30000, &r, global, sizeof global), 0);
+		cp_lines_fault_object = -1;
+		size_t kept[2] = { 0, 0 };
+		for (size_t k = 0; k < 2; k++)
+			for (size_t i = 0; i < nqueries; i++)
+				kept[k] += r.chains[nbogus + k * nqueries + i].n > 0;
+		CHECK(kept[0] > 0, "crash mid-object: the object before it lost its lines");
+		CHECK(kept[1] == 0, "crash mid-object: %zu answers of the crashed object were kept", kept[1]);
+		CHECK(r.why[1] && strstr(r.why[1], "crashed (signal 11)"), "why: %s", r.why[1]);
+		printf("crash after a first answer: %zu and %zu addresses with lines; %s\n", kept[0], kept[1], r.why[1]);
+		cp_lines_result_free(&r);
+		free(q);
+	}
+
 	/* No time at all: names only, and saying so. */
 	resolve3(0, 0, &r);
 	CHECK(!r.has_dwarf[0] && r.why[0] && strstr(r.why[0], "not read"), "why: %s", r.why[0]);

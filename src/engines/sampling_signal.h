@@ -1,13 +1,13 @@
 /*
- * signals.h -- the sampling signal of the timer and itimer engines: which
- * signals may be used, choosing one, taking it for the handler and giving
- * it back.  The program keeps its own disposition of the signal
+ * sampling_signal.h -- the sampling signal of the timer and itimer
+ * engines: which signals may be used, choosing one, taking it for the
+ * handler and giving it back.  The program keeps its own disposition of the signal
  * throughout (src/sig/sigprog.h): cpuprof's handler stays installed once
  * a profile has used the signal, passing every delivery that is not ours
  * to what the program set.  Not signal context.
  */
-#ifndef CPUPROF_SIGNALS_H
-#define CPUPROF_SIGNALS_H
+#ifndef CPUPROF_SAMPLING_SIGNAL_H
+#define CPUPROF_SAMPLING_SIGNAL_H
 
 #include <stddef.h>
 

@@ -1,7 +1,7 @@
 /*
- * signals.c -- the sampling signal of the timer and itimer engines
- * (signals.h).  Which signals are usable is decided here once, for the
- * library, LD_PRELOAD and the CLI alike.
+ * sampling_signal.c -- the sampling signal of the timer and itimer
+ * engines (sampling_signal.h).  Which signals are usable is decided here
+ * once, for the library, LD_PRELOAD and the CLI alike.
  */
 #include <errno.h>
 #include <signal.h>
@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "process/interpose.h"
-#include "signal.h"
+#include "base/libc.h"
+#include "sampling_signal.h"
 #include "sig/sigprog.h"
 
 static _Atomic int sampling_signo;
