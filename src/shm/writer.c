@@ -102,7 +102,9 @@ int cp_shm_claim(void)
 	atomic_store(&slot->nobjs, 0);
 	atomic_store(&slot->objgen, 0);
 	atomic_store(&slot->nnames, 0);
-	cp_ring_init((uint8_t *)slot + hdr->ring_offset, hdr->ring_cells, hdr->depth);
+	/* A slot never claimed before is as record's memfd made it: zero. */
+	cp_ring_init((uint8_t *)slot + hdr->ring_offset, hdr->ring_cells, hdr->depth,
+		     atomic_load(&slot->claims) == 0);
 	atomic_fetch_add(&slot->claims, 1);
 	return 0;
 }

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 struct cp_sample {
-	_Atomic uint64_t seq;
+	_Atomic uint64_t seq;       /* the ring's (ring.c), less the cell's index */
 	uint64_t weight_ns; /* CPU time the sample stands for */
 	uint32_t tid;       /* the sampled thread */
 	uint16_t n;         /* pcs */
@@ -35,10 +35,12 @@ struct cp_ring {
 
 /* The bytes a ring of at least `cells` samples of `depth` pcs takes. */
 size_t cp_ring_size(size_t cells, unsigned depth);
-/* Lays such a ring out in mem[0..cp_ring_size()) (zeroed memory, maybe
- * shared with another process) and returns it.  map_size is left 0: the
+/* Lays such a ring out in mem[0..cp_ring_size()) (maybe shared with
+ * another process) and returns it.  If the memory is `zeroed` (fresh from
+ * mmap) only the header is written: no page of a cell is touched before a
+ * sample fills it.  map_size is left 0: the
  * memory is the caller's. */
-struct cp_ring *cp_ring_init(void *mem, size_t cells, unsigned depth);
+struct cp_ring *cp_ring_init(void *mem, size_t cells, unsigned depth, int zeroed);
 /* Maps a ring of its own (not signal context, but async-signal-safe: mmap
  * only).  NULL on failure. */
 struct cp_ring *cp_ring_create(size_t cells, unsigned depth);
