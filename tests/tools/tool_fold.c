@@ -8,6 +8,10 @@
  *        tool_fold -v TYPE PROFILE  the samples, with their TYPE values
  *                                   (e.g. cpu) instead of samples/count
  *        tool_fold -c KEY PROFILE   the value of comment KEY=VALUE
+ *        tool_fold -d PROFILE       each sample's depth: its locations
+ *                                   (pcs; an inlined call is a Line of
+ *                                   its caller's location), less a last
+ *                                   one that is [truncated]
  */
 #include <stdio.h>
 #include <string.h>
@@ -23,14 +27,18 @@ static const char *base(const char *path)
 int main(int argc, char **argv)
 {
 	const char *key = NULL, *type = "samples", *file = argv[1];
-	if (argc == 4 && !strcmp(argv[1], "-c")) {
+	int depth = 0;
+	if (argc == 3 && !strcmp(argv[1], "-d")) {
+		depth = 1;
+		file = argv[2];
+	} else if (argc == 4 && !strcmp(argv[1], "-c")) {
 		key = argv[2];
 		file = argv[3];
 	} else if (argc == 4 && !strcmp(argv[1], "-v")) {
 		type = argv[2];
 		file = argv[3];
 	} else if (argc != 2) {
-		fprintf(stderr, "usage: tool_fold [-c KEY | -v TYPE] PROFILE\n");
+		fprintf(stderr, "usage: tool_fold [-c KEY | -v TYPE | -d] PROFILE\n");
 		return 2;
 	}
 	struct profile *p;
@@ -63,6 +71,15 @@ int main(int argc, char **argv)
 		ci = 0;
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct profile_sample *s = &p->samples[i];
+		if (depth) {
+			size_t n = s->nlocations;
+			const struct profile_location *last = n ? s->locations[n - 1] : NULL;
+			if (last && last->nlines && last->lines[last->nlines - 1].function &&
+			    !strcmp(last->lines[last->nlines - 1].function->name, "[truncated]"))
+				n--;
+			printf("%zu\n", n);
+			continue;
+		}
 		printf("%lld ", (long long)s->values[ci]);
 		for (size_t j = 0; j < s->nlocations; j++) {
 			const struct profile_location *l = s->locations[j];
