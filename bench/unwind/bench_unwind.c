@@ -65,7 +65,7 @@ NOINLINE static void measure(void)
 	pthread_attr_getstack(&a, &addr, &size);
 	pthread_attr_destroy(&a);
 	uintptr_t lo = cp_uc_sp(&uc), hi = (uintptr_t)addr + size;
-	int mode = cp_unwind_mode_parse(mode_name);
+	int mode = !strcmp(mode_name, "fp") ? CP_UNWIND_FP : !strcmp(mode_name, "dwarf") ? CP_UNWIND_DWARF : CP_UNWIND_AUTO;
 	uintptr_t pcs[128];
 	int trunc, known;
 	uint32_t fp_flags;
@@ -83,8 +83,16 @@ NOINLINE static void measure(void)
 	struct cp_regs regs;
 	CP_UC_REGS(&uc, &regs);
 	struct cp_stackmem m = { .lo = lo, .hi = hi };
+	/* The tables this stack needs are built when a walk first asks: ask,
+	 * build, then time. */
+	struct cp_unwinder u = { .set = atomic_load(&cp_sig.unwind), .cache = cp_sig.ucache, .want = cp_sig.unwind_want };
+	if (mode != CP_UNWIND_FP) {
+		cp_unwind_dwarf(&u, &regs, &m, mode == CP_UNWIND_AUTO, pcs, 128, &trunc, &known);
+		cp_unwind_build_wanted();
+		u.set = atomic_load(&cp_sig.unwind);
+	}
 	n = mode == CP_UNWIND_FP ? cp_unwind_fp(&regs, &m, pcs, 128, &fp_flags)
-				 : cp_unwind_dwarf(&regs, &m, mode == CP_UNWIND_AUTO, pcs, 128, &trunc, &known);
+				 : cp_unwind_dwarf(&u, &regs, &m, mode == CP_UNWIND_AUTO, pcs, 128, &trunc, &known);
 	for (int r = 0; r < REPS; r++) {
 		uint64_t t0 = now_ns(), spent = 0;
 		for (int i = 0; i < ITERS; i++) {
@@ -101,7 +109,7 @@ NOINLINE static void measure(void)
 			} else if (mode == CP_UNWIND_FP) {
 				cp_unwind_fp(&regs, &m, pcs, 128, &fp_flags);
 			} else {
-				cp_unwind_dwarf(&regs, &m, mode == CP_UNWIND_AUTO, pcs, 128, &trunc, &known);
+				cp_unwind_dwarf(&u, &regs, &m, mode == CP_UNWIND_AUTO, pcs, 128, &trunc, &known);
 			}
 		}
 		spent += now_ns() - t0;
@@ -178,6 +186,9 @@ static void bench_memory(void)
 	struct cpuprof_options o = { .hz = 1, .engine = "itimer" };
 	if (cpuprof_start("/dev/null", &o) < 0)
 		exit(1);
+	/* Every object's table, not only those a walk asked for. */
+	cp_unwind_want_mark(cp_sig.unwind_want, CP_UNWIND_WANT_ANY);
+	cp_unwind_build_wanted();
 	cp_unwind_each_object(print_object, NULL);
 	cpuprof_stop();
 }

@@ -67,6 +67,7 @@
 #include "engine.h"
 #include "profile/names.h"
 #include "threads.h"
+#include "unwind/tables.h"
 
 /* Bytes of each sample's stack copied (a multiple of 8 below 64 KiB):
  * deeper stacks end in [truncated]. */
@@ -774,6 +775,10 @@ static void on_sample(struct rec *r, int cpu)
 			.copy = 1,
 		};
 		known = cp_unwind(&regs_, &m, s);
+		/* A table not built yet: built now, and the copy walked again
+		 * (it is still in the ring). */
+		if (!known && cp_unwind_build_wanted())
+			known = cp_unwind(&regs_, &m, s);
 	}
 	s->weight_ns = weight;
 	s->tid = (uint32_t)tid;

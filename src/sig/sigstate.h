@@ -98,6 +98,9 @@ struct cp_sigstate {
 	struct cp_ucache *ucache; /* NULL: none; fixed while a profile runs */
 	/* A sampler: a sample's pc was in no table (maybe a new object). */
 	_Atomic int unwind_miss;
+	/* Samplers: the objects whose tables a walk needed, not built yet
+	 * (tables are built when first needed: src/unwind/tables.c). */
+	_Atomic uint64_t unwind_want[CP_UNWIND_WANT_WORDS];
 	/* The generation of the loaded objects as `cpuprof record` knows
 	 * them (shm_writer.c): each sample carries it. */
 	_Atomic uint32_t objgen;
@@ -176,19 +179,23 @@ struct cp_stackmem {
 unsigned cp_unwind_fp(const struct cp_regs *r, const struct cp_stackmem *m, uintptr_t *pcs, unsigned max,
 		      uint32_t *flags);
 
-/* Walks the stack from r with the unwind tables in cp_sig.unwind, falling
- * back to the frame-pointer rule for a frame without a table rule if
- * fp_fallback is set.  Reads only words inside m (see cp_stackmem).
- * Writes at most max pcs, pcs[0] = r->pc, the rest return addresses; sets
- * *truncated when more frames existed and *first_known when a table
- * covered pcs[0].  Returns the number of pcs written. */
-unsigned cp_unwind_dwarf(const struct cp_regs *r, const struct cp_stackmem *m, int fp_fallback, uintptr_t *pcs,
-			 unsigned max, int *truncated, int *first_known);
+/* Walks the stack from r with the unwind tables of u, falling back to the
+ * frame-pointer rule for a frame without a table rule if fp_fallback is
+ * set; a frame whose table is not built yet is noted in u->want.  Reads
+ * only words inside m (see cp_stackmem).  Writes at most max pcs, pcs[0] =
+ * r->pc, the rest return addresses; sets *truncated when more frames
+ * existed, and *complete when a table covered pcs[0] and no frame's table
+ * was missing for not being built yet (a walk that is not complete may
+ * be worth doing again once they are).  Returns the number of pcs
+ * written. */
+unsigned cp_unwind_dwarf(const struct cp_unwinder *u, const struct cp_regs *r, const struct cp_stackmem *m,
+			 int fp_fallback, uintptr_t *pcs, unsigned max, int *truncated, int *complete);
 
 /* Walks the stack from r by cp_sig.unwind_mode into s (pcs, n, flags),
- * at most cp_sig.max_depth frames.  Returns 1 if the first pc was covered
- * by an unwind table (or tables are not in use), 0 if it may be code
- * loaded since the tables were built. */
+ * at most cp_sig.max_depth frames, with the tables of cp_sig.unwind.
+ * Returns 1 if the first pc was covered by an unwind table (or tables are
+ * not in use), 0 if it may be code loaded since the tables were built or
+ * a frame's table is not built yet (cp_sig.unwind_want says which). */
 int cp_unwind(const struct cp_regs *r, const struct cp_stackmem *m, struct cp_sample *s);
 
 /* The bounds [*lo, *hi) of the stack holding sp: thread t's own stack if it

@@ -83,20 +83,33 @@ static void get_operand(unsigned k, const uint8_t **p, const uint8_t *end, uint3
 }
 
 /* Signal context. */
-const struct cp_utab *cp_uset_find(const struct cp_unwind_set *s, uintptr_t pc)
+const struct cp_urange *cp_uset_find(const struct cp_unwind_set *s, uintptr_t pc)
 {
 	size_t a = 0, b = s->n;
 	while (a < b) {
 		size_t mid = a + (b - a) / 2;
-		const struct cp_utab *t = s->tab[mid];
-		if (pc < t->start)
+		const struct cp_urange *r = &s->r[mid];
+		if (pc < r->lo)
 			b = mid;
-		else if (pc >= t->end)
+		else if (pc >= r->hi)
 			a = mid + 1;
 		else
-			return t;
+			return r;
 	}
 	return NULL;
+}
+
+/* Signal context. */
+void cp_unwind_want_mark(_Atomic uint64_t *want, uint32_t obj)
+{
+	if (!want)
+		return;
+	if (obj > CP_UNWIND_WANT_ANY)
+		obj = CP_UNWIND_WANT_ANY;
+	_Atomic uint64_t *w = &want[obj / 64];
+	uint64_t bit = 1ull << (obj % 64);
+	if (!(atomic_load_explicit(w, memory_order_relaxed) & bit))
+		atomic_fetch_or_explicit(w, bit, memory_order_relaxed);
 }
 
 /* Signal context. */
@@ -171,16 +184,18 @@ int cp_utab_lookup(const struct cp_utab *t, uintptr_t pc, struct cp_urule *r)
 
 /* The rule for pc: from the cache, else from the set's tables (and then
  * cached).  Returns 1 with *r, or 0 if no table has a rule for pc (which
- * is cached too).  Signal context. */
-static int lookup_rule(const struct cp_unwind_set *set, uintptr_t pc, struct cp_urule *r)
+ * is cached too, unless the table is only not built yet: then the walk
+ * asks for it).  Signal context. */
+static int lookup_rule(const struct cp_unwinder *u, uintptr_t pc, struct cp_urule *r, int *lacked)
 {
 	_Static_assert(sizeof(struct cp_urule) == 2 * sizeof(uint64_t), "a rule is two words");
-	struct cp_ucache *c = cp_sig.ucache;
+	const struct cp_unwind_set *set = u->set;
+	struct cp_ucache *c = u->cache;
 	struct cp_ucache_entry *e = NULL;
 	union {
 		struct cp_urule r;
 		uint64_t w[2];
-	} u;
+	} v;
 
 	if (c) {
 		uint64_t h = (uint64_t)pc * 0x9e3779b97f4a7c15ull;
@@ -188,22 +203,27 @@ static int lookup_rule(const struct cp_unwind_set *set, uintptr_t pc, struct cp_
 		uint64_t s1 = atomic_load_explicit(&e->seq, memory_order_acquire);
 		if (!(s1 & 1) && atomic_load_explicit(&e->pc, memory_order_relaxed) == pc &&
 		    atomic_load_explicit(&e->gen, memory_order_relaxed) == set->gen) {
-			u.w[0] = atomic_load_explicit(&e->rule[0], memory_order_relaxed);
-			u.w[1] = atomic_load_explicit(&e->rule[1], memory_order_relaxed);
+			v.w[0] = atomic_load_explicit(&e->rule[0], memory_order_relaxed);
+			v.w[1] = atomic_load_explicit(&e->rule[1], memory_order_relaxed);
 			atomic_thread_fence(memory_order_acquire);
 			if (atomic_load_explicit(&e->seq, memory_order_relaxed) == s1) {
-				*r = u.r;
+				*r = v.r;
 				return r->cfa != CP_CFA_NONE;
 			}
 		}
 	}
 
-	const struct cp_utab *t = cp_uset_find(set, pc);
-	if (!t || !cp_utab_lookup(t, pc, &u.r)) {
-		struct cp_urule none = { 0 };
-		u.r = none;
+	const struct cp_urange *g = cp_uset_find(set, pc);
+	if (g && g->state == CP_UR_LAZY) {
+		cp_unwind_want_mark(u->want, g->obj);
+		*lacked = 1;
+		return 0;
 	}
-	*r = u.r;
+	if (!g || g->state != CP_UR_TABLE || !cp_utab_lookup(g->tab, pc - g->bias, &v.r)) {
+		struct cp_urule none = { 0 };
+		v.r = none;
+	}
+	*r = v.r;
 
 	if (e) {
 		uint64_t s = atomic_load_explicit(&e->seq, memory_order_relaxed);
@@ -211,8 +231,8 @@ static int lookup_rule(const struct cp_unwind_set *set, uintptr_t pc, struct cp_
 									 memory_order_relaxed)) {
 			atomic_store_explicit(&e->pc, pc, memory_order_relaxed);
 			atomic_store_explicit(&e->gen, set->gen, memory_order_relaxed);
-			atomic_store_explicit(&e->rule[0], u.w[0], memory_order_relaxed);
-			atomic_store_explicit(&e->rule[1], u.w[1], memory_order_relaxed);
+			atomic_store_explicit(&e->rule[0], v.w[0], memory_order_relaxed);
+			atomic_store_explicit(&e->rule[1], v.w[1], memory_order_relaxed);
 			atomic_store_explicit(&e->seq, s + 2, memory_order_release);
 		}
 	}
@@ -228,7 +248,7 @@ struct frame {
 };
 
 struct walk {
-	const struct cp_unwind_set *set;
+	const struct cp_unwinder *u;
 	struct cp_stackmem m; /* the stack being read */
 	int fp_fallback;
 };
@@ -368,13 +388,12 @@ static int step_rule(struct walk *w, struct frame *f, const struct cp_urule *r)
 }
 
 /* Signal context. */
-unsigned cp_unwind_dwarf(const struct cp_regs *r, const struct cp_stackmem *m, int fp_fallback, uintptr_t *pcs,
-			 unsigned max, int *truncated, int *first_known)
+unsigned cp_unwind_dwarf(const struct cp_unwinder *u, const struct cp_regs *r, const struct cp_stackmem *m,
+			 int fp_fallback, uintptr_t *pcs, unsigned max, int *truncated, int *complete)
 {
-	/* seq_cst: after the handler's in-flight increment in the one total
-	 * order, which is what lets cp_unwind_reclaim() free a replaced set. */
+	int lacked = 0;
 	struct walk w = {
-		.set = atomic_load_explicit(&cp_sig.unwind, memory_order_seq_cst),
+		.u = u,
 		.m = *m,
 		.fp_fallback = fp_fallback,
 	};
@@ -392,17 +411,17 @@ unsigned cp_unwind_dwarf(const struct cp_regs *r, const struct cp_stackmem *m, i
 	unsigned n = 0;
 
 	*truncated = 0;
-	*first_known = 0;
+	*complete = 0;
 	if (max == 0)
 		return 0;
 	pcs[n++] = f.pc;
 	for (;;) {
 		struct cp_urule rule;
 		uintptr_t look = f.exact ? f.pc : f.pc - 1;
-		int have = w.set && lookup_rule(w.set, look, &rule);
+		int have = u->set && lookup_rule(u, look, &rule, &lacked);
 		int s = STEP_FAIL;
 		if (n == 1)
-			*first_known = have;
+			*complete = have;
 		if (have) {
 			/* A failed step leaves f as it was. */
 			s = step_rule(&w, &f, &rule);
@@ -419,5 +438,7 @@ unsigned cp_unwind_dwarf(const struct cp_regs *r, const struct cp_stackmem *m, i
 		}
 		pcs[n++] = f.pc;
 	}
+	if (lacked)
+		*complete = 0;
 	return n;
 }

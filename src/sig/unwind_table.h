@@ -169,13 +169,38 @@ struct cp_utab {
 	const uint8_t *code;
 };
 
-/* What the handler sees: the tables of the loaded objects, sorted by
- * start, ranges disjoint. */
-struct cp_unwind_set {
-	uint64_t gen;  /* never the same for two sets of one process */
-	size_t n;
-	const struct cp_utab *tab[];
+/* Where a walked address space has an object's code: pcs [lo, hi), whose
+ * rules are the table's at pc - bias (a table is in its object's own
+ * addresses: link-time ones when built from a file, run-time ones when
+ * built from this process's memory, with bias 0).  A range whose table is
+ * not built yet says which object it is, so that a walk that needs it can
+ * ask for it (cp_unwinder.want); one whose object has no usable table has
+ * none. */
+enum cp_urange_state {
+	CP_UR_TABLE = 0, /* tab is the object's table */
+	CP_UR_LAZY,      /* not built yet: obj is the builder's index of the object */
+	CP_UR_NONE,      /* the object has no table: frame pointers only */
 };
+struct cp_urange {
+	uintptr_t lo, hi;
+	uintptr_t bias;
+	const struct cp_utab *tab;
+	uint32_t obj;
+	uint32_t state;
+};
+
+/* What a walk sees: the ranges of the walked address space, sorted by lo,
+ * disjoint. */
+struct cp_unwind_set {
+	uint64_t gen;  /* never the same for two sets of one address space */
+	size_t n;
+	struct cp_urange r[];
+};
+
+/* The objects whose table a walk needed and found not built: bit i of
+ * word i / 64 for object i, the last bit for any object past it. */
+#define CP_UNWIND_WANT_WORDS 16
+#define CP_UNWIND_WANT_ANY (CP_UNWIND_WANT_WORDS * 64 - 1)
 
 /* A cache of rules recently looked up, shared by all threads' handlers:
  * repeated stacks (the common case for hot code) then cost a hash probe
@@ -199,7 +224,18 @@ struct cp_ucache {
  * Returns 1 and fills *r, or 0 if no FDE covers pc.  Signal context. */
 int cp_utab_lookup(const struct cp_utab *t, uintptr_t pc, struct cp_urule *r);
 
-/* The table in s covering pc, or NULL.  Signal context. */
-const struct cp_utab *cp_uset_find(const struct cp_unwind_set *s, uintptr_t pc);
+/* A walk's view: the set, a cache of rules (NULL: none) and where it
+ * notes the objects whose tables it lacked (NULL: nowhere). */
+struct cp_unwinder {
+	const struct cp_unwind_set *set;
+	struct cp_ucache *cache;
+	_Atomic uint64_t *want; /* CP_UNWIND_WANT_WORDS words */
+};
+
+/* The range of s holding pc, or NULL.  Signal context. */
+const struct cp_urange *cp_uset_find(const struct cp_unwind_set *s, uintptr_t pc);
+
+/* Notes in want that object obj's table is needed.  Signal context. */
+void cp_unwind_want_mark(_Atomic uint64_t *want, uint32_t obj);
 
 #endif

@@ -14,7 +14,15 @@ int cp_unwind(const struct cp_regs *r, const struct cp_stackmem *m, struct cp_sa
 	if (cp_sig.unwind_mode == CP_UNWIND_FP) {
 		s->n = (uint16_t)cp_unwind_fp(r, m, s->pcs, cp_sig.max_depth, &flags);
 	} else {
-		s->n = (uint16_t)cp_unwind_dwarf(r, m, cp_sig.unwind_mode == CP_UNWIND_AUTO, s->pcs, cp_sig.max_depth,
+		/* seq_cst: after the handler's in-flight increment in the one
+		 * total order, which is what lets cp_unwind_reclaim() free a
+		 * replaced set. */
+		struct cp_unwinder u = {
+			.set = atomic_load_explicit(&cp_sig.unwind, memory_order_seq_cst),
+			.cache = cp_sig.ucache,
+			.want = cp_sig.unwind_want,
+		};
+		s->n = (uint16_t)cp_unwind_dwarf(&u, r, m, cp_sig.unwind_mode == CP_UNWIND_AUTO, s->pcs, cp_sig.max_depth,
 						 &truncated, &known);
 		flags = truncated ? CP_SAMPLE_TRUNCATED : 0;
 	}

@@ -1,14 +1,18 @@
 /*
- * unwind.c -- the unwind tables of the loaded objects (unwind.h).
- * dl_iterate_phdr lists the objects; for each new one, its .eh_frame_hdr
+ * tables.c -- the unwind tables of the loaded objects (tables.h).
+ * dl_iterate_phdr lists the objects and where each has code; a table is
+ * built only when a walk first needs it (the walk notes the object in
+ * cp_sig.unwind_want and falls back to frame pointers for that frame), so
+ * that a process pays for the objects its samples run in, not for every
+ * object it loads.  To build one, the object's .eh_frame_hdr
  * (PT_GNU_EH_FRAME) leads to its .eh_frame, which is copied out of the
  * object's memory while the loader's lock is held (so a concurrent dlclose
  * cannot unmap it under the parser), then parsed and encoded with the
- * lock released.  Objects already known keep their tables.  The new set
- * is published with one atomic pointer store; the set and tables it
- * replaces wait in a retire list until the handlers' in-flight count has
- * been seen at zero after the store: a handler that could have loaded the
- * old pointer had already counted itself in.  The dlpi_adds / dlpi_subs
+ * lock released.  Objects already known keep their tables.  A new set is
+ * published with one atomic pointer store; the set and tables it replaces
+ * wait in a retire list until the handlers' in-flight count has been seen
+ * at zero after the store: a handler that could have loaded the old
+ * pointer had already counted itself in.  The dlpi_adds / dlpi_subs
  * counters of dl_iterate_phdr say cheaply whether anything changed.
  * Tables outlive a profile: the next one reuses those of objects still
  * loaded (same name, address, headers and .eh_frame_hdr checksum).
@@ -45,13 +49,15 @@ struct uobj {
 	const void *phdr;
 	uint64_t hdr_sum;      /* and a checksum of its .eh_frame_hdr */
 	char *name;            /* for people: the main program gets its path */
-	struct cp_utab *tab;   /* NULL: none */
+	int state;             /* enum cp_urange_state */
+	struct cp_utab *tab;   /* CP_UR_TABLE */
 	size_t tab_bytes, eh_bytes, fdes, rows;
 	uint64_t build_ns;
 	char why[192];
 	int rejected;
 
-	/* Between the copy (under the loader's lock) and the parse. */
+	/* Where its .eh_frame is (CP_UR_LAZY), and its copy between the
+	 * copying (under the loader's lock) and the parse. */
 	uint8_t *eh_copy;
 	size_t eh_copy_size;
 	uintptr_t eh_addr;
@@ -189,6 +195,7 @@ static void take_object(struct uobj *o, const struct dl_phdr_info *info)
 			o->ntext++;
 		}
 	}
+	o->state = CP_UR_NONE;
 	int have_hdr = find_hdr(info, &eh, &hdr_mem, &hdr_size);
 	if (!eh) {
 		snprintf(o->why, sizeof o->why, "no .eh_frame_hdr");
@@ -219,22 +226,29 @@ static void take_object(struct uobj *o, const struct dl_phdr_info *info)
 		o->rejected = 1;
 		return;
 	}
-	/* .eh_frame's size is not recorded anywhere in memory: copy up to the
-	 * end of its segment; the parser stops at its terminator. */
-	size_t size = (size_t)(info->dlpi_addr + eh_seg->p_vaddr + eh_seg->p_filesz - eh_frame);
-	o->eh_copy = malloc(size ? size : 1);
+	/* .eh_frame's size is not recorded anywhere in memory: up to the end
+	 * of its segment; the parser stops at its terminator. */
+	o->eh_copy_size = (size_t)(info->dlpi_addr + eh_seg->p_vaddr + eh_seg->p_filesz - eh_frame);
+	o->eh_addr = (uintptr_t)eh_frame;
+	o->state = CP_UR_LAZY;
+}
+
+/* Copies o's .eh_frame out of its memory.  Runs under the loader's lock,
+ * while the object is listed there: copies only. */
+static void copy_eh_frame(struct uobj *o)
+{
+	o->eh_copy = malloc(o->eh_copy_size ? o->eh_copy_size : 1);
 	if (!o->eh_copy) {
 		snprintf(o->why, sizeof o->why, "out of memory");
+		o->state = CP_UR_NONE;
 		return;
 	}
-	memcpy(o->eh_copy, (const void *)(uintptr_t)eh_frame, size);
-	o->eh_copy_size = size;
-	o->eh_addr = (uintptr_t)eh_frame;
+	memcpy(o->eh_copy, (const void *)o->eh_addr, o->eh_copy_size);
 }
 
 /* dl_iterate_phdr callback: the counters, then one listing entry per
- * object (a known one keeps its table; a new one gets a copy of its
- * .eh_frame).  Runs under the loader's lock: no parsing here. */
+ * object (a known one keeps its table; a new one notes where its
+ * .eh_frame is).  Runs under the loader's lock: no parsing here. */
 static int list_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	struct listing *l = arg;
@@ -313,77 +327,137 @@ static void build_object(struct uobj *o)
 			snprintf(o->why, sizeof o->why, "%s", err);
 		cp_ehframe_free(&r);
 	}
+	o->state = o->tab ? CP_UR_TABLE : CP_UR_NONE;
 	free(o->eh_copy);
 	o->eh_copy = NULL;
 	o->build_ns = now_ns() - t0;
 }
 
-/* qsort order of tables: by start address. */
-static int tab_cmp(const void *a, const void *b)
+/* qsort order of ranges: by start address. */
+static int range_cmp(const void *a, const void *b)
 {
-	const struct cp_utab *x = *(const struct cp_utab *const *)a, *y = *(const struct cp_utab *const *)b;
-	return x->start < y->start ? -1 : x->start > y->start;
+	const struct cp_urange *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-/* Lists the objects, builds what is new, publishes the new set and
- * retires what it replaces.  Under lock. */
+/* Publishes a new set for U.objs and retires the one it replaces.  Under
+ * lock.  0, or -1 if out of memory (the old set stays). */
+static int publish_locked(void)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < U.n; i++)
+		n += U.objs[i].ntext;
+	struct cp_unwind_set *set = malloc(sizeof *set + (n ? n : 1) * sizeof set->r[0]);
+	if (!set)
+		return -1;
+	static uint64_t generation;
+	set->gen = ++generation;
+	set->n = 0;
+	for (size_t i = 0; i < U.n; i++) {
+		const struct uobj *o = &U.objs[i];
+		for (size_t k = 0; k < o->ntext; k++)
+			set->r[set->n++] = (struct cp_urange){ .lo = o->text[k].lo, .hi = o->text[k].hi, .tab = o->tab,
+							     .obj = (uint32_t)i, .state = (uint32_t)o->state };
+	}
+	qsort(set->r, set->n, sizeof set->r[0], range_cmp);
+	size_t k = 0;
+	for (size_t i = 0; i < set->n; i++)
+		if (set->r[i].hi > set->r[i].lo && (!k || set->r[i].lo >= set->r[k - 1].hi))
+			set->r[k++] = set->r[i];
+	set->n = k;
+	atomic_store_explicit(&cp_sig.unwind, set, memory_order_seq_cst);
+	retire(U.set);
+	U.set = set;
+	return 0;
+}
+
+/* Lists the objects, publishes the new set and retires the tables of the
+ * objects that are gone.  Under lock. */
 static void rebuild_locked(void)
 {
 	struct listing l = { 0 };
 	cp_loader_walk(list_cb, &l);
 	if (l.oom) {
-		listing_free(&l); /* new tables were not built yet */
-		return;           /* keep the old set; the next look tries again */
+		listing_free(&l);
+		return; /* keep the old set; the next look tries again */
 	}
-	for (size_t i = 0; i < l.n; i++)
-		if (!l.objs[i].reused)
-			build_object(&l.objs[i]);
-
-	/* The new set: every table, sorted, overlaps dropped. */
-	struct cp_unwind_set *set = malloc(sizeof *set + (l.n ? l.n : 1) * sizeof set->tab[0]);
-	if (!set) {
-		/* Keep the old set; drop the new tables nobody will see. */
-		for (size_t i = 0; i < l.n; i++)
-			if (!l.objs[i].reused)
-				free(l.objs[i].tab);
+	struct uobj *old = U.objs;
+	size_t nold = U.n;
+	U.objs = l.objs;
+	U.n = l.n;
+	if (publish_locked() < 0) {
+		U.objs = old;
+		U.n = nold;
 		listing_free(&l);
 		return;
 	}
-	static uint64_t generation;
-	set->gen = ++generation;
-	set->n = 0;
-	for (size_t i = 0; i < l.n; i++)
-		if (l.objs[i].tab)
-			set->tab[set->n++] = l.objs[i].tab;
-	qsort(set->tab, set->n, sizeof set->tab[0], tab_cmp);
-	size_t k = 0;
-	for (size_t i = 0; i < set->n; i++)
-		if (!k || set->tab[i]->start >= set->tab[k - 1]->end)
-			set->tab[k++] = set->tab[i];
-	set->n = k;
-
-	atomic_store_explicit(&cp_sig.unwind, set, memory_order_seq_cst);
-
-	/* Retire the old set and the tables of objects that are gone. */
-	retire(U.set);
-	for (size_t j = 0; j < U.n; j++) {
+	for (size_t j = 0; j < nold; j++) {
 		int kept = 0;
 		for (size_t i = 0; i < l.n && !kept; i++)
-			kept = U.objs[j].tab && l.objs[i].tab == U.objs[j].tab;
+			kept = old[j].tab && l.objs[i].tab == old[j].tab;
 		if (!kept)
-			retire(U.objs[j].tab);
-		free(U.objs[j].key);
-		free(U.objs[j].name);
+			retire(old[j].tab);
+		free(old[j].key);
+		free(old[j].name);
 	}
 	for (size_t i = 0; i < l.n; i++)
 		l.objs[i].reused = 0;
-	free(U.objs);
-	U.objs = l.objs;
-	U.n = l.n;
-	U.set = set;
+	free(old);
 	U.adds = l.adds;
 	U.subs = l.subs;
 	U.have_counts = l.have_counts;
+}
+
+/* dl_iterate_phdr callback of build_wanted_locked(): copies the .eh_frame
+ * of each object that is still loaded and marked wanted (arg). */
+static int copy_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	const uint8_t *wanted = arg;
+	for (size_t i = 0; i < U.n; i++) {
+		struct uobj *o = &U.objs[i];
+		if (wanted[i] && o->state == CP_UR_LAZY && !o->eh_copy && o->addr == info->dlpi_addr &&
+		    o->phdr == (const void *)info->dlpi_phdr)
+			copy_eh_frame(o);
+	}
+	return 0;
+}
+
+/* Builds the tables the walks asked for (cp_sig.unwind_want) and
+ * publishes them.  Under lock.  Returns 1 if it built any. */
+static int build_wanted_locked(void)
+{
+	uint64_t want[CP_UNWIND_WANT_WORDS];
+	int any = 0;
+	for (int i = 0; i < CP_UNWIND_WANT_WORDS; i++)
+		any |= (want[i] = atomic_exchange(&cp_sig.unwind_want[i], 0)) != 0;
+	if (!any || !U.n)
+		return 0;
+	int all = (want[CP_UNWIND_WANT_ANY / 64] >> (CP_UNWIND_WANT_ANY % 64)) & 1;
+	uint8_t *wanted = calloc(U.n, 1);
+	if (!wanted)
+		return 0;
+	size_t n = 0;
+	for (size_t i = 0; i < U.n; i++)
+		if (U.objs[i].state == CP_UR_LAZY &&
+		    (all || (i < CP_UNWIND_WANT_ANY && (want[i / 64] >> (i % 64)) & 1)))
+			wanted[i] = 1, n++;
+	if (n) {
+		cp_loader_walk(copy_cb, wanted);
+		for (size_t i = 0; i < U.n; i++)
+			if (wanted[i])
+				build_object(&U.objs[i]);
+		publish_locked();
+	}
+	free(wanted);
+	return n > 0;
+}
+
+int cp_unwind_build_wanted(void)
+{
+	pthread_mutex_lock(&lock);
+	int built = cp_sig.unwind_mode != CP_UNWIND_FP && build_wanted_locked();
+	pthread_mutex_unlock(&lock);
+	return built;
 }
 
 void cp_unwind_start(int mode)
@@ -444,6 +518,7 @@ int cp_unwind_tick(void)
 		}
 		changed = cp_unwind_refresh();
 	}
+	changed |= cp_unwind_build_wanted();
 	cp_unwind_reclaim();
 	return changed;
 }

@@ -1,9 +1,11 @@
 /*
- * unwind.h -- the unwind tables of the loaded objects: built from each
- * object's .eh_frame when a profile starts and again whenever objects are
- * loaded or unloaded (the drain thread checks), published to the signal
- * handler through cp_sig.unwind without locks, and freed only once no
- * handler can be reading them.  Not signal context.
+ * tables.h -- the unwind tables of the loaded objects: the objects are
+ * listed when a profile starts and again whenever objects are loaded or
+ * unloaded (cpuprof's own thread checks); each object's table is built
+ * from its .eh_frame the first time a walk needs it; the set is published
+ * to the walks through cp_sig.unwind without locks, and what a new set
+ * replaces is freed only once no handler can be reading it.  Not signal
+ * context.
  */
 #ifndef CPUPROF_UNWIND_H
 #define CPUPROF_UNWIND_H
@@ -11,9 +13,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Sets cp_sig.unwind_mode and, unless it is fp, builds and publishes the
- * tables of every loaded object.  The handler must not be sampling yet. */
+/* Sets cp_sig.unwind_mode and, unless it is fp, lists the loaded objects
+ * and publishes their set, with no table built yet.  The handler must not
+ * be sampling yet. */
 void cp_unwind_start(int mode);
+
+/* Builds the tables that walks asked for since the last call
+ * (cp_sig.unwind_want) and publishes them.  Returns 1 if it built any: a
+ * walk that was not complete may then be done again. */
+int cp_unwind_build_wanted(void);
 
 /* Rebuilds and republishes the tables if objects were loaded or unloaded
  * since the last look.  Returns 1 if they were. */
@@ -24,9 +32,9 @@ void cp_unwind_reclaim(void);
 
 /* For the keeper, after each wake-up: looks for loaded or unloaded
  * objects when it is time -- every 100 ms, and when a sample's pc was in
- * no table (at once, then at most every 10 ms: code without tables may
- * well be hot) -- and reclaims replaced tables.  Returns 1 if the tables
- * were rebuilt. */
+ * no object (at once, then at most every 10 ms: code without tables may
+ * well be hot) --, builds the tables walks asked for, and reclaims replaced
+ * tables.  Returns 1 if the set changed. */
 int cp_unwind_tick(void);
 
 /* How long (ms, at most max) the drainer may sleep before cp_unwind_tick

@@ -69,10 +69,10 @@ static struct cp_unwind_set *make_set(void)
 	char err[128];
 	struct cp_utab *t = cp_unwind_build(&r, &bytes, err, sizeof err);
 	CHECK(t, "%s", err);
-	struct cp_unwind_set *s = malloc(sizeof *s + sizeof s->tab[0]);
+	struct cp_unwind_set *s = malloc(sizeof *s + sizeof s->r[0]);
 	s->gen = 1;
 	s->n = 1;
-	s->tab[0] = t;
+	s->r[0] = (struct cp_urange){ .lo = t->start, .hi = t->end, .tab = t, .state = CP_UR_TABLE };
 	return s;
 }
 
@@ -99,14 +99,13 @@ static struct result walk(uintptr_t pc, uintptr_t sp, uintptr_t fp, uintptr_t hi
 	struct cp_stackmem m = { .lo = sp, .hi = hi };
 	for (int c = 0; c < 2; c++) {
 		memset(&cache, 0, sizeof cache);
-		cp_sig.ucache = c ? &cache : NULL;
+		struct cp_unwinder u = { .set = atomic_load(&cp_sig.unwind), .cache = c ? &cache : NULL };
 		/* Twice with the cache: cold, then warm. */
 		for (int rep = 0; rep < 1 + c; rep++) {
 			memset(&r[c], 0, sizeof r[c]);
-			r[c].n = cp_unwind_dwarf(&regs, &m, fallback, r[c].pcs, max, &r[c].truncated, &r[c].known);
+			r[c].n = cp_unwind_dwarf(&u, &regs, &m, fallback, r[c].pcs, max, &r[c].truncated, &r[c].known);
 		}
 	}
-	cp_sig.ucache = NULL;
 	CHECK(r[0].n == r[1].n && r[0].truncated == r[1].truncated && r[0].known == r[1].known &&
 		      !memcmp(r[0].pcs, r[1].pcs, r[0].n * sizeof(uintptr_t)),
 	      "the cache changed the walk from %#lx: %u vs %u frames", (long)pc, r[0].n, r[1].n);

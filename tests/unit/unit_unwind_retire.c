@@ -42,7 +42,11 @@ int main(void)
 	CHECK(cp_unwind_refresh() == 1, "loading %s did not rebuild the tables", lib);
 	const struct cp_unwind_set *old = atomic_load(&cp_sig.unwind);
 	CHECK(old && old->n > 0, "no tables");
-	const struct cp_utab *tab = cp_uset_find(old, (uintptr_t)entry);
+	/* Its table, built as a walk would ask for it. */
+	cp_unwind_want_mark(cp_sig.unwind_want, cp_uset_find(old, (uintptr_t)entry)->obj);
+	CHECK(cp_unwind_build_wanted() == 1, "the library's table was not built when asked for");
+	old = atomic_load(&cp_sig.unwind);
+	const struct cp_utab *tab = cp_uset_find(old, (uintptr_t)entry)->tab;
 	CHECK(tab, "no table for the library");
 	uint8_t set_bytes[16], tab_bytes[16];
 	memcpy(set_bytes, old, sizeof set_bytes);
@@ -60,7 +64,7 @@ int main(void)
 	CHECK(!memcmp(set_bytes, old, sizeof set_bytes), "the replaced set was freed while a handler could read it");
 	CHECK(!memcmp(tab_bytes, tab, sizeof tab_bytes), "the unloaded library's table was freed while a handler could "
 	      "read it");
-	CHECK(cp_uset_find(old, (uintptr_t)entry) == tab, "the replaced set no longer finds the library's table");
+	CHECK(cp_uset_find(old, (uintptr_t)entry)->tab == tab, "the replaced set no longer finds the library's table");
 
 	/* The handler is done: reclaiming may free them now (which the
 	 * allocator's counts do not show: freed blocks wait in its
