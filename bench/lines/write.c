@@ -79,17 +79,18 @@ int main(int argc, char **argv)
 			o = &s->objs[i];
 		free(r);
 	}
-	if (!o || o->symtab.n == 0) {
+	const struct cp_symtab *st = o ? cp_symbols_object_symtab(s, o) : NULL;
+	if (!st || st->n == 0) {
 		fprintf(stderr, "write: no symbols for %s\n", argv[1]);
 		return 1;
 	}
 	/* NADDRS addresses, each inside a function, over all functions. */
 	uintptr_t *addrs = malloc(naddrs * sizeof *addrs);
 	size_t textbytes = 0;
-	for (size_t i = 0; i < o->symtab.n; i++)
-		textbytes += o->symtab.syms[i].size;
+	for (size_t i = 0; i < st->n; i++)
+		textbytes += st->syms[i].size;
 	for (size_t i = 0; i < naddrs; i++) {
-		const struct cp_sym *sym = &o->symtab.syms[next() % o->symtab.n];
+		const struct cp_sym *sym = &st->syms[next() % st->n];
 		addrs[i] = o->bias + sym->start + (sym->size ? next() % sym->size : 0);
 	}
 	struct cp_stacktab tab;
@@ -101,7 +102,7 @@ int main(int argc, char **argv)
 		if (cp_stacktab_add(&tab, pcs, (uint32_t)depth, 0, 1, 1000000) != 0)
 			return 1;
 	}
-	size_t nfns = o->symtab.n;
+	size_t nfns = st->n;
 	if (!strcmp(argv[2], "reader")) {
 		char why[256], bid[sizeof o->build_id];
 		struct cp_lines_dwarf *d;

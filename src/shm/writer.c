@@ -157,7 +157,7 @@ void cp_shm_objects(int always)
 		return;
 	seen[0] = now[0];
 	seen[1] = now[1];
-	struct cp_symbols *s = cp_symbols_enumerate();
+	struct cp_symbols *s = cp_symbols_load(); /* no symbol is read */
 	if (!s)
 		return;
 	uint32_t n = atomic_load(&slot->nobjs), added = 0;

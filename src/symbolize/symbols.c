@@ -521,7 +521,7 @@ static int seg_cmp(const void *a, const void *b)
  * distributions install them (Debian's *-dbg and -dbgsym packages): it has
  * the full .symtab that the shipped object was stripped of.  0 if found
  * with a matching build ID and at least one symbol. */
-static int read_debug_file(struct cp_object *o)
+static int read_debug_file(const struct cp_object *o, struct cp_symtab *t)
 {
 	char path[sizeof "/usr/lib/debug/.build-id//.debug" + sizeof o->build_id];
 	char bid[sizeof o->build_id];
@@ -529,15 +529,87 @@ static int read_debug_file(struct cp_object *o)
 	if (len < 4)
 		return -ENOENT;
 	snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug", o->build_id, o->build_id + 2);
-	int rc = cp_symbols_read_file(path, &o->symtab, bid);
-	if (rc == 0 && (strcmp(bid, o->build_id) != 0 || o->symtab.n == 0)) {
-		cp_symbols_symtab_free(&o->symtab);
+	int rc = cp_symbols_read_file(path, t, bid);
+	if (rc == 0 && (strcmp(bid, o->build_id) != 0 || t->n == 0)) {
+		cp_symbols_symtab_free(t);
 		rc = -ENOENT;
 	}
 	return rc;
 }
 
-struct cp_symbols *cp_symbols_enumerate(void)
+/* Reads o's symbols into t: the vDSO's from its image in memory (none if
+ * there is none), the others from their separate debug file or their own
+ * (the running program's through /proc/self/exe).  A file whose build ID
+ * is not the loaded one (replaced on disk since) gives none: better than
+ * wrong names. */
+static void read_symtab(const struct cp_object *o, struct cp_symtab *t)
+{
+	char bid[sizeof o->build_id];
+	int rc;
+	memset(t, 0, sizeof *t);
+	if (!strcmp(o->path, "[vdso]")) {
+		if (!o->image_lo)
+			return;
+		rc = cp_symbols_read_image((const void *)o->image_lo, o->image_hi - o->image_lo, t, bid);
+	} else if (read_debug_file(o, t) == 0) {
+		return;
+	} else {
+		rc = cp_symbols_read_file(o->self_exe ? "/proc/self/exe" : o->path, t, bid);
+	}
+	if (rc == 0 && o->build_id[0] && bid[0] && strcmp(o->build_id, bid) != 0)
+		cp_symbols_symtab_free(t);
+}
+
+/* The shared symbols of files (cp_symbols_share_files), by path and build
+ * ID: never freed. */
+static struct shared {
+	struct shared *next;
+	char *path;
+	char build_id[2 * SYMBOLS_BUILD_ID_MAX + 1];
+	struct cp_symtab tab;
+} *shared;
+static int sharing;
+
+void cp_symbols_share_files(void)
+{
+	sharing = 1;
+}
+
+static struct cp_symtab empty_symtab;
+
+const struct cp_symtab *cp_symbols_object_symtab(const struct cp_symbols *s, const struct cp_object *obj)
+{
+	(void)s;
+	struct cp_object *o = (struct cp_object *)obj; /* read once, then kept */
+	if (o->symtab_read)
+		return o->symtab ? o->symtab : &empty_symtab;
+	o->symtab_read = 1;
+	int share = sharing && !o->self_exe && strcmp(o->path, "[vdso]") != 0;
+	if (share)
+		for (struct shared *e = shared; e; e = e->next)
+			if (!strcmp(e->path, o->path) && !strcmp(e->build_id, o->build_id)) {
+				o->symtab = &e->tab;
+				o->symtab_shared = 1;
+				return o->symtab;
+			}
+	struct shared *e = share ? calloc(1, sizeof *e) : NULL;
+	struct cp_symtab *t = e ? &e->tab : calloc(1, sizeof *t);
+	if (!t || (e && !(e->path = strdup(o->path)))) {
+		free(e);
+		return &empty_symtab;
+	}
+	read_symtab(o, t);
+	if (e) {
+		snprintf(e->build_id, sizeof e->build_id, "%s", o->build_id);
+		e->next = shared;
+		shared = e;
+		o->symtab_shared = 1;
+	}
+	o->symtab = t;
+	return t;
+}
+
+static struct cp_symbols *enumerate(void)
 {
 	struct cp_symbols *s = calloc(1, sizeof *s);
 	if (!s)
@@ -560,48 +632,20 @@ struct cp_symbols *cp_symbols_enumerate(void)
 	s->vdso_index = c.vdso;
 	s->vdso_start = c.vdso_start;
 	s->vdso_end = c.vdso_end;
+	if (c.exe != SIZE_MAX)
+		s->objs[c.exe].self_exe = 1;
+	if (c.vdso != SIZE_MAX) {
+		s->objs[c.vdso].image_lo = c.vdso_start;
+		s->objs[c.vdso].image_hi = c.vdso_end;
+	}
 	void *dm = dlsym(RTLD_DEFAULT, "__cxa_demangle");
 	memcpy(&s->demangle, &dm, sizeof dm);
 	return s;
 }
 
-/* Reads the symbols of every object of s: the vDSO's from memory at
- * [vdso_start, vdso_end) (none if vdso_start is 0), the main program's
- * from exe_path if not NULL, the others from their separate debug file or
- * their own.  Returns 0, or -ENOMEM (s is then freed). */
-static int read_all(struct cp_symbols *s, const char *exe_path, uintptr_t vdso_start, uintptr_t vdso_end)
-{
-	for (size_t i = 0; i < s->nobjs; i++) {
-		struct cp_object *o = &s->objs[i];
-		char bid[sizeof o->build_id];
-		int rc;
-		if (i == s->vdso_index) {
-			if (!vdso_start)
-				continue;
-			rc = cp_symbols_read_image((const void *)vdso_start, vdso_end - vdso_start, &o->symtab, bid);
-		} else if (read_debug_file(o) == 0) {
-			continue;
-		} else {
-			rc = cp_symbols_read_file(i == s->exe_index && exe_path ? exe_path : o->path, &o->symtab, bid);
-		}
-		if (rc == -ENOMEM) {
-			cp_symbols_free(s);
-			return -ENOMEM;
-		}
-		/* A file replaced on disk since it was loaded would give
-		 * wrong names: better none. */
-		if (rc == 0 && o->build_id[0] && bid[0] && strcmp(o->build_id, bid) != 0)
-			cp_symbols_symtab_free(&o->symtab);
-	}
-	return 0;
-}
-
 struct cp_symbols *cp_symbols_load(void)
 {
-	struct cp_symbols *s = cp_symbols_enumerate();
-	if (!s || read_all(s, "/proc/self/exe", s->vdso_start, s->vdso_end) < 0)
-		return NULL;
-	return s;
+	return enumerate();
 }
 
 struct cp_symbols *cp_symbols_from_objects(const struct cp_object_desc *objs, size_t n, const char *exe)
@@ -639,16 +683,16 @@ struct cp_symbols *cp_symbols_from_objects(const struct cp_object_desc *objs, si
 	memcpy(&s->demangle, &dm, sizeof dm);
 	/* The vDSO is not a file: ours is the same image if the kernel is
 	 * (its build ID says so). */
-	uintptr_t vlo = 0, vhi = 0;
-	struct cp_symbols *own = s->vdso_index != SIZE_MAX ? cp_symbols_enumerate() : NULL;
-	if (own && own->vdso_index != SIZE_MAX &&
-	    !strcmp(own->objs[own->vdso_index].build_id, s->objs[s->vdso_index].build_id)) {
-		vlo = own->vdso_start;
-		vhi = own->vdso_end;
+	if (s->vdso_index != SIZE_MAX) {
+		struct cp_symbols *own = enumerate();
+		if (own && own->vdso_index != SIZE_MAX &&
+		    !strcmp(own->objs[own->vdso_index].build_id, s->objs[s->vdso_index].build_id)) {
+			s->objs[s->vdso_index].image_lo = own->vdso_start;
+			s->objs[s->vdso_index].image_hi = own->vdso_end;
+		}
+		cp_symbols_free(own);
 	}
-	int rc = read_all(s, NULL, vlo, vhi);
-	cp_symbols_free(own);
-	return rc < 0 ? NULL : s;
+	return s;
 }
 
 void cp_symbols_free(struct cp_symbols *s)
@@ -657,7 +701,10 @@ void cp_symbols_free(struct cp_symbols *s)
 		return;
 	for (size_t i = 0; i < s->nobjs; i++) {
 		free(s->objs[i].path);
-		cp_symbols_symtab_free(&s->objs[i].symtab);
+		if (s->objs[i].symtab && !s->objs[i].symtab_shared) {
+			cp_symbols_symtab_free(s->objs[i].symtab);
+			free(s->objs[i].symtab);
+		}
 	}
 	free(s->objs);
 	free(s->segs);
@@ -687,7 +734,7 @@ const char *cp_symbols_name_for(const struct cp_symbols *s, uintptr_t pc,
 	if (!g)
 		return NULL;
 	const struct cp_object *o = g->obj;
-	const struct cp_sym *sym = cp_symbols_symtab_lookup(&o->symtab,
+	const struct cp_sym *sym = cp_symbols_symtab_lookup(cp_symbols_object_symtab(s, o),
 							 pc - o->bias);
 	if (!sym)
 		return NULL;

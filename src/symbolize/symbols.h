@@ -1,11 +1,13 @@
 /*
- * symbols.h -- in-process symbolization: a snapshot of the objects loaded
- * in this process (main executable, shared libraries, the vDSO) with their
- * executable segments, GNU build IDs and function symbols read from the
- * ELF files (.symtab, else .dynsym) or from their separate debug files
- * (/usr/lib/debug/.build-id/, when installed).  Built and queried outside signal
- * context (it opens files and allocates); a snapshot is immutable, so
- * lookups need no lock.
+ * symbols.h -- symbolization: a snapshot of the objects loaded in a process
+ * (main executable, shared libraries, the vDSO) with their executable
+ * segments, GNU build IDs and function symbols read from the ELF files
+ * (.symtab, else .dynsym) or from their separate debug files
+ * (/usr/lib/debug/.build-id/, when installed).  An object's symbols are
+ * read the first time a lookup needs them, so a profile pays for the
+ * objects its samples are in, not for every object loaded.  Built and
+ * queried outside signal context (it opens files and allocates), by one
+ * thread at a time.
  */
 #ifndef CPUPROF_SYMBOLS_H
 #define CPUPROF_SYMBOLS_H
@@ -38,7 +40,12 @@ struct cp_object {
 	char *path;      /* file path, "[vdso]" for the vDSO */
 	char build_id[2 * SYMBOLS_BUILD_ID_MAX + 1]; /* lowercase hex, "" if none */
 	uintptr_t bias;  /* load bias: run-time address - link-time address */
-	struct cp_symtab symtab;
+	/* Its symbols once read (cp_symbols_object_symtab), where they are
+	 * read from: the running program's file, or an image in memory (the
+	 * vDSO: [image_lo, image_hi), 0 if ours is not the same), else path. */
+	struct cp_symtab *symtab;
+	int symtab_read, symtab_shared, self_exe;
+	uintptr_t image_lo, image_hi;
 };
 
 /* One executable PT_LOAD segment of an object, page-aligned as in
@@ -61,14 +68,21 @@ struct cp_symbols {
 	uintptr_t vdso_start, vdso_end;
 };
 
-/* Takes a snapshot of the loaded objects and reads their symbols.  Objects
- * whose file cannot be read (or is malformed, or whose build ID differs
- * from the loaded one) are kept without symbols.  Returns NULL only when
- * out of memory.  Free with cp_symbols_free(). */
+/* Takes a snapshot of the loaded objects, whose symbols are read when
+ * first needed.  Objects whose file cannot be read (or is malformed, or
+ * whose build ID differs from the loaded one) have no symbols.  Returns
+ * NULL only when out of memory.  Free with cp_symbols_free(). */
 struct cp_symbols *cp_symbols_load(void);
-/* The same snapshot without reading any symbols (every symtab is empty):
- * which objects are loaded, where, with which build IDs. */
-struct cp_symbols *cp_symbols_enumerate(void);
+
+/* The symbols of object o of s, read now if they were not yet (an empty
+ * table if there are none, or no memory). */
+const struct cp_symtab *cp_symbols_object_symtab(const struct cp_symbols *s, const struct cp_object *o);
+
+/* From now on, the symbols read from a file are kept for the life of the
+ * process and shared by every snapshot that has the same file (path and
+ * build ID): `cpuprof record`, whose many processes load the same
+ * libraries, reads each once. */
+void cp_symbols_share_files(void);
 
 /* One object as another process had it loaded (cpuprof record). */
 struct cp_object_desc {
@@ -85,8 +99,8 @@ struct cp_object_desc {
 /* A snapshot of the objects another process had loaded, whose main
  * program is the file `exe`, with their symbols read from the files on
  * disk (where a file's build ID is not the one loaded, none), and the
- * vDSO's from ours where the kernel's is the same.  NULL only when out of
- * memory. */
+ * vDSO's from ours where the kernel's is the same, each when first
+ * needed.  NULL only when out of memory. */
 struct cp_symbols *cp_symbols_from_objects(const struct cp_object_desc *objs, size_t n, const char *exe);
 void cp_symbols_free(struct cp_symbols *s);
 

@@ -469,11 +469,12 @@ static void test_symbols(void)
 	 * the next symbol or its section's end: _init, alone in .init, does
 	 * not swallow the PLT that follows. */
 	const struct cp_object *me = cp_symbols_segment_for(s, A(fn_alpha, 0))->obj;
-	for (size_t i = 0; i < me->symtab.n; i++) {
-		const struct cp_sym *sym = &me->symtab.syms[i];
+	const struct cp_symtab *mine = cp_symbols_object_symtab(s, me);
+	for (size_t i = 0; i < mine->n; i++) {
+		const struct cp_sym *sym = &mine->syms[i];
 		CHECK(sym->size > 0, "%s has no size", sym->name);
-		CHECK(i + 1 == me->symtab.n ||
-			      sym->start < me->symtab.syms[i + 1].start,
+		CHECK(i + 1 == mine->n ||
+			      sym->start < mine->syms[i + 1].start,
 		      "unsorted at %s", sym->name);
 		if (strcmp(sym->name, "_init") != 0)
 			continue;
@@ -487,9 +488,10 @@ static void test_symbols(void)
 	if (getauxval(AT_SYSINFO_EHDR)) {
 		const struct cp_object *v = object_named(s, "[vdso]");
 		CHECK(v != NULL, "no [vdso] object");
-		CHECK(v->symtab.n > 0, "no vDSO symbols");
+		const struct cp_symtab *vt = cp_symbols_object_symtab(s, v);
+		CHECK(vt->n > 0, "no vDSO symbols");
 		CHECK(v->build_id[0], "no vDSO build ID");
-		const struct cp_sym *sym = &v->symtab.syms[0];
+		const struct cp_sym *sym = &vt->syms[0];
 		name = cp_symbols_name_for(s, v->bias + sym->start, NULL);
 		CHECK(name && !strcmp(name, sym->name), "vDSO %s is %s",
 		      sym->name, name ? name : "NULL");
@@ -638,7 +640,7 @@ static void test_pprof(int have_cxx)
 	const struct cp_segment *seg = cp_symbols_segment_for(syms, A(fn_alpha, 0));
 	CHECK(seg != NULL, "our segment");
 	uintptr_t gap = 0;
-	const struct cp_symtab *ours = &seg->obj->symtab;
+	const struct cp_symtab *ours = cp_symbols_object_symtab(syms, seg->obj);
 	for (size_t i = 0; i + 1 < ours->n && !gap; i++) {
 		uintptr_t end = seg->obj->bias + ours->syms[i].start +
 				ours->syms[i].size;
