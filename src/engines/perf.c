@@ -1,5 +1,5 @@
 /*
- * engine_perf.c -- the perf engines: perf_event_open samples that the
+ * perf.c -- the perf engines: perf_event_open samples that the
  * kernel writes into rings, with no signal.  Each sample carries the
  * thread's user registers and a copy of the top of its user stack
  * (PERF_SAMPLE_REGS_USER, PERF_SAMPLE_STACK_USER); the keeper thread walks
@@ -64,6 +64,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "perf/events.h"
 #include "engine.h"
 #include "profile/names.h"
 #include "threads.h"
@@ -72,15 +73,12 @@
 /* Bytes of each sample's stack copied (a multiple of 8 below 64 KiB):
  * deeper stacks end in [truncated]. */
 #define STACK_COPY 16384
-/* Data pages of each CPU's ring (a power of two): room for RING_MS of
- * samples at the rate asked for, and at least 128 (512 KiB, about 31
- * samples of 16 KiB, as much as perf_event_mlock_kb lets any user map per
- * CPU by default): 128 up to 1 kHz, 1024 (4 MiB) at 10 kHz.  A map the
+/* Data pages of each CPU's ring: room for RING_MS of samples at the rate
+ * asked for (src/perf/ring.h: at least 512 KiB, about 31 samples of 16
+ * KiB, at most 4 MiB): 128 pages up to 1 kHz, 1024 at 10 kHz.  A map the
  * locked-memory limits refuse is tried again at half the size, down to
  * the least.  The keeper drains a ring half full: what is left, half of
  * RING_MS, is how late it may wake without a sample lost. */
-#define RING_PAGES_MIN 128
-#define RING_PAGES_MAX 1024
 #define RING_MS 25
 /* The keeper's sleep, and its bounds (ms). */
 #define SLEEP_MIN_MS 1
@@ -107,23 +105,6 @@ static struct perf_kind task_clock = { PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CL
  * privileges. */
 static struct perf_kind cycles = { PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES, 0, 0, 0.0 };
 
-/* One CPU's ring. */
-struct ring {
-	int cpu;
-	int fd;                            /* the event it is mapped from, or -1 */
-	struct perf_event_mmap_page *page;
-	uint8_t *data;
-	uint64_t size;                     /* data bytes, a power of two */
-	size_t map_bytes;
-};
-
-/* Per thread and CPU: what its samples there accounted for so far, in
- * event units (the count at its last sample, or periods). */
-struct tcpu {
-	uint64_t key; /* tid << 32 | cpu, 0 = empty */
-	uint64_t accounted;
-};
-
 /* Per thread. */
 struct tinfo {
 	pid_t tid;          /* 0 = empty */
@@ -142,14 +123,13 @@ static struct {
 	double ns_per_unit;
 	int use_read;         /* samples carry their event's count */
 	pid_t keeper;
-	struct ring *rings;
+	struct cp_perf_ring *rings;
 	size_t nrings;
 	int *fds;             /* every event opened */
 	size_t nfds, capfds, fd_budget;
 	uint8_t *bounce;      /* a record that wraps around its ring */
 	size_t bounce_size;
-	struct tcpu *tc;
-	size_t ntc, captc;
+	struct cp_perf_counts counts; /* what each thread's samples accounted for, per CPU */
 	struct tinfo *ti;
 	size_t nti, capti;
 	struct cp_engine_stats st;
@@ -186,26 +166,12 @@ static int open_event(const struct perf_kind *k, pid_t tid, int cpu, uint64_t pe
 		/* Nobody polls the rings: a watermark past their end keeps the
 		 * kernel from waking anyone. */
 		a.watermark = 1;
-		a.wakeup_watermark = (uint32_t)RING_PAGES_MAX * 4096u;
+		a.wakeup_watermark = (uint32_t)CP_PERF_RING_PAGES_MAX * 4096u;
 	} else {
 		a.disabled = 1;
 		a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
 	}
-	long fd = syscall(SYS_perf_event_open, &a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-	return fd < 0 ? -errno : (int)fd;
-}
-
-/* perf_event_paranoid, or -1 if unreadable. */
-static int paranoid(void)
-{
-	int v = -1;
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
+	return cp_perf_open(&a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
 /* Opens k's sampling event on the calling thread, with kernel mode counted
@@ -220,7 +186,7 @@ static int probe_event(struct perf_kind *k, uint64_t period, int ring, char *why
 		fd = open_event(k, 0, -1, period, 0, 0, 0);
 	}
 	if (fd == -EACCES || fd == -EPERM) {
-		snprintf(why, len, "perf_event_open: %s (perf_event_paranoid=%d)", strerror(-fd), paranoid());
+		snprintf(why, len, "perf_event_open: %s (perf_event_paranoid=%d)", strerror(-fd), cp_perf_paranoid());
 		return fd;
 	}
 	if (fd < 0) {
@@ -358,31 +324,9 @@ static int grow(void **tab, size_t *cap, size_t n, size_t size, uint64_t (*key_o
 	return 0;
 }
 
-static uint64_t tcpu_key(const void *e)
-{
-	return ((const struct tcpu *)e)->key;
-}
-
 static uint64_t tinfo_key(const void *e)
 {
 	return (uint64_t)(unsigned)((const struct tinfo *)e)->tid;
-}
-
-/* The entry of thread tid on cpu, made if new; NULL if out of memory. */
-static struct tcpu *tcpu_get(pid_t tid, int cpu)
-{
-	uint64_t key = (uint64_t)(unsigned)tid << 32 | (unsigned)cpu;
-	if (!key || grow((void **)&E.tc, &E.captc, E.ntc, sizeof *E.tc, tcpu_key) < 0)
-		return NULL;
-	size_t i = hash64(key) & (E.captc - 1);
-	while (E.tc[i].key && E.tc[i].key != key)
-		i = (i + 1) & (E.captc - 1);
-	if (!E.tc[i].key) {
-		E.tc[i].key = key;
-		E.tc[i].accounted = 0;
-		E.ntc++;
-	}
-	return &E.tc[i];
 }
 
 /* The entry of thread tid, made if new (counting it as armed); NULL if
@@ -405,49 +349,6 @@ static struct tinfo *tinfo_get(pid_t tid)
 
 /* ---- opening ---- */
 
-/* The online CPUs (from sysfs; else 0..configured-1) into E.rings. */
-static int list_cpus(void)
-{
-	char buf[4096];
-	size_t n = 0;
-	int fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		ssize_t r = read(fd, buf, sizeof buf - 1);
-		n = r > 0 ? (size_t)r : 0;
-		close(fd);
-	}
-	buf[n] = '\0';
-	int cpus[MAX_CPUS];
-	size_t ncpu = 0;
-	for (char *p = buf; *p && ncpu < MAX_CPUS;) {
-		char *end;
-		long a = strtol(p, &end, 10), b = a;
-		if (end == p)
-			break;
-		if (*end == '-')
-			b = strtol(end + 1, &end, 10);
-		for (long c = a; c <= b && c < MAX_CPUS && ncpu < MAX_CPUS; c++)
-			cpus[ncpu++] = (int)c;
-		p = *end == ',' ? end + 1 : end;
-		if (*end != ',')
-			break;
-	}
-	if (ncpu == 0) {
-		long conf = sysconf(_SC_NPROCESSORS_CONF);
-		for (long c = 0; c < (conf > 0 ? conf : 1) && c < MAX_CPUS; c++)
-			cpus[ncpu++] = (int)c;
-	}
-	E.rings = calloc(ncpu, sizeof *E.rings);
-	if (!E.rings)
-		return -ENOMEM;
-	for (size_t i = 0; i < ncpu; i++) {
-		E.rings[i].cpu = cpus[i];
-		E.rings[i].fd = -1;
-	}
-	E.nrings = ncpu;
-	return 0;
-}
-
 static int keep_fd(int fd)
 {
 	if (E.nfds == E.capfds) {
@@ -462,53 +363,6 @@ static int keep_fd(int fd)
 	return 0;
 }
 
-/* The most pages each of n rings may have (a power of two) within the
- * limits on locked memory of a user without CAP_IPC_LOCK: the user's
- * perf_event_mlock_kb per online CPU, then the process's RLIMIT_MEMLOCK.
- * Estimated (other processes of the user may hold some) so that the first
- * rings mapped do not leave the last none; map_ring() still falls back. */
-static unsigned ring_pages_allowed(size_t n)
-{
-	if (geteuid() == 0)
-		return RING_PAGES_MAX;
-	char buf[32] = "";
-	int fd = open("/proc/sys/kernel/perf_event_mlock_kb", O_RDONLY | O_CLOEXEC);
-	if (fd >= 0) {
-		ssize_t r = read(fd, buf, sizeof buf - 1);
-		buf[r > 0 ? r : 0] = '\0';
-		close(fd);
-	}
-	uint64_t kb = buf[0] ? strtoull(buf, NULL, 10) : 516;
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-	uint64_t budget = kb * 1024u * (uint64_t)(cpus > 0 ? cpus : 1);
-	struct rlimit rl;
-	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0)
-		budget += rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX / 2 : rl.rlim_cur;
-	unsigned pages = RING_PAGES_MAX;
-	while (pages > RING_PAGES_MIN && (uint64_t)(pages + 1) * 4096u * n > budget)
-		pages /= 2;
-	return pages;
-}
-
-/* Maps fd as ring r's.  0 or a negative errno. */
-static int map_ring(struct ring *r, int fd)
-{
-	unsigned pages = E.ring_pages;
-	void *p;
-	while ((p = mmap(NULL, (size_t)(pages + 1) * 4096u, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
-		if (pages <= RING_PAGES_MIN || (errno != EPERM && errno != ENOMEM))
-			return -errno;
-		pages /= 2;
-		E.ring_pages = pages; /* the next rings need not try more */
-	}
-	r->page = p;
-	r->fd = fd;
-	r->map_bytes = (size_t)(pages + 1) * 4096u;
-	r->size = r->page->data_size ? r->page->data_size : (uint64_t)pages * 4096u;
-	r->data = (uint8_t *)p + (r->page->data_offset ? r->page->data_offset : 4096u);
-	return 0;
-}
-
 /* Opens the events of thread tid on every CPU.  0 or a negative errno
  * (the thread is then not sampled; its events so far stay open). */
 static int arm_thread(pid_t tid)
@@ -517,7 +371,7 @@ static int arm_thread(pid_t tid)
 		return -EMFILE;
 	int armed = 0, err = 0;
 	for (size_t i = 0; i < E.nrings; i++) {
-		struct ring *r = &E.rings[i];
+		struct cp_perf_ring *r = &E.rings[i];
 		int fd = open_event(E.k, tid, r->cpu, E.period, E.k->count_kernel, 1, E.use_read);
 		if (fd < 0) {
 			/* An offline CPU, or the thread is gone. */
@@ -526,7 +380,8 @@ static int arm_thread(pid_t tid)
 		}
 		int e = keep_fd(fd);
 		if (e == 0)
-			e = r->fd < 0 ? map_ring(r, fd) : (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0 ? -errno : 0);
+			e = r->fd < 0 ? cp_perf_ring_map(r, fd, &E.ring_pages)
+				      : (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0 ? -errno : 0);
 		if (e < 0) {
 			if (E.nfds && E.fds[E.nfds - 1] == fd)
 				E.nfds--;
@@ -609,21 +464,19 @@ static void arm_all(void)
 static void close_all(void)
 {
 	for (size_t i = 0; i < E.nrings; i++)
-		if (E.rings[i].page)
-			munmap(E.rings[i].page, E.rings[i].map_bytes);
+		cp_perf_ring_unmap(&E.rings[i]);
 	for (size_t i = 0; i < E.nfds; i++)
 		close(E.fds[i]);
 	free(E.rings);
 	free(E.fds);
 	free(E.bounce);
-	free(E.tc);
+	cp_perf_counts_free(&E.counts);
 	free(E.ti);
 	E.rings = NULL;
 	E.fds = NULL;
 	E.bounce = NULL;
-	E.tc = NULL;
 	E.ti = NULL;
-	E.nrings = E.nfds = E.capfds = E.ntc = E.captc = E.nti = E.capti = 0;
+	E.nrings = E.nfds = E.capfds = E.nti = E.capti = 0;
 }
 
 static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
@@ -642,7 +495,7 @@ static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
 	E.fd_budget = 256;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 2 > 256)
 		E.fd_budget = rl.rlim_cur / 2;
-	if (!(E.bounce = malloc(E.bounce_size)) || list_cpus() < 0) {
+	if (!(E.bounce = malloc(E.bounce_size)) || cp_perf_rings(&E.rings, &E.nrings) < 0) {
 		close_all();
 		return -ENOMEM;
 	}
@@ -653,9 +506,7 @@ static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
 		close(fd);
 	uint64_t hz = c->period_ns ? 1000000000u / c->period_ns : 1000;
 	uint64_t want = (hz * RING_MS / 1000 * (STACK_COPY + 256) + 4095) / 4096;
-	unsigned allowed = ring_pages_allowed(E.nrings);
-	for (E.ring_pages = RING_PAGES_MIN; E.ring_pages < want && E.ring_pages < allowed;)
-		E.ring_pages *= 2;
+	E.ring_pages = cp_perf_ring_pages(E.nrings, want > UINT32_MAX ? UINT32_MAX : (unsigned)want);
 	cp_threads_exit_clocks(1); /* before the events: no thread made after them is missed */
 	arm_all();
 	if (E.st.armed == 0) {
@@ -713,17 +564,8 @@ static uint64_t u64(struct rec *r)
  * count `value` (or one period); accounts for it. */
 static uint64_t weigh(pid_t tid, int cpu, uint64_t value, int have_value)
 {
-	struct tcpu *c = tcpu_get(tid, cpu);
-	uint64_t units = E.period;
-	if (c) {
-		if (have_value) {
-			units = value >= c->accounted ? value - c->accounted : value;
-			c->accounted = value;
-		} else {
-			c->accounted += E.period;
-		}
-	}
-	return (uint64_t)((double)units * E.ns_per_unit);
+	return (uint64_t)((double)cp_perf_counts_weigh(&E.counts, tid, cpu, value, have_value, E.period) *
+			  E.ns_per_unit);
 }
 
 static void on_sample(struct rec *r, int cpu)
@@ -795,7 +637,7 @@ static pid_t record_tid(const uint8_t *p, const uint8_t *end)
 	return (pid_t)pid_tid[1];
 }
 
-static void on_record(const struct perf_event_header *h, const uint8_t *body, int cpu)
+static void on_record(const struct perf_event_header *h, const uint8_t *body, int cpu, void *unused)
 {
 	struct rec r = { body, (const uint8_t *)h + h->size };
 	switch (h->type) {
@@ -839,14 +681,12 @@ static void on_record(const struct perf_event_header *h, const uint8_t *body, in
 		uint32_t v[2];
 		if (take(&r, v, sizeof v)) {
 			uint64_t value = u64(&r);
-			struct tcpu *c = tcpu_get((pid_t)v[1], cpu);
+			uint64_t tail = cp_perf_counts_tail(&E.counts, (pid_t)v[1], cpu, value);
 			struct tinfo *t = tinfo_get((pid_t)v[1]);
-			if (c && t && value > c->accounted) {
-				t->tail_ns += (uint64_t)((double)(value - c->accounted) * E.ns_per_unit);
-				c->accounted = value;
-			}
-			if (t)
+			if (t) {
+				t->tail_ns += (uint64_t)((double)tail * E.ns_per_unit);
 				t->exited = 1;
+			}
 		}
 		break;
 	}
@@ -857,45 +697,6 @@ static void on_record(const struct perf_event_header *h, const uint8_t *body, in
 		break;
 	}
 	}
-}
-
-static void drain_ring(struct ring *rg)
-{
-	uint64_t head = __atomic_load_n(&rg->page->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = rg->page->data_tail;
-	uint64_t mask = rg->size - 1;
-	while (tail < head && head - tail <= rg->size) {
-		struct perf_event_header h;
-		uint64_t off = tail & mask;
-		if (head - tail < sizeof h)
-			break;
-		if (off + sizeof h <= rg->size) {
-			memcpy(&h, rg->data + off, sizeof h);
-		} else {
-			size_t first = (size_t)(rg->size - off);
-			memcpy(&h, rg->data + off, first);
-			memcpy((uint8_t *)&h + first, rg->data, sizeof h - first);
-		}
-		if (h.size < sizeof h || h.size > head - tail)
-			break;
-		const uint8_t *rec = rg->data + off;
-		if (off + h.size > rg->size) {
-			/* It wraps: read it whole from the bounce buffer. */
-			if (h.size > E.bounce_size) {
-				tail += h.size;
-				continue;
-			}
-			size_t first = (size_t)(rg->size - off);
-			memcpy(E.bounce, rg->data + off, first);
-			memcpy(E.bounce + first, rg->data, h.size - first);
-			rec = E.bounce;
-		}
-		struct perf_event_header hh;
-		memcpy(&hh, rec, sizeof hh);
-		on_record(&hh, rec + sizeof hh, rg->cpu);
-		tail += h.size;
-	}
-	__atomic_store_n(&rg->page->data_tail, head - tail > rg->size ? head : tail, __ATOMIC_RELEASE);
 }
 
 /* The CPU clocks of the threads found at start, while they live: the last
@@ -929,8 +730,7 @@ static uint64_t ended_tail(const struct tinfo *t)
 static int perf_drain(void)
 {
 	for (size_t i = 0; i < E.nrings; i++)
-		if (E.rings[i].page)
-			drain_ring(&E.rings[i]);
+		cp_perf_ring_drain(&E.rings[i], E.bounce, E.bounce_size, on_record, NULL);
 	/* After the rings: a thread's samples are in before its end. */
 	cp_threads_take_exit_clocks(note_end);
 	read_original_clocks();
@@ -1006,7 +806,7 @@ static void perf_forget(void)
 	free(E.rings);
 	free(E.fds);
 	free(E.bounce);
-	free(E.tc);
+	cp_perf_counts_free(&E.counts);
 	free(E.ti);
 	memset(&E, 0, sizeof E);
 }

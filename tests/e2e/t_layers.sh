@@ -3,7 +3,7 @@
 # src/, cli/ and compat/ (docs/architecture.md).  The library's rooms, from
 # the bottom up:
 #
-#   arch  sig  base  unwind  symbolize  profile  shm  engines  session  process
+#   arch  sig  base  unwind  perf  symbolize  profile  shm  engines  session  process
 #
 # A file may include headers of its own room and of rooms below it, with
 # two exceptions: src/sig/ (signal context) includes nothing but sig/ and
@@ -17,7 +17,7 @@
 # includes the other.  Prints each include that breaks a rule and exits 1
 # if there is one.
 cd "$(dirname "$0")/../.." || exit 2
-ORDER="arch sig base unwind symbolize profile shm engines session process"
+ORDER="arch sig base unwind perf symbolize profile shm engines session process"
 rank() {
 	i=0
 	for r in $ORDER; do
@@ -60,7 +60,7 @@ for f in $(find src cli compat -name '*.[ch]' | sort); do
 		sig) case $to in arch) ok=1 ;; esac ;;
 		compat) case $to in api) ok=1 ;; esac ;;
 		cli) case $to in profile) ok=1 ;; esac ;;
-		cli-*) case $to in cli | arch | sig | base | unwind | symbolize | profile | shm) ok=1 ;; esac ;;
+		cli-*) case $to in cli | arch | sig | base | unwind | perf | symbolize | profile | shm) ok=1 ;; esac ;;
 		*)
 			case $to in
 			api) [ "$from" = session ] || [ "$from" = process ] && ok=1 ;;

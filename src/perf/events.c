@@ -1,0 +1,253 @@
+/*
+ * events.c -- the kernel's perf_event rings (events.h): opening, sizing,
+ * mapping and reading them, and the per-thread counts that weigh samples.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "events.h"
+
+#define MAX_CPUS 4096
+
+int cp_perf_open(struct perf_event_attr *a, pid_t pid, int cpu, int group, unsigned long flags)
+{
+	long fd = syscall(SYS_perf_event_open, a, pid, cpu, group, flags);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+int cp_perf_paranoid(void)
+{
+	char buf[32];
+	int fd = open("/proc/sys/kernel/perf_event_paranoid", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return atoi(buf);
+}
+
+int cp_perf_rings(struct cp_perf_ring **rings, size_t *nrings)
+{
+	char buf[4096];
+	size_t n = 0;
+	int fd = open("/sys/devices/system/cpu/online", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t r = read(fd, buf, sizeof buf - 1);
+		n = r > 0 ? (size_t)r : 0;
+		close(fd);
+	}
+	buf[n] = '\0';
+	int cpus[MAX_CPUS];
+	size_t ncpu = 0;
+	for (char *p = buf; *p && ncpu < MAX_CPUS;) {
+		char *end;
+		long a = strtol(p, &end, 10), b = a;
+		if (end == p)
+			break;
+		if (*end == '-')
+			b = strtol(end + 1, &end, 10);
+		for (long c = a; c <= b && c < MAX_CPUS && ncpu < MAX_CPUS; c++)
+			cpus[ncpu++] = (int)c;
+		p = *end == ',' ? end + 1 : end;
+		if (*end != ',')
+			break;
+	}
+	if (ncpu == 0) {
+		long conf = sysconf(_SC_NPROCESSORS_CONF);
+		for (long c = 0; c < (conf > 0 ? conf : 1) && c < MAX_CPUS; c++)
+			cpus[ncpu++] = (int)c;
+	}
+	struct cp_perf_ring *r = calloc(ncpu, sizeof *r);
+	if (!r)
+		return -ENOMEM;
+	for (size_t i = 0; i < ncpu; i++) {
+		r[i].cpu = cpus[i];
+		r[i].fd = -1;
+	}
+	*rings = r;
+	*nrings = ncpu;
+	return 0;
+}
+
+unsigned cp_perf_ring_pages(size_t n, unsigned want)
+{
+	unsigned pages = CP_PERF_RING_PAGES_MIN;
+	while (pages < want && pages < CP_PERF_RING_PAGES_MAX)
+		pages *= 2;
+	if (geteuid() == 0)
+		return pages;
+	char buf[32] = "";
+	int fd = open("/proc/sys/kernel/perf_event_mlock_kb", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t r = read(fd, buf, sizeof buf - 1);
+		buf[r > 0 ? r : 0] = '\0';
+		close(fd);
+	}
+	uint64_t kb = buf[0] ? strtoull(buf, NULL, 10) : 516;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t budget = kb * 1024u * (uint64_t)(cpus > 0 ? cpus : 1);
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_MEMLOCK, &rl) == 0)
+		budget += rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX / 2 : rl.rlim_cur;
+	while (pages > CP_PERF_RING_PAGES_MIN && (uint64_t)(pages + 1) * 4096u * n > budget)
+		pages /= 2;
+	return pages;
+}
+
+int cp_perf_ring_map(struct cp_perf_ring *r, int fd, unsigned *pages)
+{
+	void *p;
+	while ((p = mmap(NULL, (size_t)(*pages + 1) * 4096u, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		if (*pages <= CP_PERF_RING_PAGES_MIN || (errno != EPERM && errno != ENOMEM))
+			return -errno;
+		*pages /= 2; /* the next rings need not try more */
+	}
+	r->page = p;
+	r->fd = fd;
+	r->map_bytes = (size_t)(*pages + 1) * 4096u;
+	r->size = r->page->data_size ? r->page->data_size : (uint64_t)*pages * 4096u;
+	r->data = (uint8_t *)p + (r->page->data_offset ? r->page->data_offset : 4096u);
+	return 0;
+}
+
+void cp_perf_ring_unmap(struct cp_perf_ring *r)
+{
+	if (r->page)
+		munmap(r->page, r->map_bytes);
+	r->page = NULL;
+	r->data = NULL;
+}
+
+uint64_t cp_perf_ring_used(const struct cp_perf_ring *r)
+{
+	if (!r->page)
+		return 0;
+	uint64_t head = __atomic_load_n(&r->page->data_head, __ATOMIC_ACQUIRE);
+	return head - r->page->data_tail;
+}
+
+void cp_perf_ring_drain(struct cp_perf_ring *rg, uint8_t *bounce, size_t bounce_size, cp_perf_record_fn *fn,
+			void *arg)
+{
+	if (!rg->page)
+		return;
+	uint64_t head = __atomic_load_n(&rg->page->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = rg->page->data_tail;
+	uint64_t mask = rg->size - 1;
+	while (tail < head && head - tail <= rg->size) {
+		struct perf_event_header h;
+		uint64_t off = tail & mask;
+		if (head - tail < sizeof h)
+			break;
+		if (off + sizeof h <= rg->size) {
+			memcpy(&h, rg->data + off, sizeof h);
+		} else {
+			size_t first = (size_t)(rg->size - off);
+			memcpy(&h, rg->data + off, first);
+			memcpy((uint8_t *)&h + first, rg->data, sizeof h - first);
+		}
+		if (h.size < sizeof h || h.size > head - tail)
+			break;
+		const uint8_t *rec = rg->data + off;
+		if (off + h.size > rg->size) {
+			/* It wraps: read it whole from the bounce buffer. */
+			if (h.size > bounce_size) {
+				tail += h.size;
+				continue;
+			}
+			size_t first = (size_t)(rg->size - off);
+			memcpy(bounce, rg->data + off, first);
+			memcpy(bounce + first, rg->data, h.size - first);
+			rec = bounce;
+		}
+		struct perf_event_header hh;
+		memcpy(&hh, rec, sizeof hh);
+		fn(&hh, rec + sizeof hh, rg->cpu, arg);
+		tail += h.size;
+	}
+	__atomic_store_n(&rg->page->data_tail, head - tail > rg->size ? head : tail, __ATOMIC_RELEASE);
+}
+
+static size_t hash64(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdull;
+	k ^= k >> 33;
+	return (size_t)k;
+}
+
+/* The entry of thread tid on cpu, made if new; NULL if out of memory. */
+static struct cp_perf_count *count_get(struct cp_perf_counts *c, pid_t tid, int cpu)
+{
+	uint64_t key = (uint64_t)(unsigned)tid << 32 | (unsigned)cpu;
+	if (!key)
+		return NULL;
+	if ((c->n + 1) * 2 > c->cap) {
+		size_t ncap = c->cap ? c->cap * 2 : 64;
+		struct cp_perf_count *t = calloc(ncap, sizeof *t);
+		if (!t)
+			return NULL;
+		for (size_t i = 0; i < c->cap; i++) {
+			if (!c->e[i].key)
+				continue;
+			size_t j = hash64(c->e[i].key) & (ncap - 1);
+			while (t[j].key)
+				j = (j + 1) & (ncap - 1);
+			t[j] = c->e[i];
+		}
+		free(c->e);
+		c->e = t;
+		c->cap = ncap;
+	}
+	size_t i = hash64(key) & (c->cap - 1);
+	while (c->e[i].key && c->e[i].key != key)
+		i = (i + 1) & (c->cap - 1);
+	if (!c->e[i].key) {
+		c->e[i].key = key;
+		c->e[i].accounted = 0;
+		c->n++;
+	}
+	return &c->e[i];
+}
+
+uint64_t cp_perf_counts_weigh(struct cp_perf_counts *c, pid_t tid, int cpu, uint64_t value, int have_value,
+			      uint64_t period)
+{
+	struct cp_perf_count *e = count_get(c, tid, cpu);
+	uint64_t units = period;
+	if (e) {
+		if (have_value) {
+			units = value >= e->accounted ? value - e->accounted : value;
+			e->accounted = value;
+		} else {
+			e->accounted += period;
+		}
+	}
+	return units;
+}
+
+uint64_t cp_perf_counts_tail(struct cp_perf_counts *c, pid_t tid, int cpu, uint64_t value)
+{
+	struct cp_perf_count *e = count_get(c, tid, cpu);
+	if (!e || value <= e->accounted)
+		return 0;
+	uint64_t tail = value - e->accounted;
+	e->accounted = value;
+	return tail;
+}
+
+void cp_perf_counts_free(struct cp_perf_counts *c)
+{
+	free(c->e);
+	memset(c, 0, sizeof *c);
+}

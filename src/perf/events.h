@@ -1,0 +1,89 @@
+/*
+ * events.h -- the kernel's perf_event rings, for whoever reads them: the perf
+ * engines inside the profiled process (src/engines/perf.c) and `cpuprof
+ * record` from outside it (cli/record/kernel.c).  The CPUs to open events
+ * on, how large a ring the locked-memory limits allow, mapping a ring
+ * (smaller if the limits refuse), reading its records in order (a record
+ * that wraps around the ring's end is handed over whole, from a bounce
+ * buffer), and the per-thread, per-CPU counts that weigh each sample by
+ * the CPU time since the thread's previous one.  Not signal context.
+ */
+#ifndef CPUPROF_PERF_EVENTS_H
+#define CPUPROF_PERF_EVENTS_H
+
+#include <linux/perf_event.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The least and most data pages of a ring (powers of two): 512 KiB, as
+ * much as perf_event_mlock_kb lets any user map per CPU by default, and
+ * 4 MiB. */
+#define CP_PERF_RING_PAGES_MIN 128
+#define CP_PERF_RING_PAGES_MAX 1024
+
+struct cp_perf_ring {
+	int cpu;
+	int fd;                            /* the event it is mapped from, or -1 */
+	struct perf_event_mmap_page *page;
+	uint8_t *data;
+	uint64_t size;                     /* data bytes, a power of two */
+	size_t map_bytes;
+};
+
+/* perf_event_open(2). */
+int cp_perf_open(struct perf_event_attr *a, pid_t pid, int cpu, int group, unsigned long flags);
+
+/* /proc/sys/kernel/perf_event_paranoid, or -1 if unreadable. */
+int cp_perf_paranoid(void);
+
+/* The online CPUs (from sysfs; else 0..configured-1) as rings not yet
+ * mapped (fd -1): *rings is malloc'd.  0 or -ENOMEM. */
+int cp_perf_rings(struct cp_perf_ring **rings, size_t *n);
+
+/* The data pages each of n rings may have (a power of two, at most
+ * `want`, at least CP_PERF_RING_PAGES_MIN) within the limits on locked
+ * memory of a user without CAP_IPC_LOCK: the user's perf_event_mlock_kb
+ * per online CPU, then the process's RLIMIT_MEMLOCK.  Estimated (other
+ * processes of the user may hold some) so that the first rings mapped do
+ * not leave the last none; cp_perf_ring_map() still falls back. */
+unsigned cp_perf_ring_pages(size_t n, unsigned want);
+
+/* Maps event fd as ring r with *pages data pages, halving *pages (down to
+ * the least) while the limits refuse.  0 or a negative errno. */
+int cp_perf_ring_map(struct cp_perf_ring *r, int fd, unsigned *pages);
+void cp_perf_ring_unmap(struct cp_perf_ring *r);
+
+/* Bytes written and not yet read. */
+uint64_t cp_perf_ring_used(const struct cp_perf_ring *r);
+
+/* Hands every record of r not yet read to fn, in order, then frees their
+ * room.  bounce holds a record that wraps around the ring's end (bounce_size
+ * bytes; a longer wrapping record is skipped).  fn's header and body are
+ * valid only during the call. */
+typedef void cp_perf_record_fn(const struct perf_event_header *h, const uint8_t *body, int cpu, void *arg);
+void cp_perf_ring_drain(struct cp_perf_ring *r, uint8_t *bounce, size_t bounce_size, cp_perf_record_fn *fn,
+			void *arg);
+
+/* The counts each thread's samples on each CPU accounted for so far: with
+ * PERF_SAMPLE_READ a sample carries its event's count, and weighs what the
+ * thread ran on that CPU since its previous sample there. */
+struct cp_perf_counts {
+	struct cp_perf_count {
+		uint64_t key; /* tid << 32 | cpu, 0 = empty */
+		uint64_t accounted;
+	} *e;
+	size_t n, cap;
+};
+
+/* The units a sample of thread tid on cpu stands for: the count `value`
+ * less what that thread's samples there accounted for (have_value), else
+ * one period; and accounts for them.  One period if out of memory. */
+uint64_t cp_perf_counts_weigh(struct cp_perf_counts *c, pid_t tid, int cpu, uint64_t value, int have_value,
+			      uint64_t period);
+/* Thread tid's final count on cpu (a PERF_RECORD_READ as it exits): the
+ * units after its last sample there, and accounts for them. */
+uint64_t cp_perf_counts_tail(struct cp_perf_counts *c, pid_t tid, int cpu, uint64_t value);
+void cp_perf_counts_free(struct cp_perf_counts *c);
+
+#endif
