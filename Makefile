@@ -162,7 +162,7 @@ $(B)/libcpuprof-internal.a: $(LIB_OBJS)
 # The CLI checks its flags with the library's table of settings, and
 # record collects, symbolizes and writes with the library's own code.
 CLI_SHARED := $(addprefix $(B)/src/,profile/options.o profile/judge.o profile/stacktab.o symbolize/symbols.o \
-	base/libc.o base/loader.o profile/pprof_write.o profile/protobuf.o symbolize/lines.o \
+	base/elf.o base/libc.o base/loader.o profile/pprof_write.o profile/protobuf.o symbolize/lines.o \
 	symbolize/lines_child.o sig/ring.o)
 $(B)/cpuprof: $(CLI_OBJS) $(CLI_SHARED)
 	$(CC) $(CFLAGS) -o $@ $^ -lz

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "base/array.h"
+#include "base/elf.h"
 #include "base/loader.h"
 #include "symbols.h"
 
@@ -89,45 +90,6 @@ static int src_load(const struct elf_src *src, uint64_t off, uint64_t len,
 	return 0;
 }
 
-static size_t align_up(size_t v, size_t a)
-{
-	return (v + a - 1) & ~(a - 1);
-}
-
-/* Scans the ELF notes in p[0..len) (aligned to `align`, 4 or 8) for an
- * NT_GNU_BUILD_ID note and writes its descriptor as lowercase hex into
- * out.  Returns 1 if found. */
-static int notes_build_id(const uint8_t *p, size_t len, size_t align,
-			  char *out)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t off = 0;
-	while (len - off >= sizeof(ElfW(Nhdr))) {
-		ElfW(Nhdr) nh;
-		memcpy(&nh, p + off, sizeof nh);
-		size_t name = off + sizeof nh;
-		if (nh.n_namesz > len - name)
-			return 0;
-		size_t desc = align_up(name + nh.n_namesz, align);
-		if (desc > len || nh.n_descsz > len - desc)
-			return 0;
-		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-		    memcmp(p + name, "GNU", 4) == 0 && nh.n_descsz > 0 &&
-		    nh.n_descsz <= SYMBOLS_BUILD_ID_MAX) {
-			for (size_t i = 0; i < nh.n_descsz; i++) {
-				out[2 * i] = hex[p[desc + i] >> 4];
-				out[2 * i + 1] = hex[p[desc + i] & 15];
-			}
-			out[2 * nh.n_descsz] = '\0';
-			return 1;
-		}
-		off = align_up(desc + nh.n_descsz, align);
-		if (off > len)
-			return 0;
-	}
-	return 0;
-}
-
 /* The build ID from the PT_NOTE segments of an image, into out ("" if
  * none or unreadable). */
 static void elf_build_id(const struct elf_src *src, const ElfW(Ehdr) *eh,
@@ -146,7 +108,7 @@ static void elf_build_id(const struct elf_src *src, const ElfW(Ehdr) *eh,
 			continue;
 		if (src_load(src, ph.p_offset, ph.p_filesz, &notes) != 0)
 			continue;
-		int found = notes_build_id(notes, ph.p_filesz,
+		int found = cp_elf_notes_build_id(notes, ph.p_filesz,
 					   ph.p_align == 8 ? 8 : 4, out);
 		free(notes);
 		if (found)
@@ -486,7 +448,7 @@ static int load_one(struct dl_phdr_info *info, size_t size, void *arg)
 	for (unsigned i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *p = &info->dlpi_phdr[i];
 		if (p->p_type == PT_NOTE && !o->build_id[0])
-			notes_build_id((const uint8_t *)(info->dlpi_addr +
+			cp_elf_notes_build_id((const uint8_t *)(info->dlpi_addr +
 							 p->p_vaddr),
 				       p->p_filesz, p->p_align == 8 ? 8 : 4,
 				       o->build_id);

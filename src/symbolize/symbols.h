@@ -15,9 +15,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/elf.h"
+
 /* Longest build ID kept, in bytes (SHA-1 IDs are 20); longer ones are
  * ignored. */
-#define SYMBOLS_BUILD_ID_MAX 64
+#define SYMBOLS_BUILD_ID_MAX CP_ELF_BUILD_ID_MAX
 
 /* One function symbol; start is the link-time address (st_value).  A
  * symbol the table gives no size (an assembler label) is taken to extend

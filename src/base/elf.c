@@ -1,0 +1,142 @@
+/*
+ * elf.c -- program headers, build IDs and bounded reads of ELF files and
+ * images (elf.h).
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "elf.h"
+
+#define ELF_CLASS_NATIVE (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ELF_DATA_NATIVE ELFDATA2LSB
+#else
+#define ELF_DATA_NATIVE ELFDATA2MSB
+#endif
+
+static size_t align_up(size_t v, size_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+int cp_elf_notes_build_id(const uint8_t *p, size_t len, size_t align, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t off = 0;
+	while (len - off >= sizeof(ElfW(Nhdr))) {
+		ElfW(Nhdr) nh;
+		memcpy(&nh, p + off, sizeof nh);
+		size_t name = off + sizeof nh;
+		if (nh.n_namesz > len - name)
+			return 0;
+		size_t desc = align_up(name + nh.n_namesz, align);
+		if (desc > len || nh.n_descsz > len - desc)
+			return 0;
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && memcmp(p + name, "GNU", 4) == 0 &&
+		    nh.n_descsz > 0 && nh.n_descsz <= CP_ELF_BUILD_ID_MAX) {
+			for (size_t i = 0; i < nh.n_descsz; i++) {
+				out[2 * i] = hex[p[desc + i] >> 4];
+				out[2 * i + 1] = hex[p[desc + i] & 15];
+			}
+			out[2 * nh.n_descsz] = '\0';
+			return 1;
+		}
+		off = align_up(desc + nh.n_descsz, align);
+		if (off > len)
+			return 0;
+	}
+	return 0;
+}
+
+int cp_elf_read(const struct cp_elf *e, uint64_t off, void *buf, uint64_t len)
+{
+	if (off > e->size || len > e->size - off)
+		return -ENOEXEC;
+	if (e->mem) {
+		memcpy(buf, e->mem + off, len);
+		return 0;
+	}
+	uint8_t *p = buf;
+	while (len) {
+		size_t chunk = len > (1u << 30) ? (1u << 30) : (size_t)len;
+		ssize_t r = pread(e->fd, p, chunk, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -ENOEXEC; /* the file shrank */
+		p += r;
+		off += (uint64_t)r;
+		len -= (uint64_t)r;
+	}
+	return 0;
+}
+
+/* Reads e's headers: its program headers and, from its notes, its build
+ * ID.  0 or a negative errno. */
+static int read_headers(struct cp_elf *e)
+{
+	ElfW(Ehdr) eh;
+	int rc = cp_elf_read(e, 0, &eh, sizeof eh);
+	if (rc)
+		return rc;
+	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELF_CLASS_NATIVE ||
+	    eh.e_ident[EI_DATA] != ELF_DATA_NATIVE || (eh.e_phnum && eh.e_phentsize != sizeof(ElfW(Phdr))))
+		return -ENOEXEC;
+	for (unsigned i = 0; i < eh.e_phnum && e->nseg < CP_ELF_MAX_SEGS; i++) {
+		ElfW(Phdr) ph;
+		if ((rc = cp_elf_read(e, eh.e_phoff + (uint64_t)i * sizeof ph, &ph, sizeof ph)) != 0)
+			return rc;
+		e->seg[e->nseg++] = (struct cp_elf_seg){ ph.p_type, ph.p_flags, ph.p_offset, ph.p_vaddr,
+							 ph.p_filesz, ph.p_memsz, ph.p_align };
+	}
+	for (size_t i = 0; i < e->nseg && !e->build_id[0]; i++) {
+		const struct cp_elf_seg *s = &e->seg[i];
+		if (s->type != PT_NOTE || s->filesz > (1u << 16))
+			continue;
+		uint8_t *notes = malloc(s->filesz ? s->filesz : 1);
+		if (notes && cp_elf_read(e, s->offset, notes, s->filesz) == 0)
+			cp_elf_notes_build_id(notes, s->filesz, s->align == 8 ? 8 : 4, e->build_id);
+		free(notes);
+	}
+	return 0;
+}
+
+int cp_elf_open(struct cp_elf *e, const char *path)
+{
+	memset(e, 0, sizeof *e);
+	e->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (e->fd < 0)
+		return -errno;
+	struct stat st;
+	int rc = fstat(e->fd, &st) == 0 && S_ISREG(st.st_mode) ? 0 : -ENOEXEC;
+	e->size = (uint64_t)st.st_size;
+	if (rc == 0)
+		rc = read_headers(e);
+	if (rc)
+		cp_elf_close(e);
+	return rc;
+}
+
+int cp_elf_open_image(struct cp_elf *e, const void *mem, size_t size)
+{
+	memset(e, 0, sizeof *e);
+	e->fd = -1;
+	e->mem = mem;
+	e->size = size;
+	return read_headers(e);
+}
+
+void cp_elf_close(struct cp_elf *e)
+{
+	if (e->fd >= 0)
+		close(e->fd);
+	e->fd = -1;
+}
