@@ -23,7 +23,7 @@ struct cpuprof_options;
 struct cp_run {
 	char *path;           /* pprof file to write; NULL in stream mode without one */
 	int stream;           /* record-stream mode (stream.c) */
-	int recorded;         /* samples go to `cpuprof record` (shm_writer.c) */
+	int recorded;         /* samples go to `cpuprof record` (shm/writer.c) */
 	const struct cp_engine *engine;
 	char engine_reason[512];
 	int hz, hz_asked;     /* the rate sampled at, and the one asked for */

@@ -77,29 +77,10 @@ static struct cp_shm_slot *slot_at(const struct cp_collector *c, uint32_t i)
 	return (struct cp_shm_slot *)((uint8_t *)c->hdr + c->geo.slots_offset + (uint64_t)i * c->geo.slot_size);
 }
 
-static struct cp_image *new_image(struct cp_collector *c)
-{
-	if (c->nimages == c->capimages) {
-		size_t cap = c->capimages ? 2 * c->capimages : 16;
-		struct cp_image **n = realloc(c->images, cap * sizeof *n);
-		if (!n)
-			return NULL;
-		c->images = n;
-		c->capimages = cap;
-	}
-	struct cp_image *m = calloc(1, sizeof *m);
-	if (!m)
-		return NULL;
-	m->pidfd = -1;
-	m->wait_cpu_ns = -1;
-	c->images[c->nimages++] = m;
-	return m;
-}
-
 /* The image of slot i, just claimed: who it is. */
 static struct cp_image *take_image(struct cp_collector *c, uint32_t i, struct cp_shm_slot *s)
 {
-	struct cp_image *m = new_image(c);
+	struct cp_image *m = cp_tree_new_image(&c->tree);
 	if (!m)
 		return NULL;
 	m->slot = i;
@@ -110,14 +91,10 @@ static struct cp_image *take_image(struct cp_collector *c, uint32_t i, struct cp
 	m->exe[sizeof m->exe - 1] = '\0';
 	memcpy(m->comm, s->comm, sizeof m->comm);
 	m->comm[sizeof m->comm - 1] = '\0';
-	m->epochs = calloc(1, sizeof *m->epochs);
-	if (m->epochs) {
-		m->nepochs = 1;
-		cp_stacktab_init(&m->epochs[0].tab);
-	}
+	cp_image_add_epoch(m, 0);
 	/* An earlier image of the same process exec'd into this one. */
-	for (size_t k = 0; k + 1 < c->nimages; k++) {
-		struct cp_image *o = c->images[k];
+	for (size_t k = 0; k + 1 < c->tree.nimages; k++) {
+		struct cp_image *o = c->tree.images[k];
 		if (o->pid == m->pid && !o->replaced && !(o->done && o->facts.ended != CP_END_EXEC)) {
 			if (o->order + 1 > m->order)
 				m->order = o->order + 1;
@@ -189,15 +166,8 @@ static void read_objects(struct cp_image *m, struct cp_shm_slot *s)
 		int clash = 0;
 		for (uint32_t k = 0; k < i && !clash; k++)
 			clash = overlap(o, &objs[k]);
-		if (clash && m->epochs && m->epochs[m->nepochs - 1].gen < o->gen) {
-			struct cp_epoch *e = realloc(m->epochs, (m->nepochs + 1) * sizeof *e);
-			if (e) {
-				m->epochs = e;
-				e[m->nepochs].gen = o->gen;
-				cp_stacktab_init(&e[m->nepochs].tab);
-				m->nepochs++;
-			}
-		}
+		if (clash && m->epochs && m->epochs[m->nepochs - 1].gen < o->gen)
+			cp_image_add_epoch(m, o->gen);
 	}
 	m->nobjs = n;
 }
@@ -222,15 +192,6 @@ static void read_names(struct cp_image *m, struct cp_shm_slot *s)
 	m->nnames = n;
 }
 
-/* The epoch of a sample of object generation gen. */
-static struct cp_epoch *epoch_for(struct cp_image *m, uint32_t gen)
-{
-	size_t k = 0;
-	while (k + 1 < m->nepochs && m->epochs[k + 1].gen <= gen)
-		k++;
-	return &m->epochs[k];
-}
-
 /* Moves the slot's committed samples into m.  If the process is gone,
  * cells it claimed and never committed are skipped.  0, or -1 if the ring
  * is not what record laid out. */
@@ -251,7 +212,7 @@ static int drain(struct cp_collector *c, struct cp_image *m, struct cp_shm_slot 
 			return 0;
 		}
 		uint32_t n = x->n <= depth ? x->n : depth;
-		struct cp_epoch *e = m->epochs ? epoch_for(m, x->gen) : NULL;
+		struct cp_epoch *e = m->epochs ? cp_image_epoch_for(m, x->gen) : NULL;
 		if (!e || cp_stacktab_add_tid(&e->tab, x->tid, x->pcs, n, x->flags & 3u, 1, x->weight_ns) < 0) {
 			m->dropped++;
 			m->dropped_ns += x->weight_ns;
@@ -319,25 +280,9 @@ void cp_collect_poll(struct cp_collector *c)
 		struct cp_shm_reaped *r = &h->reaped[c->reaped_seen];
 		if (!atomic_load_explicit(&r->ready, memory_order_acquire))
 			break;
-		cp_collect_status(c, r->pid, r->status, r->cpu_ns);
+		cp_tree_status(&c->tree, r->pid, r->status, r->cpu_ns);
 	}
-	c->no_slot = atomic_load(&h->no_slot);
-}
-
-void cp_collect_status(struct cp_collector *c, pid_t pid, int status, int64_t cpu_ns)
-{
-	/* The process's last image ends with it. */
-	struct cp_image *last = NULL;
-	for (size_t k = 0; k < c->nimages; k++)
-		if (c->images[k]->pid == pid && !c->images[k]->have_status &&
-		    (!last || c->images[k]->order >= last->order))
-			last = c->images[k];
-	if (!last)
-		return;
-	last->have_status = 1;
-	last->status = status;
-	last->wait_cpu_ns = cpu_ns;
-	last->dead = 1;
+	c->tree.no_slot = atomic_load(&h->no_slot);
 }
 
 /* The CPU the kernel has charged to process pid so far, or 0. */
@@ -368,28 +313,9 @@ void cp_collect_finish(struct cp_collector *c)
 	}
 }
 
-const char *cp_image_thread_name(const struct cp_image *m, int32_t tid)
-{
-	for (size_t i = m->nnames; i-- > 0;)
-		if (m->names[i].tid == tid)
-			return m->names[i].name;
-	return m->comm;
-}
-
 void cp_collect_free(struct cp_collector *c)
 {
-	for (size_t k = 0; k < c->nimages; k++) {
-		struct cp_image *m = c->images[k];
-		for (size_t e = 0; e < m->nepochs; e++)
-			cp_stacktab_free(&m->epochs[e].tab);
-		free(m->epochs);
-		free(m->objs);
-		free(m->names);
-		if (m->pidfd >= 0)
-			close(m->pidfd);
-		free(m);
-	}
-	free(c->images);
+	cp_tree_free(&c->tree);
 	free(c->by_slot);
 	free(c->claims_seen);
 	if (c->hdr)

@@ -334,7 +334,7 @@ static void reap(struct cp_collector *c, struct run_state *rs)
 		if (!WIFEXITED(st) && !WIFSIGNALED(st))
 			continue;
 		rs->tree_cpu_ns += rusage_ns(&ru);
-		cp_collect_status(c, p, st, rusage_ns(&ru));
+		cp_tree_status(&c->tree, p, st, rusage_ns(&ru));
 		if (p == rs->root) {
 			rs->status = st;
 			rs->root_done = true;
@@ -368,9 +368,9 @@ static void on_stop_signal(const struct signalfd_siginfo *si, struct run_state *
 static void kill_tree(struct cp_collector *c, struct run_state *rs)
 {
 	kill(rs->root, SIGKILL);
-	for (size_t k = 0; k < c->nimages; k++)
-		if (!c->images[k]->dead && !c->images[k]->done && c->images[k]->pid > 1)
-			kill(c->images[k]->pid, SIGKILL);
+	for (size_t k = 0; k < c->tree.nimages; k++)
+		if (!c->tree.images[k]->dead && !c->tree.images[k]->done && c->tree.images[k]->pid > 1)
+			kill(c->tree.images[k]->pid, SIGKILL);
 }
 
 /* Runs o->cmd and collects the tree's samples until it has ended; returns
@@ -563,7 +563,7 @@ int cmd_record(int argc, char **argv)
 		.per_process = o.per_process,
 		.told_to_stop = rs.told_to_stop,
 	};
-	record_write(&c, abs, output, &run_info);
+	record_write(&c.tree, abs, output, &run_info);
 out:
 	cp_collect_free(&c);
 	free(lib);

@@ -55,7 +55,7 @@ static const char *image_name(const struct cp_image *m)
 }
 
 /* The image's facts, with what record counted itself. */
-static void image_facts(const struct cp_collector *c, const struct cp_image *m, struct cp_facts *f)
+static void image_facts(const struct cp_tree *c, const struct cp_image *m, struct cp_facts *f)
 {
 	if (m->have_facts)
 		*f = m->facts;
@@ -95,7 +95,7 @@ static int is_running(const struct cp_image *m)
 }
 
 /* Whether any image of process pid is running (its last one, then). */
-static int still_running(const struct cp_collector *c, pid_t pid)
+static int still_running(const struct cp_tree *c, pid_t pid)
 {
 	for (size_t k = 0; k < c->nimages; k++)
 		if (c->images[k]->pid == pid && is_running(c->images[k]))
@@ -290,7 +290,7 @@ static int write_one(const char *path, const char *shown, const struct cp_profil
 /* How the tree was taken: as the first image of CMD that published its
  * facts says (or any image's, if none of CMD's did), with nothing counted
  * yet.  Zero if no image published any. */
-static void tree_facts(const struct cp_collector *c, pid_t root, struct cp_facts *tree)
+static void tree_facts(const struct cp_tree *c, pid_t root, struct cp_facts *tree)
 {
 	memset(tree, 0, sizeof *tree);
 	const struct cp_image *first = NULL;
@@ -312,7 +312,7 @@ static void tree_facts(const struct cp_collector *c, pid_t root, struct cp_facts
 
 /* What could not be profiled, by name, one clause each, into *w; returns
  * how many processes were still running when CMD ended. */
-static unsigned unprofiled_clauses(const struct cp_collector *c, const struct record_run *r, struct cp_warning *w)
+static unsigned unprofiled_clauses(const struct cp_tree *c, const struct record_run *r, struct cp_warning *w)
 {
 	w->text[0] = '\0';
 	int root_seen = 0;
@@ -359,7 +359,7 @@ static void tree_warning(const struct cp_facts *f, const struct cp_warning *unpr
 /* One profile of the whole tree, its samples labelled by process and
  * thread, its comments adding up the tree and describing each process.
  * 0 or -1. */
-static int write_merged(const struct cp_collector *c, const char *path, const char *shown,
+static int write_merged(const struct cp_tree *c, const char *path, const char *shown,
 			const struct record_run *r, const struct cp_warning *unprofiled, unsigned running)
 {
 	struct cp_facts tree;
@@ -416,7 +416,7 @@ out:
 /* The file of image m, and its name for messages: CMD's primary image in
  * FILE, the others in FILE.<pid>, or FILE.<pid>.<n> for the n-th more of
  * the same process (after an exec).  0, or -1 if out of memory. */
-static int image_file(const struct cp_collector *c, size_t k, const struct cp_image *primary,
+static int image_file(const struct cp_tree *c, size_t k, const struct cp_image *primary,
 		      const char *path, const char *shown, const struct record_run *r, char **file, char **name)
 {
 	const struct cp_image *m = c->images[k];
@@ -439,7 +439,7 @@ static int image_file(const struct cp_collector *c, size_t k, const struct cp_im
 
 /* One file per process image that has samples (image_file); what was
  * not profiled is in the warning of CMD's own.  0 or -1. */
-static int write_per_process(const struct cp_collector *c, const char *path, const char *shown,
+static int write_per_process(const struct cp_tree *c, const char *path, const char *shown,
 			     const struct record_run *r, const struct cp_warning *unprofiled)
 {
 	/* CMD's own file holds its first image with samples (env, sh -c and
@@ -480,7 +480,7 @@ static int write_per_process(const struct cp_collector *c, const char *path, con
 	return rc;
 }
 
-int record_write(const struct cp_collector *c, const char *path, const char *shown, const struct record_run *r)
+int record_write(const struct cp_tree *c, const char *path, const char *shown, const struct record_run *r)
 {
 	static struct cp_warning unprofiled;
 	unsigned running = unprofiled_clauses(c, r, &unprofiled);

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "collect.h"
+#include "tree.h"
 
 /* What record knows of the run besides what it collected. */
 struct record_run {
@@ -27,6 +27,6 @@ struct record_run {
 
 /* Writes the profile(s) to path (shown as `shown` in messages) and says
  * on stderr what was written.  Returns 0, or -1 after saying why not. */
-int record_write(const struct cp_collector *c, const char *path, const char *shown, const struct record_run *r);
+int record_write(const struct cp_tree *c, const char *path, const char *shown, const struct record_run *r);
 
 #endif

@@ -1,6 +1,6 @@
 /*
- * engines.c -- the engines in the order "auto" tries them, and the choice
- * (engines.h).
+ * choose.c -- the engines in the order "auto" tries them, and the choice
+ * (choose.h).
  */
 #include <signal.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * engines.h -- the list of engines and the choice among them: the one
+ * choose.h -- the list of engines and the choice among them: the one
  * asked for, or for "auto" the first that works here, best first, with
  * the reason each better one was not taken.  Not signal context.
  */

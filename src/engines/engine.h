@@ -2,11 +2,11 @@
  * engine.h -- the sampling engines.  One file per mechanism, one ops table
  * per engine; engines.c lists them and picks one.
  *
- * Two kinds.  The perf engines (engine_perf.c: perf, hw) need no signal:
+ * Two kinds.  The perf engines (perf.c: perf, hw) need no signal:
  * the kernel writes each sample, with the thread's user registers and a
  * copy of the top of its stack, into rings that cpuprof's own thread
- * drains and walks.  The signal engines (engine_timer.c: timer,
- * engine_itimer.c: itimer) make the kernel signal a thread after each
+ * drains and walks.  The signal engines (timer.c: timer,
+ * itimer.c: itimer) make the kernel signal a thread after each
  * period of its CPU time, and the handler (src/sig/handler.c) walks the
  * live stack; their threads are armed one by one through threads.c.
  *

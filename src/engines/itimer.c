@@ -1,5 +1,5 @@
 /*
- * engine_itimer.c -- the itimer engine: setitimer(ITIMER_PROF), one
+ * itimer.c -- the itimer engine: setitimer(ITIMER_PROF), one
  * process-wide timer, the classic of gperftools.  The kernel checks it from
  * the tick and its signals carry no overrun count, so above the tick rate
  * it sends fewer signals than asked for; each sample is weighed by the CPU

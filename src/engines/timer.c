@@ -1,5 +1,5 @@
 /*
- * engine_timer.c -- the timer engine: a POSIX timer (timer_create) on each
+ * timer.c -- the timer engine: a POSIX timer (timer_create) on each
  * thread's own CPU clock, signalling that thread (SIGEV_THREAD_ID).  The
  * kernel checks CPU timers from the scheduler tick only, so at rates above
  * the tick it fires late (and under contention seldom); the handler weighs

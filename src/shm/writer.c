@@ -1,6 +1,6 @@
 /*
- * shm_writer.c -- a profiled process's side of record's shared memory
- * (shm_writer.h).  The mapping is made once per process and inherited by
+ * writer.c -- a profiled process's side of record's shared memory
+ * (writer.h).  The mapping is made once per process and inherited by
  * forked children (it is MAP_SHARED); the descriptor it came from is
  * closed at once, so the program's closefrom() has nothing to take.
  */

@@ -1,5 +1,5 @@
 /*
- * shm_writer.h -- a profiled process's side of `cpuprof record`'s shared
+ * writer.h -- a profiled process's side of `cpuprof record`'s shared
  * memory (shm.h): it maps the memory record made, takes a slot for each
  * process image, and keeps there what record needs to write the profile
  * however the process ends: its samples (the slot's ring is the

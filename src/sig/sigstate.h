@@ -49,7 +49,7 @@ struct cp_thread {
 	_Atomic int state;
 	_Atomic uint32_t gen;
 	pid_t tid;
-	/* The engine's own state for the thread (engine_timer.c keeps its
+	/* The engine's own state for the thread (src/engines/timer.c keeps its
 	 * timer here); zeroed when the slot is taken. */
 	uint64_t engine_state[2];
 	int own;             /* registered by the thread itself (wrapper or API) */
@@ -102,7 +102,7 @@ struct cp_sigstate {
 	 * (tables are built when first needed: src/unwind/tables.c). */
 	_Atomic uint64_t unwind_want[CP_UNWIND_WANT_WORDS];
 	/* The generation of the loaded objects as `cpuprof record` knows
-	 * them (shm_writer.c): each sample carries it. */
+	 * them (src/shm/writer.c): each sample carries it. */
 	_Atomic uint32_t objgen;
 
 	/* The thread table (never unmapped once allocated). */

@@ -1,5 +1,5 @@
 /*
- * unwind_build.c -- the encoder of compact unwind tables (unwind_build.h;
+ * encode.c -- the encoder of compact unwind tables (encode.h;
  * the format is described in src/sig/unwind_table.h).  Each FDE becomes a
  * record of a header, maybe its initial rule, and one op per row, most of
  * them a single byte (a push or pop moves the CFA by a word); every

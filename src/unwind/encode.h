@@ -1,5 +1,5 @@
 /*
- * unwind_build.h -- encodes parsed unwind rows (ehframe.h) into the compact
+ * encode.h -- encodes parsed unwind rows (ehframe.h) into the compact
  * table the signal handler reads (src/sig/unwind_table.h).  Not signal
  * context.
  */

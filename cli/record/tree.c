@@ -1,0 +1,87 @@
+/*
+ * tree.c -- the images of the processes of a recorded tree (tree.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tree.h"
+
+struct cp_image *cp_tree_new_image(struct cp_tree *t)
+{
+	if (t->nimages == t->capimages) {
+		size_t cap = t->capimages ? 2 * t->capimages : 16;
+		struct cp_image **n = realloc(t->images, cap * sizeof *n);
+		if (!n)
+			return NULL;
+		t->images = n;
+		t->capimages = cap;
+	}
+	struct cp_image *m = calloc(1, sizeof *m);
+	if (!m)
+		return NULL;
+	m->pidfd = -1;
+	m->wait_cpu_ns = -1;
+	t->images[t->nimages++] = m;
+	return m;
+}
+
+int cp_image_add_epoch(struct cp_image *m, uint32_t gen)
+{
+	struct cp_epoch *e = realloc(m->epochs, (m->nepochs + 1) * sizeof *e);
+	if (!e)
+		return -1;
+	m->epochs = e;
+	e[m->nepochs].gen = gen;
+	cp_stacktab_init(&e[m->nepochs].tab);
+	m->nepochs++;
+	return 0;
+}
+
+struct cp_epoch *cp_image_epoch_for(struct cp_image *m, uint32_t gen)
+{
+	size_t k = 0;
+	while (k + 1 < m->nepochs && m->epochs[k + 1].gen <= gen)
+		k++;
+	return &m->epochs[k];
+}
+
+void cp_tree_status(struct cp_tree *t, pid_t pid, int status, int64_t cpu_ns)
+{
+	struct cp_image *last = NULL;
+	for (size_t k = 0; k < t->nimages; k++)
+		if (t->images[k]->pid == pid && !t->images[k]->have_status &&
+		    (!last || t->images[k]->order >= last->order))
+			last = t->images[k];
+	if (!last)
+		return;
+	last->have_status = 1;
+	last->status = status;
+	last->wait_cpu_ns = cpu_ns;
+	last->dead = 1;
+}
+
+const char *cp_image_thread_name(const struct cp_image *m, int32_t tid)
+{
+	for (size_t i = m->nnames; i-- > 0;)
+		if (m->names[i].tid == tid)
+			return m->names[i].name;
+	return m->comm;
+}
+
+void cp_tree_free(struct cp_tree *t)
+{
+	for (size_t k = 0; k < t->nimages; k++) {
+		struct cp_image *m = t->images[k];
+		for (size_t e = 0; e < m->nepochs; e++)
+			cp_stacktab_free(&m->epochs[e].tab);
+		free(m->epochs);
+		free(m->objs);
+		free(m->names);
+		if (m->pidfd >= 0)
+			close(m->pidfd);
+		free(m);
+	}
+	free(t->images);
+	memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,80 @@
+/*
+ * tree.h -- what `cpuprof record` knows of the processes of the tree it
+ * profiles, however it learns it (from the kernel's rings, kernel.c; or
+ * from processes that preloaded the library, collect.c): one image per
+ * process and per program it exec'd, each with its samples, the objects it
+ * had loaded, its threads' names and how it ended.  record_write.c writes
+ * the profiles from it.
+ */
+#ifndef CPUPROF_CLI_TREE_H
+#define CPUPROF_CLI_TREE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "profile/facts.h"
+#include "profile/stacktab.h"
+#include "shm/shm.h"
+
+/* The samples of one image taken while one set of objects was loaded: a
+ * new epoch starts when an object is loaded where another was. */
+struct cp_epoch {
+	uint32_t gen;             /* the first object generation it covers */
+	struct cp_stacktab tab;   /* keyed by thread and stack */
+};
+
+struct cp_image_name {
+	int32_t tid;
+	char name[16];
+};
+
+/* One process image: a process, or what it became after an exec. */
+struct cp_image {
+	int32_t pid, ppid;
+	uint32_t slot;            /* where it was written */
+	uint32_t order;           /* images of the same pid: 0, 1, ... in exec order */
+	char exe[CP_SHM_PATH_MAX];
+	char comm[16];
+	int64_t start_ns;
+	struct cp_facts facts;    /* as last published */
+	int have_facts;
+	struct cp_shm_obj *objs;  /* as published, in order */
+	uint32_t nobjs;
+	struct cp_image_name *names; /* in the order published: the last of a tid wins */
+	size_t nnames, capnames;
+	struct cp_epoch *epochs;
+	size_t nepochs;
+	uint64_t samples, sampled_ns, dropped, dropped_ns;
+	int done;                 /* its slot is drained and given back */
+	int dead;                 /* its process is gone (or replaced by an exec) */
+	int replaced;             /* by an exec: a later image of the same pid took over */
+	int have_status;          /* how the process ended, from a wait */
+	int status;
+	int64_t wait_cpu_ns;      /* the CPU the kernel charged to it, from that wait (-1: none) */
+	int64_t live_cpu_ns;      /* still running at the finish: the kernel's count then (0: none) */
+	int pidfd;
+	char corrupt[128];        /* why its slot was given up as unreadable, or "" */
+};
+
+struct cp_tree {
+	struct cp_image **images;
+	size_t nimages, capimages;
+	uint32_t no_slot;         /* processes that found no slot in record's shared memory */
+};
+
+/* A new image, empty (no epoch yet), appended to t; NULL if out of
+ * memory. */
+struct cp_image *cp_tree_new_image(struct cp_tree *t);
+/* Adds an epoch for the objects of generation gen to m.  0 or -1. */
+int cp_image_add_epoch(struct cp_image *m, uint32_t gen);
+/* The epoch of a sample of object generation gen. */
+struct cp_epoch *cp_image_epoch_for(struct cp_image *m, uint32_t gen);
+/* How process pid ended, from a wait (status, and the CPU of its
+ * rusage): its last image ends with it. */
+void cp_tree_status(struct cp_tree *t, pid_t pid, int status, int64_t cpu_ns);
+/* The name of thread tid in image m, or its process's name. */
+const char *cp_image_thread_name(const struct cp_image *m, int32_t tid);
+void cp_tree_free(struct cp_tree *t);
+
+#endif
