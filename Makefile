@@ -160,10 +160,13 @@ $(B)/libcpuprof-internal.a: $(LIB_OBJS)
 	$(AR) rcs $@ $^
 
 # The CLI checks its flags with the library's table of settings, and
-# record collects, symbolizes and writes with the library's own code.
-CLI_SHARED := $(addprefix $(B)/src/,profile/options.o profile/judge.o profile/stacktab.o symbolize/symbols.o \
-	base/elf.o base/libc.o base/loader.o profile/pprof_write.o profile/protobuf.o symbolize/lines.o \
-	symbolize/lines_child.o sig/ring.o)
+# record collects, unwinds, symbolizes and writes with the library's own
+# code: the rooms below the engines (docs/architecture.md), never the
+# engines, the session or the interposers, whose libc-named functions
+# would take the place of the C library's in the CLI.
+CLI_ROOMS  := base perf unwind symbolize profile
+CLI_SHARED := $(patsubst %.c,$(B)/%.o,$(foreach r,$(CLI_ROOMS),$(wildcard src/$(r)/*.c))) \
+	$(addprefix $(B)/src/sig/,ring.o state.o stack.o unwind_dwarf.o unwind_fp.o)
 $(B)/cpuprof: $(CLI_OBJS) $(CLI_SHARED)
 	$(CC) $(CFLAGS) -o $@ $^ -lz
 

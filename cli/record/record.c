@@ -1,13 +1,19 @@
 /*
- * record.c -- `cpuprof record [options] -- CMD [ARGS...]`: runs CMD with
- * libcpuprof.so in LD_PRELOAD and the profiler's settings in CPUPROF_*
- * environment variables, and collects the samples of CMD and of every
- * process it starts, with or without exec, as they are taken: each
- * profiled process writes them into shared memory that record made
- * (collect.c), so that a profile exists however a process ends -- exit,
- * _exit, a fatal signal, SIGKILL, exec.  When CMD has ended, record writes
- * one profile of the whole tree (record_write.c), or one per process
- * image with --per-process, and says on stderr what it wrote.
+ * record.c -- `cpuprof record [options] -- CMD [ARGS...]` and `cpuprof
+ * record -p PID[,PID...]`: profiles CMD and every process it starts, or
+ * processes already running, and writes one profile of the whole tree
+ * (record_write.c), or one per process image with --per-process, saying on
+ * stderr what it wrote.
+ *
+ * From outside, where the kernel allows it (kernel.c): record opens the
+ * sampling events on CMD before it runs, inherited by everything it
+ * starts, and reads the kernel's rings; nothing is preloaded.  Else, and
+ * for the engines that must run inside the process (timer, itimer, hw),
+ * CMD runs with libcpuprof.so in LD_PRELOAD and the settings in CPUPROF_*
+ * variables, and each process writes its samples, as it takes them, into
+ * shared memory that record made (collect.c).  Either way a profile
+ * exists however a process ends -- exit, _exit, a fatal signal, SIGKILL,
+ * exec.
  *
  * record is a good parent: the signals that ask a program to stop
  * (SIGINT, SIGTERM, SIGHUP, SIGQUIT) that are sent to record alone are
@@ -38,8 +44,10 @@
 
 #include "collect.h"
 #include "commands.h"
+#include "kernel.h"
 #include "profile/options.h"
 #include "record_write.h"
+#include "symbolize/symbols.h"
 
 #define DEFAULT_OUTPUT "cpu.pb.gz"
 #define LIBNAME "libcpuprof.so"
@@ -48,26 +56,34 @@
  * same time, each with a ring of this many samples. */
 #define SLOTS 128
 #define RING_CELLS 2048
-/* How often record takes what the tree wrote, at most (ms). */
+/* How often record takes what the tree wrote, at most (ms): the shared
+ * memory is polled; the kernel's rings wake record when a quarter full. */
 #define POLL_MS 20
+#define KERNEL_POLL_MS 100
+/* The most processes -p takes. */
+#define MAX_PIDS 64
 
 /* What the command line asked for; NULL fields were not given. */
 struct record_opts {
 	const char *output;
-	const char *hz, *engine, *depth, *signal, *unwind, *grace;
+	const char *hz, *engine, *depth, *signal, *unwind, *grace, *pids, *duration;
 	bool per_process;
-	char **cmd; /* NULL-terminated argv of the command */
+	bool preload; /* inside each process, whatever the engine */
+	char **cmd; /* NULL-terminated argv of the command, or NULL with -p */
 };
 
 void record_usage(FILE *f)
 {
 	fputs("  cpuprof record [-o FILE] [-F HZ] [--engine NAME] [--depth N]\n"
 	      "                 [--signal N] [--unwind MODE] [--per-process]\n"
-	      "                 [--grace SECONDS] -- CMD [ARGS...]\n"
-	      "      run CMD with the profiler preloaded and write one profile of\n"
-	      "      it and of every process it starts to FILE (default\n"
-	      "      " DEFAULT_OUTPUT "), its samples labelled with process and\n"
-	      "      thread; with --per-process, one file per process image,\n"
+	      "                 [--grace SECONDS] [--preload] -- CMD [ARGS...]\n"
+	      "  cpuprof record -p PID[,PID...] [-d SECONDS] [-o FILE] [-F HZ]\n"
+	      "                 [--depth N] [--unwind MODE] [--per-process]\n"
+	      "      run CMD, or watch the running processes PID until SECONDS\n"
+	      "      pass, record is interrupted or they end, and write one\n"
+	      "      profile of them and of every process they start to FILE\n"
+	      "      (default " DEFAULT_OUTPUT "), its samples labelled with process\n"
+	      "      and thread; with --per-process, one file per process image,\n"
 	      "      FILE.<pid> (FILE.<pid>.<n> after the n-th exec).  HZ: samples\n"
 	      "      per CPU second, 1..100000; NAME: auto, perf, hw, timer or\n"
 	      "      itimer; N: stack depth 1..1024, sampling signal of the timer\n"
@@ -75,7 +91,11 @@ void record_usage(FILE *f)
 	      "      (.eh_frame tables, frame pointers where there are none), dwarf\n"
 	      "      or fp.  SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to record go\n"
 	      "      to CMD, which then has SECONDS (default " DEFAULT_GRACE ") to end\n"
-	      "      before it is killed.  Exits with CMD's status.\n",
+	      "      before it is killed.  Exits with CMD's status.  From outside\n"
+	      "      where the kernel allows it (perf events on the tree, nothing\n"
+	      "      preloaded); with --preload, or an engine of the library's\n"
+	      "      (timer, itimer, hw), the library is preloaded into each\n"
+	      "      process.\n",
 	      f);
 }
 
@@ -125,6 +145,10 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 			o->per_process = true;
 			continue;
 		}
+		if (strcmp(a, "--preload") == 0) {
+			o->preload = true;
+			continue;
+		}
 		if (match_opt(argc, argv, &i, "-o", "--output", &val))
 			o->output = val;
 		else if (match_opt(argc, argv, &i, "-F", "--hz", &val))
@@ -139,6 +163,10 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 			o->unwind = val;
 		else if (match_opt(argc, argv, &i, NULL, "--grace", &val))
 			o->grace = val;
+		else if (match_opt(argc, argv, &i, "-p", "--pid", &val))
+			o->pids = val;
+		else if (match_opt(argc, argv, &i, "-d", "--duration", &val))
+			o->duration = val;
 		else {
 			fprintf(stderr, "cpuprof record: unknown option '%s'\n", a);
 			return -1;
@@ -148,11 +176,28 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 			return -1;
 		}
 	}
-	if (i >= argc) {
-		fprintf(stderr, "cpuprof record: no command given\n");
+	if (o->pids && i < argc) {
+		fprintf(stderr, "cpuprof record: -p and a command: give one or the other\n");
 		return -1;
 	}
-	o->cmd = argv + i;
+	if (!o->pids && i >= argc) {
+		fprintf(stderr, "cpuprof record: no command given (or -p PID)\n");
+		return -1;
+	}
+	if (o->duration && !o->pids) {
+		fprintf(stderr, "cpuprof record: -d/--duration goes with -p: a command is recorded until it ends\n");
+		return -1;
+	}
+	if (o->pids && (o->engine || o->signal || o->preload)) {
+		fprintf(stderr, "cpuprof record: -p records from outside, with the perf engine: %s does not apply\n",
+			o->engine ? "--engine" : o->signal ? "--signal" : "--preload");
+		return -1;
+	}
+	o->cmd = o->pids ? NULL : argv + i;
+	if (o->duration && !parse_int_arg(o->duration, 1, 86400 * 365, &v)) {
+		fprintf(stderr, "cpuprof record: -d %s: the seconds to record must be an integer from 1\n", o->duration);
+		return -1;
+	}
 
 	if (o->output && o->output[0] == '\0') {
 		fprintf(stderr, "cpuprof record: -o/--output: empty file name\n");
@@ -324,8 +369,20 @@ struct run_state {
 	int told_to_stop;      /* the signal that did (0: none) */
 };
 
+/* The collector a run uses: the shared memory of preloaded processes, or
+ * the kernel's rings. */
+struct collector {
+	struct cp_collector shm;
+	struct cp_kcollector *kernel; /* NULL: the shared memory */
+};
+
+static struct cp_tree *tree_of(struct collector *c)
+{
+	return c->kernel ? cp_kernel_tree(c->kernel) : &c->shm.tree;
+}
+
 /* Reaps every child that ended: CMD, or an orphan of the tree. */
-static void reap(struct cp_collector *c, struct run_state *rs)
+static void reap(struct collector *c, struct run_state *rs)
 {
 	int st;
 	struct rusage ru;
@@ -334,7 +391,10 @@ static void reap(struct cp_collector *c, struct run_state *rs)
 		if (!WIFEXITED(st) && !WIFSIGNALED(st))
 			continue;
 		rs->tree_cpu_ns += rusage_ns(&ru);
-		cp_tree_status(&c->tree, p, st, rusage_ns(&ru));
+		if (c->kernel)
+			cp_kernel_status(c->kernel, p, st, rusage_ns(&ru));
+		else
+			cp_tree_status(&c->shm.tree, p, st, rusage_ns(&ru));
 		if (p == rs->root) {
 			rs->status = st;
 			rs->root_done = true;
@@ -365,23 +425,67 @@ static void on_stop_signal(const struct signalfd_siginfo *si, struct run_state *
 
 /* Ends what is left of the tree: CMD and every profiled process that
  * still runs. */
-static void kill_tree(struct cp_collector *c, struct run_state *rs)
+static void kill_tree(struct collector *c, struct run_state *rs)
 {
+	struct cp_tree *t = tree_of(c);
 	kill(rs->root, SIGKILL);
-	for (size_t k = 0; k < c->tree.nimages; k++)
-		if (!c->tree.images[k]->dead && !c->tree.images[k]->done && c->tree.images[k]->pid > 1)
-			kill(c->tree.images[k]->pid, SIGKILL);
+	for (size_t k = 0; k < t->nimages; k++)
+		if (!t->images[k]->dead && !t->images[k]->done && t->images[k]->pid > 1)
+			kill(t->images[k]->pid, SIGKILL);
+}
+
+/* Waits up to timeout ms for a signal on sfd or, with the kernel's rings,
+ * for a ring to fill; hands each signal to the run.  Rings whose events
+ * have ended (POLLHUP) are polled no more: they are read at every pass. */
+static void wait_events(struct collector *c, int sfd, int timeout, struct run_state *rs, int grace)
+{
+	struct pollfd p[1 + 256];
+	static int hung[256];
+	size_t n = 1;
+	p[0] = (struct pollfd){ sfd, POLLIN, 0 };
+	if (c->kernel) {
+		struct pollfd r[256];
+		size_t nr = cp_kernel_pollfds(c->kernel, r, 256);
+		for (size_t i = 0; i < nr; i++)
+			if (!hung[i])
+				p[n++] = r[i];
+	}
+	if (poll(p, n, timeout) <= 0)
+		return;
+	for (size_t i = 1; i < n; i++)
+		if (p[i].revents & (POLLHUP | POLLERR))
+			hung[i - 1] = 1;
+	if (!(p[0].revents & POLLIN))
+		return;
+	struct signalfd_siginfo si;
+	while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+		if (si.ssi_signo == SIGCHLD)
+			reap(c, rs);
+		else
+			on_stop_signal(&si, rs, grace);
+	}
+}
+
+static void collect_poll(struct collector *c)
+{
+	if (c->kernel)
+		cp_kernel_poll(c->kernel);
+	else
+		cp_collect_poll(&c->shm);
 }
 
 /* Runs o->cmd and collects the tree's samples until it has ended; returns
  * CMD's wait status, or -1 if it could not be started (after printing why;
- * *exec_errno is then its errno, or 0 if fork itself failed). */
-static int run(const struct record_opts *o, struct cp_collector *c, struct run_state *rs, int *exec_errno)
+ * *exec_errno is then its errno, or 0 if fork itself failed).  With a
+ * kernel configuration kc, the events are opened on CMD's process before
+ * it execs; if they cannot be (*refused: the reason), -2 and nothing ran. */
+static int run(const struct record_opts *o, const struct cp_kernel_conf *kc, struct collector *c,
+	       struct run_state *rs, int *exec_errno, char *refused, size_t rlen)
 {
-	int pfd[2];
+	int pfd[2], go[2] = { -1, -1 };
 	sigset_t mine, old;
 	*exec_errno = 0;
-	if (pipe2(pfd, O_CLOEXEC) < 0) {
+	if (pipe2(pfd, O_CLOEXEC) < 0 || (kc && pipe2(go, O_CLOEXEC) < 0)) {
 		perror("cpuprof record: pipe");
 		return -1;
 	}
@@ -395,6 +499,14 @@ static int run(const struct record_opts *o, struct cp_collector *c, struct run_s
 	if (pid == 0) {
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		close(pfd[0]);
+		if (kc) {
+			/* The events are opened on us while we wait: they come
+			 * on at the exec. */
+			char b = 0;
+			close(go[1]);
+			if (read(go[0], &b, 1) != 1 || b != 'g')
+				_exit(127);
+		}
 		execvp(o->cmd[0], o->cmd);
 		int e = errno;
 		ssize_t w = write(pfd[1], &e, sizeof e);
@@ -402,11 +514,29 @@ static int run(const struct record_opts *o, struct cp_collector *c, struct run_s
 		_exit(127);
 	}
 	close(pfd[1]);
+	if (go[0] >= 0)
+		close(go[0]);
 	if (pid < 0 || sfd < 0) {
 		perror(pid < 0 ? "cpuprof record: fork" : "cpuprof record: signalfd");
 		close(pfd[0]);
+		if (go[1] >= 0)
+			close(go[1]);
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return -1;
+	}
+	if (kc) {
+		int rc = cp_kernel_start(&c->kernel, kc, pid, refused, rlen);
+		ssize_t w = write(go[1], rc == 0 ? "g" : "n", 1);
+		(void)w;
+		close(go[1]);
+		if (rc < 0) {
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			close(pfd[0]);
+			close(sfd);
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			return -2;
+		}
 	}
 	int e = 0;
 	ssize_t n;
@@ -429,7 +559,7 @@ static int run(const struct record_opts *o, struct cp_collector *c, struct run_s
 		parse_int_arg(o->grace, 0, 3600, &grace);
 
 	while (!rs->root_done) {
-		int timeout = POLL_MS;
+		int timeout = c->kernel ? KERNEL_POLL_MS : POLL_MS;
 		if (rs->kill_at) {
 			int64_t left = rs->kill_at - mono_ms();
 			if (left <= 0) {
@@ -441,41 +571,150 @@ static int run(const struct record_opts *o, struct cp_collector *c, struct run_s
 				timeout = (int)left;
 			}
 		}
-		struct pollfd p = { sfd, POLLIN, 0 };
-		if (poll(&p, 1, timeout) > 0) {
-			struct signalfd_siginfo si;
-			while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-				if (si.ssi_signo == SIGCHLD)
-					reap(c, rs);
-				else
-					on_stop_signal(&si, rs, (int)grace);
-			}
-		}
+		wait_events(c, sfd, timeout, rs, (int)grace);
 		reap(c, rs);
-		cp_collect_poll(c);
+		collect_poll(c);
 	}
 	/* CMD is gone; orphans it left that already ended are reaped, and the
 	 * rest of the tree is taken as it is. */
 	reap(c, rs);
-	cp_collect_finish(c);
+	if (c->kernel)
+		cp_kernel_finish(c->kernel);
+	else
+		cp_collect_finish(&c->shm);
 	close(sfd);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return rs->status;
 }
 
+/* Parses -p's list into pids[MAX_PIDS].  How many, or -1 after saying why. */
+static int parse_pids(const char *list, pid_t *pids)
+{
+	int n = 0;
+	const char *p = list;
+	while (*p) {
+		char buf[16];
+		size_t len = strcspn(p, ",");
+		long v;
+		if (len == 0 || len >= sizeof buf || n == MAX_PIDS) {
+			fprintf(stderr, "cpuprof record: -p %s: a list of at most %d process IDs, separated by commas\n", list,
+				MAX_PIDS);
+			return -1;
+		}
+		memcpy(buf, p, len);
+		buf[len] = '\0';
+		if (!parse_int_arg(buf, 1, INT_MAX, &v)) {
+			fprintf(stderr, "cpuprof record: -p: '%s' is not a process ID\n", buf);
+			return -1;
+		}
+		pids[n++] = (pid_t)v;
+		p += len + (p[len] == ',');
+	}
+	if (n == 0) {
+		fprintf(stderr, "cpuprof record: -p: no process ID given\n");
+		return -1;
+	}
+	return n;
+}
+
+/* Records the running processes of -p until -d passes, record is told to
+ * stop, or they all end; the profile is written whatever stopped it.
+ * Returns record's exit status. */
+static int run_attach(const struct record_opts *o, const struct cp_kernel_conf *kc, const char *abs,
+		      const char *output)
+{
+	pid_t pids[MAX_PIDS];
+	int n = parse_pids(o->pids, pids);
+	if (n < 0)
+		return EXIT_USAGE;
+	char why[512];
+	struct cp_kcollector *k;
+	sigset_t mine, old;
+	sigemptyset(&mine);
+	sigaddset(&mine, SIGINT);
+	sigaddset(&mine, SIGTERM);
+	sigaddset(&mine, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mine, &old);
+	int sfd = signalfd(-1, &mine, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (cp_kernel_attach(&k, kc, pids, (size_t)n, why, sizeof why) < 0) {
+		fprintf(stderr, "cpuprof record: cannot record %s: %s\n", o->pids, why);
+		if (sfd >= 0)
+			close(sfd);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		return EXIT_USAGE;
+	}
+	long seconds = 0;
+	if (o->duration)
+		parse_int_arg(o->duration, 1, 86400 * 365, &seconds);
+	int64_t end = seconds ? mono_ms() + (int64_t)seconds * 1000 : 0;
+	const char *stopped = "the processes ended";
+	for (;;) {
+		int timeout = KERNEL_POLL_MS;
+		if (end) {
+			int64_t left = end - mono_ms();
+			if (left <= 0) {
+				stopped = "the time given with -d ran out";
+				break;
+			}
+			if (left < timeout)
+				timeout = (int)left;
+		}
+		struct pollfd p[1 + 256];
+		p[0] = (struct pollfd){ sfd, POLLIN, 0 };
+		size_t np = 1 + cp_kernel_pollfds(k, p + 1, 256);
+		poll(p, sfd >= 0 ? np : 0, timeout);
+		struct signalfd_siginfo si;
+		if (sfd >= 0 && read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+			stopped = si.ssi_signo == SIGINT ? "record was interrupted" : "record was told to stop";
+			break;
+		}
+		cp_kernel_poll(k);
+		if (cp_kernel_all_ended(k))
+			break;
+	}
+	cp_kernel_finish(k);
+	if (sfd >= 0)
+		close(sfd);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	char shown_cmd[64];
+	snprintf(shown_cmd, sizeof shown_cmd, "process %s", o->pids);
+	struct record_run run_info = {
+		.cmd = shown_cmd,
+		.tree_cpu_ns = cp_kernel_counted_ns(k),
+		.root = pids[0],
+		.per_process = o->per_process,
+		.mode = "attached",
+		.attached = stopped,
+		.scheduler_ns = cp_kernel_scheduler_ns(k),
+	};
+	fprintf(stderr, "cpuprof: recorded %s from outside until %s\n", shown_cmd, stopped);
+	int rc = record_write(cp_kernel_tree(k), abs, output, &run_info) < 0 ? 1 : 0;
+	cp_kernel_free(k);
+	return rc;
+}
+
+/* Whether this kernel's timers are tick-bound: there the task clock fires
+ * at ticks too, and the in-process engines' choice (hw, or timers weighed
+ * by the thread clock) is better. */
+static int tick_bound(void)
+{
+	struct timespec r;
+	return clock_getres(CLOCK_MONOTONIC, &r) == 0 && r.tv_sec * 1000000000l + r.tv_nsec > CP_TICK_BOUND_NS;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_opts o;
-	struct cp_collector c;
+	struct collector c;
 	struct run_state rs;
 	char *lib = NULL, *abs = NULL, *dir = NULL;
 	const char *base;
 	int rc = EXIT_USAGE, exec_errno;
 	struct stat st;
-	char why[512];
+	char why[512], refusal[512] = "";
 
 	memset(&c, 0, sizeof c);
-	c.fd = -1;
+	c.shm.fd = -1;
 	memset(&rs, 0, sizeof rs);
 	int pr = parse_args(argc, argv, &o);
 	if (pr > 0) {
@@ -489,12 +728,6 @@ int cmd_record(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *output = o.output ? o.output : DEFAULT_OUTPUT;
-	if (!(lib = find_library()))
-		goto out;
-	if (strpbrk(lib, ": ")) {
-		fprintf(stderr, "cpuprof record: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", lib);
-		goto out;
-	}
 	if (output[0] == '/') {
 		abs = strdup(output);
 	} else {
@@ -531,25 +764,65 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "cpuprof record: -o %s: cannot write in %s: %s\n", output, dir, strerror(e));
 		goto out;
 	}
-	long depth = cp_options[CP_OPT_DEPTH].def;
+	long depth = cp_options[CP_OPT_DEPTH].def, hz = cp_options[CP_OPT_HZ].def, unwind = 0;
 	if (o.depth)
 		parse_int_arg(o.depth, 1, cp_options[CP_OPT_DEPTH].max, &depth);
+	if (o.hz)
+		parse_int_arg(o.hz, 1, cp_options[CP_OPT_HZ].max, &hz);
+	if (o.unwind)
+		cp_option_parse(&cp_options[CP_OPT_UNWIND], o.unwind, &unwind, why, sizeof why);
 	/* A stale profile is not left for this run's: only a regular file is
 	 * removed (-o /dev/null, or a FIFO, is written into). */
 	if (stat(abs, &st) == 0 && S_ISREG(st.st_mode) && unlink(abs) < 0) {
 		fprintf(stderr, "cpuprof record: cannot remove the old %s: %s\n", output, strerror(errno));
 		goto out;
 	}
-	if (cp_collect_create(&c, SLOTS, RING_CELLS, (uint32_t)depth, why, sizeof why) < 0) {
-		fprintf(stderr, "cpuprof record: %s\n", why);
-		goto out;
-	}
-	if (set_environment(&o, lib, c.path) < 0) {
-		fprintf(stderr, "cpuprof record: cannot set the environment: %s\n", strerror(errno));
+	/* The shared symbol tables of files: the tree's processes load the
+	 * same libraries. */
+	cp_symbols_share_files();
+	struct cp_kernel_conf kc = { .hz = (int)hz, .depth = (unsigned)depth, .unwind = (int)unwind,
+				     .engine = CP_ENGINE_PERF };
+	if (o.pids) {
+		rc = run_attach(&o, &kc, abs, output);
 		goto out;
 	}
 
-	int status = run(&o, &c, &rs, &exec_errno);
+	/* From outside where the engine asked for is the perf task clock and
+	 * the kernel lets record open it; else preloaded. */
+	int outside = !o.preload && (!o.engine || !strcmp(o.engine, "auto") || !strcmp(o.engine, CP_ENGINE_PERF)) &&
+		      !tick_bound() && cp_kernel_probe(&kc, refusal, sizeof refusal) == 0;
+	int status = -2;
+	if (outside) {
+		status = run(&o, &kc, &c, &rs, &exec_errno, refusal, sizeof refusal);
+		if (status == -2) {
+			cp_kernel_free(c.kernel);
+			c.kernel = NULL;
+			memset(&rs, 0, sizeof rs);
+		}
+	}
+	if (status == -2) {
+		/* Inside each process: the library chooses the engine (and
+		 * with --engine perf, where perf is refused, says so and lets
+		 * the program run unprofiled). */
+		if (refusal[0])
+			fprintf(stderr, "cpuprof record: not from outside: %s; profiling inside each process instead\n",
+				refusal);
+		if (!(lib = find_library()))
+			goto out;
+		if (strpbrk(lib, ": ")) {
+			fprintf(stderr, "cpuprof record: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", lib);
+			goto out;
+		}
+		if (cp_collect_create(&c.shm, SLOTS, RING_CELLS, (uint32_t)depth, why, sizeof why) < 0) {
+			fprintf(stderr, "cpuprof record: %s\n", why);
+			goto out;
+		}
+		if (set_environment(&o, lib, c.shm.path) < 0) {
+			fprintf(stderr, "cpuprof record: cannot set the environment: %s\n", strerror(errno));
+			goto out;
+		}
+		status = run(&o, NULL, &c, &rs, &exec_errno, NULL, 0);
+	}
 	if (status < 0) {
 		rc = exec_errno == ENOENT || exec_errno == ENOTDIR ? 127 : 126;
 		goto out;
@@ -562,10 +835,15 @@ int cmd_record(int argc, char **argv)
 		.root = rs.root,
 		.per_process = o.per_process,
 		.told_to_stop = rs.told_to_stop,
+		.mode = c.kernel ? "outside" : "preload",
+		.refusal = refusal,
 	};
-	record_write(&c.tree, abs, output, &run_info);
+	record_write(tree_of(&c), abs, output, &run_info);
 out:
-	cp_collect_free(&c);
+	if (c.kernel)
+		cp_kernel_free(c.kernel);
+	else
+		cp_collect_free(&c.shm);
 	free(lib);
 	free(abs);
 	free(dir);

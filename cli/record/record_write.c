@@ -79,7 +79,7 @@ static void image_facts(const struct cp_tree *c, const struct cp_image *m, struc
 	f->lost_ns += m->dropped_ns;
 	/* A process that never said it ended (killed) last published its
 	 * CPU a while before: the kernel's count from its wait is better. */
-	if (m->facts.ended == CP_END_NONE && m->have_status && m->wait_cpu_ns - base > f->cpu_ns)
+	if (!m->counted && m->facts.ended == CP_END_NONE && m->have_status && m->wait_cpu_ns - base > f->cpu_ns)
 		f->cpu_ns = m->wait_cpu_ns - base;
 	/* One still running when CMD ended: the kernel's count at its last
 	 * samples (cp_collect_finish). */
@@ -318,8 +318,12 @@ static unsigned unprofiled_clauses(const struct cp_tree *c, const struct record_
 	int root_seen = 0;
 	for (size_t k = 0; k < c->nimages; k++)
 		root_seen |= c->images[k]->pid == r->root;
+	if (!root_seen && strcmp(r->mode, "preload") != 0)
+		root_seen = 1; /* from outside: its images, if any, were named as not profiled */
 	if (!root_seen)
-		cp_warning_add(w, "%s was not profiled: %s", r->cmd, why_unprofiled(r->cmd));
+		cp_warning_add(w, "%s was not profiled: %s", r->cmd,
+			       strcmp(r->mode, "preload") ? "it ran no program that could be sampled (setuid or setgid "
+							   "programs never are)" : why_unprofiled(r->cmd));
 	for (size_t k = 0; k < c->nimages; k++) {
 		const struct cp_image *m = c->images[k];
 		if (m->facts.exec_pending && !m->replaced && m->dead)
@@ -338,7 +342,7 @@ static unsigned unprofiled_clauses(const struct cp_tree *c, const struct record_
 			snprintf(pids + n, sizeof pids - n, "%s%d (%.24s)", n ? ", " : "", m->pid, image_name(m));
 		}
 	}
-	if (running)
+	if (running && strcmp(r->mode, "attached") != 0)
 		cp_warning_add(w, "%u %s still running when the command ended (%s%s): what %s after that "
 			       "is not in the profile", running, running == 1 ? "process was" : "processes were",
 			       pids, running > 4 ? ", ..." : "", running == 1 ? "it does" : "they do");
@@ -346,6 +350,23 @@ static unsigned unprofiled_clauses(const struct cp_tree *c, const struct record_
 		cp_warning_add(w, "%u processes found no room in record's shared memory and were not profiled",
 			       c->no_slot);
 	return running;
+}
+
+/* How the tree was recorded, in the comments: from outside (the kernel's
+ * rings), attached to running processes, or preloaded (and then why not
+ * from outside, where that was tried). */
+static void record_comments(struct cp_comments *cm, const struct record_run *r)
+{
+	if (!strcmp(r->mode, "attached")) {
+		cp_comment(cm, "record=attached to %s from outside, until %s", r->cmd, r->attached);
+		cp_comment(cm, "scheduler_cpu_ns=%lld", (long long)r->scheduler_ns);
+	}
+	else if (!strcmp(r->mode, "outside"))
+		cp_comment(cm, "record=from outside: perf events opened on the command, inherited by its tree");
+	else if (r->refusal && r->refusal[0])
+		cp_comment(cm, "record=preloaded into each process: not from outside (%s)", r->refusal);
+	else
+		cp_comment(cm, "record=preloaded into each process");
 }
 
 /* The tree's warning: the judge's, then what was not profiled. */
@@ -385,15 +406,17 @@ static int write_merged(const struct cp_tree *c, const char *path, const char *s
 	 * process still running when CMD ended was reaped by nobody, so that
 	 * count has none of its CPU: its images' own counts are added (each
 	 * image's pid looked up only if any runs: a tree may have thousands of
-	 * images). */
+	 * images).  Attached (-p), the count is the events' over the window,
+	 * running processes and all. */
 	if (r->tree_cpu_ns > 0) {
 		tree.cpu_ns = r->tree_cpu_ns;
-		for (size_t k = 0; k < c->nimages && running; k++)
+		for (size_t k = 0; k < c->nimages && running && strcmp(r->mode, "attached") != 0; k++)
 			if (still_running(c, c->images[k]->pid))
 				tree.cpu_ns += facts[k].cpu_ns;
 	}
 	tree_warning(&tree, unprofiled, &warning);
 	cp_facts_comments(&cm, &tree, warning.text);
+	record_comments(&cm, r);
 	cp_comment(&cm, "processes=%zu", c->nimages);
 	for (size_t k = 0; k < c->nimages && k < MAX_PROCESS_COMMENTS; k++) {
 		const struct cp_image *m = c->images[k];
@@ -465,6 +488,7 @@ static int write_per_process(const struct cp_tree *c, const char *path, const ch
 		image_facts(c, m, &f);
 		tree_warning(&f, own ? unprofiled : NULL, &warning);
 		cp_facts_comments(&cm, &f, warning.text);
+		record_comments(&cm, r);
 		ended(m, how, sizeof how);
 		cp_comment(&cm, "process=%d %s ended=%s", m->pid, image_name(m), how);
 		if (image_file(c, k, primary, path, shown, r, &file, &name) < 0 ||
@@ -480,16 +504,41 @@ static int write_per_process(const struct cp_tree *c, const char *path, const ch
 	return rc;
 }
 
-int record_write(const struct cp_tree *c, const char *path, const char *shown, const struct record_run *r)
+int record_write(const struct cp_tree *all, const char *path, const char *shown, const struct record_run *r)
 {
 	static struct cp_warning unprofiled;
+	/* The images that were profiled; the others are named. */
+	struct cp_tree view = { .no_slot = all->no_slot };
+	view.images = malloc((all->nimages ? all->nimages : 1) * sizeof *view.images);
+	if (!view.images) {
+		fprintf(stderr, "cpuprof: cannot write %s: out of memory\n", shown);
+		return -1;
+	}
+	for (size_t k = 0; k < all->nimages; k++)
+		if (!all->images[k]->unprofiled)
+			view.images[view.nimages++] = all->images[k];
+	const struct cp_tree *c = &view;
 	unsigned running = unprofiled_clauses(c, r, &unprofiled);
+	for (size_t k = 0; k < all->nimages; k++) {
+		const struct cp_image *m = all->images[k];
+		if (!m->unprofiled)
+			continue;
+		if (m->pid == r->root)
+			cp_warning_add(&unprofiled, "%s was not profiled: %s", r->cmd, m->unprofiled);
+		else
+			cp_warning_add(&unprofiled, "process %d (%s) was not profiled: %s", m->pid, image_name(m),
+				       m->unprofiled);
+	}
+	int rc;
 	if (c->nimages == 0) {
 		/* Nothing to write, and an empty file would pass for a profile. */
 		fprintf(stderr, "cpuprof: no profile written: %s\n",
 			unprofiled.text[0] ? unprofiled.text : "no process of the command was profiled");
-		return -1;
+		rc = -1;
+	} else {
+		rc = r->per_process ? write_per_process(c, path, shown, r, &unprofiled)
+				    : write_merged(c, path, shown, r, &unprofiled, running);
 	}
-	return r->per_process ? write_per_process(c, path, shown, r, &unprofiled)
-			      : write_merged(c, path, shown, r, &unprofiled, running);
+	free(view.images);
+	return rc;
 }

@@ -23,6 +23,10 @@ struct record_run {
 	pid_t root;
 	int per_process;     /* one file per process image */
 	int told_to_stop;    /* the signal that told record to stop, or 0 */
+	const char *mode;    /* how it was recorded: "outside", "preload" or "attached" */
+	const char *refusal; /* why not from outside, or "" */
+	const char *attached; /* -p: what ended the recording */
+	int64_t scheduler_ns; /* -p: the scheduler's count of the window, for comparison */
 };
 
 /* Writes the profile(s) to path (shown as `shown` in messages) and says

@@ -54,6 +54,9 @@ struct cp_image {
 	int64_t wait_cpu_ns;      /* the CPU the kernel charged to it, from that wait (-1: none) */
 	int64_t live_cpu_ns;      /* still running at the finish: the kernel's count then (0: none) */
 	int pidfd;
+	const char *unprofiled;   /* why it was not profiled (a setuid program), or NULL */
+	int counted;              /* its CPU is the kernel's count of its own threads (kernel.c), not what a
+	                             process published: a wait's count, which has its children's, is not better */
 	char corrupt[128];        /* why its slot was given up as unreadable, or "" */
 };
 

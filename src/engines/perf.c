@@ -637,8 +637,9 @@ static pid_t record_tid(const uint8_t *p, const uint8_t *end)
 	return (pid_t)pid_tid[1];
 }
 
-static void on_record(const struct perf_event_header *h, const uint8_t *body, int cpu, void *unused)
+static void on_record(const struct perf_event_header *h, int cpu, void *unused)
 {
+	const uint8_t *body = (const uint8_t *)(h + 1);
 	struct rec r = { body, (const uint8_t *)h + h->size };
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:

@@ -170,9 +170,7 @@ void cp_perf_ring_drain(struct cp_perf_ring *rg, uint8_t *bounce, size_t bounce_
 			memcpy(bounce + first, rg->data, h.size - first);
 			rec = bounce;
 		}
-		struct perf_event_header hh;
-		memcpy(&hh, rec, sizeof hh);
-		fn(&hh, rec + sizeof hh, rg->cpu, arg);
+		fn((const struct perf_event_header *)rec, rg->cpu, arg);
 		tail += h.size;
 	}
 	__atomic_store_n(&rg->page->data_tail, head - tail > rg->size ? head : tail, __ATOMIC_RELEASE);

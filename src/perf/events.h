@@ -58,10 +58,11 @@ void cp_perf_ring_unmap(struct cp_perf_ring *r);
 uint64_t cp_perf_ring_used(const struct cp_perf_ring *r);
 
 /* Hands every record of r not yet read to fn, in order, then frees their
- * room.  bounce holds a record that wraps around the ring's end (bounce_size
- * bytes; a longer wrapping record is skipped).  fn's header and body are
- * valid only during the call. */
-typedef void cp_perf_record_fn(const struct perf_event_header *h, const uint8_t *body, int cpu, void *arg);
+ * room: h is the record whole, header and body, h->size bytes (in the
+ * ring, or in bounce for one that wraps around the ring's end: bounce_size
+ * bytes, and a longer wrapping record is skipped), valid only during the
+ * call. */
+typedef void cp_perf_record_fn(const struct perf_event_header *h, int cpu, void *arg);
 void cp_perf_ring_drain(struct cp_perf_ring *r, uint8_t *bounce, size_t bounce_size, cp_perf_record_fn *fn,
 			void *arg);
 

@@ -1,7 +1,9 @@
 #!/bin/sh
 # t_cli_record_env.sh -- `cpuprof record` as a process runner, with an
 # empty stand-in for libcpuprof.so (via CPUPROF_LIB) so it needs nothing
-# from the library: the environment the command gets, exit statuses, the
+# from the library where it preloads it (--engine timer; from outside,
+# the default, nothing is preloaded): the environment the command gets,
+# exit statuses, the
 # removal of a stale profile, what record says when nothing was profiled
 # (and that it then writes nothing), an unwritable output refused before
 # the command runs, signals the command sends record, and the command's
@@ -54,23 +56,33 @@ has env1 "CPUPROF_UNWIND=dwarf"
 grep -q '^cpuprof: no profile written: sh was not profiled: it never loaded the profiler' err ||
 	fail "no 'not profiled' line"
 [ -e p.pb.gz ] && fail "a profile was written though nothing was profiled"
-CPUPROF=$tmp/x.pb.gz CPUPROF_OWNER=1 LD_PRELOAD=$tmp/libother.so record 0 -- sh -c 'env >env2'
+CPUPROF=$tmp/x.pb.gz CPUPROF_OWNER=1 LD_PRELOAD=$tmp/libother.so record 0 --engine timer -- sh -c 'env >env2'
 has env2 "LD_PRELOAD=$tmp/libstub.so:$tmp/libother.so"
 # LD_PRELOAD mode's own variables do not reach the command.
 lacks env2 "^CPUPROF="
 lacks env2 "^CPUPROF_OWNER="
-for v in HZ ENGINE DEPTH SIGNAL UNWIND; do lacks env2 "^CPUPROF_$v="; done
+for v in HZ DEPTH SIGNAL UNWIND; do lacks env2 "^CPUPROF_$v="; done
+# From outside nothing is added to the command's environment, and what
+# the user preloads stays as it was.
+CPUPROF=$tmp/x.pb.gz LD_PRELOAD=$tmp/libother.so record 0 -- sh -c 'env >env3'
+if grep -q "^record=from outside" err 2>/dev/null || ! grep -q "not from outside" err; then
+	has env3 "LD_PRELOAD=$tmp/libother.so"
+	lacks env3 "^CPUPROF_SHM="
+fi
 
-# --- exit statuses ---
+# --- exit statuses, preloaded and from outside ---
+record 3 -o p.pb.gz --engine timer -- sh -c 'exit 3'
+record 143 -o p.pb.gz --engine timer -- sh -c 'kill -TERM $$'
+grep -q 'no profile written: sh was not profiled' err || fail "no word of the unprofiled command"
 record 3 -o p.pb.gz -- sh -c 'exit 3'
 record 143 -o p.pb.gz -- sh -c 'kill -TERM $$'
-grep -q 'no profile written: sh was not profiled' err || fail "no word of the unprofiled command"
+record 137 -o p.pb.gz -- sh -c 'kill -KILL $$' 
 
 # --- a stale profile is removed before the command starts ---
 echo stale >p.pb.gz
 record 0 -o p.pb.gz -- sh -c 'test ! -e p.pb.gz || echo still there >seen'
 [ -e seen ] && fail "the stale profile was still there when the command ran"
-[ -e p.pb.gz ] && fail "the stale profile is still there"
+[ "$(cat p.pb.gz 2>/dev/null)" = stale ] && fail "the stale profile is still there"
 
 # --- an unwritable output fails before the command runs ---
 mkdir ro && chmod 555 ro

@@ -100,7 +100,9 @@ bad "empty file name" record -o '' -- touch marker
 bad "no-such-dir" record -o no-such-dir/p.pb.gz -- touch marker
 mkdir adir
 bad "directory" record -o adir -- touch marker
-CPUPROF_LIB=$tmp/no-such-lib.so bad "CPUPROF_LIB" record -- touch marker
+# The library is found only where it is preloaded (an engine that runs
+# inside the process).
+CPUPROF_LIB=$tmp/no-such-lib.so bad "CPUPROF_LIB" record --engine timer -- touch marker
 
 # a command that cannot be run: 127 like a shell, and a message naming it
 run 127 record -o p.pb.gz -- ./no/such/command

@@ -137,17 +137,26 @@ $EMU "$CP" record -o d.pb.gz -- $EMU "$W" dlchurn "$LIB" 20 >out 2>err || { cat 
 has d.pb.gz dl_hot || { go tool pprof -top d.pb.gz; fail "dlchurn: the unloaded library's dl_hot is not named"; }
 
 # A program that writes over the layout in the header of record's shared
-# memory: record neither crashes nor follows it; the program's status and
-# output are its own, and what was sampled is kept.
-$EMU "$CP" record -o w.pb.gz -- $EMU "$W" scribble >out 2>err || { cat err; fail "scribble: status $?"; }
+# memory (where the library is preloaded: an engine inside the process):
+# record neither crashes nor follows it; the program's status and output
+# are its own, and what was sampled is kept.
+$EMU "$CP" record --engine timer -o w.pb.gz -- $EMU "$W" scribble >out 2>err || { cat err; fail "scribble: status $?"; }
 grep -q "scribble: done" out || { cat out err; fail "scribble: output changed"; }
 has w.pb.gz scribble_work || { go tool pprof -top w.pb.gz; fail "scribble: scribble_work is not in the profile"; }
 echo "scribble: $(comment w.pb.gz samples) samples, coverage $(comment w.pb.gz coverage)"
 
-# A child that execs with an empty environment is named as not profiled.
+# A child that execs with an empty environment: where the library is
+# preloaded, named as not profiled (the environment carried it); from
+# outside, profiled as any other.
 if [ -z "$EMU" ]; then
-	"$CP" record -o e.pb.gz -- "$W" clearenv >out 2>err || { cat err; fail "clearenv: status $?"; }
+	"$CP" record --engine timer -o e.pb.gz -- "$W" clearenv >out 2>err || { cat err; fail "clearenv: status $?"; }
 	grep -q "exec'd a program that was not profiled" err || { cat err; fail "clearenv: no word of the unprofiled exec"; }
+	if "$CP" record -o e.pb.gz -- "$W" clearenv >out 2>err && ! grep -q "not from outside" err; then
+		has e.pb.gz end_work || { go tool pprof -top e.pb.gz; fail "clearenv, from outside: the program it exec'd is not in the profile"; }
+		covers e.pb.gz "clearenv, from outside"
+		comment e.pb.gz process | grep -q "ended=exit:0" || fail "clearenv, from outside: its end is not said"
+		echo "clearenv, from outside: coverage $(comment e.pb.gz coverage)"
+	fi
 fi
 
 # waitfor FILE TEXT: until FILE has TEXT (at most 20 s).

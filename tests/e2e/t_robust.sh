@@ -41,13 +41,16 @@ has() {
 }
 
 # rec ENGINE STATUS OUTPUT-LINE PROFILE-FUNC -- CMD...: record CMD with
-# ENGINE; the status must be STATUS, the output must hold OUTPUT-LINE (if
-# not "-"), the profile must name PROFILE-FUNC (if not "-").
+# ENGINE (and the options in $rec_opts); the status must be STATUS, the
+# output must hold OUTPUT-LINE (if not "-"), the profile must name
+# PROFILE-FUNC (if not "-").
+rec_opts=
 rec() {
 	engine=$1 want=$2 line=$3 func=$4
 	shift 5
 	rm -f p.pb.gz p.pb.gz.*
-	timeout 300 $EMU "$CP" record -o p.pb.gz --engine "$engine" -- "$@" >out 2>err
+	# shellcheck disable=SC2086 # options
+	timeout 300 $EMU "$CP" record -o p.pb.gz --engine "$engine" $rec_opts -- "$@" >out 2>err
 	rc=$?
 	[ "$rc" -eq "$want" ] || { cat err; fail "$engine: $*: status $rc, expected $want"; }
 	[ "$line" = - ] || grep -q "$line" out || { cat out err; fail "$engine: $*: output changed"; }
@@ -96,8 +99,11 @@ for e in $engines; do
 	# (and threads made while it is blocked keep it blocked).
 	rec $e 0 "sigwait: got 27" sigwait_work -- $EMU "$W" sigwait
 
-	# The library's own API leaves record's profile alone.
+	# The library's own API leaves record's profile alone, where record
+	# preloads it.
+	rec_opts=--preload
 	rec $e 0 "api: flush -16 stop -16" api_work -- $EMU "$W" api
+	rec_opts=
 
 	# 4. A SIGPROF handler and ITIMER_PROF set up in main get the
 	# program's own rate (100 a CPU second, not 1,100), and the profile

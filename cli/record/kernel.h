@@ -1,0 +1,79 @@
+/*
+ * kernel.h -- `cpuprof record` from outside the processes it profiles.
+ * record opens the sampling events itself, on CMD (before it runs: they
+ * come on at its exec) or on running processes, inherited by every thread
+ * and process they start however they are made (fork, vfork, clone, exec,
+ * an empty environment, a static binary); it reads the kernel's rings --
+ * each sample's registers and a copy of the top of its stack, and the
+ * kernel's records of forks, execs, mappings, names and exits --, unwinds
+ * each sample with the unwind table of the file its code is in (one table
+ * per file for the whole tree, built when first needed), and fills the
+ * tree's images (tree.h), which record_write.c writes.  Nothing is
+ * preloaded into any process, and nothing of theirs is touched: no signal,
+ * no descriptor, no memory.
+ */
+#ifndef CPUPROF_CLI_KERNEL_H
+#define CPUPROF_CLI_KERNEL_H
+
+#include <poll.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "tree.h"
+
+struct cp_kernel_conf {
+	int hz;           /* asked for */
+	unsigned depth;   /* most frames kept */
+	int unwind;       /* enum cp_unwind_mode */
+	const char *engine; /* "perf" (the task clock) or "hw" (cycles) */
+};
+
+struct cp_kcollector;
+
+/* Whether this process may open the sampling events it would open on its
+ * own children (the task clock, or cycles for hw, with a copy of the
+ * stack, inherited).  0, or a negative errno with what refused and what
+ * would allow it in why[len]. */
+int cp_kernel_probe(const struct cp_kernel_conf *c, char *why, size_t len);
+
+/* Opens the events on process pid, which has not exec'd CMD yet: they
+ * start counting at its exec.  0, or a negative errno with why[len]. */
+int cp_kernel_start(struct cp_kcollector **out, const struct cp_kernel_conf *c, pid_t pid, char *why, size_t len);
+
+/* Opens the events on every thread of the running processes pids[0..n),
+ * with what each has mapped now.  0, or a negative errno with why[len]
+ * (then nothing stays open). */
+int cp_kernel_attach(struct cp_kcollector **out, const struct cp_kernel_conf *c, const pid_t *pids, size_t n,
+		     char *why, size_t len);
+
+/* The descriptors to poll for POLLIN (the rings, woken a quarter full)
+ * into out[max]; how many. */
+size_t cp_kernel_pollfds(const struct cp_kcollector *k, struct pollfd *out, size_t max);
+
+/* Takes what the kernel wrote since the last call. */
+void cp_kernel_poll(struct cp_kcollector *k);
+
+/* How process pid ended, from a wait of record's own. */
+void cp_kernel_status(struct cp_kcollector *k, pid_t pid, int status, int64_t cpu_ns);
+
+/* Whether every process attached to has ended. */
+int cp_kernel_all_ended(const struct cp_kcollector *k);
+
+/* The last pass: the events are closed (what they wrote stays readable),
+ * everything is taken, and each image's facts are made.  The processes
+ * run on unchanged.  wall_ns: the wall time the tree ran. */
+void cp_kernel_finish(struct cp_kcollector *k);
+
+/* What was collected; the CPU the events counted in all (-p's measure of
+ * the window); what record itself used. */
+struct cp_tree *cp_kernel_tree(struct cp_kcollector *k);
+int64_t cp_kernel_counted_ns(const struct cp_kcollector *k);
+/* -p: what the scheduler counted of the live threads of the processes
+ * over the window (a thread that ended within it is missed): the measure
+ * the events' count is checked against. */
+int64_t cp_kernel_scheduler_ns(const struct cp_kcollector *k);
+
+void cp_kernel_free(struct cp_kcollector *k);
+
+#endif
