@@ -30,6 +30,7 @@
 #include "pprof_write.h"
 #include "profile_proto.h"
 #include "protobuf.h"
+#include "symbolize/demangle.h"
 #include "symbolize/symbols.h"
 
 /* Longest the DWARF reader may take for a whole profile, and most objects
@@ -391,7 +392,7 @@ static uint32_t str_unversioned(struct builder *b, const char *s)
 }
 
 /* The string index of the readable form of symbol (or linkage name) s:
- * demangled if it is a C++ name, without its version. */
+ * without its version, demangled if it is a C++ or Rust name. */
 static uint32_t str_readable(struct builder *b, const char *s)
 {
 	const char *at = strchr(s, '@');
@@ -400,7 +401,7 @@ static uint32_t str_readable(struct builder *b, const char *s)
 		b->err = ENOMEM;
 		return 0;
 	}
-	char *d = cp_symbols_demangle(b->parts[0].p->syms, base ? base : s);
+	char *d = cp_demangle(base ? base : s);
 	uint32_t k = str_intern(b, d ? d : base ? base : s);
 	free(d);
 	free(base);
