@@ -9,9 +9,9 @@
  * function from the ELF symbols (symbols.h), and, where the object has
  * DWARF, its source file and line and the functions inlined there, one
  * Line each, innermost first (lines.h, in a child process).  One Function
- * per distinct (name, system name, source file, start line); names lose
- * their symbol versions and C++ names are demangled, the mangled symbol
- * kept as system_name.  The tables follow the samples, the string table
+ * per distinct (name, system name, source file, start line); names are
+ * addr2line -C -f -i's, without symbol versions and demangled (C++, Rust:
+ * symbolize/demangle.h), the mangled symbol kept as system_name.  The tables follow the samples, the string table
  * last, so the profile reads without the binaries.  Runs outside signal
  * context and touches nothing a sampling signal handler uses.
  */
