@@ -78,12 +78,14 @@ profile() {
 	[ -s "$out" ] || { cat err; fail "$1 $2: no profile"; }
 }
 
-# check PATH WORKLOAD NAME...: the names of PATH-WORKLOAD.pb.gz agree with
-# addr2line's, and the profile has functions whose names begin with each
-# NAME (a fixed string): qualified names of the workload's functions.
+# check PATH WORKLOAD MANGLED NAME...: the names of PATH-WORKLOAD.pb.gz
+# agree with addr2line's, a Function's system name begins with MANGLED (it
+# keeps the mangled symbol), and the profile has functions whose names
+# begin with each NAME (a fixed string): qualified names of the workload's
+# functions.
 check() {
-	path=$1 work=$2
-	shift 2
+	path=$1 work=$2 mangled=$3
+	shift 3
 	names_agreement "$path-$work.pb.gz" >names.count
 	read -r agree total left <names.count
 	[ "$total" -ge 20 ] && [ $((left * 2)) -lt "$total" ] ||
@@ -93,6 +95,7 @@ check() {
 	sed 's/^/  differs: /' names.diff | cut -c1-300
 	awk -v r="$ratio" -v m=$MIN 'BEGIN { exit !(r < m) }' &&
 		fail "$path $work: names agree $ratio < $MIN (addr2line's | the profile's)"
+	grep -qF "($mangled" raw || { cat raw; fail "$path $work: no system name $mangled..."; }
 	for name in "$@"; do
 		cut -f5 lines | awk -v n="$name" 'index($0, n) == 1 { ok = 1 } END { exit !ok }' ||
 			{ cut -f5 lines | sort -u | head -30; fail "$path $work: no function named '$name'"; }
@@ -101,11 +104,11 @@ check() {
 
 for path in record preload gperftools; do
 	profile $path names_cxx
-	check $path names_cxx 'app::Cache<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > >::fill(int)' \
+	check $path names_cxx _ZN3app5CacheINSt7__cxx1112basic_string 'app::Cache<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > >::fill(int)' \
 		'app::detail::mix(unsigned long)' '(anonymous namespace)::Hasher::run(unsigned long, int)'
 	profile $path names_legacy
-	check $path names_legacy 'names::hot::engine::Mixer::churn' '<names::hot::engine::Mixer as names::hot::engine::Step>::step'
+	check $path names_legacy _ZN5names3hot6engine5Mixer5churn17h 'names::hot::engine::Mixer::churn' '<names::hot::engine::Mixer as names::hot::engine::Step>::step'
 	profile $path names_v0
-	check $path names_v0 '<names::hot::engine::Mixer>::churn' '<names::hot::engine::Mixer as names::hot::engine::Step>::step'
+	check $path names_v0 _RNvMNtNtCs '<names::hot::engine::Mixer>::churn' '<names::hot::engine::Mixer as names::hot::engine::Step>::step'
 done
 echo "all name checks passed"
