@@ -38,6 +38,19 @@ ifeq ($(shell echo '$(LIBDW_PROBE)' | $(CC) -xc -fsyntax-only - 2>/dev/null && e
 $(error libdw's headers are not installed: `sh scripts/deps.sh libdw-dev` (as root) installs them)
 endif
 endif
+# src/symbolize/demangle.c is libiberty's demangler (binutils' own, which
+# knows C++ and both of Rust's manglings): Debian's libiberty-dev, a static
+# archive built position-independent, linked into every library and the
+# CLI with its names hidden (--exclude-libs, and the archives' objcopy),
+# so that names never depend on what a profiled program links.  Its headers
+# serve every CPU; the archive is the target's (libiberty-dev:arm64).
+LIBIBERTY := -l:libiberty.a
+LIBIBERTY_PROBE := \#include <libiberty/demangle.h>
+ifneq ($(MAKECMDGOALS),clean)
+ifeq ($(shell echo '$(LIBIBERTY_PROBE)' | $(CC) -xc -fsyntax-only - 2>/dev/null && echo ok),)
+$(error libiberty's headers are not installed: `sh scripts/deps.sh libiberty-dev` (as root) installs them)
+endif
+endif
 # Binutils of a cross compiler named PREFIX-gcc are PREFIX-ar, PREFIX-nm.
 CROSS   := $(patsubst %gcc,%,$(filter %-gcc,$(notdir $(CC))))
 ifeq ($(origin AR),default)
@@ -66,7 +79,9 @@ CFLAGS  ?= -O2 -g
 # Frame pointers in our own code keep the profiler's frames walkable too.
 BASE    := -std=gnu11 -fno-omit-frame-pointer -D_GNU_SOURCE $(WARN) -Iinclude -Isrc -Isrc/arch/$(ARCH)
 LIBFLAGS:= $(BASE) -fPIC -fvisibility=hidden -pthread
-LDLIBS  := -lz -ldl -pthread
+LDLIBS  := -lz -ldl -pthread $(LIBIBERTY)
+# A shared library exports none of libiberty's names.
+SOFLAGS := -Wl,--exclude-libs,libiberty.a
 
 # The library's rooms (docs/architecture.md): src/ itself is a profile's
 # life; each folder below it one concern.  Object files keep their folders,
@@ -135,7 +150,7 @@ $(B)/cli/report/flame.o: cli/report/flame.html
 # nodelete: the library's signal handler may stay installed after a
 # profile (src/engines/signal.c), so the library must never be unloaded.
 $(B)/libcpuprof.so: $(LIB_OBJS)
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -Wl,-z,nodelete -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -Wl,-z,nodelete $(SOFLAGS) -o $@ $^ $(LDLIBS)
 
 # The names the library exports, one a line: what its objects give default
 # visibility, its API (cpuprof_*) and the C library's functions it
@@ -151,7 +166,7 @@ $(B)/exports.txt: $(LIB_OBJS)
 # link libcpuprof-internal.a, the objects as they are.
 $(B)/libcpuprof.a: $(LIB_OBJS) $(B)/exports.txt
 	@rm -f $@ $(B)/libcpuprof.o
-	$(CC) -r -nostdlib -o $(B)/libcpuprof.o $(LIB_OBJS)
+	$(CC) -r -nostdlib -o $(B)/libcpuprof.o $(LIB_OBJS) $(LIBIBERTY)
 	$(OBJCOPY) --keep-global-symbols=$(B)/exports.txt $(B)/libcpuprof.o
 	$(AR) rcs $@ $(B)/libcpuprof.o
 
@@ -168,7 +183,7 @@ CLI_ROOMS  := base perf unwind symbolize profile
 CLI_SHARED := $(patsubst %.c,$(B)/%.o,$(foreach r,$(CLI_ROOMS),$(wildcard src/$(r)/*.c))) \
 	$(addprefix $(B)/src/sig/,ring.o state.o stack.o unwind_dwarf.o unwind_fp.o)
 $(B)/cpuprof: $(CLI_OBJS) $(CLI_SHARED)
-	$(CC) $(CFLAGS) -o $@ $^ -lz
+	$(CC) $(CFLAGS) -o $@ $^ -lz $(LIBIBERTY)
 
 ifdef TSAN
 # `make tsan`: the tests link the library itself, so that the threads it
@@ -200,7 +215,7 @@ $(B)/compat/libprofiler.map: $(B)/compat/exports.txt
 # -z nodelete: a dlclose() must not unmap a library whose signal handler
 # and threads may still run.
 $(B)/libprofiler.so.0: $(GP_CORE) $(GP_OBJS) $(B)/compat/libprofiler.map
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libprofiler.so.0 -Wl,-z,defs -Wl,-z,nodelete \
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libprofiler.so.0 -Wl,-z,defs -Wl,-z,nodelete $(SOFLAGS) \
 		-Wl,--version-script=$(B)/compat/libprofiler.map -o $@ $(GP_CORE) $(GP_OBJS) $(LDLIBS)
 
 $(B)/libprofiler.so: $(B)/libprofiler.so.0
@@ -210,7 +225,7 @@ $(B)/libprofiler.so: $(B)/libprofiler.so.0
 # matters beside gperftools' own shared library and is left out.
 $(B)/libprofiler.a: $(GP_CORE) $(filter-out %/coexist.o,$(GP_OBJS)) $(B)/compat/exports.txt
 	@rm -f $@ $(B)/compat/libprofiler.o
-	$(CC) -r -nostdlib -o $(B)/compat/libprofiler.o $(filter %.o,$^)
+	$(CC) -r -nostdlib -o $(B)/compat/libprofiler.o $(filter %.o,$^) $(LIBIBERTY)
 	$(OBJCOPY) --keep-global-symbols=$(B)/compat/exports.txt $(B)/compat/libprofiler.o
 	$(AR) rcs $@ $(B)/compat/libprofiler.o
 
@@ -333,7 +348,7 @@ $(BB)/src/%.o: src/%.c
 	$(CC) $(CFLAGS) $(LIBFLAGS) $(DEPFLAGS) -DCPUPROF_BENCH -c -o $@ $<
 
 $(BB)/libcpuprof.so: $(LIB_OBJS:$(B)/%=$(BB)/%)
-	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -Wl,-z,nodelete -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -Wl,-z,nodelete $(SOFLAGS) -o $@ $^ $(LDLIBS)
 
 # Workloads: frame pointers, as every profiler compared walks them.  In
 # scale.c the function that works is also the one that calls: without

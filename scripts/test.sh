@@ -18,12 +18,16 @@ cd "$(dirname "$0")/.."
 # nodejs (with a font for the screenshots) open report's HTML flame graph
 # in a real browser, driven over the DevTools protocol by tests/tools/cdp.js;
 # libdw-dev has the headers src/symbolize/lines.c is built against (and libdw1,
-# which it loads at run time); binutils' addr2line is the reference the
-# line tests compare with; dpkg-dev unpacks the Debian source package
-# (lua5.4) that tests/e2e/t_lines_lua.sh builds, with a deb-src line beside
-# the machine's own deb lines (the same mirrors) when it has none.
+# which it loads at run time); libiberty-dev is binutils' demangler
+# (C++, Rust legacy and v0), the static archive src/symbolize/demangle.c
+# is linked with; binutils' addr2line is the reference the line and name
+# tests compare with; g++ and rustc build the C++ and Rust workloads of
+# tests/e2e/t_names.sh (Debian's rustc 1.63 knows both of Rust's manglings);
+# dpkg-dev unpacks the Debian source package (lua5.4) that
+# tests/e2e/t_lines_lua.sh builds, with a deb-src line beside the machine's
+# own deb lines (the same mirrors) when it has none.
 sh scripts/deps.sh gcc make libc6-dev zlib1g-dev golang-go google-perftools libgoogle-perftools-dev pkg-config \
-	python3 ca-certificates chromium nodejs fonts-dejavu-core libdw-dev binutils dpkg-dev
+	python3 ca-certificates chromium nodejs fonts-dejavu-core libdw-dev libiberty-dev binutils g++ rustc dpkg-dev
 if [ "$(id -u)" -eq 0 ] && ! grep -Eqs '^(deb-src |Types:.*deb-src)' /etc/apt/sources.list /etc/apt/sources.list.d/*; then
 	src=/etc/apt/sources.list.d/cpuprof-deb-src
 	for f in /etc/apt/sources.list.d/*.sources; do
@@ -42,8 +46,11 @@ aarch64 | arm64)
 	# The cross compiler and its C library; zlib for arm64 (with Debian's
 	# multiarch arm64 C library, which the tests run on); libdw for arm64,
 	# which the library loads at run time for source lines (its headers
-	# are the host's); the statically linked qemu-user (see the Makefile).
-	sh scripts/deps.sh gcc-aarch64-linux-gnu libc6-dev-arm64-cross zlib1g-dev:arm64 libdw1:arm64 qemu-user-static
+	# are the host's); libiberty's archive for arm64, the demangler linked
+	# into the library and the CLI (its headers are the host's); the
+	# statically linked qemu-user (see the Makefile).
+	sh scripts/deps.sh gcc-aarch64-linux-gnu libc6-dev-arm64-cross zlib1g-dev:arm64 libdw1:arm64 libiberty-dev:arm64 \
+		qemu-user-static
 	make -s check ARCH=aarch64 ;;
 vm)
 	make -s check-vm ;;

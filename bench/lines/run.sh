@@ -38,7 +38,7 @@ if [ ! -e "$lib" ]; then
 	${CC:-cc} -shared -pthread -o "$lib" "$objs"/*.o
 fi
 ${CC:-cc} -O2 -g -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Iinclude -Isrc -Isrc/arch/$ARCH \
-	-o "$B/bench/lines_write" bench/lines/write.c "$B/libcpuprof-internal.a" -lz -ldl -pthread
+	-o "$B/bench/lines_write" bench/lines/write.c "$B/libcpuprof-internal.a" -lz -ldl -pthread -l:libiberty.a
 W=$ROOT/$B/bench/lines_write
 [ "$(id -u)" -eq 0 ] && sh scripts/deps.sh libstdc++6-12-dbg >&2
 libs=$lib

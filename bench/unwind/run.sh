@@ -17,7 +17,7 @@ make -s all tests >&2
 mkdir -p "$B/bench"
 ${CC:-cc} -O2 -g -std=gnu11 -fno-omit-frame-pointer -D_GNU_SOURCE -Wall -Wextra -Wshadow \
 	-Iinclude -Isrc -Isrc/arch/$ARCH -o "$B/bench/bench_unwind" bench/unwind/bench_unwind.c \
-	"$B/libcpuprof-internal.a" -lz -ldl -pthread
+	"$B/libcpuprof-internal.a" -lz -ldl -pthread -l:libiberty.a
 BENCH=$ROOT/$B/bench/bench_unwind
 T=$ROOT/$B/tests
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench_unwind.XXXXXX")

@@ -48,7 +48,7 @@ VM_ARCH=${VM_ARCH:-x86_64}
 case $VM_ARCH in
 x86_64)
 	DEBARCH=amd64 QEMU="qemu-system-x86_64" CONSOLE=ttyS0 BUILD=build LIBDIR=/usr/lib/x86_64-linux-gnu
-	sh scripts/deps.sh gcc make libc6-dev zlib1g-dev qemu-system-x86 busybox-static cpio \
+	sh scripts/deps.sh gcc make libc6-dev zlib1g-dev libiberty-dev qemu-system-x86 busybox-static cpio \
 		google-perftools libgoogle-perftools4 >&2
 	make -s vm-progs >&2 ;;
 aarch64)
@@ -58,7 +58,7 @@ aarch64)
 	DEBARCH=arm64 QEMU="qemu-system-aarch64 -M virt -cpu max" CONSOLE=ttyAMA0 BUILD=build-aarch64
 	LIBDIR=/usr/lib/aarch64-linux-gnu
 	sh scripts/deps.sh gcc make gcc-aarch64-linux-gnu libc6-dev-arm64-cross zlib1g-dev:arm64 \
-		qemu-system-arm cpio binutils libgoogle-perftools4:arm64 >&2
+		libiberty-dev libiberty-dev:arm64 qemu-system-arm cpio binutils libgoogle-perftools4:arm64 >&2
 	make -s ARCH=aarch64 vm-progs >&2 ;;
 *)
 	echo "run.sh: VM_ARCH=$VM_ARCH: not x86_64 or aarch64" >&2

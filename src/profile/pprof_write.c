@@ -9,9 +9,9 @@
  * function from the ELF symbols (symbols.h), and, where the object has
  * DWARF, its source file and line and the functions inlined there, one
  * Line each, innermost first (lines.h, in a child process).  One Function
- * per distinct (name, system name, source file, start line); names lose
- * their symbol versions and C++ names are demangled, the mangled symbol
- * kept as system_name.  The tables follow the samples, the string table
+ * per distinct (name, system name, source file, start line); names are
+ * addr2line -C -f -i's, without symbol versions and demangled (C++, Rust:
+ * symbolize/demangle.h), the mangled symbol kept as system_name.  The tables follow the samples, the string table
  * last, so the profile reads without the binaries.  Runs outside signal
  * context and touches nothing a sampling signal handler uses.
  */
@@ -30,6 +30,7 @@
 #include "pprof_write.h"
 #include "profile_proto.h"
 #include "protobuf.h"
+#include "symbolize/demangle.h"
 #include "symbolize/symbols.h"
 
 /* Longest the DWARF reader may take for a whole profile, and most objects
@@ -390,9 +391,9 @@ static uint32_t str_unversioned(struct builder *b, const char *s)
 	return k;
 }
 
-/* The string index of the readable form of symbol (or linkage name) s:
- * demangled if it is a C++ name, without its version. */
-static uint32_t str_readable(struct builder *b, const char *s)
+/* The string index of the demangled form of symbol (or linkage name) s,
+ * without its version, or 0 if s is not a mangled name. */
+static uint32_t str_demangled(struct builder *b, const char *s)
 {
 	const char *at = strchr(s, '@');
 	char *base = at && at != s ? strndup(s, (size_t)(at - s)) : NULL;
@@ -400,11 +401,21 @@ static uint32_t str_readable(struct builder *b, const char *s)
 		b->err = ENOMEM;
 		return 0;
 	}
-	char *d = cp_symbols_demangle(b->parts[0].p->syms, base ? base : s);
-	uint32_t k = str_intern(b, d ? d : base ? base : s);
-	free(d);
+	char *d = cp_demangle(base ? base : s);
 	free(base);
+	if (!d)
+		return 0;
+	uint32_t k = str_intern(b, d);
+	free(d);
 	return k;
+}
+
+/* The string index of the readable form of symbol (or linkage name) s:
+ * without its version, demangled if it is a C++ or Rust name. */
+static uint32_t str_readable(struct builder *b, const char *s)
+{
+	uint32_t k = str_demangled(b, s);
+	return k ? k : str_unversioned(b, s);
 }
 
 /* Gives Location l, of segment g, Lines from its symbol alone (the name
@@ -434,9 +445,10 @@ static void lines_from_symbol(struct builder *b, struct location *l,
 }
 
 /* Gives Location l one Line per level of its inline chain c, innermost
- * first.  The outermost level is the function the symbol table names
- * `sym`: its system name is that symbol (a clone's, "f.part.0", or a cold
- * part's); every other level's is its linkage name, or its name in C. */
+ * first, each named as `addr2line -C -f -i` names it.  The outermost level
+ * is the function the symbol table names `sym`: its system name is that
+ * symbol (a clone's, "f.part.0", or a cold part's); every other level's
+ * is its linkage name, or its name in C. */
 static void lines_from_chain(struct builder *b, struct location *l,
 			     const struct cp_lines_chain *c, const char *sym)
 {
@@ -454,12 +466,20 @@ static void lines_from_chain(struct builder *b, struct location *l,
 				name = str_readable(b, sym);
 				system = str_unversioned(b, sym);
 			}
+		} else if (outermost && !f->linkage && sym && (name = str_demangled(b, sym)) != 0) {
+			/* A C++ function of internal linkage (static, in an
+			 * anonymous namespace) has no linkage name: addr2line
+			 * names it by its symbol, which starts where it does,
+			 * "(anonymous namespace)::Hasher::run(unsigned long)". */
+			system = str_unversioned(b, sym);
 		} else {
+			/* As addr2line -C names it: by its linkage name,
+			 * demangled (qualified, with C++'s parameters), also
+			 * one that does not demangle (a C function's asm
+			 * label, libc's "__GI___libc_write"); without one, by
+			 * its plain name ("step", a method of an anonymous
+			 * namespace's class inlined). */
 			name = f->linkage ? str_readable(b, f->linkage) : str_intern(b, f->name);
-			/* A linkage name that does not demangle reads worse
-			 * than the plain name. */
-			if (f->linkage && f->name[0] && !strcmp(b->strs[name], f->linkage))
-				name = str_intern(b, f->name);
 			system = outermost && sym ? str_unversioned(b, sym) :
 				 f->linkage ? str_intern(b, f->linkage) : name;
 		}

@@ -7,7 +7,6 @@
  * against the file size so a truncated or hostile ELF yields no symbols
  * rather than a crash.  Never used in signal context.
  */
-#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -600,8 +599,6 @@ static struct cp_symbols *enumerate(void)
 		s->objs[c.vdso].image_lo = c.vdso_start;
 		s->objs[c.vdso].image_hi = c.vdso_end;
 	}
-	void *dm = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-	memcpy(&s->demangle, &dm, sizeof dm);
 	return s;
 }
 
@@ -641,8 +638,6 @@ struct cp_symbols *cp_symbols_from_objects(const struct cp_object_desc *objs, si
 			s->segs[s->nsegs++] = (struct cp_segment){ objs[i].segs[k].start, objs[i].segs[k].limit,
 								   objs[i].segs[k].file_offset, &s->objs[i] };
 	qsort(s->segs, s->nsegs, sizeof *s->segs, seg_cmp);
-	void *dm = dlsym(RTLD_DEFAULT, "__cxa_demangle");
-	memcpy(&s->demangle, &dm, sizeof dm);
 	/* The vDSO is not a file: ours is the same image if the kernel is
 	 * (its build ID says so). */
 	if (s->vdso_index != SIZE_MAX) {
@@ -712,17 +707,4 @@ int cp_symbols_code_outside_function(const struct cp_symbols *s, uintptr_t pc,
 	if (!cp_symbols_name_for(s, pc, &fn) || !cp_symbols_segment_for(s, addr))
 		return 0;
 	return !cp_symbols_name_for(s, addr, &other) || other != fn;
-}
-
-char *cp_symbols_demangle(const struct cp_symbols *s, const char *name)
-{
-	if (!s->demangle || strncmp(name, "_Z", 2) != 0)
-		return NULL;
-	int status = -1;
-	char *d = s->demangle(name, NULL, NULL, &status);
-	if (status != 0) {
-		free(d);
-		return NULL;
-	}
-	return d;
 }

@@ -63,7 +63,6 @@ struct cp_symbols {
 	size_t nobjs;
 	struct cp_segment *segs; /* sorted by start */
 	size_t nsegs;
-	char *(*demangle)(const char *, char *, size_t *, int *);
 	/* The main program's and the vDSO's objects (SIZE_MAX: none), and
 	 * where the vDSO is in memory. */
 	size_t exe_index, vdso_index;
@@ -122,11 +121,6 @@ const char *cp_symbols_name_for(const struct cp_symbols *s, uintptr_t pc,
  * function, is not code, or pc's function is unknown. */
 int cp_symbols_code_outside_function(const struct cp_symbols *s, uintptr_t pc,
 				  uintptr_t addr);
-
-/* The demangled form of a C++ symbol name, as a malloc'd string the caller
- * frees, or NULL if the name is not mangled or no demangler (libstdc++'s
- * __cxa_demangle, looked up at run time) is loaded. */
-char *cp_symbols_demangle(const struct cp_symbols *s, const char *name);
 
 /* Internal, exposed for tests: reads the function symbols of the ELF file
  * at `path` (or of the ELF image in memory at image[0..size)) into *out,

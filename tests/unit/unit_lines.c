@@ -449,7 +449,9 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < nfq; i++)
 		fl += fpristine.chains[i].n > 0;
 	printf("fuzzing %s: %zu of %zu addresses with lines\n", lib, fl, nfq);
-	CHECK(fl * 10 > nfq * 8, "%s: only %zu of %zu addresses with lines", lib, fl, nfq);
+	/* All but libiberty's demangler, linked in without DWARF: about a
+	 * fifth of the library's functions. */
+	CHECK(fl * 10 > nfq * 6, "%s: only %zu of %zu addresses with lines", lib, fl, nfq);
 	unsigned seed = 20261201;
 	const char *sections[] = { ".debug_info", ".debug_line", ".debug_abbrev", ".debug_str" };
 	for (size_t i = 0; i < 4; i++)

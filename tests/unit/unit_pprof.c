@@ -25,6 +25,7 @@
 #include "../check.h"
 #include "profile/pprof_write.h"
 #include "profile/stacktab.h"
+#include "symbolize/demangle.h"
 #include "symbolize/symbols.h"
 
 /* ---- Allocation-failure injection ------------------------------------ */
@@ -504,18 +505,34 @@ static void test_symbols(void)
 	cp_symbols_free(s);
 }
 
-/* C++ demangling, when libstdc++ can be loaded. */
+/* Demangling with the demangler built in (libiberty's), whatever this
+ * process links: C++, and Rust's legacy (hash dropped) and v0 manglings,
+ * as `addr2line -C` prints them. */
 static void test_demangle(void)
 {
-	struct cp_symbols *s = cp_symbols_load();
-	CHECK(s != NULL, "cp_symbols_load");
-	char *d = cp_symbols_demangle(s, "_ZN3foo3barEi");
-	CHECK(d && !strcmp(d, "foo::bar(int)"), "demangled %s",
-	      d ? d : "NULL");
-	free(d);
-	CHECK(cp_symbols_demangle(s, "fn_alpha") == NULL, "plain C name");
-	CHECK(cp_symbols_demangle(s, "_Znot a name") == NULL, "bad mangled");
-	cp_symbols_free(s);
+	static const struct {
+		const char *mangled, *want;
+	} cases[] = {
+		{ "_ZN3foo3barEi", "foo::bar(int)" },
+		{ "_ZNK3app5CacheINSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEEE4sizeEv",
+		  "app::Cache<std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> > >::size() const" },
+		{ "_ZN5names3hot6engine5Mixer5churn17h14ca46aeefb662e3E", "names::hot::engine::Mixer::churn" },
+		{ "_ZN70_$LT$names..hot..engine..Mixer$u20$as$u20$names..hot..engine..Step$GT$4step17ha1c0fcbf40887a05E",
+		  "<names::hot::engine::Mixer as names::hot::engine::Step>::step" },
+		{ "_RNvMNtNtCsbZShwAlgmsH_5names3hot6engineNtB2_5Mixer5churn", "<names::hot::engine::Mixer>::churn" },
+		{ "_RNvXs_NtNtCsbZShwAlgmsH_5names3hot6engineNtB4_5MixerNtB4_4Step4step",
+		  "<names::hot::engine::Mixer as names::hot::engine::Step>::step" },
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+		char *d = cp_demangle(cases[i].mangled);
+		CHECK(d && !strcmp(d, cases[i].want), "%s demangled to %s, want %s", cases[i].mangled,
+		      d ? d : "NULL", cases[i].want);
+		free(d);
+	}
+	CHECK(cp_demangle("fn_alpha") == NULL, "plain C name");
+	CHECK(cp_demangle("main") == NULL, "main");
+	CHECK(cp_demangle("_Znot a name") == NULL, "bad mangled");
+	CHECK(cp_demangle("") == NULL, "empty name");
 }
 
 /* ---- cp_pprof_write through go tool pprof --------------------------------- */
@@ -958,8 +975,7 @@ int main(void)
 		CHECK(system(cmd) == 0, "%s", cmd);
 	}
 	test_symbols();
-	if (have_cxx)
-		test_demangle();
+	test_demangle();
 	printf("stacktab, symbols: %.2f s\n", now_s() - t0);
 	t0 = now_s();
 	test_pprof_nomem();
