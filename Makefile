@@ -165,7 +165,7 @@ CLI_SHARED := $(addprefix $(B)/src/,profile/options.o profile/judge.o profile/st
 	base/libc.o base/loader.o profile/pprof_write.o profile/protobuf.o symbolize/lines.o \
 	symbolize/lines_child.o sig/ring.o)
 $(B)/cpuprof: $(CLI_OBJS) $(CLI_SHARED)
-	$(CC) $(CFLAGS) -o $@ $^ -lz
+	$(CC) $(CFLAGS) -o $@ $^ -lz -lm
 
 ifdef TSAN
 # `make tsan`: the tests link the library itself, so that the threads it

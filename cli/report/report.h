@@ -7,6 +7,7 @@
 #ifndef CPUPROF_CLI_REPORT_H
 #define CPUPROF_CLI_REPORT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "profile.h"
@@ -31,9 +32,10 @@ void header_print(FILE *out, const struct report_input *in,
 		  const struct stackset *ss);
 
 /* `--format top`: the `top` functions (0: all) with the most flat value,
- * like `go tool pprof -top`. */
+ * like `go tool pprof -top`; with_intervals (--intervals) puts each
+ * share's 95% interval from the sampling beside it (shares.h). */
 int top_write(FILE *out, const struct report_input *in,
-	      const struct stackset *ss, long top);
+	      const struct stackset *ss, long top, bool with_intervals);
 
 /* `--format tree`: the call tree from the roots, children by total, each
  * line with total and self values and shares; subtrees whose total is
@@ -55,5 +57,14 @@ int flame_write(FILE *out, const struct report_input *in,
  * a source file cannot be read. */
 int list_write(FILE *out, const struct report_input *in,
 	       const struct stackset *ss, const char *regex);
+
+/* Runs fn(out, arg) with out a temporary file beside `path` that is
+ * renamed to path once complete (or with out stdout if path is NULL or
+ * "-"), so that a failed report leaves no partial file.  `cmd` names the
+ * command in messages ("report").  Returns 0, or EXIT_USAGE after a
+ * message if fn returned -1 (out of memory) or the output could not
+ * be written. */
+int report_output(const char *path, const char *cmd,
+		  int (*fn)(FILE *out, void *arg), void *arg);
 
 #endif

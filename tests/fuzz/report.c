@@ -30,7 +30,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct stack_options o = { mode == 1, mode == 1 ? GROUP_THREAD : GROUP_NONE, NULL };
 		struct stackset ss;
 		if (stackset_build(&ss, &p, &name, 1, &o, err, sizeof err) == 0) {
-			top_write(null, &in, &ss, 0);
+			top_write(null, &in, &ss, 0, mode == 1);
 			tree_write(null, &in, &ss, mode ? 0.0 : 1.0);
 			folded_write(null, &ss);
 			flame_write(null, &in, &ss);
