@@ -22,8 +22,10 @@ static void weigh(const struct stack_sample *s, double *w, double *k)
 static void add(struct share_sum *s, double w, double k)
 {
 	s->w += w;
-	if (k > 0)
+	if (k > 0) {
 		s->q += w * w / k;
+		s->n += k;
+	}
 }
 
 void share_base_of(struct share_base *b, const struct stackset *ss,
@@ -145,6 +147,22 @@ void share_interval(const struct share_sum *s, const struct share_base *b,
 		*hi = r;
 }
 
+/* The variance of profile b's share of a frame if its share were r0,
+ * the frame's draws a fraction pi0 of all, and its draws' and the
+ * others' squared weights sf and so times the profile's mean one: the
+ * delta method's n/(n-1) sum of w^2 (x - r0)^2 / (sum of w)^2 with the
+ * sums expected, not observed. */
+static double h0_var(const struct share_base *b, double r0, double pi0,
+		     double sf, double so)
+{
+	double msq = b->q / b->n;
+	double v = b->n * msq * (pi0 * sf * (1 - r0) * (1 - r0) + (1 - pi0) * so * r0 * r0) /
+		   (b->w * b->w);
+	if (b->n > 1)
+		v *= b->n / (b->n - 1);
+	return v > 0 ? v : 0;
+}
+
 void share_test(const struct share_sum *sa, const struct share_base *ba,
 		const struct share_sum *sb, const struct share_base *bb,
 		struct share_change *c)
@@ -156,9 +174,17 @@ void share_test(const struct share_sum *sa, const struct share_base *ba,
 	if (!(ba->neff > 0) || !(bb->neff > 0) || !(ba->w > 0) || !(bb->w > 0))
 		return;
 	c->pooled = (ba->neff * c->a + bb->neff * c->b) / (ba->neff + bb->neff);
-	double pool = c->pooled * (1 - c->pooled) * (1 / ba->neff + 1 / bb->neff);
+	/* If nothing changed: the frame's draws are the same fraction of
+	 * both profiles' draws, and its draws weigh the same relative to
+	 * each profile's mean, as pooled over both. */
+	double ma = ba->q / ba->n, mb = bb->q / bb->n;
+	double k = sa->n + sb->n, n = ba->n + bb->n;
+	double pi0 = k / n;
+	double sf = k > 0 ? (sa->q / ma + sb->q / mb) / k : 1;
+	double so = n > k ? ((ba->q - sa->q) / ma + (bb->q - sb->q) / mb) / (n - k) : 1;
+	double h0 = h0_var(ba, c->pooled, pi0, sf, so) + h0_var(bb, c->pooled, pi0, sf, so);
 	double delta = delta_var(sa, ba, c->a) + delta_var(sb, bb, c->b);
-	double v = pool > delta ? pool : delta;
+	double v = h0 > delta ? h0 : delta;
 	double d = c->b - c->a;
 	if (v > 0) {
 		c->z = d / sqrt(v);

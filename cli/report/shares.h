@@ -26,10 +26,17 @@
  *   more than the others.  The frame's effective draws n* are R(1-R) over
  *   that variance, and its interval is Wilson's score interval on n*.
  * - A change between profiles A and B is tested with a two-sample z test:
- *   z = (Rb - Ra) / sqrt(V), V the larger of the pooled binomial variance
- *   R0(1-R0)(1/neffA + 1/neffB) (R0 the shares pooled, weighted by neff:
- *   right when a frame has few draws or the profiles differ in size) and
- *   the sum of the two delta-method variances.
+ *   z = (Rb - Ra) / sqrt(V), V the larger of the variance if nothing
+ *   changed and the sum of the two delta-method variances.  The first is
+ *   the delta method's with its sums expected rather than observed: the
+ *   shares pooled (R0, weighted by neff), the frame's draws the same
+ *   fraction of each profile's draws (pooled), and its draws' squared
+ *   weights the same multiple of each profile's mean squared weight
+ *   (pooled); for equal weights it is the pooled binomial variance
+ *   R0(1-R0)(1/nA + 1/nB) of the two-proportion z test.  Variances
+ *   expected under no change keep a frame with few draws in one profile
+ *   (whose observed variance is small by chance) from false alarms, also
+ *   when the profiles differ in length or rate.
  * - Many frames are tested at once: Holm's step-down correction keeps the
  *   chance of any false alarm at alpha.  A frame is tested only where its
  *   pooled share could hold a change of the threshold's size (pooled
@@ -48,11 +55,11 @@
 /* The normal quantile of the two-sided 95% intervals shown. */
 #define SHARE_Z95 1.959963984540054
 
-/* Sums over some samples: their value (negative values count as 0) and
- * the sum of w^2 over the draws among them (w*w/k for a Sample of value w
- * and count k > 0). */
+/* Sums over some samples: their value (negative values count as 0), the
+ * sum of w^2 over the draws among them (w*w/k for a Sample of value w
+ * and count k > 0), and their draws. */
 struct share_sum {
-	double w, q;
+	double w, q, n;
 };
 
 /* A profile's totals (some range of a stackset's samples). */
