@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "profile.h"
+#include "shares.h"
 #include "stacks.h"
 
 /* The profiles being reported, as read, and their file names. */
@@ -23,6 +24,11 @@ struct report_input {
 /* The comments of each profile that its header shows (the text formats'
  * and the flame graph's), in this order; NULL-terminated. */
 extern const char *const report_comment_keys[];
+
+/* Prints p's report_comment_keys as key=value on one line (preceded by
+ * `prefix`), but engine_reason, which is long, on a line of its own, then
+ * its warning (each line preceded by `prefix`). */
+void header_comments(FILE *out, const struct profile *p, const char *prefix);
 
 /* The header of the text formats: each profile's comments that matter
  * (engine, hz, samples, lost, coverage, attributed, unwind; one line per
@@ -50,6 +56,34 @@ int folded_write(FILE *out, const struct stackset *ss);
 /* `--format html`: the self-contained flame graph page (flame.c). */
 int flame_write(FILE *out, const struct report_input *in,
 		const struct stackset *ss);
+
+/* What a flame graph page draws (flame_page()): a call tree of ss,
+ * each node's own value, and its samples' sums for the tooltips'
+ * intervals (shares.h). */
+struct flame_tree {
+	const struct calltree *t;
+	const int64_t *self;           /* per node: its own value drawn */
+	const struct share_sum *sum;   /* per node: its own samples' sums */
+	const struct share_base *base; /* the drawn samples' totals */
+	int64_t total;                 /* the drawn samples' value */
+	const char *title;             /* NULL: the profiles' names */
+	/* If not NULL: meta writes members of its own into the data's
+	 * header, each preceded by ','; node writes, for each node written,
+	 * its entries of the data's "extra" array (after a ',' but for the
+	 * first node), in the order of the nodes. */
+	void (*meta)(FILE *out, void *arg);
+	void (*node)(FILE *out, uint32_t node, void *arg);
+	void *arg;
+};
+
+/* Writes the flame graph page of ft, with in's profiles in its header.
+ * Subtrees whose value is 0 are left out.  Returns 0, -1 if out of
+ * memory. */
+int flame_page(FILE *out, const struct report_input *in,
+	       const struct stackset *ss, const struct flame_tree *ft);
+
+/* Writes s as a JSON string that is safe inside the page's <script>. */
+void flame_json_string(FILE *out, const char *s);
 
 /* `--list REGEX`: the source of every function whose name matches, each
  * line with its flat and cum values, like `go tool pprof -list`.  Returns
