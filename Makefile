@@ -274,7 +274,12 @@ $(B)/tests/tool_mkprof: tests/tools/tool_mkprof.c
 $(B)/demo: demo/demo.c
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -pthread
 
-tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/tests/tool_mkprof $(B)/tests/tool_engine $(B)/demo
+# cpuprof diff's tests draw synthetic profiles (written through tool_mkprof).
+$(B)/tests/tool_sampleprof: tests/tools/tool_sampleprof.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -o $@ $<
+
+tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/tests/tool_mkprof $(B)/tests/tool_sampleprof $(B)/tests/tool_engine $(B)/demo
 
 # Signal-context objects may call nothing that can allocate, lock or use stdio.
 check-sigsafe: $(SIG_SRCS:%.c=$(B)/%.o) $(GP_SIG_OBJS)

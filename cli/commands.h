@@ -29,6 +29,13 @@ int cmd_record(int argc, char **argv);
  * written. */
 int cmd_report(int argc, char **argv);
 
+/* `cpuprof diff [OPTIONS] BASE NEW...`; argv[0] is "diff".  Returns 0
+ * when no function's share changed beyond the noise, 1 when one did, and
+ * EXIT_USAGE for bad usage, a missing, unreadable, corrupt or refused
+ * file, profiles that cannot be compared, or output that cannot be
+ * written. */
+int cmd_diff(int argc, char **argv);
+
 /* Parses the whole of s as a decimal integer in [min, max] into *out;
  * false (and *out untouched) for anything else. */
 static inline bool parse_int_arg(const char *s, long min, long max, long *out)
@@ -82,5 +89,6 @@ static inline const char *opt_value(int argc, char **argv, int *i,
 /* The usage lines of each subcommand, written to f. */
 void record_usage(FILE *f);
 void report_usage(FILE *f);
+void diff_usage(FILE *f);
 
 #endif

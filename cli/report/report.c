@@ -272,7 +272,7 @@ int cmd_report(int argc, char **argv)
 			goto out;
 		}
 	}
-	struct stack_options so = { ra.lines, ra.group, ra.value };
+	struct stack_options so = { .lines = ra.lines, .group = ra.group, .value = ra.value };
 	if (ra.format == FORMAT_HTML && !ra.list)
 		so.group = GROUP_THREAD; /* the page offers the views */
 	if (stackset_build(&ss, p, ra.files, ra.nfiles, &so, err, sizeof err) < 0) {

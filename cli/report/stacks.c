@@ -263,9 +263,10 @@ static void describe_types(const struct profile *p, char *buf, size_t len)
 		snprintf(buf, len, "none");
 }
 
-/* Fails unless every profile has p[0]'s sample types and period type. */
+/* Fails unless every profile has p[0]'s sample types and period type;
+ * the message says they cannot be `verb`ed. */
 static int check_compatible(struct profile *const *p, const char *const *names,
-			    size_t n, char *err, size_t errlen)
+			    size_t n, const char *verb, char *err, size_t errlen)
 {
 	for (size_t i = 1; i < n; i++) {
 		bool same = p[i]->nsample_types == p[0]->nsample_types;
@@ -278,15 +279,15 @@ static int check_compatible(struct profile *const *p, const char *const *names,
 			char a[256], b[256];
 			describe_types(p[0], a, sizeof a);
 			describe_types(p[i], b, sizeof b);
-			return fail(err, errlen, "cannot merge %s and %s: their "
-				    "sample types differ (%s; %s)", names[0],
+			return fail(err, errlen, "cannot %s %s and %s: their "
+				    "sample types differ (%s; %s)", verb, names[0],
 				    names[i], a, b);
 		}
 		if (strcmp(p[i]->period_type.type, p[0]->period_type.type) ||
 		    strcmp(p[i]->period_type.unit, p[0]->period_type.unit))
-			return fail(err, errlen, "cannot merge %s and %s: their "
+			return fail(err, errlen, "cannot %s %s and %s: their "
 				    "period types differ (%s/%s; %s/%s)",
-				    names[0], names[i], p[0]->period_type.type,
+				    verb, names[0], names[i], p[0]->period_type.type,
 				    p[0]->period_type.unit,
 				    p[i]->period_type.type,
 				    p[i]->period_type.unit);
@@ -346,7 +347,8 @@ int stackset_build(struct stackset *ss, struct profile *const *p,
 	memset(ss, 0, sizeof *ss);
 	ss->value_type = "";
 	ss->unit = "";
-	if (n == 0 || check_compatible(p, names, n, err, errlen) < 0)
+	if (n == 0 || check_compatible(p, names, n, o->verb ? o->verb : "merge",
+					err, errlen) < 0)
 		return -1;
 	size_t nsamples = 0;
 	for (size_t i = 0; i < n; i++) {

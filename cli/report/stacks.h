@@ -59,6 +59,9 @@ struct stack_options {
 	const char *value;      /* the sample type to count ("cpu",
 				   "samples"); NULL: cpu if the profiles
 				   have it, else their last type */
+	const char *verb;       /* what messages say cannot be done with
+				   profiles of other types: "compare";
+				   NULL: "merge" */
 };
 
 /* One pprof Sample.  `count` is the number of times the profiler sampled

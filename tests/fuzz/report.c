@@ -27,7 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *name = "fuzz.pb";
 	struct report_input in = { &p, &name, 1 };
 	for (int mode = 0; mode < 2; mode++) {
-		struct stack_options o = { mode == 1, mode == 1 ? GROUP_THREAD : GROUP_NONE, NULL };
+		struct stack_options o = { .lines = mode == 1, .group = mode == 1 ? GROUP_THREAD : GROUP_NONE };
 		struct stackset ss;
 		if (stackset_build(&ss, &p, &name, 1, &o, err, sizeof err) == 0) {
 			top_write(null, &in, &ss, 0, mode == 1);

@@ -1,0 +1,241 @@
+/*
+ * compare.c -- the tests of `cpuprof diff`: each function's flat and cum
+ * share in BASE and in NEW, the z test of its change, Holm's correction
+ * over the family of those that could change by the threshold, and the
+ * verdict (beyond the noise and at least the threshold); the same for
+ * each path of the call tree, a family of its own that only the flame
+ * graph shows; and the smallest change the samples can detect.  The
+ * statistics are report's (shares.h).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diff.h"
+
+/* Whether frames of kind k are cpuprof's accounting rather than the
+ * program's functions: [lost], [truncated], and [unsampled: ...] and
+ * [profiler: ...], whose CPU its clocks measured.  They say how the
+ * profile was taken, not what the program did, and the last two change
+ * from run to run by more than any sampling noise (there is none): they
+ * are shown and count in the totals, but are never tested. */
+static bool accounting(enum frame_kind k)
+{
+	return k == FRAME_LOST || k == FRAME_TRUNCATED || k == FRAME_UNSAMPLED ||
+	       k == FRAME_PROFILER;
+}
+
+/* Tests measure m of frame f (sums a and b set): it joins the family if
+ * it could change by the threshold and is no accounting frame. */
+static void test(struct diff_measure *m, const struct diff *d, uint32_t f)
+{
+	share_test(&m->a, &d->a, &m->b, &d->b, &m->c);
+	m->padj = 1;
+	m->tested = !accounting(d->ss->frames[f].kind) &&
+		    share_testable(&m->c, &d->a, &d->b, d->o.threshold);
+}
+
+/* Holm over the tested measures of ms[0..n), then their verdicts.
+ * Returns the number tested, or -1 if out of memory. */
+static long correct(struct diff_measure **ms, size_t n, const struct diff *d)
+{
+	double *p = calloc(n ? n : 1, sizeof *p), *padj = calloc(n ? n : 1, sizeof *padj);
+	size_t *which = malloc((n ? n : 1) * sizeof *which);
+	if (!p || !padj || !which) {
+		free(p);
+		free(padj);
+		free(which);
+		return -1;
+	}
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (ms[i]->tested) {
+			which[m] = i;
+			p[m++] = ms[i]->c.p;
+		}
+	int rc = share_holm(p, m, padj);
+	for (size_t j = 0; rc == 0 && j < m; j++) {
+		struct diff_measure *x = ms[which[j]];
+		x->padj = padj[j];
+		double delta = x->c.b - x->c.a;
+		/* The threshold is compared with a little slack below it, so
+		 * that a change printed as 1.00pp counts at --threshold 1. */
+		if (x->padj <= d->o.alpha && fabs(delta) >= d->o.threshold - 1e-12)
+			x->verdict = delta > 0 ? 1 : -1;
+	}
+	free(p);
+	free(padj);
+	free(which);
+	return rc < 0 ? -1 : (long)m;
+}
+
+/* The largest change of a row, among its measures with a verdict if
+ * `changed`, else among both. */
+static double largest(const struct diff_row *r, bool changed)
+{
+	double x = 0;
+	const struct diff_measure *m[2] = { &r->flat, &r->cum };
+	for (int i = 0; i < 2; i++)
+		if (!changed || m[i]->verdict) {
+			double v = fabs(m[i]->c.b - m[i]->c.a);
+			if (v > x)
+				x = v;
+		}
+	return x;
+}
+
+/* qsort_r order of rows: those with a verdict first, each group by its
+ * largest change, then growth before shrinkage, then by name. */
+static int by_change(const void *pa, const void *pb, void *arg)
+{
+	const struct diff_row *x = pa, *y = pb;
+	const struct stackset *ss = arg;
+	bool cx = x->flat.verdict || x->cum.verdict, cy = y->flat.verdict || y->cum.verdict;
+	if (cx != cy)
+		return cx ? -1 : 1;
+	double dx = largest(x, cx), dy = largest(y, cy);
+	if (dx != dy)
+		return dx > dy ? -1 : 1;
+	double gx = x->cum.c.b - x->cum.c.a, gy = y->cum.c.b - y->cum.c.a;
+	if (gx != gy)
+		return gx > gy ? -1 : 1;
+	return strcmp(ss->frames[x->frame].label, ss->frames[y->frame].label);
+}
+
+/* The functions' family. */
+static int compare_functions(struct diff *d)
+{
+	const struct stackset *ss = d->ss;
+	size_t nf = ss->nframes ? ss->nframes : 1;
+	struct share_sum *fa = calloc(nf, sizeof *fa), *ca = calloc(nf, sizeof *ca);
+	struct share_sum *fb = calloc(nf, sizeof *fb), *cb = calloc(nf, sizeof *cb);
+	struct diff_measure **ms = NULL;
+	int rc = -1;
+	d->rows = calloc(nf, sizeof *d->rows);
+	if (!fa || !ca || !fb || !cb || !d->rows ||
+	    share_frames(ss, 0, d->nbase, fa, ca) < 0 ||
+	    share_frames(ss, d->nbase, ss->nsamples, fb, cb) < 0)
+		goto out;
+	for (size_t i = 0; i < ss->nframes; i++) {
+		enum frame_kind k = ss->frames[i].kind;
+		if (k == FRAME_PROCESS || k == FRAME_THREAD)
+			continue; /* grouping frames are no functions */
+		if (ca[i].w <= 0 && cb[i].w <= 0)
+			continue;
+		struct diff_row *r = &d->rows[d->nrows++];
+		r->frame = (uint32_t)i;
+		r->flat.a = fa[i];
+		r->flat.b = fb[i];
+		r->cum.a = ca[i];
+		r->cum.b = cb[i];
+		test(&r->flat, d, r->frame);
+		test(&r->cum, d, r->frame);
+	}
+	ms = malloc((2 * d->nrows + 1) * sizeof *ms);
+	if (!ms)
+		goto out;
+	for (size_t i = 0; i < d->nrows; i++) {
+		ms[2 * i] = &d->rows[i].flat;
+		ms[2 * i + 1] = &d->rows[i].cum;
+	}
+	long m = correct(ms, 2 * d->nrows, d);
+	if (m < 0)
+		goto out;
+	d->ntests = (size_t)m;
+	for (size_t i = 0; i < d->nrows; i++)
+		if (d->rows[i].flat.verdict || d->rows[i].cum.verdict)
+			d->nchanged++;
+	if (d->nrows > 1)
+		qsort_r(d->rows, d->nrows, sizeof *d->rows, by_change, (void *)ss);
+	rc = 0;
+out:
+	free(fa);
+	free(ca);
+	free(fb);
+	free(cb);
+	free(ms);
+	return rc;
+}
+
+/* The paths' family. */
+static int compare_nodes(struct diff *d)
+{
+	const struct stackset *ss = d->ss;
+	struct calltree *t = &d->t;
+	struct share_sum *sa = NULL, *ta = NULL, *sb = NULL, *tb = NULL;
+	struct diff_measure **ms = NULL;
+	int rc = -1;
+	if (calltree_build(t, ss) < 0)
+		return -1;
+	sa = calloc(t->n, sizeof *sa);
+	ta = calloc(t->n, sizeof *ta);
+	sb = calloc(t->n, sizeof *sb);
+	tb = calloc(t->n, sizeof *tb);
+	d->nodes = calloc(t->n, sizeof *d->nodes);
+	ms = malloc(t->n * sizeof *ms);
+	if (!sa || !ta || !sb || !tb || !d->nodes || !ms)
+		goto out;
+	share_nodes(t, ss, 0, d->nbase, sa, ta);
+	share_nodes(t, ss, d->nbase, ss->nsamples, sb, tb);
+	size_t n = 0;
+	for (size_t i = 1; i < t->n; i++) {
+		struct diff_measure *m = &d->nodes[i].total;
+		m->a = ta[i];
+		m->b = tb[i];
+		test(m, d, t->nodes[i].frame);
+		ms[n++] = m;
+	}
+	long k = correct(ms, n, d);
+	if (k < 0)
+		goto out;
+	d->nnode_tests = (size_t)k;
+	rc = 0;
+out:
+	free(sa);
+	free(ta);
+	free(sb);
+	free(tb);
+	free(ms);
+	return rc;
+}
+
+int diff_compare(struct diff *d, const struct stackset *ss, size_t nbase,
+		 const struct diff_options *o)
+{
+	memset(d, 0, sizeof *d);
+	d->ss = ss;
+	d->nbase = nbase;
+	d->o = *o;
+	share_base_of(&d->a, ss, 0, nbase);
+	share_base_of(&d->b, ss, nbase, ss->nsamples);
+	if (compare_functions(d) < 0 || compare_nodes(d) < 0)
+		return -1;
+	size_t m = d->ntests ? d->ntests : 1;
+	d->mde50 = share_mde(&d->a, &d->b, 0.5, o->alpha, m, DIFF_POWER);
+	d->mde10 = share_mde(&d->a, &d->b, 0.1, o->alpha, m, DIFF_POWER);
+	d->mde1 = share_mde(&d->a, &d->b, 0.01, o->alpha, m, DIFF_POWER);
+	d->draws_needed = share_draws_needed(o->threshold, o->alpha, m, DIFF_POWER);
+	d->too_few = o->threshold > 0 && d->mde50 > o->threshold;
+	return 0;
+}
+
+void diff_free(struct diff *d)
+{
+	free(d->rows);
+	free(d->nodes);
+	calltree_free(&d->t);
+	memset(d, 0, sizeof *d);
+}
+
+void diff_too_few(char *buf, size_t len, const struct diff *d)
+{
+	buf[0] = '\0';
+	if (!d->too_few)
+		return;
+	snprintf(buf, len, "too few samples to detect a change of %gpp: with "
+		 "%.0f and %.0f effective samples a change below %.2fpp of a "
+		 "function near 50%% can go unseen (80%% power); about %.0f "
+		 "samples in each profile would detect %gpp, or raise --threshold",
+		 100 * d->o.threshold, d->a.neff, d->b.neff, 100 * d->mde50,
+		 ceil(d->draws_needed), 100 * d->o.threshold);
+}
