@@ -5,7 +5,8 @@
  * verdict (beyond the noise and at least the threshold); the same for
  * each path of the call tree, a family of its own that only the flame
  * graph shows; and the smallest change the samples can detect.  The
- * statistics are report's (shares.h).
+ * statistics are report's (shares.h); the value compared is the sampled
+ * one (diff.h).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -14,11 +15,10 @@
 #include "diff.h"
 
 /* Whether frames of kind k are cpuprof's accounting rather than the
- * program's functions: [lost], [truncated], and [unsampled: ...] and
- * [profiler: ...], whose CPU its clocks measured.  They say how the
- * profile was taken, not what the program did, and the last two change
- * from run to run by more than any sampling noise (there is none): they
- * are shown and count in the totals, but are never tested. */
+ * program's functions: [lost], [truncated], [unsampled: ...] and
+ * [profiler: ...].  They say how the profile was taken, not what the
+ * program did: never tested (and all but [truncated], which tops stacks
+ * of the program's frames, are left out: diff.h). */
 static bool accounting(enum frame_kind k)
 {
 	return k == FRAME_LOST || k == FRAME_TRUNCATED || k == FRAME_UNSAMPLED ||
@@ -199,13 +199,36 @@ out:
 	return rc;
 }
 
-int diff_compare(struct diff *d, const struct stackset *ss, size_t nbase,
+/* Leaves out of ss the samples diff_compare() leaves out (diff.h),
+ * summing their values into left[0] (BASE's) and left[1] (NEW's). */
+static void leave_out(struct stackset *ss, size_t nbase, double left[2])
+{
+	left[0] = left[1] = 0;
+	for (size_t i = 0; i < ss->nsamples; i++) {
+		struct stack_sample *s = &ss->samples[i];
+		enum frame_kind leaf = s->n ? ss->frames[ss->stack_frames[s->off + s->n - 1]].kind
+					   : FRAME_NOSTACK;
+		if (s->count > 0 && leaf != FRAME_LOST && leaf != FRAME_UNSAMPLED &&
+		    leaf != FRAME_PROFILER)
+			continue;
+		if (s->value > 0)
+			left[i >= nbase] += (double)s->value;
+		s->value = 0;
+		s->count = 0;
+	}
+}
+
+int diff_compare(struct diff *d, struct stackset *ss, size_t nbase,
 		 const struct diff_options *o)
 {
 	memset(d, 0, sizeof *d);
 	d->ss = ss;
 	d->nbase = nbase;
 	d->o = *o;
+	double left[2];
+	leave_out(ss, nbase, left);
+	d->left_a = left[0];
+	d->left_b = left[1];
 	share_base_of(&d->a, ss, 0, nbase);
 	share_base_of(&d->b, ss, nbase, ss->nsamples);
 	if (compare_functions(d) < 0 || compare_nodes(d) < 0)

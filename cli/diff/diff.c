@@ -195,9 +195,8 @@ static bool comparable(const struct share_base *b, const char *side,
 {
 	if (b->w > 0 && b->neff > 0)
 		return true;
-	fprintf(stderr, "cpuprof diff: cannot compare: %s (%s) has no %s\n", side,
-		name, b->w > 0 ? "samples, only values no sampling stands behind"
-			       : "samples with a value");
+	fprintf(stderr, "cpuprof diff: cannot compare: %s (%s) has no samples of "
+		"the program's stacks with a value\n", side, name);
 	return false;
 }
 
@@ -241,18 +240,14 @@ int cmd_diff(int argc, char **argv)
 			"types (and so no values)\n", da.files[0]);
 		goto out;
 	}
-	size_t nbase = p[0]->nsamples;
-	struct share_base a, b;
-	share_base_of(&a, &ss, 0, nbase);
-	share_base_of(&b, &ss, nbase, ss.nsamples);
-	if (!comparable(&a, "BASE", da.files[0]) ||
-	    !comparable(&b, "NEW", da.nfiles > 2 ? "merged" : da.files[1]))
-		goto out;
 	struct diff_options o = { da.threshold / 100, da.alpha };
-	if (diff_compare(&d, &ss, nbase, &o) < 0) {
+	if (diff_compare(&d, &ss, p[0]->nsamples, &o) < 0) {
 		fprintf(stderr, "cpuprof diff: out of memory\n");
 		goto out;
 	}
+	if (!comparable(&d.a, "BASE", da.files[0]) ||
+	    !comparable(&d.b, "NEW", da.nfiles > 2 ? "the NEW files" : da.files[1]))
+		goto out;
 	struct diff_input in = { { p, da.files, 1 },
 				 { p + 1, da.files + 1, da.nfiles - 1 } };
 	struct diff_job job = { &da, &in, &d };

@@ -54,7 +54,8 @@ struct diff {
 	const struct stackset *ss;
 	size_t nbase;
 	struct diff_options o;
-	struct share_base a, b;  /* BASE's and NEW's totals */
+	struct share_base a, b;  /* BASE's and NEW's totals (sampled) */
+	double left_a, left_b;   /* the values left out (diff_compare()) */
 	struct diff_row *rows;   /* every function with a value in either
 				    profile: those that changed beyond the
 				    noise first, by their largest change,
@@ -75,10 +76,19 @@ struct diff {
 };
 
 /* Compares BASE's samples ss[0, nbase) with NEW's ss[nbase, end) into
- * *d (ss must outlive it).  Both must have draws (the caller checks).
- * Returns 0, or -1 if out of memory (free *d all the same). */
-int diff_compare(struct diff *d, const struct stackset *ss, size_t nbase,
+ * *d (ss must outlive it); a side without draws left compares as
+ * nothing (p-values 1), which the caller refuses.  What is compared is the program's sampled
+ * value: samples with no draws behind them and those of cpuprof's
+ * accounting ([unsampled: ...] and [profiler: ...], which its clocks
+ * measured, and [lost]) are left out: their value and count are set to
+ * 0 in ss and their value summed into left_a and left_b.  They change
+ * from run to run with the machine more than with the program, and by
+ * more than any sampling noise, and would move every function's share
+ * with them.  Returns 0, or -1 if out of memory (free *d all the
+ * same). */
+int diff_compare(struct diff *d, struct stackset *ss, size_t nbase,
 		 const struct diff_options *o);
+
 
 void diff_free(struct diff *d);
 

@@ -89,6 +89,13 @@ int diff_text_write(FILE *out, const struct diff_input *in,
 		"NEW %s in %.0f samples (%.1f effective)%s\n", ta, d->a.n, d->a.neff,
 		tb, d->b.n, d->b.neff,
 		d->ss->has_count ? "" : "; no samples/count type: one sample a pprof Sample");
+	if (d->left_a > 0 || d->left_b > 0) {
+		value(ta, sizeof ta, d->left_a, unit);
+		value(tb, sizeof tb, d->left_b, unit);
+		fprintf(out, "Left out: BASE %s and NEW %s of cpuprof's accounting ([lost], "
+			"[unsampled: ...], [profiler: ...]) and values with no samples "
+			"behind them\n", ta, tb);
+	}
 	fprintf(out, "Test: two-sample z test of each function's flat and cum share, "
 		"Holm's correction over %zu tests, false-alarm rate %g; a change counts "
 		"from %gpp; intervals 95%%\n", d->ntests, d->o.alpha, 100 * d->o.threshold);
