@@ -360,7 +360,7 @@ bench: bench-build
 	sh scripts/deps.sh python3 gnuplot-nox google-perftools linux-perf golang-go
 	$(PYTHON) bench/run.py $(BENCH_ARGS)
 
-# Fuzzing report's reader and writers with libFuzzer (clang), by hand:
+# Fuzzing report's (and diff's) reader and writers with libFuzzer (clang), by hand:
 # `make fuzz-report [FUZZ_SECONDS=300]`.  The corpus starts from profiles
 # the tests make; crashes are written to build-fuzz/.
 FUZZ_SECONDS ?= 300
@@ -368,7 +368,7 @@ FUZZ_SRCS := tests/fuzz/report.c $(filter-out cli/main.c cli/record/record.c cli
 build-fuzz/report: $(FUZZ_SRCS) $(wildcard cli/*.h cli/*/*.h) cli/report/flame.html
 	@mkdir -p build-fuzz
 	clang -g -O1 -std=gnu11 -D_GNU_SOURCE -Icli -Isrc -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined -o $@ $(FUZZ_SRCS) -lz
+		-fno-sanitize-recover=undefined -o $@ $(FUZZ_SRCS) -lz -lm
 
 fuzz-report: build-fuzz/report tests
 	sh tests/fuzz/corpus.sh $(B) build-fuzz/corpus
