@@ -1,14 +1,16 @@
 /*
  * report.c -- a libFuzzer harness for `cpuprof report`: each input is read
  * by the CLI's pprof reader and, if accepted, merged and written in every
- * format (top, tree, folded, html, a listing), with and without --lines
- * and grouping, to /dev/null.  Built and run by `make fuzz-report` with
+ * format (top, tree, folded, html, a listing), with and without --lines,
+ * grouping and intervals, and compared with itself by `cpuprof diff` in
+ * its every format, to /dev/null.  Built and run by `make fuzz-report` with
  * clang's -fsanitize=fuzzer,address,undefined; not part of `make check`.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "diff/diff.h"
 #include "profile.h"
 #include "report/report.h"
 #include "report/stacks.h"
@@ -39,6 +41,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		stackset_free(&ss);
 	}
+	/* cpuprof diff of the input against itself, every format. */
+	struct profile *pp[2] = { p, p };
+	const char *names[2] = { name, name };
+	struct stack_options o = { .verb = "compare" };
+	struct stackset ss;
+	if (stackset_build(&ss, pp, names, 2, &o, err, sizeof err) == 0 && p->nsample_types) {
+		struct diff d;
+		struct diff_options dop = { 0.01, 0.01 };
+		struct diff_input din = { { pp, names, 1 }, { pp + 1, names + 1, 1 } };
+		if (diff_compare(&d, &ss, p->nsamples, &dop) == 0) {
+			diff_text_write(null, &din, &d, 0);
+			diff_folded_write(null, &d);
+			diff_page_write(null, &din, &d);
+		}
+		diff_free(&d);
+	}
+	stackset_free(&ss);
 	profile_free(p);
 	return 0;
 }
