@@ -1,7 +1,8 @@
 /*
  * diff.c -- `cpuprof diff [OPTIONS] BASE NEW...`: reads BASE and the NEW
- * profiles (several NEW files are merged, as `report` merges them) into
- * one stackset, BASE's samples first, compares them (compare.c) and
+ * profiles (several NEW files are merged, as `report` merges them, and so
+ * are several BASE files given with --base) into one stackset, BASE's
+ * samples first, compares them (compare.c) and
  * writes the text, folded or html format, to stdout or, with -o, to a
  * file that appears only once complete.  The exit status is the verdict,
  * for CI gates: 0 when no function's share changed beyond the noise, 1
@@ -31,10 +32,11 @@ void diff_usage(FILE *f)
 {
 	fputs("  cpuprof diff [--format top|folded|html] [-o OUT] [--threshold PCT]\n"
 	      "               [--alpha A] [--top N] [--lines] [--value cpu|samples]\n"
-	      "               BASE NEW...\n"
+	      "               BASE NEW... | --base BASE [--base BASE...] NEW...\n"
 	      "      which functions' shares of the CPU changed from BASE to NEW\n"
-	      "      beyond the noise of sampling (several NEW files are merged;\n"
-	      "      profiles of other lengths, rates or engines compare by share):\n"
+	      "      beyond the noise of sampling (several NEW files, or BASE files\n"
+	      "      given with --base, are merged; profiles of other lengths,\n"
+	      "      rates or engines compare by share):\n"
 	      "        top     each function's flat and cum share in both, with\n"
 	      "                95% intervals, the change and its p-value; those\n"
 	      "                that changed first, marked + or - (the default)\n"
@@ -63,8 +65,11 @@ struct diff_args {
 	double threshold, alpha;
 	const char *out, *value;
 	bool lines;
-	const char **files;
-	size_t nfiles;
+	const char **files; /* the BASE files, then the NEW files */
+	size_t nfiles, nbase;
+	const char **bases; /* --base FILE, in order */
+	const char **news;  /* the other file arguments, in order */
+	size_t nnew;
 };
 
 /* Parses the whole of s as a false-alarm rate: above 0, at most 0.5. */
@@ -80,8 +85,9 @@ static bool parse_alpha(const char *s, double *out)
 	return true;
 }
 
-/* Fills *da from argv; returns 0, 1 for --help (printed), or -1 after
- * printing what is wrong. */
+/* Fills *da from argv (free its arrays after, whatever the result);
+ * returns 0, 1 for --help (printed), or -1 after printing what is
+ * wrong. */
 static int parse_args(int argc, char **argv, struct diff_args *da)
 {
 	bool opts = true;
@@ -90,7 +96,9 @@ static int parse_args(int argc, char **argv, struct diff_args *da)
 	da->threshold = DEFAULT_THRESHOLD;
 	da->alpha = DEFAULT_ALPHA;
 	da->files = calloc((size_t)argc + 1, sizeof *da->files);
-	if (!da->files) {
+	da->bases = calloc((size_t)argc + 1, sizeof *da->bases);
+	da->news = calloc((size_t)argc + 1, sizeof *da->news);
+	if (!da->files || !da->bases || !da->news) {
 		fprintf(stderr, "cpuprof diff: out of memory\n");
 		return -1;
 	}
@@ -98,7 +106,7 @@ static int parse_args(int argc, char **argv, struct diff_args *da)
 		const char *a = argv[i], *v;
 		bool missing = false;
 		if (!opts || a[0] != '-' || a[1] == '\0') {
-			da->files[da->nfiles++] = a;
+			da->news[da->nnew++] = a;
 			continue;
 		}
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
@@ -108,6 +116,12 @@ static int parse_args(int argc, char **argv, struct diff_args *da)
 		}
 		if (strcmp(a, "--") == 0) {
 			opts = false;
+		} else if ((v = opt_value(argc, argv, &i, "--base", &missing))) {
+			if (missing || !*v) {
+				fprintf(stderr, "cpuprof diff: --base needs a file name\n");
+				return -1;
+			}
+			da->bases[da->nbase++] = v;
 		} else if ((v = opt_value(argc, argv, &i, "--top", &missing))) {
 			if (missing || !parse_int_arg(v, 0, 1000000000, &da->top)) {
 				fprintf(stderr, "cpuprof diff: --top needs a "
@@ -156,7 +170,15 @@ static int parse_args(int argc, char **argv, struct diff_args *da)
 			return -1;
 		}
 	}
-	if (da->nfiles < 2) {
+	/* Without --base the first file is BASE. */
+	size_t first = 0;
+	if (da->nbase == 0 && da->nnew > 0)
+		da->bases[da->nbase++] = da->news[first++];
+	for (size_t k = 0; k < da->nbase; k++)
+		da->files[da->nfiles++] = da->bases[k];
+	for (size_t k = first; k < da->nnew; k++)
+		da->files[da->nfiles++] = da->news[k];
+	if (da->nfiles <= da->nbase) {
 		fprintf(stderr, "cpuprof diff: needs BASE and at least one NEW file\n");
 		return -1;
 	}
@@ -206,6 +228,8 @@ int cmd_diff(int argc, char **argv)
 	int prc = parse_args(argc, argv, &da);
 	if (prc != 0) {
 		free(da.files);
+		free(da.bases);
+		free(da.news);
 		if (prc > 0)
 			return 0;
 		fputs("usage:\n", stderr);
@@ -240,16 +264,20 @@ int cmd_diff(int argc, char **argv)
 			"types (and so no values)\n", da.files[0]);
 		goto out;
 	}
+	size_t nbase = 0;
+	for (size_t i = 0; i < da.nbase; i++)
+		nbase += p[i]->nsamples;
 	struct diff_options o = { da.threshold / 100, da.alpha };
-	if (diff_compare(&d, &ss, p[0]->nsamples, &o) < 0) {
+	if (diff_compare(&d, &ss, nbase, &o) < 0) {
 		fprintf(stderr, "cpuprof diff: out of memory\n");
 		goto out;
 	}
-	if (!comparable(&d.a, "BASE", da.files[0]) ||
-	    !comparable(&d.b, "NEW", da.nfiles > 2 ? "the NEW files" : da.files[1]))
+	if (!comparable(&d.a, "BASE", da.nbase > 1 ? "the BASE files" : da.files[0]) ||
+	    !comparable(&d.b, "NEW", da.nfiles - da.nbase > 1 ? "the NEW files"
+							   : da.files[da.nbase]))
 		goto out;
-	struct diff_input in = { { p, da.files, 1 },
-				 { p + 1, da.files + 1, da.nfiles - 1 } };
+	struct diff_input in = { { p, da.files, da.nbase },
+				 { p + da.nbase, da.files + da.nbase, da.nfiles - da.nbase } };
 	struct diff_job job = { &da, &in, &d };
 	status = report_output(da.out, "diff", write_diff, &job);
 	if (status == 0) {
@@ -266,5 +294,7 @@ out:
 		profile_free(p[i]);
 	free(p);
 	free(da.files);
+	free(da.bases);
+	free(da.news);
 	return status;
 }

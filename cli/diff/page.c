@@ -35,12 +35,21 @@ static void meta(FILE *out, void *arg)
 {
 	const struct page_ctx *c = arg;
 	const struct diff *d = c->d;
-	const struct profile *p = c->in->base.profiles[0];
+	const struct report_input *base = &c->in->base;
+	const struct profile *p = base->profiles[0];
+	char name[1024];
+	size_t o = 0;
+	name[0] = '\0';
+	for (size_t i = 0; i < base->n && o < sizeof name; i++)
+		o += (size_t)snprintf(name + o, sizeof name - o, "%s%s", i ? ", " : "",
+				      base->names[i]);
 	fputs(",\"diff\":{\"base\":{\"name\":", out);
-	flame_json_string(out, c->in->base.names[0]);
+	flame_json_string(out, name);
+	/* One BASE profile's comments; several are merged, their comments
+	 * are in the text format's header. */
 	fputs(",\"comments\":[", out);
 	bool any = false;
-	for (size_t k = 0; report_comment_keys[k]; k++) {
+	for (size_t k = 0; base->n == 1 && report_comment_keys[k]; k++) {
 		const char *v = profile_comment(p, report_comment_keys[k]);
 		if (!v)
 			continue;
@@ -51,12 +60,15 @@ static void meta(FILE *out, void *arg)
 	}
 	fputs("],\"warnings\":[", out);
 	any = false;
-	for (size_t k = 0; k < p->ncomments; k++) {
-		if (strncmp(p->comments[k], "warning=", 8) != 0)
-			continue;
-		fputs(any ? "," : "", out);
-		flame_json_string(out, p->comments[k] + 8);
-		any = true;
+	for (size_t i = 0; i < base->n; i++) {
+		p = base->profiles[i];
+		for (size_t k = 0; k < p->ncomments; k++) {
+			if (strncmp(p->comments[k], "warning=", 8) != 0)
+				continue;
+			fputs(any ? "," : "", out);
+			flame_json_string(out, p->comments[k] + 8);
+			any = true;
+		}
 	}
 	fprintf(out, "],\"total\":%.17g,\"draws\":%.17g,\"neff\":%.17g,\"msq\":%.17g},"
 		"\"alpha\":%g,\"threshold\":%g,\"nodeTests\":%zu,\"changed\":[",
@@ -115,8 +127,9 @@ int diff_page_write(FILE *out, const struct diff_input *in,
 		self[t->leaf[i]] = sat_add(self[t->leaf[i]], v);
 		total = sat_add(total, v);
 	}
-	if (asprintf(&title, "cpuprof diff: %s \u2192 %s%s", in->base.names[0],
-		     in->new.names[0], in->new.n > 1 ? " and more" : "") < 0) {
+	if (asprintf(&title, "cpuprof diff: %s%s \u2192 %s%s", in->base.names[0],
+		     in->base.n > 1 ? " and more" : "", in->new.names[0],
+		     in->new.n > 1 ? " and more" : "") < 0) {
 		title = NULL;
 		goto out;
 	}

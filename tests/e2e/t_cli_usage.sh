@@ -75,6 +75,8 @@ run 0 diff --help
 grep -q 'cpuprof diff' out && grep -q 'threshold' out || fail "diff --help"
 bad "needs BASE and at least one NEW" diff
 bad "needs BASE and at least one NEW" diff only-one
+bad "needs BASE and at least one NEW" diff --base a
+bad "--base needs" diff --base
 bad "--threshold" diff --threshold a b
 bad "--threshold" diff --threshold 101 a b
 bad "--threshold" diff --threshold -1 a b

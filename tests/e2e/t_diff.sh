@@ -6,8 +6,9 @@
 # work found and named, in synthetic profiles and in two recorded with
 # `cpuprof record` (tests/work/work_grow); a pair with too few samples
 # that says so; the threshold; merged pprof Samples counted as the
-# samples they stand for; profiles without a samples/count type; the
-# folded format; profiles that cannot be compared (exit 2).  The
+# samples they stand for; profiles without a samples/count type;
+# cpuprof's accounting left out; merging; the folded format; profiles
+# that cannot be compared (exit 2).  The
 # synthetic profiles are drawn from fixed seeds: the counts are the same
 # on every run, whatever the machine's load.
 B=${B:-build}
@@ -189,9 +190,13 @@ dif 2 f1.pb no-such.pb
 grep -q 'no-such.pb' err || fail "a missing file"
 dif 2 f1.pb f2.pb -o no-such-dir/x.txt
 ls | grep -q '\.tmp' && fail "-o: a temporary file was left"
-# Two NEW files are merged.
+# Two NEW files are merged, and so are BASE files given with --base.
 dif 0 --format folded f1.pb f2.pb f2.pb
 grep -qx 'main;a 1200 800' out || { cat out; fail "two NEW files are not merged"; }
+dif 0 --format folded --base f2.pb --base f2.pb f1.pb
+grep -qx 'main;c 50 0' out || { cat out; fail "two BASE files are not merged"; }
+dif 0 --base f2.pb --base f2.pb f1.pb
+grep -q '^BASE: 2 profiles merged$' out || { cat out; fail "two BASE files: not said"; }
 
 # --- 8. two profiles recorded by cpuprof: grow_me does 1.5 times the work ---
 # rec OUT MS FACTOR: records work_grow; prints the profile's samples
