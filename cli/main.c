@@ -25,7 +25,7 @@ static void usage(FILE *f)
 	      "  cpuprof --help | --version\n"
 	      "\n"
 	      "Profiles are pprof files: view them with `cpuprof report FILE`\n"
-	      "or `go tool pprof`.\n",
+	      "or `go tool pprof`, compare two with `cpuprof diff BASE NEW`.\n",
 	      f);
 }
 

@@ -58,8 +58,8 @@ static long correct(struct diff_measure **ms, size_t n, const struct diff *d)
 		struct diff_measure *x = ms[which[j]];
 		x->padj = padj[j];
 		double delta = x->c.b - x->c.a;
-		/* The threshold is compared with a little slack below it, so
-		 * that a change printed as 1.00pp counts at --threshold 1. */
+		/* A little slack below the threshold: a change of exactly
+		 * the threshold counts, whatever the shares' rounding. */
 		if (x->padj <= d->o.alpha && fabs(delta) >= d->o.threshold - 1e-12)
 			x->verdict = delta > 0 ? 1 : -1;
 	}

@@ -1,7 +1,8 @@
 #!/bin/sh
 # t_report_formats.sh -- `cpuprof report`'s text formats on profiles made
 # by tests/tool_mkprof (its own protobuf encoder): inlined frames in top,
-# tree and folded, --lines, --list with and without the source on disk,
+# tree and folded, --lines, --intervals (against intervals worked out
+# apart from cpuprof), --list with and without the source on disk,
 # merging (totals add up; different sample or period types refuse with
 # exit 2), --value, --group-by, --min-share, -o (complete or absent),
 # names that try to forge lines or send terminal escapes, and hostile
