@@ -35,38 +35,59 @@ static void test(struct diff_measure *m, const struct diff *d, uint32_t f)
 		    share_testable(&m->c, &d->a, &d->b, d->o.threshold);
 }
 
+/* Holm's p-values of the m tests p[0..m) into padj[], and their
+ * verdicts into verdict[]: +1 or -1 (the sign of delta[]) where the
+ * test rejects at alpha and the change is at least the threshold, else
+ * 0.  Returns 0, or -1 if out of memory. */
+static int decide(const double *p, const double *delta, size_t m,
+		  const struct diff *d, double *padj, int *verdict)
+{
+	if (share_holm(p, m, padj) < 0)
+		return -1;
+	for (size_t j = 0; j < m; j++) {
+		/* A little slack below the threshold: a change of exactly
+		 * the threshold counts, whatever the shares' rounding. */
+		verdict[j] = padj[j] <= d->o.alpha &&
+					     fabs(delta[j]) >= d->o.threshold - 1e-12
+				     ? (delta[j] > 0 ? 1 : -1)
+				     : 0;
+	}
+	return 0;
+}
+
 /* Holm over the tested measures of ms[0..n), then their verdicts.
  * Returns the number tested, or -1 if out of memory. */
 static long correct(struct diff_measure **ms, size_t n, const struct diff *d)
 {
-	double *p = calloc(n ? n : 1, sizeof *p), *padj = calloc(n ? n : 1, sizeof *padj);
-	size_t *which = malloc((n ? n : 1) * sizeof *which);
-	if (!p || !padj || !which) {
-		free(p);
-		free(padj);
-		free(which);
-		return -1;
-	}
+	size_t k = n ? n : 1;
+	double *p = calloc(k, sizeof *p), *delta = calloc(k, sizeof *delta);
+	double *padj = calloc(k, sizeof *padj);
+	int *verdict = calloc(k, sizeof *verdict);
+	size_t *which = calloc(k, sizeof *which);
+	long rc = -1;
+	if (!p || !delta || !padj || !verdict || !which)
+		goto out;
 	size_t m = 0;
 	for (size_t i = 0; i < n; i++)
 		if (ms[i]->tested) {
 			which[m] = i;
+			delta[m] = ms[i]->c.b - ms[i]->c.a;
 			p[m++] = ms[i]->c.p;
 		}
-	int rc = share_holm(p, m, padj);
-	for (size_t j = 0; rc == 0 && j < m; j++) {
-		struct diff_measure *x = ms[which[j]];
-		x->padj = padj[j];
-		double delta = x->c.b - x->c.a;
-		/* A little slack below the threshold: a change of exactly
-		 * the threshold counts, whatever the shares' rounding. */
-		if (x->padj <= d->o.alpha && fabs(delta) >= d->o.threshold - 1e-12)
-			x->verdict = delta > 0 ? 1 : -1;
+	if (decide(p, delta, m, d, padj, verdict) < 0)
+		goto out;
+	for (size_t j = 0; j < m; j++) {
+		ms[which[j]]->padj = padj[j];
+		ms[which[j]]->verdict = verdict[j];
 	}
+	rc = (long)m;
+out:
 	free(p);
+	free(delta);
 	free(padj);
+	free(verdict);
 	free(which);
-	return rc < 0 ? -1 : (long)m;
+	return rc;
 }
 
 /* The largest change of a row, among its measures with a verdict if
@@ -157,45 +178,68 @@ out:
 	return rc;
 }
 
-/* The paths' family. */
+/* The paths' family: only the few nodes tested are gathered (a profile
+ * may have millions of nodes). */
 static int compare_nodes(struct diff *d)
 {
 	const struct stackset *ss = d->ss;
 	struct calltree *t = &d->t;
-	struct share_sum *sa = NULL, *ta = NULL, *sb = NULL, *tb = NULL;
-	struct diff_measure **ms = NULL;
+	struct share_sum *ta = NULL, *tb = NULL;
+	double *p = NULL, *delta = NULL, *padj = NULL;
+	int *verdict = NULL;
+	uint32_t *which = NULL;
+	size_t m = 0, cap = 0;
 	int rc = -1;
-	if (calltree_build(t, ss) < 0)
-		return -1;
-	sa = calloc(t->n, sizeof *sa);
 	ta = calloc(t->n, sizeof *ta);
-	sb = calloc(t->n, sizeof *sb);
 	tb = calloc(t->n, sizeof *tb);
 	d->nodes = calloc(t->n, sizeof *d->nodes);
-	ms = malloc(t->n * sizeof *ms);
-	if (!sa || !ta || !sb || !tb || !d->nodes || !ms)
+	if (!ta || !tb || !d->nodes)
 		goto out;
-	share_nodes(t, ss, 0, d->nbase, sa, ta);
-	share_nodes(t, ss, d->nbase, ss->nsamples, sb, tb);
-	size_t n = 0;
+	share_nodes(t, ss, 0, d->nbase, ta);
+	share_nodes(t, ss, d->nbase, ss->nsamples, tb);
 	for (size_t i = 1; i < t->n; i++) {
-		struct diff_measure *m = &d->nodes[i].total;
-		m->a = ta[i];
-		m->b = tb[i];
-		test(m, d, t->nodes[i].frame);
-		ms[n++] = m;
+		struct share_change c;
+		d->nodes[i].padj = 1;
+		d->nodes[i].status = 2;
+		share_test(&ta[i], &d->a, &tb[i], &d->b, &c);
+		if (accounting(ss->frames[t->nodes[i].frame].kind) ||
+		    !share_testable(&c, &d->a, &d->b, d->o.threshold))
+			continue;
+		if (m == cap) {
+			cap = cap ? 2 * cap : 256;
+			double *np = realloc(p, cap * sizeof *p);
+			if (np)
+				p = np;
+			double *nd = np ? realloc(delta, cap * sizeof *delta) : NULL;
+			if (nd)
+				delta = nd;
+			uint32_t *nw = nd ? realloc(which, cap * sizeof *which) : NULL;
+			if (!nw)
+				goto out;
+			which = nw;
+		}
+		which[m] = (uint32_t)i;
+		delta[m] = c.b - c.a;
+		p[m++] = c.p;
 	}
-	long k = correct(ms, n, d);
-	if (k < 0)
+	padj = calloc(m ? m : 1, sizeof *padj);
+	verdict = calloc(m ? m : 1, sizeof *verdict);
+	if (!padj || !verdict || decide(p, delta, m, d, padj, verdict) < 0)
 		goto out;
-	d->nnode_tests = (size_t)k;
+	for (size_t j = 0; j < m; j++) {
+		d->nodes[which[j]].padj = padj[j];
+		d->nodes[which[j]].status = (int8_t)verdict[j];
+	}
+	d->nnode_tests = m;
 	rc = 0;
 out:
-	free(sa);
 	free(ta);
-	free(sb);
 	free(tb);
-	free(ms);
+	free(p);
+	free(delta);
+	free(padj);
+	free(verdict);
+	free(which);
 	return rc;
 }
 
@@ -231,7 +275,9 @@ int diff_compare(struct diff *d, struct stackset *ss, size_t nbase,
 	d->left_b = left[1];
 	share_base_of(&d->a, ss, 0, nbase);
 	share_base_of(&d->b, ss, nbase, ss->nsamples);
-	if (compare_functions(d) < 0 || compare_nodes(d) < 0)
+	if (compare_functions(d) < 0 ||
+	    ((o->tree || o->paths) && calltree_build(&d->t, ss) < 0) ||
+	    (o->paths && compare_nodes(d) < 0))
 		return -1;
 	size_t m = d->ntests ? d->ntests : 1;
 	d->mde50 = share_mde(&d->a, &d->b, 0.5, o->alpha, m, DIFF_POWER);

@@ -267,7 +267,9 @@ int cmd_diff(int argc, char **argv)
 	size_t nbase = 0;
 	for (size_t i = 0; i < da.nbase; i++)
 		nbase += p[i]->nsamples;
-	struct diff_options o = { da.threshold / 100, da.alpha };
+	struct diff_options o = { .threshold = da.threshold / 100, .alpha = da.alpha,
+				  .tree = da.format != FORMAT_TEXT,
+				  .paths = da.format == FORMAT_HTML };
 	if (diff_compare(&d, &ss, nbase, &o) < 0) {
 		fprintf(stderr, "cpuprof diff: out of memory\n");
 		goto out;

@@ -11,6 +11,7 @@
 #define CPUPROF_CLI_DIFF_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "report/report.h"
@@ -25,6 +26,8 @@ struct diff_options {
 	double threshold; /* the smallest change that counts, as a share
 			     (0.01: one percentage point) */
 	double alpha;     /* the family-wise false-alarm rate */
+	bool tree;        /* build the call tree (folded, html) */
+	bool paths;       /* and test its paths (html) */
 };
 
 /* One measure (flat or cum) of one function in both profiles. */
@@ -43,9 +46,12 @@ struct diff_row {
 	struct diff_measure flat, cum;
 };
 
-/* A path of the call tree (a node) in both profiles: its total. */
+/* The test of a path of the call tree (a node): of its total share. */
 struct diff_node {
-	struct diff_measure total;
+	double padj;   /* Holm's p-value, 1 if not tested */
+	int8_t status; /* 1 grew, -1 shrank beyond the noise and by at
+			  least the threshold, 0 within the noise, 2 not
+			  tested (as for functions: compare.c) */
 };
 
 /* The comparison of BASE (the stackset's samples [0, nbase)) with NEW
@@ -68,8 +74,9 @@ struct diff {
 	 * the draws each profile would need for it to be the threshold. */
 	double mde50, mde10, mde1, draws_needed;
 	bool too_few;
-	/* The call tree of both profiles' samples, and its paths' tests (a
-	 * family of their own, for the flame graph). */
+	/* With o.tree, the call tree of both profiles' samples; with
+	 * o.paths, its paths' tests (a family of their own, for the flame
+	 * graph; else NULL). */
 	struct calltree t;
 	struct diff_node *nodes; /* t.n of them */
 	size_t nnode_tests;

@@ -100,10 +100,15 @@ static void meta(FILE *out, void *arg)
 static void node(FILE *out, uint32_t id, void *arg)
 {
 	const struct page_ctx *c = arg;
-	const struct diff_measure *m = &c->d->nodes[id].total;
-	int status = !m->tested ? 2 : m->verdict;
-	fprintf(out, "%d,%.17g,%.6g,%.6g", status, c->base_total[id].w,
-		c->base_msq > 0 ? c->base_total[id].q / c->base_msq : 0, m->padj);
+	const struct diff_node *nd = &c->d->nodes[id];
+	fprintf(out, "%d,", nd->status);
+	flame_put_number(out, c->base_total[id].w);
+	fputc(',', out);
+	flame_put_number(out, c->base_msq > 0 ? c->base_total[id].q / c->base_msq : 0);
+	if (nd->padj < 1)
+		fprintf(out, ",%.3g", nd->padj);
+	else
+		fputs(",1", out);
 }
 
 int diff_page_write(FILE *out, const struct diff_input *in,
@@ -112,15 +117,15 @@ int diff_page_write(FILE *out, const struct diff_input *in,
 	const struct calltree *t = &d->t;
 	const struct stackset *ss = d->ss;
 	size_t n = t->n ? t->n : 1;
-	struct share_sum *sa = calloc(n, sizeof *sa), *ta = calloc(n, sizeof *ta);
-	struct share_sum *sb = calloc(n, sizeof *sb), *tb = calloc(n, sizeof *tb);
+	struct share_sum *ta = calloc(n, sizeof *ta);
+	double *q = calloc(n, sizeof *q);
 	int64_t *self = calloc(n, sizeof *self);
 	char *title = NULL;
 	int rc = -1;
-	if (!sa || !ta || !sb || !tb || !self)
+	if (!ta || !q || !self)
 		goto out;
-	share_nodes(t, ss, 0, d->nbase, sa, ta);
-	share_nodes(t, ss, d->nbase, ss->nsamples, sb, tb);
+	share_nodes(t, ss, 0, d->nbase, ta);
+	share_nodes_self_q(t, ss, d->nbase, ss->nsamples, q);
 	int64_t total = 0;
 	for (size_t i = d->nbase; i < ss->nsamples; i++) {
 		int64_t v = ss->samples[i].value > 0 ? ss->samples[i].value : 0;
@@ -134,15 +139,13 @@ int diff_page_write(FILE *out, const struct diff_input *in,
 		goto out;
 	}
 	struct page_ctx c = { d, in, ta, d->a.n > 0 ? d->a.q / d->a.n : 0 };
-	struct flame_tree ft = { .t = t, .self = self, .sum = sb, .base = &d->b,
+	struct flame_tree ft = { .t = t, .self = self, .q = q, .base = &d->b,
 				 .total = total, .title = title, .meta = meta,
 				 .node = node, .arg = &c };
 	rc = flame_page(out, &in->new, ss, &ft);
 out:
-	free(sa);
 	free(ta);
-	free(sb);
-	free(tb);
+	free(q);
 	free(self);
 	free(title);
 	return rc;

@@ -19,6 +19,7 @@
  * bytes that are not valid UTF-8 replaced by U+FFFD.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,6 +186,43 @@ static void write_meta(FILE *out, const struct report_input *in,
 	fputc(']', out);
 }
 
+void flame_put_number(FILE *out, double v)
+{
+	if (!(v >= 0) || v >= 1e15) {
+		fprintf(out, "%.6g", isfinite(v) ? v : 0);
+		return;
+	}
+	/* Integer arithmetic: printf's %g costs more than all the rest of a
+	 * page of two million nodes. */
+	uint64_t m = (uint64_t)llround(v * 1000);
+	char buf[32], *e = buf + sizeof buf, *p = e;
+	uint64_t whole = m / 1000, frac = m % 1000;
+	if (frac) {
+		int digits = 3;
+		while (frac % 10 == 0) {
+			frac /= 10;
+			digits--;
+		}
+		while (digits-- > 0) {
+			*--p = (char)('0' + frac % 10);
+			frac /= 10;
+		}
+		*--p = '.';
+	}
+	do {
+		*--p = (char)('0' + whole % 10);
+		whole /= 10;
+	} while (whole);
+	fwrite(p, 1, (size_t)(e - p), out);
+}
+
+/* Node i's own value as ft draws it. */
+static int64_t self_of(const struct flame_tree *ft, size_t i)
+{
+	int64_t v = ft->self ? ft->self[i] : ft->t->nodes[i].self;
+	return v > 0 ? v : 0;
+}
+
 int flame_page(FILE *out, const struct report_input *in,
 	       const struct stackset *ss, const struct flame_tree *ft)
 {
@@ -208,7 +246,7 @@ int flame_page(FILE *out, const struct report_input *in,
 	}
 	/* Children come after their parents: totals bottom-up. */
 	for (size_t i = t->n; i-- > 1;) {
-		total[i] = sat_add(total[i], ft->self[i] > 0 ? ft->self[i] : 0);
+		total[i] = sat_add(total[i], self_of(ft, i));
 		total[t->nodes[i].parent] = sat_add(total[t->nodes[i].parent], total[i]);
 	}
 	double msq = ft->base->n > 0 ? ft->base->q / ft->base->n : 0;
@@ -248,12 +286,13 @@ int flame_page(FILE *out, const struct report_input *in,
 			if (!first)
 				fputc(',', out);
 			first = false;
-			if (pass == 0)
-				fprintf(out, "%u,%u,%" PRId64 ",%.6g", nd->frame, nd->depth,
-					ft->self[id] > 0 ? ft->self[id] : 0,
-					msq > 0 ? ft->sum[id].q / msq : 0);
-			else
+			if (pass == 0) {
+				fprintf(out, "%u,%u,%" PRId64 ",", nd->frame, nd->depth,
+					self_of(ft, id));
+				flame_put_number(out, msq > 0 ? ft->q[id] / msq : 0);
+			} else {
 				ft->node(out, id, ft->arg);
+			}
 			for (uint32_t c = nd->child; c; c = t->nodes[c].next)
 				stack[sp++] = c;
 		}
@@ -275,28 +314,19 @@ int flame_write(FILE *out, const struct report_input *in,
 		const struct stackset *ss)
 {
 	struct calltree t = { 0 };
-	struct share_sum *self = NULL, *tot = NULL;
-	int64_t *value = NULL;
+	double *q = NULL;
 	int rc = -1;
 	if (calltree_build(&t, ss) < 0)
 		goto out;
-	self = calloc(t.n, sizeof *self);
-	tot = calloc(t.n, sizeof *tot);
-	value = calloc(t.n, sizeof *value);
-	if (!self || !tot || !value)
+	if (!(q = calloc(t.n, sizeof *q)))
 		goto out;
-	share_nodes(&t, ss, 0, ss->nsamples, self, tot);
-	for (size_t i = 0; i < t.n; i++)
-		value[i] = t.nodes[i].self;
+	share_nodes_self_q(&t, ss, 0, ss->nsamples, q);
 	struct share_base b;
 	share_base_of(&b, ss, 0, ss->nsamples);
-	struct flame_tree ft = { .t = &t, .self = value, .sum = self, .base = &b,
-				 .total = ss->total };
+	struct flame_tree ft = { .t = &t, .q = q, .base = &b, .total = ss->total };
 	rc = flame_page(out, in, ss, &ft);
 out:
 	calltree_free(&t);
-	free(self);
-	free(tot);
-	free(value);
+	free(q);
 	return rc;
 }

@@ -62,8 +62,10 @@ int flame_write(FILE *out, const struct report_input *in,
  * intervals (shares.h). */
 struct flame_tree {
 	const struct calltree *t;
-	const int64_t *self;           /* per node: its own value drawn */
-	const struct share_sum *sum;   /* per node: its own samples' sums */
+	const int64_t *self;           /* per node: its own value drawn
+					  (NULL: the tree's self) */
+	const double *q;               /* per node: its own samples' sum of
+					  w^2 (share_nodes_self_q()) */
 	const struct share_base *base; /* the drawn samples' totals */
 	int64_t total;                 /* the drawn samples' value */
 	const char *title;             /* NULL: the profiles' names */
@@ -84,6 +86,10 @@ int flame_page(FILE *out, const struct report_input *in,
 
 /* Writes s as a JSON string that is safe inside the page's <script>. */
 void flame_json_string(FILE *out, const char *s);
+
+/* Writes v >= 0 as a JSON number with at most three decimals, quickly
+ * (%.6g beyond 1e15, 0 for what is not a number). */
+void flame_put_number(FILE *out, double v);
 
 /* `--list REGEX`: the source of every function whose name matches, each
  * line with its flat and cum values, like `go tool pprof -list`.  Returns

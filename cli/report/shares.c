@@ -73,25 +73,32 @@ int share_frames(const struct stackset *ss, size_t first, size_t end,
 }
 
 void share_nodes(const struct calltree *t, const struct stackset *ss,
-		 size_t first, size_t end, struct share_sum *self,
-		 struct share_sum *total)
+		 size_t first, size_t end, struct share_sum *total)
 {
-	memset(self, 0, t->n * sizeof *self);
 	memset(total, 0, t->n * sizeof *total);
 	for (size_t i = first; i < end && i < ss->nsamples; i++) {
 		double w, k;
 		weigh(&ss->samples[i], &w, &k);
-		add(&self[t->leaf[i]], w, k);
+		add(&total[t->leaf[i]], w, k);
 	}
 	/* Children are made after their parents (stacks.h). */
-	for (size_t i = t->n; i-- > 0;) {
-		total[i].w += self[i].w;
-		total[i].q += self[i].q;
-		if (i > 0) {
-			struct share_sum *p = &total[t->nodes[i].parent];
-			p->w += total[i].w;
-			p->q += total[i].q;
-		}
+	for (size_t i = t->n; i-- > 1;) {
+		struct share_sum *p = &total[t->nodes[i].parent];
+		p->w += total[i].w;
+		p->q += total[i].q;
+		p->n += total[i].n;
+	}
+}
+
+void share_nodes_self_q(const struct calltree *t, const struct stackset *ss,
+			size_t first, size_t end, double *q)
+{
+	memset(q, 0, t->n * sizeof *q);
+	for (size_t i = first; i < end && i < ss->nsamples; i++) {
+		double w, k;
+		weigh(&ss->samples[i], &w, &k);
+		if (k > 0)
+			q[t->leaf[i]] += w * w / k;
 	}
 }
 

@@ -82,11 +82,17 @@ void share_base_of(struct share_base *b, const struct stackset *ss,
 int share_frames(const struct stackset *ss, size_t first, size_t end,
 		 struct share_sum *flat, struct share_sum *cum);
 
-/* Each node's self and total sums over samples [first, end) of ss, whose
- * call tree is t, into self[] and total[] (t->n each, zeroed here). */
+/* Each node's total sums (of the samples whose stack passes through it)
+ * over samples [first, end) of ss, whose call tree is t, into total[]
+ * (t->n of them, zeroed here). */
 void share_nodes(const struct calltree *t, const struct stackset *ss,
-		 size_t first, size_t end, struct share_sum *self,
-		 struct share_sum *total);
+		 size_t first, size_t end, struct share_sum *total);
+
+/* Each node's own samples' (those whose stack ends there) sum of w^2
+ * over the draws, over samples [first, end), into q[] (t->n, zeroed
+ * here): what the flame graph's page needs for its intervals. */
+void share_nodes_self_q(const struct calltree *t, const struct stackset *ss,
+			size_t first, size_t end, double *q);
 
 /* The share s->w / b->w (0 if the total is 0). */
 double share_of(const struct share_sum *s, const struct share_base *b);

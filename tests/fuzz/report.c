@@ -48,7 +48,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct stackset ss;
 	if (stackset_build(&ss, pp, names, 2, &o, err, sizeof err) == 0 && p->nsample_types) {
 		struct diff d;
-		struct diff_options dop = { 0.01, 0.01 };
+		struct diff_options dop = { .threshold = 0.01, .alpha = 0.01, .tree = true,
+					    .paths = true };
 		struct diff_input din = { { pp, names, 1 }, { pp + 1, names + 1, 1 } };
 		if (diff_compare(&d, &ss, p->nsamples, &dop) == 0) {
 			diff_text_write(null, &din, &d, 0);
