@@ -183,7 +183,7 @@ CLI_ROOMS  := base perf unwind symbolize profile
 CLI_SHARED := $(patsubst %.c,$(B)/%.o,$(foreach r,$(CLI_ROOMS),$(wildcard src/$(r)/*.c))) \
 	$(addprefix $(B)/src/sig/,ring.o state.o stack.o unwind_dwarf.o unwind_fp.o)
 $(B)/cpuprof: $(CLI_OBJS) $(CLI_SHARED)
-	$(CC) $(CFLAGS) -o $@ $^ -lz $(LIBIBERTY)
+	$(CC) $(CFLAGS) -o $@ $^ -lz -lm $(LIBIBERTY)
 
 ifdef TSAN
 # `make tsan`: the tests link the library itself, so that the threads it
@@ -292,7 +292,12 @@ $(B)/tests/tool_mkprof: tests/tools/tool_mkprof.c
 $(B)/demo: demo/demo.c
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -pthread
 
-tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/tests/tool_mkprof $(B)/tests/tool_engine $(B)/demo
+# cpuprof diff's tests draw synthetic profiles (written through tool_mkprof).
+$(B)/tests/tool_sampleprof: tests/tools/tool_sampleprof.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -o $@ $<
+
+tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/tests/tool_mkprof $(B)/tests/tool_sampleprof $(B)/tests/tool_engine $(B)/demo
 
 # Signal-context objects may call nothing that can allocate, lock or use stdio.
 check-sigsafe: $(SIG_SRCS:%.c=$(B)/%.o) $(GP_SIG_OBJS)
@@ -373,7 +378,7 @@ bench: bench-build
 	sh scripts/deps.sh python3 gnuplot-nox google-perftools linux-perf golang-go
 	$(PYTHON) bench/run.py $(BENCH_ARGS)
 
-# Fuzzing report's reader and writers with libFuzzer (clang), by hand:
+# Fuzzing report's (and diff's) reader and writers with libFuzzer (clang), by hand:
 # `make fuzz-report [FUZZ_SECONDS=300]`.  The corpus starts from profiles
 # the tests make; crashes are written to build-fuzz/.
 FUZZ_SECONDS ?= 300
@@ -381,7 +386,7 @@ FUZZ_SRCS := tests/fuzz/report.c $(filter-out cli/main.c cli/record/record.c cli
 build-fuzz/report: $(FUZZ_SRCS) $(wildcard cli/*.h cli/*/*.h) cli/report/flame.html
 	@mkdir -p build-fuzz
 	clang -g -O1 -std=gnu11 -D_GNU_SOURCE -Icli -Isrc -fsanitize=fuzzer,address,undefined \
-		-fno-sanitize-recover=undefined -o $@ $(FUZZ_SRCS) -lz
+		-fno-sanitize-recover=undefined -o $@ $(FUZZ_SRCS) -lz -lm
 
 fuzz-report: build-fuzz/report tests
 	sh tests/fuzz/corpus.sh $(B) build-fuzz/corpus

@@ -1,8 +1,10 @@
 /*
  * main.c -- entry point of the cpuprof command: `cpuprof record` runs a
  * program with libcpuprof preloaded, `cpuprof report` shows pprof profiles
- * (top functions, call tree, folded stacks, an HTML flame graph).  This file only dispatches and prints the
- * top-level usage and version.
+ * (top functions, call tree, folded stacks, an HTML flame graph), `cpuprof
+ * diff` says which functions' shares changed between two profiles beyond
+ * the noise.  This file only dispatches and prints the top-level usage and
+ * version.
  */
 #include <stdio.h>
 #include <string.h>
@@ -18,11 +20,12 @@ static void usage(FILE *f)
 	      f);
 	record_usage(f);
 	report_usage(f);
+	diff_usage(f);
 	fputs("\n"
 	      "  cpuprof --help | --version\n"
 	      "\n"
 	      "Profiles are pprof files: view them with `cpuprof report FILE`\n"
-	      "or `go tool pprof`.\n",
+	      "or `go tool pprof`, compare two with `cpuprof diff BASE NEW`.\n",
 	      f);
 }
 
@@ -37,6 +40,8 @@ int main(int argc, char **argv)
 		return cmd_record(argc - 1, argv + 1);
 	if (strcmp(cmd, "report") == 0)
 		return cmd_report(argc - 1, argv + 1);
+	if (strcmp(cmd, "diff") == 0)
+		return cmd_diff(argc - 1, argv + 1);
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
 	    strcmp(cmd, "help") == 0) {
 		usage(stdout);

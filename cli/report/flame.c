@@ -3,19 +3,29 @@
  * cli/report/flame.html (built into the program with .incbin) with the merged
  * profiles in its JSON block, as compact as plain JSON allows: a string
  * table (names and source files), a flat array of frames [name, file,
- * line (with --lines; else the function's first line), kind] and the call tree as a flat preorder array of nodes [frame,
- * depth, self]; the page computes totals and lays frames out itself.
+ * line (with --lines; else the function's first line), kind] and the
+ * call tree as a flat preorder array of nodes [frame, depth, self, e];
+ * the page computes totals and lays frames out itself.  e is the node's
+ * own samples' sum of squared weights in units of the profile's mean one
+ * (for equal weights, its number of samples): with the profile's draws,
+ * effective draws and mean square weight in the header, it gives the page
+ * the same 95% interval for every frame's share as `report --intervals`
+ * (shares.h).  Subtrees that hold no value are left out.  `cpuprof diff`
+ * writes its differential page with flame_page(), adding a member of its
+ * own to the header and an array of its own per node.
  * Every string is escaped for a <script type="application/json"> block:
  * '<', '>' and '&' as \u003c..., so that no name can close the block or
  * open a comment, control characters as \u00XX, U+2028/9 escaped, and
  * bytes that are not valid UTF-8 replaced by U+FFFD.
  */
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "format.h"
 #include "report.h"
+#include "shares.h"
 
 /* The page, NUL-terminated; the line "CPUPROF_DATA" is where the data
  * goes.  (The path is relative to the top directory, where make runs.) */
@@ -110,9 +120,14 @@ static long strtab_index(struct strtab *t, const char *s)
 	return (long)(t->n - 1);
 }
 
+void flame_json_string(FILE *out, const char *s)
+{
+	json_string(out, s);
+}
+
 /* Writes the header part of the data: title, profiles, totals. */
 static void write_meta(FILE *out, const struct report_input *in,
-		       const struct stackset *ss)
+		       const struct stackset *ss, const struct flame_tree *ft)
 {
 	char title[1024];
 	size_t o = 0;
@@ -121,7 +136,7 @@ static void write_meta(FILE *out, const struct report_input *in,
 		o += (size_t)snprintf(title + o, sizeof title - o, "%s%s",
 				      i ? ", " : "", in->names[i]);
 	fputs("{\"title\":", out);
-	json_string(out, title);
+	json_string(out, ft->title ? ft->title : title);
 	fputs(",\"profiles\":[", out);
 	int64_t duration = 0;
 	for (size_t i = 0; i < in->n; i++) {
@@ -156,28 +171,72 @@ static void write_meta(FILE *out, const struct report_input *in,
 	json_string(out, ss->value_type);
 	fputs(",\"unit\":", out);
 	json_string(out, ss->unit);
+	const struct share_base *b = ft->base;
+	/* Views by process and thread where the stacks have such frames. */
+	bool groups = false;
+	for (size_t i = 0; i < ss->nframes && !groups; i++)
+		groups = ss->frames[i].kind == FRAME_PROCESS ||
+			 ss->frames[i].kind == FRAME_THREAD;
 	fprintf(out, ",\"total\":%" PRId64 ",\"duration\":%" PRId64
-		",\"hasGroups\":%s,\"kinds\":[", ss->total, duration,
-		ss->has_groups ? "true" : "false");
+		",\"draws\":%.17g,\"neff\":%.17g,\"msq\":%.17g,\"exact\":%.17g"
+		",\"hasGroups\":%s,\"kinds\":[", ft->total, duration, b->n, b->neff,
+		b->n > 0 ? b->q / b->n : 0, b->w - b->ws, groups ? "true" : "false");
 	for (int k = 0; k < FRAME_KINDS; k++)
 		fprintf(out, "%s\"%s\"", k ? "," : "", frame_kind_name((enum frame_kind)k));
 	fputc(']', out);
 }
 
-int flame_write(FILE *out, const struct report_input *in,
-		const struct stackset *ss)
+void flame_put_number(FILE *out, double v)
 {
-	struct calltree t = { 0 };
+	if (!(v >= 0) || v >= 1e15) {
+		fprintf(out, "%.6g", isfinite(v) ? v : 0);
+		return;
+	}
+	/* Integer arithmetic: printf's %g costs more than all the rest of a
+	 * page of two million nodes. */
+	uint64_t m = (uint64_t)llround(v * 1000);
+	char buf[32], *e = buf + sizeof buf, *p = e;
+	uint64_t whole = m / 1000, frac = m % 1000;
+	if (frac) {
+		int digits = 3;
+		while (frac % 10 == 0) {
+			frac /= 10;
+			digits--;
+		}
+		while (digits-- > 0) {
+			*--p = (char)('0' + frac % 10);
+			frac /= 10;
+		}
+		*--p = '.';
+	}
+	do {
+		*--p = (char)('0' + whole % 10);
+		whole /= 10;
+	} while (whole);
+	fwrite(p, 1, (size_t)(e - p), out);
+}
+
+/* Node i's own value as ft draws it. */
+static int64_t self_of(const struct flame_tree *ft, size_t i)
+{
+	int64_t v = ft->self ? ft->self[i] : ft->t->nodes[i].self;
+	return v > 0 ? v : 0;
+}
+
+int flame_page(FILE *out, const struct report_input *in,
+	       const struct stackset *ss, const struct flame_tree *ft)
+{
+	const struct calltree *t = ft->t;
 	struct strtab st = { 0 };
 	uint32_t *stack = NULL;
 	long *fname = NULL, *ffile = NULL;
+	int64_t *total = NULL;
 	int rc = -1;
-	if (calltree_build(&t, ss) < 0)
-		goto out;
 	fname = calloc(ss->nframes + 1, sizeof *fname);
 	ffile = calloc(ss->nframes + 1, sizeof *ffile);
-	stack = malloc(t.n * sizeof *stack);
-	if (!fname || !ffile || !stack || strtab_index(&st, "") < 0)
+	stack = malloc(t->n * sizeof *stack);
+	total = calloc(t->n, sizeof *total);
+	if (!fname || !ffile || !stack || !total || strtab_index(&st, "") < 0)
 		goto out;
 	for (size_t i = 0; i < ss->nframes; i++) {
 		fname[i] = strtab_index(&st, ss->frames[i].name);
@@ -185,12 +244,20 @@ int flame_write(FILE *out, const struct report_input *in,
 		if (fname[i] < 0 || ffile[i] < 0)
 			goto out;
 	}
+	/* Children come after their parents: totals bottom-up. */
+	for (size_t i = t->n; i-- > 1;) {
+		total[i] = sat_add(total[i], self_of(ft, i));
+		total[t->nodes[i].parent] = sat_add(total[t->nodes[i].parent], total[i]);
+	}
+	double msq = ft->base->n > 0 ? ft->base->q / ft->base->n : 0;
 
 	const char *mark = strstr(cpuprof_flame_page, DATA_MARK);
 	if (!mark)
 		goto out; /* cannot happen: the page is built in */
 	fwrite(cpuprof_flame_page, 1, (size_t)(mark - cpuprof_flame_page) + 1, out);
-	write_meta(out, in, ss);
+	write_meta(out, in, ss, ft);
+	if (ft->meta)
+		ft->meta(out, ft->arg);
 	fputs(",\n\"strings\":[", out);
 	for (size_t i = 0; i < st.n; i++) {
 		if (i)
@@ -203,29 +270,63 @@ int flame_write(FILE *out, const struct report_input *in,
 			ffile[i], ss->frames[i].line ? ss->frames[i].line
 						     : ss->frames[i].start_line,
 			(int)ss->frames[i].kind);
-	/* The tree in preorder: a node's subtree right after it. */
-	fputs("],\n\"nodes\":[", out);
-	size_t sp = 0;
-	bool first = true;
-	for (uint32_t c = t.nodes[0].child; c; c = t.nodes[c].next)
-		stack[sp++] = c;
-	while (sp > 0) {
-		const struct cnode *nd = &t.nodes[stack[--sp]];
-		fprintf(out, "%s%u,%u,%" PRId64, first ? "" : ",", nd->frame,
-			nd->depth, nd->self);
-		first = false;
-		for (uint32_t c = nd->child; c; c = t.nodes[c].next)
+	/* The tree in preorder: a node's subtree right after it; twice if
+	 * the caller has an array per node of its own, in the same order. */
+	for (int pass = 0; pass < (ft->node ? 2 : 1); pass++) {
+		fputs(pass ? "],\n\"extra\":[" : "],\n\"nodes\":[", out);
+		size_t sp = 0;
+		bool first = true;
+		for (uint32_t c = t->nodes[0].child; c; c = t->nodes[c].next)
 			stack[sp++] = c;
+		while (sp > 0) {
+			uint32_t id = stack[--sp];
+			const struct cnode *nd = &t->nodes[id];
+			if (total[id] <= 0)
+				continue;
+			if (!first)
+				fputc(',', out);
+			first = false;
+			if (pass == 0) {
+				fprintf(out, "%u,%u,%" PRId64 ",", nd->frame, nd->depth,
+					self_of(ft, id));
+				flame_put_number(out, msq > 0 ? ft->q[id] / msq : 0);
+			} else {
+				ft->node(out, id, ft->arg);
+			}
+			for (uint32_t c = nd->child; c; c = t->nodes[c].next)
+				stack[sp++] = c;
+		}
 	}
 	fputs("]}", out);
 	fputs(mark + strlen(DATA_MARK) - 1, out);
 	rc = 0;
 out:
-	calltree_free(&t);
 	free(st.s);
 	free(st.hash);
 	free(stack);
 	free(fname);
 	free(ffile);
+	free(total);
+	return rc;
+}
+
+int flame_write(FILE *out, const struct report_input *in,
+		const struct stackset *ss)
+{
+	struct calltree t = { 0 };
+	double *q = NULL;
+	int rc = -1;
+	if (calltree_build(&t, ss) < 0)
+		goto out;
+	if (!(q = calloc(t.n, sizeof *q)))
+		goto out;
+	share_nodes_self_q(&t, ss, 0, ss->nsamples, q);
+	struct share_base b;
+	share_base_of(&b, ss, 0, ss->nsamples);
+	struct flame_tree ft = { .t = &t, .q = q, .base = &b, .total = ss->total };
+	rc = flame_page(out, in, ss, &ft);
+out:
+	calltree_free(&t);
+	free(q);
 	return rc;
 }

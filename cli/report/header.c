@@ -12,11 +12,7 @@
 const char *const report_comment_keys[] = { "engine", "hz", "samples", "lost", "coverage",
 					   "attributed", "unwind", "engine_reason", NULL };
 
-/* Prints p's report_comment_keys as key=value on one line (preceded by
- * `prefix`), but engine_reason, which is long, on a line of its own, then
- * its warning (each line preceded by `prefix`). */
-static void profile_comments(FILE *out, const struct profile *p,
-			     const char *prefix)
+void header_comments(FILE *out, const struct profile *p, const char *prefix)
 {
 	bool any = false;
 	for (size_t i = 0; report_comment_keys[i]; i++) {
@@ -40,12 +36,12 @@ void header_print(FILE *out, const struct report_input *in,
 		  const struct stackset *ss)
 {
 	if (in->n == 1) {
-		profile_comments(out, in->profiles[0], "");
+		header_comments(out, in->profiles[0], "");
 	} else {
 		fprintf(out, "Merged %zu profiles:\n", in->n);
 		for (size_t i = 0; i < in->n; i++) {
 			fprintf(out, "  %s\n", in->names[i]);
-			profile_comments(out, in->profiles[i], "    ");
+			header_comments(out, in->profiles[i], "    ");
 		}
 	}
 	if (!ss->is_cpu)

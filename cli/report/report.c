@@ -30,7 +30,8 @@ void report_usage(FILE *f)
 {
 	fputs("  cpuprof report [--format top|folded|tree|html] [-o OUT] [--lines]\n"
 	      "                 [--value cpu|samples] [--top N] [--min-share PCT]\n"
-	      "                 [--group-by process|thread] [--list REGEX] FILE...\n"
+	      "                 [--group-by process|thread] [--list REGEX] [--intervals]\n"
+	      "                 FILE...\n"
 	      "      report the pprof profiles FILE... (several are merged: their\n"
 	      "      samples added up, as `go tool pprof A B` does; their sample\n"
 	      "      types must be the same):\n"
@@ -49,6 +50,8 @@ void report_usage(FILE *f)
 	      "                thread) labels; the html page has this as a view\n"
 	      "      --list REGEX  the source of matching functions, with each\n"
 	      "                line's flat and cum CPU time\n"
+	      "      --intervals  top: each share with its 95% interval from the\n"
+	      "                sampling (the html page's tooltips always have it)\n"
 	      "      Inlined calls are frames of their own, marked '(inlined)'.\n"
 	      "      -o OUT    write OUT (complete, or not at all) instead of stdout\n"
 	      "      Exits 0, or 2 with a message: bad usage, a FILE missing, corrupt\n"
@@ -63,45 +66,11 @@ struct report_args {
 	long top;
 	double min_share;
 	const char *out, *list, *value;
-	bool lines;
+	bool lines, intervals;
 	enum stack_group group;
 	const char **files;
 	size_t nfiles;
 };
-
-/* Parses a share in percent, 0 to 100. */
-static bool parse_share(const char *s, double *out)
-{
-	char *end;
-	if (!s || !*s)
-		return false;
-	double v = strtod(s, &end);
-	if (*end || !(v >= 0 && v <= 100))
-		return false;
-	*out = v;
-	return true;
-}
-
-/* The value of option `name` at argv[*i]: "--name=V" or "--name V" (then
- * *i moves past V).  NULL if argv[*i] is not that option; *missing is set
- * when it is but has no value. */
-static const char *opt_value(int argc, char **argv, int *i, const char *name,
-			     bool *missing)
-{
-	const char *a = argv[*i];
-	size_t n = strlen(name);
-	if (strncmp(a, name, n) != 0)
-		return NULL;
-	if (a[n] == '=')
-		return a + n + 1;
-	if (a[n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		*missing = true;
-		return "";
-	}
-	return argv[++*i];
-}
 
 /* Fills *ra from argv; returns 0, 1 for --help (printed), or -1 after
  * printing what is wrong. */
@@ -153,7 +122,7 @@ static int parse_args(int argc, char **argv, struct report_args *ra)
 			}
 			ra->out = v;
 		} else if ((v = opt_value(argc, argv, &i, "--min-share", &missing))) {
-			if (missing || !parse_share(v, &ra->min_share)) {
+			if (missing || !parse_pct_arg(v, &ra->min_share)) {
 				fprintf(stderr, "cpuprof report: --min-share needs a "
 					"percentage from 0 to 100\n");
 				return -1;
@@ -186,6 +155,8 @@ static int parse_args(int argc, char **argv, struct report_args *ra)
 			ra->list = v;
 		} else if (strcmp(a, "--lines") == 0) {
 			ra->lines = true;
+		} else if (strcmp(a, "--intervals") == 0) {
+			ra->intervals = true;
 		} else {
 			fprintf(stderr, "cpuprof report: unknown option '%s'\n", a);
 			return -1;
@@ -218,42 +189,54 @@ static int write_format(FILE *out, const struct report_args *ra,
 		return flame_write(out, in, ss);
 	case FORMAT_TOP:
 	default:
-		return top_write(out, in, ss, ra->top);
+		return top_write(out, in, ss, ra->top, ra->intervals);
 	}
 }
 
-/* Writes the report to ra->out (through a temporary file renamed into
- * place once complete) or to stdout.  Returns the exit status. */
-static int emit(const struct report_args *ra, const struct report_input *in,
-		const struct stackset *ss)
+/* What write_report needs. */
+struct report_job {
+	const struct report_args *ra;
+	const struct report_input *in;
+	const struct stackset *ss;
+};
+
+/* report_output's writer of a report_job. */
+static int write_report(FILE *out, void *arg)
+{
+	const struct report_job *j = arg;
+	return write_format(out, j->ra, j->in, j->ss);
+}
+
+int report_output(const char *path, const char *cmd,
+		  int (*fn)(FILE *out, void *arg), void *arg)
 {
 	FILE *out = stdout;
 	char *tmp = NULL;
-	if (ra->out && strcmp(ra->out, "-") != 0) {
-		if (asprintf(&tmp, "%s.tmp%ld", ra->out, (long)getpid()) < 0) {
-			fprintf(stderr, "cpuprof report: out of memory\n");
+	if (path && strcmp(path, "-") != 0) {
+		if (asprintf(&tmp, "%s.tmp%ld", path, (long)getpid()) < 0) {
+			fprintf(stderr, "cpuprof %s: out of memory\n", cmd);
 			return EXIT_USAGE;
 		}
 		if (!(out = fopen(tmp, "w"))) {
-			fprintf(stderr, "cpuprof report: cannot write %s: %m\n", tmp);
+			fprintf(stderr, "cpuprof %s: cannot write %s: %m\n", cmd, tmp);
 			free(tmp);
 			return EXIT_USAGE;
 		}
 	}
-	int rc = write_format(out, ra, in, ss);
+	int rc = fn(out, arg);
 	bool werr = fflush(out) != 0 || ferror(out);
 	if (out != stdout && fclose(out) != 0)
 		werr = true;
 	int status = 0;
 	if (rc < 0) {
-		fprintf(stderr, "cpuprof report: out of memory\n");
+		fprintf(stderr, "cpuprof %s: out of memory\n", cmd);
 		status = EXIT_USAGE;
 	} else if (werr) {
-		fprintf(stderr, "cpuprof report: writing %s: %m\n",
-			tmp ? ra->out : "the report");
+		fprintf(stderr, "cpuprof %s: writing %s: %m\n", cmd,
+			tmp ? path : "the report");
 		status = EXIT_USAGE;
-	} else if (tmp && rename(tmp, ra->out) != 0) {
-		fprintf(stderr, "cpuprof report: cannot write %s: %m\n", ra->out);
+	} else if (tmp && rename(tmp, path) != 0) {
+		fprintf(stderr, "cpuprof %s: cannot write %s: %m\n", cmd, path);
 		status = EXIT_USAGE;
 	}
 	if (tmp && status != 0)
@@ -289,7 +272,7 @@ int cmd_report(int argc, char **argv)
 			goto out;
 		}
 	}
-	struct stack_options so = { ra.lines, ra.group, ra.value };
+	struct stack_options so = { .lines = ra.lines, .group = ra.group, .value = ra.value };
 	if (ra.format == FORMAT_HTML && !ra.list)
 		so.group = GROUP_THREAD; /* the page offers the views */
 	if (stackset_build(&ss, p, ra.files, ra.nfiles, &so, err, sizeof err) < 0) {
@@ -297,7 +280,8 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	}
 	struct report_input in = { p, ra.files, ra.nfiles };
-	status = emit(&ra, &in, &ss);
+	struct report_job job = { &ra, &in, &ss };
+	status = report_output(ra.out, "report", write_report, &job);
 out:
 	stackset_free(&ss);
 	for (size_t i = 0; p && i < ra.nfiles; i++)

@@ -7,9 +7,11 @@
 #ifndef CPUPROF_CLI_REPORT_H
 #define CPUPROF_CLI_REPORT_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "profile.h"
+#include "shares.h"
 #include "stacks.h"
 
 /* The profiles being reported, as read, and their file names. */
@@ -23,6 +25,11 @@ struct report_input {
  * and the flame graph's), in this order; NULL-terminated. */
 extern const char *const report_comment_keys[];
 
+/* Prints p's report_comment_keys as key=value on one line (preceded by
+ * `prefix`), but engine_reason, which is long, on a line of its own, then
+ * its warning (each line preceded by `prefix`). */
+void header_comments(FILE *out, const struct profile *p, const char *prefix);
+
 /* The header of the text formats: each profile's comments that matter
  * (engine, hz, samples, lost, coverage, attributed, unwind; one line per
  * profile when several are merged), any warning, the sample type when it
@@ -31,9 +38,10 @@ void header_print(FILE *out, const struct report_input *in,
 		  const struct stackset *ss);
 
 /* `--format top`: the `top` functions (0: all) with the most flat value,
- * like `go tool pprof -top`. */
+ * like `go tool pprof -top`; with_intervals (--intervals) puts each
+ * share's 95% interval from the sampling beside it (shares.h). */
 int top_write(FILE *out, const struct report_input *in,
-	      const struct stackset *ss, long top);
+	      const struct stackset *ss, long top, bool with_intervals);
 
 /* `--format tree`: the call tree from the roots, children by total, each
  * line with total and self values and shares; subtrees whose total is
@@ -49,11 +57,54 @@ int folded_write(FILE *out, const struct stackset *ss);
 int flame_write(FILE *out, const struct report_input *in,
 		const struct stackset *ss);
 
+/* What a flame graph page draws (flame_page()): a call tree of ss,
+ * each node's own value, and its samples' sums for the tooltips'
+ * intervals (shares.h). */
+struct flame_tree {
+	const struct calltree *t;
+	const int64_t *self;           /* per node: its own value drawn
+					  (NULL: the tree's self) */
+	const double *q;               /* per node: its own samples' sum of
+					  w^2 (share_nodes_self_q()) */
+	const struct share_base *base; /* the drawn samples' totals */
+	int64_t total;                 /* the drawn samples' value */
+	const char *title;             /* NULL: the profiles' names */
+	/* If not NULL: meta writes members of its own into the data's
+	 * header, each preceded by ','; node writes, for each node written,
+	 * its entries of the data's "extra" array (after a ',' but for the
+	 * first node), in the order of the nodes. */
+	void (*meta)(FILE *out, void *arg);
+	void (*node)(FILE *out, uint32_t node, void *arg);
+	void *arg;
+};
+
+/* Writes the flame graph page of ft, with in's profiles in its header.
+ * Subtrees whose value is 0 are left out.  Returns 0, -1 if out of
+ * memory. */
+int flame_page(FILE *out, const struct report_input *in,
+	       const struct stackset *ss, const struct flame_tree *ft);
+
+/* Writes s as a JSON string that is safe inside the page's <script>. */
+void flame_json_string(FILE *out, const char *s);
+
+/* Writes v >= 0 as a JSON number with at most three decimals, quickly
+ * (%.6g beyond 1e15, 0 for what is not a number). */
+void flame_put_number(FILE *out, double v);
+
 /* `--list REGEX`: the source of every function whose name matches, each
  * line with its flat and cum values, like `go tool pprof -list`.  Returns
  * 0, -1 if out of memory; writes a line saying so when nothing matches or
  * a source file cannot be read. */
 int list_write(FILE *out, const struct report_input *in,
 	       const struct stackset *ss, const char *regex);
+
+/* Runs fn(out, arg) with out a temporary file beside `path` that is
+ * renamed to path once complete (or with out stdout if path is NULL or
+ * "-"), so that a failed report leaves no partial file.  `cmd` names the
+ * command in messages ("report").  Returns 0, or EXIT_USAGE after a
+ * message if fn returned -1 (out of memory) or the output could not
+ * be written. */
+int report_output(const char *path, const char *cmd,
+		  int (*fn)(FILE *out, void *arg), void *arg);
 
 #endif

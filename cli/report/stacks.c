@@ -263,9 +263,10 @@ static void describe_types(const struct profile *p, char *buf, size_t len)
 		snprintf(buf, len, "none");
 }
 
-/* Fails unless every profile has p[0]'s sample types and period type. */
+/* Fails unless every profile has p[0]'s sample types and period type;
+ * the message says they cannot be `verb`ed. */
 static int check_compatible(struct profile *const *p, const char *const *names,
-			    size_t n, char *err, size_t errlen)
+			    size_t n, const char *verb, char *err, size_t errlen)
 {
 	for (size_t i = 1; i < n; i++) {
 		bool same = p[i]->nsample_types == p[0]->nsample_types;
@@ -278,15 +279,15 @@ static int check_compatible(struct profile *const *p, const char *const *names,
 			char a[256], b[256];
 			describe_types(p[0], a, sizeof a);
 			describe_types(p[i], b, sizeof b);
-			return fail(err, errlen, "cannot merge %s and %s: their "
-				    "sample types differ (%s; %s)", names[0],
+			return fail(err, errlen, "cannot %s %s and %s: their "
+				    "sample types differ (%s; %s)", verb, names[0],
 				    names[i], a, b);
 		}
 		if (strcmp(p[i]->period_type.type, p[0]->period_type.type) ||
 		    strcmp(p[i]->period_type.unit, p[0]->period_type.unit))
-			return fail(err, errlen, "cannot merge %s and %s: their "
+			return fail(err, errlen, "cannot %s %s and %s: their "
 				    "period types differ (%s/%s; %s/%s)",
-				    names[0], names[i], p[0]->period_type.type,
+				    verb, names[0], names[i], p[0]->period_type.type,
 				    p[0]->period_type.unit,
 				    p[i]->period_type.type,
 				    p[i]->period_type.unit);
@@ -294,9 +295,10 @@ static int check_compatible(struct profile *const *p, const char *const *names,
 	return 0;
 }
 
-/* Appends the samples of p to ss, counting value vi. */
+/* Appends the samples of p to ss, counting value vi, with the number of
+ * samples each stands for from value ci (1 each if ci is negative). */
 static int add_profile(struct stackset *ss, const struct profile *p,
-		       size_t vi, const struct stack_options *o)
+		       size_t vi, int ci, const struct stack_options *o)
 {
 	for (size_t s = 0; s < p->nsamples; s++) {
 		const struct profile_sample *smp = &p->samples[s];
@@ -332,6 +334,7 @@ static int add_profile(struct stackset *ss, const struct profile *p,
 		out->off = (uint32_t)off;
 		out->n = (uint32_t)(ss->priv_.nstack - off);
 		out->value = smp->values[vi];
+		out->count = ci < 0 ? 1 : smp->values[ci];
 		ss->total = sat_add(ss->total, out->value);
 	}
 	return 0;
@@ -344,7 +347,8 @@ int stackset_build(struct stackset *ss, struct profile *const *p,
 	memset(ss, 0, sizeof *ss);
 	ss->value_type = "";
 	ss->unit = "";
-	if (n == 0 || check_compatible(p, names, n, err, errlen) < 0)
+	if (n == 0 || check_compatible(p, names, n, o->verb ? o->verb : "merge",
+					err, errlen) < 0)
 		return -1;
 	size_t nsamples = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -379,11 +383,14 @@ int stackset_build(struct stackset *ss, struct profile *const *p,
 	ss->unit = p[0]->sample_types[vi].unit;
 	ss->is_cpu = strcmp(ss->value_type, "cpu") == 0 &&
 		     strcmp(ss->unit, "nanoseconds") == 0;
+	/* The sample types are the same in every profile. */
+	int ci = profile_find_sample_type(p[0], "samples", "count");
+	ss->has_count = ci >= 0;
 	ss->samples = calloc(nsamples ? nsamples : 1, sizeof *ss->samples);
 	if (!ss->samples)
 		return fail(err, errlen, "out of memory");
 	for (size_t i = 0; i < n; i++)
-		if (add_profile(ss, p[i], (size_t)vi, o) < 0)
+		if (add_profile(ss, p[i], (size_t)vi, ci, o) < 0)
 			return fail(err, errlen, "out of memory");
 	return 0;
 }
@@ -409,8 +416,9 @@ int calltree_build(struct calltree *t, const struct stackset *ss)
 		nhash *= 2;
 	t->n = 1;
 	t->nodes = calloc(max, sizeof *t->nodes);
+	t->leaf = calloc(ss->nsamples ? ss->nsamples : 1, sizeof *t->leaf);
 	uint32_t *hash = calloc(nhash, sizeof *hash);
-	if (!t->nodes || !hash) {
+	if (!t->nodes || !t->leaf || !hash) {
 		free(hash);
 		calltree_free(t);
 		return -1;
@@ -441,6 +449,7 @@ int calltree_build(struct calltree *t, const struct stackset *ss)
 			cur = hash[j];
 		}
 		t->nodes[cur].self = sat_add(t->nodes[cur].self, smp->value);
+		t->leaf[s] = cur;
 	}
 	free(hash);
 	/* Children are made after their parents: add totals bottom-up. */
@@ -457,7 +466,9 @@ int calltree_build(struct calltree *t, const struct stackset *ss)
 void calltree_free(struct calltree *t)
 {
 	free(t->nodes);
+	free(t->leaf);
 	t->nodes = NULL;
+	t->leaf = NULL;
 	t->n = 0;
 }
 

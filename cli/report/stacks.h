@@ -59,23 +59,38 @@ struct stack_options {
 	const char *value;      /* the sample type to count ("cpu",
 				   "samples"); NULL: cpu if the profiles
 				   have it, else their last type */
+	const char *verb;       /* what messages say cannot be done with
+				   profiles of other types: "compare";
+				   NULL: "merge" */
 };
 
+/* One pprof Sample.  `count` is the number of times the profiler sampled
+ * this stack that it stands for: the Sample's samples/count value where
+ * the profiles have that type (a profiler that merges identical stacks
+ * writes one Sample for many), else 1.  0 (or less) means no sampling
+ * stands behind the value: cpuprof's [unsampled: ...] and [profiler: ...]
+ * frames hold CPU time its clocks measured (shares.h takes them as
+ * exact). */
 struct stack_sample {
 	uint32_t off, n; /* its frames: stackset.stack_frames[off..off+n) */
 	int64_t value;
+	int64_t count;
 };
 
 struct stackset {
 	const struct frame *frames;
 	size_t nframes;
 	const uint32_t *stack_frames; /* every sample's frames, root first */
+	/* One per pprof Sample, the profiles' in the order given, each's in
+	 * file order: p[i]'s are samples[first..first+p[i]->nsamples), first
+	 * being the Samples of p[0..i). */
 	struct stack_sample *samples;
 	size_t nsamples;
 	int64_t total;          /* of all samples' values (saturated) */
 	const char *value_type; /* the sample type counted ("cpu") */
 	const char *unit;       /* its unit ("nanoseconds") */
 	bool is_cpu;            /* the value is cpu/nanoseconds */
+	bool has_count;         /* count is the profiles' samples/count */
 	bool has_groups;        /* a sample had a process or thread label */
 
 	/* Private. */
@@ -116,9 +131,12 @@ struct cnode {
 struct calltree {
 	struct cnode *nodes;
 	size_t n;
+	uint32_t *leaf; /* per sample of the stackset: the node its stack
+			   ends at (0, the root, for an empty stack) */
 };
 
-/* Builds the call tree of ss into t; -1 if out of memory. */
+/* Builds the call tree of ss into t; -1 if out of memory.  Nodes are made
+ * in the order of the samples, whatever their values. */
 int calltree_build(struct calltree *t, const struct stackset *ss);
 
 void calltree_free(struct calltree *t);

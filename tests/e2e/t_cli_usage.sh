@@ -1,6 +1,6 @@
 #!/bin/sh
 # t_cli_usage.sh -- the cpuprof command line: --help and --version, and
-# that bad usage of the CLI, `record` and `report` exits 2 with a message
+# that bad usage of the CLI, `record`, `report` and `diff` exits 2 with a message
 # and never starts the command; `record` of a command that cannot be run
 # exits 127.  Needs no libcpuprof: CPUPROF_LIB points at a stand-in file,
 # so that a command wrongly started would still run (and be caught).
@@ -43,8 +43,8 @@ bad() {
 
 # top level
 run 0 --help
-grep -q 'cpuprof record' out && grep -q 'cpuprof report' out ||
-	fail "--help does not describe record and report"
+grep -q 'cpuprof record' out && grep -q 'cpuprof report' out && grep -q 'cpuprof diff' out ||
+	fail "--help does not describe record, report and diff"
 run 0 --version
 [ "$(cat out)" = "cpuprof 0.1.0" ] || fail "--version printed '$(cat out)'"
 bad usage
@@ -69,6 +69,29 @@ bad "--value" report --value
 bad "-o needs" report -o
 bad "-o needs" report -o '' some-file
 bad "regular expression" report --list '[' some-file
+
+# diff: bad usage is exit 2, which a CI gate tells from 1 (changed)
+run 0 diff --help
+grep -q 'cpuprof diff' out && grep -q 'threshold' out || fail "diff --help"
+bad "needs BASE and at least one NEW" diff
+bad "needs BASE and at least one NEW" diff only-one
+bad "needs BASE and at least one NEW" diff --base a
+bad "--base needs" diff --base
+bad "--threshold" diff --threshold a b
+bad "--threshold" diff --threshold 101 a b
+bad "--threshold" diff --threshold -1 a b
+bad "--threshold" diff --threshold=nan a b
+bad "--alpha" diff --alpha 0 a b
+bad "--alpha" diff --alpha 0.6 a b
+bad "--alpha" diff --alpha=x a b
+bad "--alpha" diff --alpha nan a b
+bad "--alpha" diff --alpha
+bad "--top" diff --top -1 a b
+bad "--format is one of" diff --format tree a b
+bad "--value" diff --value
+bad "-o needs" diff -o
+bad "unknown option" diff --bogus a b
+bad "no-such-a" diff no-such-a no-such-b
 
 # record: every bad option stops before the command runs
 run 0 record --help

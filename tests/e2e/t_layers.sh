@@ -11,11 +11,12 @@
 # session is src/*.c and src/*.h themselves (a profile's life); process/ is
 # the program-facing top (the interposers, LD_PRELOAD), which nothing else
 # includes.  The CLI's rooms: cli/ itself (main.c, the pprof reader) may
-# include the library's profile/; cli/record/ and cli/report/ may include
-# cli/ and the library's rooms up to shm, never engines/, the session or
-# process/ (the CLI runs nothing of the in-process profiler), and neither
-# includes the other.  Prints each include that breaks a rule and exits 1
-# if there is one.
+# include the library's profile/; cli/record/, cli/report/ and cli/diff/
+# may include cli/ and the library's rooms up to shm, never engines/, the
+# session or process/ (the CLI runs nothing of the in-process profiler);
+# cli/diff/ also includes cli/report/ (its stacks, shares and page: one
+# reader, one set of names), and no other CLI room includes another.
+# Prints each include that breaks a rule and exits 1 if there is one.
 cd "$(dirname "$0")/../.." || exit 2
 ORDER="arch sig base unwind perf symbolize profile shm engines session process"
 rank() {
@@ -60,6 +61,7 @@ for f in $(find src cli compat -name '*.[ch]' | sort); do
 		sig) case $to in arch) ok=1 ;; esac ;;
 		compat) case $to in api) ok=1 ;; esac ;;
 		cli) case $to in profile) ok=1 ;; esac ;;
+		cli-diff) case $to in cli | cli-report | arch | sig | base | unwind | perf | symbolize | profile | shm) ok=1 ;; esac ;;
 		cli-*) case $to in cli | arch | sig | base | unwind | perf | symbolize | profile | shm) ok=1 ;; esac ;;
 		*)
 			case $to in
@@ -73,5 +75,5 @@ for f in $(find src cli compat -name '*.[ch]' | sort); do
 		fi
 	done
 done
-[ $bad -eq 0 ] && echo "layers: every include goes down ($ORDER; cli, compat)"
+[ $bad -eq 0 ] && echo "layers: every include goes down ($ORDER; cli, cli/diff over cli/report, compat)"
 exit $bad

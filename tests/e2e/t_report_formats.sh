@@ -1,7 +1,8 @@
 #!/bin/sh
 # t_report_formats.sh -- `cpuprof report`'s text formats on profiles made
 # by tests/tool_mkprof (its own protobuf encoder): inlined frames in top,
-# tree and folded, --lines, --list with and without the source on disk,
+# tree and folded, --lines, --intervals (against intervals worked out
+# apart from cpuprof), --list with and without the source on disk,
 # merging (totals add up; different sample or period types refuse with
 # exit 2), --value, --group-by, --min-share, -o (complete or absent),
 # names that try to forge lines or send terminal escapes, and hostile
@@ -79,6 +80,21 @@ rep --lines inl.pb
 grep -Eq '  outer_fn .*/src/outer.c:12$' out && grep -Eq '  outer_fn .*/src/outer.c:13$' out &&
 	grep -Eq '  inl_fn src/inl.h:4 \(inlined\)$' out || { cat out; fail "--lines: no file:line rows"; }
 grep -Eq '^ +200ns .*outer.c:12$' out || fail "--lines: outer.c:12 flat 200ns"
+
+# --- --intervals: each share's 95% interval from the sampling ---
+# 10 samples of 5 ns (one merged Sample) and 90 of 1 ns: 100 samples,
+# 57.6 effective.  heavy's samples weigh more than the others, so the
+# delta method's variance is the larger (cli/report/shares.h); the
+# intervals were worked out apart from cpuprof (Wilson's, on
+# r(1-r)/variance samples).
+printf 'type samples count\ntype cpu nanoseconds\nfunction 1 main\nfunction 2 heavy\nfunction 3 light\nlocation 1 0 0 1\nlocation 2 0 0 2\nlocation 3 0 0 3\nsample 10 50 : 2 1\nsample 90 90 : 3 1\n' |
+	mk weighted.pb || fail "tool_mkprof"
+rep --intervals weighted.pb
+cat out
+grep -q '^Intervals: 95% .* from 100 samples, 57.6 effective$' out || fail "--intervals: the samples"
+grep -Eq '^ +50ns +35\.71% \[22\.56, 51\.44\] +100% +50ns +35\.71% \[22\.56, 51\.44\] +heavy$' out ||
+	fail "--intervals: heavy"
+grep -Eq '^ +90ns +64\.29% \[48\.56, 77\.44\] .* light$' out || fail "--intervals: light"
 
 # --- tree ---
 rep --format tree inl.pb

@@ -7,19 +7,22 @@
 # each page, after its script ran: the root's total is the profile's (as
 # tool_fold reads it), the widest chain below main ends in hot_leaf, a
 # typed search highlights exactly the matching frames and reports their
-# share, a real click zooms, hostile names are text, and no script error
-# was logged.  Screenshots of work_hot's and the demo's pages are kept in
+# share, a real click zooms, a tooltip gives the interval `report
+# --intervals` gives, hostile names are text, and no script error was
+# logged; and a page of `cpuprof diff` colours the function that grew
+# red, the one that shrank blue and the rest grey.  Screenshots of work_hot's and the demo's pages are kept in
 # $B/tests/ (docs/flamegraph.png is the demo's).  Skips (77) without
 # Chromium or Node.js, or where Chromium cannot start.
 B=${B:-build}
 CP=$B/cpuprof
 MK=$B/tests/tool_mkprof
+SP=$B/tests/tool_sampleprof
 FOLD=$B/tests/tool_fold
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "skip: $*"; exit 77; }
 
-[ -x "$CP" ] && [ -x "$MK" ] && [ -x "$FOLD" ] || fail "build first (make tests)"
+[ -x "$CP" ] && [ -x "$MK" ] && [ -x "$SP" ] && [ -x "$FOLD" ] || fail "build first (make tests)"
 # mk ARGS...: tool_mkprof, run as every program of the build is
 mk() { $EMU "$MK" "$@"; }
 CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
@@ -46,6 +49,18 @@ hot=$(awk '{ split($2, f, ";"); if (f[1] ~ /^hot_leaf@/ || (f[1] ~ /^spin@/ && f
 	END { printf "%.6f", h / t }' "$tmp/fold")
 match=$(awk '$2 ~ /hot_/ { h += $1 } { t += $1 } END { printf "%.6f", h / t }' "$tmp/fold")
 echo "profile: total $total ns, hot_leaf $hot, frames with hot_ $match"
+
+# --- the tooltips' intervals are report --intervals' ---
+iv=$($EMU "$CP" report --intervals --top 0 "$tmp/p.pb.gz" |
+	sed -n 's/.*\[\([0-9.]*\), \([0-9.]*\)\] *hot_leaf$/\1 \2/p')
+[ -n "$iv" ] || fail "report --intervals has no interval for hot_leaf"
+
+# --- a differential flame graph (cpuprof diff): grow_me 40% -> 50% ---
+draw() { out=$1; shift; $EMU "$SP" "$@" | mk "$out" || fail "tool_sampleprof $*"; }
+draw "$tmp/base.pb" -j 0.3 101 5000 "main;loop;steady=40" "main;loop;grow_me=40" "main;setup=20"
+draw "$tmp/new.pb" -j 0.3 102 5000 "main;loop;steady=40" "main;loop;grow_me=60" "main;setup=20"
+$EMU "$CP" diff --format html -o "$tmp/diff.html" "$tmp/base.pb" "$tmp/new.pb"
+[ $? -eq 1 ] || fail "diff --format html of grow_me's pair: not exit 1"
 
 # --- hostile names, inlined and pseudo frames ---
 cat >"$tmp/hostile.txt" <<'EOF'
@@ -125,8 +140,11 @@ if [ -x "$B/demo" ]; then
 fi
 
 # shellcheck disable=SC2086 # $demo is options
+# shellcheck disable=SC2086 # $iv is two words
 node tests/tools/html_check.js \
 	--work "$tmp/p.html" "$B/tests/flamegraph-work_hot.png" "$total" "$hot" "$match" \
+	--interval "$tmp/p.html" hot_leaf $iv \
+	--diff "$tmp/diff.html" grow_me steady main "$B/tests/flamegraph-diff.png" \
 	--hostile "$tmp/hostile.html" "$tmp/names.json" \
 	--empty "$tmp/empty.html" \
 	--groups "$tmp/groups.html" $demo

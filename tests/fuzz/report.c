@@ -1,14 +1,16 @@
 /*
  * report.c -- a libFuzzer harness for `cpuprof report`: each input is read
  * by the CLI's pprof reader and, if accepted, merged and written in every
- * format (top, tree, folded, html, a listing), with and without --lines
- * and grouping, to /dev/null.  Built and run by `make fuzz-report` with
+ * format (top, tree, folded, html, a listing), with and without --lines,
+ * grouping and intervals, and compared with itself by `cpuprof diff` in
+ * its every format, to /dev/null.  Built and run by `make fuzz-report` with
  * clang's -fsanitize=fuzzer,address,undefined; not part of `make check`.
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "diff/diff.h"
 #include "profile.h"
 #include "report/report.h"
 #include "report/stacks.h"
@@ -27,10 +29,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	const char *name = "fuzz.pb";
 	struct report_input in = { &p, &name, 1 };
 	for (int mode = 0; mode < 2; mode++) {
-		struct stack_options o = { mode == 1, mode == 1 ? GROUP_THREAD : GROUP_NONE, NULL };
+		struct stack_options o = { .lines = mode == 1, .group = mode == 1 ? GROUP_THREAD : GROUP_NONE };
 		struct stackset ss;
 		if (stackset_build(&ss, &p, &name, 1, &o, err, sizeof err) == 0) {
-			top_write(null, &in, &ss, 0);
+			top_write(null, &in, &ss, 0, mode == 1);
 			tree_write(null, &in, &ss, mode ? 0.0 : 1.0);
 			folded_write(null, &ss);
 			flame_write(null, &in, &ss);
@@ -39,6 +41,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		stackset_free(&ss);
 	}
+	/* cpuprof diff of the input against itself, every format. */
+	struct profile *pp[2] = { p, p };
+	const char *names[2] = { name, name };
+	struct stack_options o = { .verb = "compare" };
+	struct stackset ss;
+	if (stackset_build(&ss, pp, names, 2, &o, err, sizeof err) == 0 && p->nsample_types) {
+		struct diff d;
+		struct diff_options dop = { .threshold = 0.01, .alpha = 0.01, .tree = true,
+					    .paths = true };
+		struct diff_input din = { { pp, names, 1 }, { pp + 1, names + 1, 1 } };
+		if (diff_compare(&d, &ss, p->nsamples, &dop) == 0) {
+			diff_text_write(null, &din, &d, 0);
+			diff_folded_write(null, &d);
+			diff_page_write(null, &din, &d);
+		}
+		diff_free(&d);
+	}
+	stackset_free(&ss);
 	profile_free(p);
 	return 0;
 }

@@ -5,6 +5,7 @@
 // Chromium cannot be started here.
 //
 // Usage: node html_check.js [--work PAGE PNG TOTAL HOTSHARE SEARCHSHARE]
+//        [--interval PAGE NAME LO HI] [--diff PAGE GROWN SHRUNK SAME PNG]
 //        [--hostile PAGE NAMES.json] [--empty PAGE] [--groups PAGE]
 //        [--shot PAGE PNG]
 "use strict";
@@ -77,8 +78,8 @@ async function checkWork(b, file, png, total, hotShare, searchShare) {
 	const hot = (await drawnNamed(p, "hot_leaf"))[0];
 	await p.mouse("mouseMoved", cr.x + hot.x + hot.w / 2, cr.y + hot.y + hot.h / 2);
 	const tip = await p.eval("document.getElementById('tip').style.display === 'block' ? document.getElementById('tip').textContent : ''");
-	check(/^hot_leaf\n/.test(tip) && /total: .*\(\d+\.\d\d%\)/.test(tip) && /self: /.test(tip),
-		"hovering hot_leaf shows its name, total and self: " + JSON.stringify(tip));
+	check(/^hot_leaf\n/.test(tip) && /total: .*\(\d+\.\d\d%, 95% interval [\d.]+\u2013[\d.]+%\)/.test(tip) &&
+		/self: /.test(tip), "hovering hot_leaf shows its name, total (with its interval) and self: " + JSON.stringify(tip));
 
 	// Search, typed into the box.
 	await p.eval("document.getElementById('search').focus()");
@@ -146,6 +147,55 @@ async function checkHostile(b, file, namesFile) {
 		"inlined, [lost], [truncated], [unsampled], [profiler] frames have kinds of their own");
 }
 
+// The tooltip of the widest frame named `name` gives its share's 95%
+// interval as `report --intervals` does: lo-hi in percent.
+async function checkInterval(b, file, name, lo, hi) {
+	const p = await openPage(b, file);
+	const tip = await p.eval(`(() => { const A = cpuprofFlame; let best = -1, st = [0];
+		while (st.length) { const k = st.pop(); if (k && A.name(k) === ${JSON.stringify(name)} &&
+			(best < 0 || A.nodeTotal(k) > A.nodeTotal(best))) best = k; st.push(...A.children(k)); }
+		return best < 0 ? "" : A.describe(best); })()`);
+	check(tip.includes("95% interval " + lo + "\u2013" + hi + "%"),
+		"the tooltip of " + name + " gives report --intervals' interval " + lo + "-" + hi + ": " + JSON.stringify(tip));
+}
+
+// A differential page (cpuprof diff --format html) of a pair where
+// `grown` grew and `shrunk` shrank beyond the noise and `same` did not:
+// their verdicts, colours as drawn, tooltip and the header's list.
+async function checkDiff(b, file, grown, shrunk, same, png) {
+	const p = await openPage(b, file);
+	const F = "cpuprofFlame";
+	const node = (name) => p.eval(`(() => { const A = ${F}; const st = [0];
+		while (st.length) { const k = st.pop(); if (k && A.name(k) === ${JSON.stringify(name)}) return k; st.push(...A.children(k)); }
+		return -1; })()`);
+	const g = await node(grown), s = await node(shrunk), m = await node(same);
+	check(g > 0 && s > 0 && m > 0, "the page has " + grown + ", " + shrunk + " and " + same);
+	check((await p.eval(`${F}.status(${g})`)) === 1 && (await p.eval(`${F}.status(${s})`)) === -1 &&
+		(await p.eval(`${F}.status(${m})`)) === 0, grown + " grew, " + shrunk + " shrank, " + same + " within noise");
+	// The colour of a frame as drawn: a pixel of the canvas inside it.
+	const pixel = async (k) => {
+		const d = (await p.eval(F + ".drawn()")).filter((x) => x.id === k)[0];
+		if (!d)
+			fail("frame " + k + " is not drawn");
+		return p.eval(`(() => { const c = document.getElementById("canvas"), r = window.devicePixelRatio || 1;
+			return Array.from(c.getContext("2d").getImageData(Math.round((${d.x} + 2) * r), Math.round((${d.y} + 2) * r), 1, 1).data); })()`);
+	};
+	const pg = await pixel(g), ps = await pixel(s), pm = await pixel(m);
+	check(pg[0] > pg[1] + 40 && pg[0] > pg[2] + 40, grown + " is drawn red: rgb " + pg.slice(0, 3).join(","));
+	check(ps[2] > ps[0] + 40 && ps[2] > ps[1] + 20, shrunk + " is drawn blue: rgb " + ps.slice(0, 3).join(","));
+	check(Math.max(pm[0], pm[1], pm[2]) - Math.min(pm[0], pm[1], pm[2]) < 16, same + " is drawn grey: rgb " + pm.slice(0, 3).join(","));
+	const cr = await p.eval(F + ".canvasRect()");
+	const d = (await p.eval(F + ".drawn()")).filter((x) => x.id === g)[0];
+	await p.mouse("mouseMoved", cr.x + d.x + d.w / 2, cr.y + d.y + d.h / 2);
+	const tip = await p.eval("document.getElementById('tip').style.display === 'block' ? document.getElementById('tip').textContent : ''");
+	check(tip.startsWith(grown + "\n") && /NEW: +total .*95% interval/.test(tip) && /BASE: total .*95% interval/.test(tip) &&
+		/grew beyond the noise/.test(tip), "hovering " + grown + " shows both shares and the verdict: " + JSON.stringify(tip));
+	const header = await p.eval("document.getElementById('changes').textContent");
+	check(header.includes("grew:   " + grown + " (flat)") && header.includes("shrank: " + shrunk + " (flat)"),
+		"the header lists the functions that changed: " + JSON.stringify(header));
+	await p.screenshot(png);
+}
+
 async function checkEmpty(b, file) {
 	const p = await openPage(b, file);
 	check(await p.eval("!document.getElementById('empty').hidden && document.getElementById('empty').textContent.includes('no samples')"),
@@ -186,6 +236,10 @@ async function checkGroups(b, file) {
 				await checkWork(b, a[i++], a[i++], Number(a[i++]), Number(a[i++]), Number(a[i++]));
 			else if (opt === "--hostile")
 				await checkHostile(b, a[i++], a[i++]);
+			else if (opt === "--interval")
+				await checkInterval(b, a[i++], a[i++], a[i++], a[i++]);
+			else if (opt === "--diff")
+				await checkDiff(b, a[i++], a[i++], a[i++], a[i++], a[i++]);
 			else if (opt === "--empty")
 				await checkEmpty(b, a[i++]);
 			else if (opt === "--groups")

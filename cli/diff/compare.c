@@ -1,0 +1,310 @@
+/*
+ * compare.c -- the tests of `cpuprof diff`: each function's flat and cum
+ * share in BASE and in NEW, the z test of its change, Holm's correction
+ * over the family of those that could change by the threshold, and the
+ * verdict (beyond the noise and at least the threshold); the same for
+ * each path of the call tree, a family of its own that only the flame
+ * graph shows; and the smallest change the samples can detect.  The
+ * statistics are report's (shares.h); the value compared is the sampled
+ * one (diff.h).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "diff.h"
+
+/* Whether frames of kind k are cpuprof's accounting rather than the
+ * program's functions: [lost], [truncated], [unsampled: ...] and
+ * [profiler: ...].  They say how the profile was taken, not what the
+ * program did: never tested (and all but [truncated], which tops stacks
+ * of the program's frames, are left out: diff.h). */
+static bool accounting(enum frame_kind k)
+{
+	return k == FRAME_LOST || k == FRAME_TRUNCATED || k == FRAME_UNSAMPLED ||
+	       k == FRAME_PROFILER;
+}
+
+/* Tests measure m of frame f (sums a and b set): it joins the family if
+ * it could change by the threshold and is no accounting frame. */
+static void test(struct diff_measure *m, const struct diff *d, uint32_t f)
+{
+	share_test(&m->a, &d->a, &m->b, &d->b, &m->c);
+	m->padj = 1;
+	m->tested = !accounting(d->ss->frames[f].kind) &&
+		    share_testable(&m->c, &d->a, &d->b, d->o.threshold);
+}
+
+/* Holm's p-values of the m tests p[0..m) into padj[], and their
+ * verdicts into verdict[]: +1 or -1 (the sign of delta[]) where the
+ * test rejects at alpha and the change is at least the threshold, else
+ * 0.  Returns 0, or -1 if out of memory. */
+static int decide(const double *p, const double *delta, size_t m,
+		  const struct diff *d, double *padj, int *verdict)
+{
+	if (share_holm(p, m, padj) < 0)
+		return -1;
+	for (size_t j = 0; j < m; j++) {
+		/* A little slack below the threshold: a change of exactly
+		 * the threshold counts, whatever the shares' rounding. */
+		verdict[j] = padj[j] <= d->o.alpha &&
+					     fabs(delta[j]) >= d->o.threshold - 1e-12
+				     ? (delta[j] > 0 ? 1 : -1)
+				     : 0;
+	}
+	return 0;
+}
+
+/* Holm over the tested measures of ms[0..n), then their verdicts.
+ * Returns the number tested, or -1 if out of memory. */
+static long correct(struct diff_measure **ms, size_t n, const struct diff *d)
+{
+	size_t k = n ? n : 1;
+	double *p = calloc(k, sizeof *p), *delta = calloc(k, sizeof *delta);
+	double *padj = calloc(k, sizeof *padj);
+	int *verdict = calloc(k, sizeof *verdict);
+	size_t *which = calloc(k, sizeof *which);
+	long rc = -1;
+	if (!p || !delta || !padj || !verdict || !which)
+		goto out;
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++)
+		if (ms[i]->tested) {
+			which[m] = i;
+			delta[m] = ms[i]->c.b - ms[i]->c.a;
+			p[m++] = ms[i]->c.p;
+		}
+	if (decide(p, delta, m, d, padj, verdict) < 0)
+		goto out;
+	for (size_t j = 0; j < m; j++) {
+		ms[which[j]]->padj = padj[j];
+		ms[which[j]]->verdict = verdict[j];
+	}
+	rc = (long)m;
+out:
+	free(p);
+	free(delta);
+	free(padj);
+	free(verdict);
+	free(which);
+	return rc;
+}
+
+/* The largest change of a row, among its measures with a verdict if
+ * `changed`, else among both. */
+static double largest(const struct diff_row *r, bool changed)
+{
+	double x = 0;
+	const struct diff_measure *m[2] = { &r->flat, &r->cum };
+	for (int i = 0; i < 2; i++)
+		if (!changed || m[i]->verdict) {
+			double v = fabs(m[i]->c.b - m[i]->c.a);
+			if (v > x)
+				x = v;
+		}
+	return x;
+}
+
+/* qsort_r order of rows: those with a verdict first, each group by its
+ * largest change, then growth before shrinkage, then by name. */
+static int by_change(const void *pa, const void *pb, void *arg)
+{
+	const struct diff_row *x = pa, *y = pb;
+	const struct stackset *ss = arg;
+	bool cx = x->flat.verdict || x->cum.verdict, cy = y->flat.verdict || y->cum.verdict;
+	if (cx != cy)
+		return cx ? -1 : 1;
+	double dx = largest(x, cx), dy = largest(y, cy);
+	if (dx != dy)
+		return dx > dy ? -1 : 1;
+	double gx = x->cum.c.b - x->cum.c.a, gy = y->cum.c.b - y->cum.c.a;
+	if (gx != gy)
+		return gx > gy ? -1 : 1;
+	return strcmp(ss->frames[x->frame].label, ss->frames[y->frame].label);
+}
+
+/* The functions' family. */
+static int compare_functions(struct diff *d)
+{
+	const struct stackset *ss = d->ss;
+	size_t nf = ss->nframes ? ss->nframes : 1;
+	struct share_sum *fa = calloc(nf, sizeof *fa), *ca = calloc(nf, sizeof *ca);
+	struct share_sum *fb = calloc(nf, sizeof *fb), *cb = calloc(nf, sizeof *cb);
+	struct diff_measure **ms = NULL;
+	int rc = -1;
+	d->rows = calloc(nf, sizeof *d->rows);
+	if (!fa || !ca || !fb || !cb || !d->rows ||
+	    share_frames(ss, 0, d->nbase, fa, ca) < 0 ||
+	    share_frames(ss, d->nbase, ss->nsamples, fb, cb) < 0)
+		goto out;
+	for (size_t i = 0; i < ss->nframes; i++) {
+		enum frame_kind k = ss->frames[i].kind;
+		if (k == FRAME_PROCESS || k == FRAME_THREAD)
+			continue; /* grouping frames are no functions */
+		if (ca[i].w <= 0 && cb[i].w <= 0)
+			continue;
+		struct diff_row *r = &d->rows[d->nrows++];
+		r->frame = (uint32_t)i;
+		r->flat.a = fa[i];
+		r->flat.b = fb[i];
+		r->cum.a = ca[i];
+		r->cum.b = cb[i];
+		test(&r->flat, d, r->frame);
+		test(&r->cum, d, r->frame);
+	}
+	ms = malloc((2 * d->nrows + 1) * sizeof *ms);
+	if (!ms)
+		goto out;
+	for (size_t i = 0; i < d->nrows; i++) {
+		ms[2 * i] = &d->rows[i].flat;
+		ms[2 * i + 1] = &d->rows[i].cum;
+	}
+	long m = correct(ms, 2 * d->nrows, d);
+	if (m < 0)
+		goto out;
+	d->ntests = (size_t)m;
+	for (size_t i = 0; i < d->nrows; i++)
+		if (d->rows[i].flat.verdict || d->rows[i].cum.verdict)
+			d->nchanged++;
+	if (d->nrows > 1)
+		qsort_r(d->rows, d->nrows, sizeof *d->rows, by_change, (void *)ss);
+	rc = 0;
+out:
+	free(fa);
+	free(ca);
+	free(fb);
+	free(cb);
+	free(ms);
+	return rc;
+}
+
+/* The paths' family: only the few nodes tested are gathered (a profile
+ * may have millions of nodes). */
+static int compare_nodes(struct diff *d)
+{
+	const struct stackset *ss = d->ss;
+	struct calltree *t = &d->t;
+	struct share_sum *ta = NULL, *tb = NULL;
+	double *p = NULL, *delta = NULL, *padj = NULL;
+	int *verdict = NULL;
+	uint32_t *which = NULL;
+	size_t m = 0, cap = 0;
+	int rc = -1;
+	ta = calloc(t->n, sizeof *ta);
+	tb = calloc(t->n, sizeof *tb);
+	d->nodes = calloc(t->n, sizeof *d->nodes);
+	if (!ta || !tb || !d->nodes)
+		goto out;
+	share_nodes(t, ss, 0, d->nbase, ta);
+	share_nodes(t, ss, d->nbase, ss->nsamples, tb);
+	for (size_t i = 1; i < t->n; i++) {
+		struct share_change c;
+		d->nodes[i].padj = 1;
+		d->nodes[i].status = 2;
+		share_test(&ta[i], &d->a, &tb[i], &d->b, &c);
+		if (accounting(ss->frames[t->nodes[i].frame].kind) ||
+		    !share_testable(&c, &d->a, &d->b, d->o.threshold))
+			continue;
+		if (m == cap) {
+			cap = cap ? 2 * cap : 256;
+			double *np = realloc(p, cap * sizeof *p);
+			if (np)
+				p = np;
+			double *nd = np ? realloc(delta, cap * sizeof *delta) : NULL;
+			if (nd)
+				delta = nd;
+			uint32_t *nw = nd ? realloc(which, cap * sizeof *which) : NULL;
+			if (!nw)
+				goto out;
+			which = nw;
+		}
+		which[m] = (uint32_t)i;
+		delta[m] = c.b - c.a;
+		p[m++] = c.p;
+	}
+	padj = calloc(m ? m : 1, sizeof *padj);
+	verdict = calloc(m ? m : 1, sizeof *verdict);
+	if (!padj || !verdict || decide(p, delta, m, d, padj, verdict) < 0)
+		goto out;
+	for (size_t j = 0; j < m; j++) {
+		d->nodes[which[j]].padj = padj[j];
+		d->nodes[which[j]].status = (int8_t)verdict[j];
+	}
+	d->nnode_tests = m;
+	rc = 0;
+out:
+	free(ta);
+	free(tb);
+	free(p);
+	free(delta);
+	free(padj);
+	free(verdict);
+	free(which);
+	return rc;
+}
+
+/* Leaves out of ss the samples diff_compare() leaves out (diff.h),
+ * summing their values into left[0] (BASE's) and left[1] (NEW's). */
+static void leave_out(struct stackset *ss, size_t nbase, double left[2])
+{
+	left[0] = left[1] = 0;
+	for (size_t i = 0; i < ss->nsamples; i++) {
+		struct stack_sample *s = &ss->samples[i];
+		enum frame_kind leaf = s->n ? ss->frames[ss->stack_frames[s->off + s->n - 1]].kind
+					   : FRAME_NOSTACK;
+		if (s->count > 0 && leaf != FRAME_LOST && leaf != FRAME_UNSAMPLED &&
+		    leaf != FRAME_PROFILER)
+			continue;
+		if (s->value > 0)
+			left[i >= nbase] += (double)s->value;
+		s->value = 0;
+		s->count = 0;
+	}
+}
+
+int diff_compare(struct diff *d, struct stackset *ss, size_t nbase,
+		 const struct diff_options *o)
+{
+	memset(d, 0, sizeof *d);
+	d->ss = ss;
+	d->nbase = nbase;
+	d->o = *o;
+	double left[2];
+	leave_out(ss, nbase, left);
+	d->left_a = left[0];
+	d->left_b = left[1];
+	share_base_of(&d->a, ss, 0, nbase);
+	share_base_of(&d->b, ss, nbase, ss->nsamples);
+	if (compare_functions(d) < 0 ||
+	    ((o->tree || o->paths) && calltree_build(&d->t, ss) < 0) ||
+	    (o->paths && compare_nodes(d) < 0))
+		return -1;
+	size_t m = d->ntests ? d->ntests : 1;
+	d->mde50 = share_mde(&d->a, &d->b, 0.5, o->alpha, m, DIFF_POWER);
+	d->mde10 = share_mde(&d->a, &d->b, 0.1, o->alpha, m, DIFF_POWER);
+	d->mde1 = share_mde(&d->a, &d->b, 0.01, o->alpha, m, DIFF_POWER);
+	d->draws_needed = share_draws_needed(o->threshold, o->alpha, m, DIFF_POWER);
+	d->too_few = o->threshold > 0 && d->mde50 > o->threshold;
+	return 0;
+}
+
+void diff_free(struct diff *d)
+{
+	free(d->rows);
+	free(d->nodes);
+	calltree_free(&d->t);
+	memset(d, 0, sizeof *d);
+}
+
+void diff_too_few(char *buf, size_t len, const struct diff *d)
+{
+	buf[0] = '\0';
+	if (!d->too_few)
+		return;
+	snprintf(buf, len, "too few samples to detect a change of %gpp: with "
+		 "%.0f and %.0f effective samples a change below %.2fpp of a "
+		 "function near 50%% can go unseen (80%% power); about %.0f "
+		 "samples in each profile would detect %gpp, or raise --threshold",
+		 100 * d->o.threshold, d->a.neff, d->b.neff, 100 * d->mde50,
+		 ceil(d->draws_needed), 100 * d->o.threshold);
+}
