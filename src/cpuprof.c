@@ -390,7 +390,7 @@ static char recorded_engine[16], recorded_unwind[16];
 
 /* Starts a profile into path (NULL: none), in stream mode, recorded (its
  * samples go to `cpuprof record`), or neither. */
-static int start(const char *path, int stream, int recorded, const struct cpuprof_options *opts)
+static int start(const char *path, int stream, int recorded, int whole, const struct cpuprof_options *opts)
 {
 	struct settings s;
 	int rc;
@@ -415,6 +415,7 @@ static int start(const char *path, int stream, int recorded, const struct cpupro
 	memset(R, 0, sizeof *R);
 	R->stream = stream;
 	R->recorded = recorded;
+	R->whole = whole;
 	if (recorded && s.depth > cp_shm_depth())
 		s.depth = cp_shm_depth();
 	R->hz_asked = s.hz;
@@ -502,19 +503,24 @@ int cpuprof_start(const char *path, const struct cpuprof_options *opts)
 {
 	if (!path || !*path)
 		return -EINVAL;
-	return start(path, 0, 0, opts);
+	return start(path, 0, 0, 0, opts);
 }
 
 int cpuprof_start_stream(const char *path, const struct cpuprof_options *opts)
 {
 	if (path && !*path)
 		return -EINVAL;
-	return start(path, 1, 0, opts);
+	return start(path, 1, 0, 0, opts);
+}
+
+int cp_session_start_preloaded(const char *path, const struct cpuprof_options *opts)
+{
+	return start(path, 0, 0, 1, opts);
 }
 
 int cp_session_start_recorded(const struct cpuprof_options *opts)
 {
-	return start(NULL, 0, 1, opts);
+	return start(NULL, 0, 1, 0, opts);
 }
 
 /* Publishes a recorded profile's facts, with how it ended (CP_END_*).
@@ -740,7 +746,7 @@ static void after_fork_child(void)
 		 * a slot of its own. */
 		cp_shm_after_fork();
 		if (recorded)
-			start(NULL, 0, 1, &recorded_opts);
+			start(NULL, 0, 1, 0, &recorded_opts);
 	}
 }
 
@@ -788,6 +794,13 @@ void cp_session_facts_locked(struct cp_facts *f)
 	f->cpu0_ns = R->cpu0;
 	f->duration_ns = (R->mono1 ? R->mono1 : cp_clock_ns(CLOCK_MONOTONIC)) - R->mono0;
 	f->cpu_ns = (R->cpu1 ? R->cpu1 : cp_clock_ns(CLOCK_PROCESS_CPUTIME_ID)) - R->cpu0;
+	/* Preloaded, the profile is of the process's whole life: what it ran
+	 * before the start (the loader, the constructors, the start itself)
+	 * is in it, under a frame that says so, as record counts it. */
+	if (R->whole) {
+		f->before_ns = (uint64_t)R->cpu0;
+		f->cpu_ns += R->cpu0;
+	}
 	long waits = R->waits1;
 	int64_t user = R->user1;
 	if (!R->cpu1)

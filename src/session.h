@@ -24,6 +24,7 @@ struct cp_run {
 	char *path;           /* pprof file to write; NULL in stream mode without one */
 	int stream;           /* record-stream mode (stream.c) */
 	int recorded;         /* samples go to `cpuprof record` (shm/writer.c) */
+	int whole;            /* LD_PRELOAD: of the process's whole life, its CPU before the start included */
 	const struct cp_engine *engine;
 	char engine_reason[512];
 	int hz, hz_asked;     /* the rate sampled at, and the one asked for */
@@ -107,6 +108,10 @@ void cp_session_exec_failed(void);
 void cp_session_stop_at_exit(void);
 /* Before _exit(status): as at exit(), the profile is written. */
 void cp_session_exit_now(int status);
+/* Starts LD_PRELOAD's profile into path: as cpuprof_start(), but the
+ * profile accounts for the process's whole life (its CPU before the start
+ * under [unsampled: before the profile started]).  0 or a negative errno. */
+int cp_session_start_preloaded(const char *path, const struct cpuprof_options *opts);
 /* Starts a profile whose samples go to `cpuprof record`'s shared memory
  * (cp_shm_attach() done).  0 or a negative errno. */
 int cp_session_start_recorded(const struct cpuprof_options *opts);

@@ -100,7 +100,7 @@ __attribute__((constructor)) static void preload_start(void)
 		setenv("CPUPROF_OWNER", own, 1);
 	}
 
-	int rc = cpuprof_start(path, &o);
+	int rc = cp_session_start_preloaded(path, &o);
 	if (rc < 0) {
 		fprintf(stderr, "cpuprof: cannot start profiling: %s; profiling disabled\n", cpuprof_strerror(rc));
 		return;

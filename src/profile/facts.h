@@ -46,9 +46,10 @@ struct cp_facts {
 	uint64_t unsampled_ns;
 	char unsampled_what[96]; /* its frame */
 	uint64_t profiler_ns;  /* cpuprof's own thread's CPU */
-	/* Under `cpuprof record`, whose CPU count is the process's whole
-	 * life: what it used before its profile started (the loader, the
-	 * constructors, cpuprof's own start), from its own CPU clock. */
+	/* Under `cpuprof record` and LD_PRELOAD, whose CPU count is the
+	 * process's whole life: what it used before its profile started (the
+	 * loader, the constructors, cpuprof's own start), from its own CPU
+	 * clock. */
 	uint64_t before_ns;
 	int64_t cpu0_ns;       /* the process's CPU clock at the start */
 	/* Its threads. */

@@ -109,6 +109,14 @@ else
 	[ "$(pids "$1")" -eq 1 ] && [ "$(pids pl.pb.gz)" -eq 1 ] || fail "LD_PRELOAD, fork-exec: a profile of two processes"
 	[ "$(leader "$1")" = hot_leaf ] && [ "$(leader pl.pb.gz)" = hot_leaf ] || fail "LD_PRELOAD, fork-exec: profiles wrong"
 	go tool pprof -tags "$1" 2>/dev/null | grep -q "${1##*.}" || fail "LD_PRELOAD: $1 is not the profile of pid ${1##*.}"
+	# A preloaded profile is of the process's whole life: what it ran
+	# before the profile started (the loader, the constructors) is in it,
+	# under a frame that says so, and in the CPU it is judged against.
+	before=$(go tool pprof -comments pl.pb.gz 2>/dev/null | sed -n 's/^ *before_start_cpu_ns=//p')
+	[ -n "$before" ] && [ "$before" -gt 0 ] || fail "LD_PRELOAD: no before_start_cpu_ns comment"
+	go tool pprof -traces pl.pb.gz 2>/dev/null | grep -q "\[unsampled: before the profile started\]" ||
+		fail "LD_PRELOAD: no [unsampled: before the profile started] frame"
+	echo "LD_PRELOAD: $before ns before the profile started, in the profile"
 fi
 $EMU "$CP" record -o fk.pb.gz -- $EMU ./work 1 100 0 fork >out 2>err || { cat err; fail "fork: status $?"; }
 [ "$(grep -c 'work_hot done' out)" -eq 1 ] || fail "fork: output changed"
