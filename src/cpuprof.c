@@ -441,7 +441,10 @@ static int start(const char *path, int stream, int recorded, int whole, const st
 		rc = -ENOSPC;
 		goto out;
 	}
-	cp_sig.rwmap = cp_rwmap_snapshot();
+	/* Where threads' stacks are, for the handler of a signal engine,
+	 * which walks live stacks (the perf engines walk the kernel's copies,
+	 * whose bounds come with them). */
+	cp_sig.rwmap = R->engine->signal_source != CP_SIG_NONE ? cp_rwmap_snapshot() : NULL;
 	if ((path && !R->path) || !cp_sig.ring) {
 		rc = -ENOMEM;
 		cp_session_release();
@@ -878,7 +881,8 @@ static int write_profile(const struct cp_stacktab *tab, const struct cp_facts *f
 	/* One part: this process, symbolized from what it has loaded now,
 	 * labelled with its pid and name and its threads'. */
 	struct cp_profile_part part = {
-		.syms = cp_symbols_load(),
+		/* A profile without a stack names no object: no snapshot. */
+		.syms = tab->len ? cp_symbols_load() : cp_symbols_from_objects(NULL, 0, NULL),
 		.tab = tab,
 		.pid = getpid(),
 		.process = own_name(exe, sizeof exe),

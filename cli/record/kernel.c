@@ -1100,22 +1100,10 @@ static int setup(struct cp_kcollector **out, const struct cp_kernel_conf *c)
 	uint64_t want = ((uint64_t)hz * RING_MS / 1000 * (STACK_COPY + 256) + 4095) / 4096;
 	k->ring_pages = cp_perf_ring_pages(k->nrings, want > UINT32_MAX ? UINT32_MAX : (unsigned)want);
 	/* Our vDSO: the same kernel gives every process the same one. */
-	uintptr_t v = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
-	if (v) {
-		FILE *f = fopen("/proc/self/maps", "re");
-		char line[512];
-		unsigned long lo, hi;
-		while (f && fgets(line, sizeof line, f))
-			if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo == v) {
-				k->vdso_lo = lo;
-				k->vdso_hi = hi;
-			}
-		if (f)
-			fclose(f);
-		struct cp_elf e;
-		if (k->vdso_lo && cp_elf_open_image(&e, (const void *)k->vdso_lo, k->vdso_hi - k->vdso_lo) == 0)
-			snprintf(k->vdso_build_id, sizeof k->vdso_build_id, "%s", e.build_id);
-	}
+	struct cp_elf e;
+	if (cp_elf_vdso(&k->vdso_lo, &k->vdso_hi) &&
+	    cp_elf_open_image(&e, (const void *)k->vdso_lo, k->vdso_hi - k->vdso_lo) == 0)
+		snprintf(k->vdso_build_id, sizeof k->vdso_build_id, "%s", e.build_id);
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	k->wall0_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;

@@ -8,6 +8,7 @@
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -52,6 +53,25 @@ int cp_elf_notes_build_id(const uint8_t *p, size_t len, size_t align, char *out)
 			return 0;
 	}
 	return 0;
+}
+
+int cp_elf_vdso(uintptr_t *lo, uintptr_t *hi)
+{
+	uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	if (!base)
+		return 0;
+	const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)base;
+	if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELF_CLASS_NATIVE ||
+	    eh->e_shentsize != sizeof(ElfW(Shdr)))
+		return 0;
+	uint64_t end = eh->e_shoff + (uint64_t)eh->e_shnum * eh->e_shentsize;
+	if (end < sizeof *eh || end > (1u << 20))
+		return 0;
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t p = page > 0 ? (uint64_t)page : 4096;
+	*lo = base;
+	*hi = base + (end + p - 1) / p * p;
+	return 1;
 }
 
 int cp_elf_read(const struct cp_elf *e, uint64_t off, void *buf, uint64_t len)

@@ -42,6 +42,12 @@ void cp_elf_close(struct cp_elf *e);
  * file, or a read error. */
 int cp_elf_read(const struct cp_elf *e, uint64_t off, void *buf, uint64_t len);
 
+/* This process's vDSO: [*lo, *hi), the ELF image the kernel maps at
+ * AT_SYSINFO_EHDR, whose section headers are its last bytes (no read of
+ * /proc/self/maps).  Returns 0 if there is none, or it is not an ELF image
+ * of this machine's, or implausibly large. */
+int cp_elf_vdso(uintptr_t *lo, uintptr_t *hi);
+
 /* Scans the ELF notes in p[0..len) (aligned to `align`, 4 or 8) for an
  * NT_GNU_BUILD_ID note and writes its descriptor as lowercase hex into
  * out[2 * CP_ELF_BUILD_ID_MAX + 1].  Returns 1 if found. */

@@ -704,9 +704,10 @@ int cp_lines_resolve(const struct cp_lines_object *objs, size_t nobjs,
 		rc = -ENOMEM;
 		goto done;
 	}
-	/* Loaded at the first write even if it has nothing to look up, so
-	 * that a program's memory stops changing after its first profile. */
-	if (cp_lines_libdw(global, glen) != 0 || nq == 0)
+	/* Loaded at the first write that has something to look up: a
+	 * profile with no address (an empty program's) costs no libdw, which
+	 * with its own libraries is a millisecond to load. */
+	if (nq == 0 || cp_lines_libdw(global, glen) != 0)
 		goto done;
 	for (size_t i = 0; i < nq; i++) {
 		order[i] = i;

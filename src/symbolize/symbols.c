@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -378,26 +377,14 @@ static char *exe_path(void)
 	return strdup("/proc/self/exe");
 }
 
-/* Finds the vDSO's mapping in /proc/self/maps. */
+/* Finds the vDSO.  */
 static void find_vdso(struct load_ctx *c)
 {
-	uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
-	if (!base)
-		return;
-	FILE *f = fopen("/proc/self/maps", "re");
-	if (!f)
-		return;
-	char line[512];
-	while (fgets(line, sizeof line, f)) {
-		unsigned long lo, hi;
-		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &lo, &hi) == 2 &&
-		    lo == base && hi > lo) {
-			c->vdso_start = lo;
-			c->vdso_end = hi;
-			break;
-		}
+	uintptr_t lo, hi;
+	if (cp_elf_vdso(&lo, &hi)) {
+		c->vdso_start = lo;
+		c->vdso_end = hi;
 	}
-	fclose(f);
 }
 
 
