@@ -469,7 +469,7 @@ static int start(const char *path, int stream, int recorded, int whole, const st
 	cp_names_reset();
 	/* The unwind tables are built before the first sample can be taken;
 	 * record knows the objects before the first sample names one. */
-	cp_unwind_start(s.unwind);
+	cp_unwind_start(s.unwind, R->engine->signal_source != CP_SIG_NONE);
 	if (recorded)
 		cp_shm_objects(1);
 

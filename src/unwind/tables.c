@@ -74,6 +74,7 @@ static struct {
 	unsigned long long adds, subs;
 	int have_counts;
 	struct cp_unwind_set *set;  /* what cp_sig.unwind points to */
+	int eager;                  /* every table built as its object is listed */
 	void **retired;             /* to free once no handler can see them */
 	size_t nretired, capretired;
 } U;
@@ -371,8 +372,10 @@ static int publish_locked(void)
 	return 0;
 }
 
+static int build_wanted_locked(void);
+
 /* Lists the objects, publishes the new set and retires the tables of the
- * objects that are gone.  Under lock. */
+ * objects that are gone (and, eager, builds the new ones').  Under lock. */
 static void rebuild_locked(void)
 {
 	struct listing l = { 0 };
@@ -406,6 +409,10 @@ static void rebuild_locked(void)
 	U.adds = l.adds;
 	U.subs = l.subs;
 	U.have_counts = l.have_counts;
+	if (U.eager) {
+		cp_unwind_want_mark(cp_sig.unwind_want, CP_UNWIND_WANT_ANY);
+		build_wanted_locked();
+	}
 }
 
 /* dl_iterate_phdr callback of build_wanted_locked(): copies the .eh_frame
@@ -460,10 +467,11 @@ int cp_unwind_build_wanted(void)
 	return built;
 }
 
-void cp_unwind_start(int mode)
+void cp_unwind_start(int mode, int eager)
 {
 	pthread_mutex_lock(&lock);
 	cp_sig.unwind_mode = mode;
+	U.eager = eager;
 	atomic_store(&cp_sig.unwind_miss, 0);
 	atomic_store(&last_check, now_ns());
 	atomic_store(&last_miss_check, 0);

@@ -14,9 +14,14 @@
 #include <stdint.h>
 
 /* Sets cp_sig.unwind_mode and, unless it is fp, lists the loaded objects
- * and publishes their set, with no table built yet.  The handler must not
- * be sampling yet. */
-void cp_unwind_start(int mode);
+ * and publishes their set: with no table built yet, or (eager) every
+ * object's table built as it is listed, now and after every dlopen.  A
+ * signal handler that lacks a table walks that frame by frame pointers
+ * until cpuprof's own thread has built it, which under an emulator can be
+ * a few samples: the signal engines build eagerly; the perf engines, whose
+ * walks run on cpuprof's own thread, build a table the moment a sample
+ * needs it.  The handler must not be sampling yet. */
+void cp_unwind_start(int mode, int eager);
 
 /* Builds the tables that walks asked for since the last call
  * (cp_sig.unwind_want) and publishes them.  Returns 1 if it built any: a

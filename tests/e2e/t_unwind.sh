@@ -96,7 +96,7 @@ for v in fp nofp; do
 		# either way the chain runs whole through the trampoline.
 		rec signal.pb.gz -- $EMU ./$X signal - 800
 		expect "$v signal" signal.pb.gz "sig_hot@$X" \
-			"sig_hot@$x;on_signal@$x;[^;]*@libc\\.so\\.6;(interrupted_leaf@$x|__vdso_clock_gettime@\\[vdso\\];__clock_gettime@libc\\.so\\.6;cpu_ms@$x);sig_outer@$x;main@$x(;|\$)"
+			"sig_hot@$x;on_signal@$x;[^;]*@libc\\.so\\.6;(interrupted_leaf@$x|__vdso_clock_gettime@\\[vdso\\];(__GI_)?__clock_gettime@libc\\.so\\.6;cpu_ms@$x);sig_outer@$x;main@$x(;|\$)"
 	fi
 done
 
