@@ -144,6 +144,12 @@ $(B)/cli/%.o: cli/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -Icli $(DEPFLAGS) -c -o $@ $<
 
+# The lines cache (src/symbolize/lines_cache.c) believes only answers of
+# the same DWARF reader: a checksum of lines.c, compiled in.
+LINES_CODE := $(firstword $(shell cksum src/symbolize/lines.c))
+%/src/symbolize/lines_cache.o: CFLAGS += -DCP_LINES_CODE=$(LINES_CODE)u
+$(B)/src/symbolize/lines_cache.o: src/symbolize/lines.c
+
 # The flame graph's page is built into the CLI (.incbin in cli/report/flame.c).
 $(B)/cli/report/flame.o: cli/report/flame.html
 
@@ -351,6 +357,7 @@ BENCH_BINS := $(patsubst bench/%.c,$(BB)/bench/%,$(wildcard bench/*.c))
 $(BB)/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LIBFLAGS) $(DEPFLAGS) -DCPUPROF_BENCH -c -o $@ $<
+$(BB)/src/symbolize/lines_cache.o: src/symbolize/lines.c
 
 $(BB)/libcpuprof.so: $(LIB_OBJS:$(B)/%=$(BB)/%)
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -Wl,-z,nodelete $(SOFLAGS) -o $@ $^ $(LDLIBS)

@@ -47,6 +47,11 @@ wanted() {
 run_one() {
 	n=$((n + 1))
 	lf=$log/$(echo "$2" | tr / -).log
+	# Each test starts with an empty lines cache of its own
+	# (src/symbolize/lines_cache.h), never the user's.
+	XDG_CACHE_HOME=$(cd "$log" && pwd)/cache-$(echo "$2" | tr / -)
+	rm -rf "$XDG_CACHE_HOME"
+	export XDG_CACHE_HOME
 	t0=$(date +%s)
 	case "$1" in
 	*.sh) CPUPROF_TEST_ENGINE=$3 timeout -k 10 "$TIMEOUT" sh "$1" >"$lf" 2>&1 ;;
@@ -54,6 +59,7 @@ run_one() {
 	*) CPUPROF_TEST_ENGINE=$3 timeout -k 10 "$TIMEOUT" $EMU "$1" >"$lf" 2>&1 ;;
 	esac
 	rc=$?
+	rm -rf "$XDG_CACHE_HOME"
 	secs="($(($(date +%s) - t0)) s)"
 	if [ $rc -eq 0 ]; then
 		pass=$((pass + 1)); echo "ok $n - $2 $secs"

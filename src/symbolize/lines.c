@@ -136,6 +136,8 @@ struct path {
 struct cp_lines_dwarf {
 	int fd, dfd;         /* the object's file, its debug file (or -1) */
 	Elf *elf, *delf;
+	char *source;        /* the path of the file its DWARF is read from */
+	int split;           /* some units are in .dwo files */
 	Dwarf *dbg;
 	struct unit *units;
 	size_t nunits;
@@ -286,6 +288,11 @@ static int try_debug_file(struct cp_lines_dwarf *d, const char *path,
 		close(fd);
 		return 0;
 	}
+	if (!(d->source = strdup(path))) {
+		dw.elf_end(e);
+		close(fd);
+		return 0;
+	}
 	d->dfd = fd;
 	d->delf = e;
 	return 1;
@@ -397,6 +404,7 @@ static int index_units(struct cp_lines_dwarf *d, char *why, size_t len)
 		if (type != DW_UT_compile && type != DW_UT_skeleton &&
 		    type != DW_UT_partial)
 			continue;
+		d->split |= type == DW_UT_skeleton;
 		if (top.addr == NULL)
 			continue;
 		Dwarf_Off start = dw.dwarf_dieoffset(&top) - dw.dwarf_cuoffset(&top), end;
@@ -467,6 +475,11 @@ int cp_lines_open(const char *path, const char *build_id,
 		cp_lines_close(d);
 		return rc == 0 ? -ENOENT : rc;
 	}
+	if (!d->source && !(d->source = strdup(path))) {
+		say(why, len, "out of memory");
+		cp_lines_close(d);
+		return -ENOMEM;
+	}
 	d->dbg = dw.dwarf_begin_elf(use, DWARF_C_READ, NULL);
 	if (!d->dbg) {
 		say(why, len, "libdw: %s", dw.dwarf_errmsg(-1));
@@ -497,6 +510,7 @@ void cp_lines_close(struct cp_lines_dwarf *d)
 		free(d->paths[i].full);
 	free(d->paths);
 	free(d->ranges);
+	free(d->source);
 	if (d->dbg)
 		dw.dwarf_end(d->dbg);
 	if (d->delf)
@@ -513,6 +527,11 @@ void cp_lines_close(struct cp_lines_dwarf *d)
 const char *cp_lines_trouble(const struct cp_lines_dwarf *d)
 {
 	return d->trouble[0] ? d->trouble : NULL;
+}
+
+const char *cp_lines_source(const struct cp_lines_dwarf *d)
+{
+	return d->split ? NULL : d->source;
 }
 
 /* ---- Units -------------------------------------------------------------- */

@@ -41,6 +41,7 @@ struct cp_lines_frame {
 /* ---- One object, in this process ------------------------------------- */
 
 struct cp_lines_dwarf;
+struct cp_lines_cached;
 
 /* 0 if libdw.so.1 is loaded (loading it at the first call), else -ENOENT
  * with the reason in why[len]. */
@@ -81,6 +82,11 @@ enum cp_lines_status cp_lines_lookup(struct cp_lines_dwarf *d, uint64_t addr,
  * went wrong, else a short phrase ("split DWARF unit x.dwo not found"). */
 const char *cp_lines_trouble(const struct cp_lines_dwarf *d);
 
+/* The path of the file d's DWARF is read from: the object's own, or its
+ * separate debug file; NULL when it is more than one file (split DWARF,
+ * whose units are in .dwo files). */
+const char *cp_lines_source(const struct cp_lines_dwarf *d);
+
 /* Internal, for tests: the directory holding .build-id/ and the mirrored
  * tree of .gnu_debuglink files ("/usr/lib/debug"); the name dlopen'ed
  * ("libdw.so.1"). */
@@ -118,10 +124,15 @@ struct cp_lines_result {
 	 * frames), 0 if it had none or it was rejected. */
 	unsigned char *has_dwarf;
 	void *mem; /* storage of the frames and strings */
+	/* Per object: the answers kept from earlier runs (lines_cache.h),
+	 * which some chains point into, or NULL. */
+	struct cp_lines_cached **cached;
 };
 
-/* Answers the queries q[0..nq) about objs[0..nobjs) in a forked child
- * process that reads the DWARF with libdw and sends the chains back through
+/* Answers the queries q[0..nq) about objs[0..nobjs): those an earlier
+ * call answered from the lines cache (lines_cache.h), which keeps the new
+ * answers in turn; the rest in a forked child process that reads the
+ * DWARF with libdw and sends the chains back through
  * a pipe, under a time limit (timeout_ms in all); a child that crashes or
  * runs out of time is killed, costs the lines of the object it was
  * reading (the reason says so) and a new child carries on with the next

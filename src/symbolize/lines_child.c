@@ -43,15 +43,17 @@
 #include "base/array.h"
 #include "base/libc.h"
 #include "lines.h"
+#include "lines_cache.h"
 
 /* Records from child to parent, in the machine's byte order:
  *   'S' u32 id, u16 len, bytes   a string; ids 0 (NULL) and 1 ("") are fixed
  *   'B' u32 object               the child starts on an object
  *   'R' u32 position, u8 status, u8 n, n x (u32 name, linkage, file, line,
  *       start_line)              the answer to one query
- *   'O' u32 object, u8 opened, u32 n_mismatch, u16 len, bytes
- *                                the object is done: whether its DWARF
- *                                was read, and its trouble (or why not)
+ *   'O' u32 object, u8 opened, u32 n_mismatch, u16 len, bytes,
+ *       u16 len, bytes           the object is done: whether its DWARF
+ *                                was read, its trouble (or why not) and
+ *                                the file its DWARF came from
  *   'E'                          all done */
 
 /* ---- The child ---------------------------------------------------------- */
@@ -150,7 +152,7 @@ static void out_forget(struct out *o)
 }
 
 static void out_done(struct out *o, size_t obj, int opened, uint32_t mismatch,
-		     const char *why)
+		     const char *why, const char *source)
 {
 	size_t len = why ? strnlen(why, 1000) : 0;
 	out_u8(o, 'O');
@@ -159,6 +161,9 @@ static void out_done(struct out *o, size_t obj, int opened, uint32_t mismatch,
 	out_u32(o, mismatch);
 	out_u16(o, (uint16_t)len);
 	out_bytes(o, why, len);
+	len = source ? strnlen(source, 4096) : 0;
+	out_u16(o, (uint16_t)len);
+	out_bytes(o, source, len);
 }
 
 /* Registered last in the child, so run first by exit(): libdw exits
@@ -238,7 +243,8 @@ static void child_run(int fd, const struct cp_lines_object *objs,
 		if (obj != cur) {
 			if (cur != SIZE_MAX) {
 				out_done(&o, cur, opened, mismatch,
-					 opened ? cp_lines_trouble(d) : why);
+					 opened ? cp_lines_trouble(d) : why,
+					 opened ? cp_lines_source(d) : NULL);
 				cp_lines_close(d);
 				d = NULL;
 				out_forget(&o);
@@ -407,7 +413,9 @@ static const char *str_of(const struct parse *ps, uint32_t id)
 struct objstate {
 	int done, opened;
 	uint32_t mismatch, queries, answered;
-	char *why; /* malloc'd */
+	uint32_t kept;  /* queries answered by the cache */
+	char *why;      /* malloc'd */
+	char *source;   /* malloc'd: the file the child read its DWARF from */
 };
 
 /* Applies one child's records to the result.  Stops at the first
@@ -486,10 +494,13 @@ static void parse_run(struct parse *ps, const struct cp_lines_query *q,
 		} else if (tag == 'O') {
 			uint32_t obj, mismatch;
 			uint8_t opened;
-			uint16_t len;
+			uint16_t len, slen;
 			if (!take(ps, &obj, 4) || !take(ps, &opened, 1) ||
 			    !take(ps, &mismatch, 4) || !take(ps, &len, 2) ||
-			    (size_t)(ps->end - ps->p) < len)
+			    (size_t)(ps->end - ps->p) < (size_t)len + 2)
+				goto partial;
+			memcpy(&slen, ps->p + len, 2);
+			if ((size_t)(ps->end - ps->p) < (size_t)len + 2 + slen)
 				goto partial;
 			if (obj < nobjs) {
 				struct objstate *o = &os[obj];
@@ -498,8 +509,10 @@ static void parse_run(struct parse *ps, const struct cp_lines_query *q,
 				o->mismatch = mismatch;
 				free(o->why);
 				o->why = len ? strndup((const char *)ps->p, len) : NULL;
+				free(o->source);
+				o->source = slen ? strndup((const char *)ps->p + len + 2, slen) : NULL;
 			}
-			ps->p += len;
+			ps->p += (size_t)len + 2 + slen;
 			ps->begun = SIZE_MAX;
 		} else if (tag == 'E') {
 			ps->ended = 1;
@@ -662,12 +675,15 @@ static void judge_objects(struct objstate *os, size_t nobjs, const struct cp_lin
 				"addresses (a wrong or corrupt debug file): no lines used",
 				o->mismatch, o->queries);
 			o->opened = 0;
+			o->kept = 0;
 			for (size_t k = 0; k < nq; k++)
 				if (q[order[k]].object == i)
 					out->chains[order[k]] = (struct cp_lines_chain){ NULL, 0 };
 		}
-		out->has_dwarf[i] = (unsigned char)o->opened;
-		if (o->opened) {
+		/* Answers kept from an earlier reading are of the same DWARF. */
+		int read = o->opened || o->kept;
+		out->has_dwarf[i] = (unsigned char)read;
+		if (read) {
 			/* Addresses in no unit (PLT stubs, start-up code built
 			 * without -g) are normal; trouble in a unit is not. */
 			if (o->why && o->answered < o->queries)
@@ -677,6 +693,50 @@ static void judge_objects(struct objstate *os, size_t nobjs, const struct cp_lin
 			out->why[i] = o->why ? o->why : strdup("not read");
 			o->why = NULL;
 		}
+	}
+}
+
+/* Answers order[0..nq) from the cache where it can, order by object:
+ * misses into miss[], the number returned; *kept counts the hits. */
+static size_t answer_kept(const struct cp_lines_object *objs, const struct cp_lines_query *q,
+			  const size_t *order, size_t nq, struct cp_lines_result *out,
+			  struct objstate *os, size_t *miss, size_t *kept)
+{
+	size_t nmiss = 0;
+	*kept = 0;
+	for (size_t k = 0; k < nq; k++) {
+		const struct cp_lines_query *x = &q[order[k]];
+		struct objstate *o = &os[x->object];
+		if (k == 0 || x->object != q[order[k - 1]].object)
+			out->cached[x->object] = cp_lines_cache_load(objs[x->object].path,
+								     objs[x->object].build_id);
+		struct cp_lines_chain ch;
+		if (cp_lines_cache_find(out->cached[x->object], x->addr, x->sym_start, &ch)) {
+			out->chains[order[k]] = ch;
+			o->kept++;
+			o->answered += ch.n > 0;
+			++*kept;
+		} else {
+			miss[nmiss++] = order[k];
+		}
+	}
+	return nmiss;
+}
+
+/* Keeps what the children answered about each object whose reading met
+ * no trouble; miss[0..n) is ordered by object. */
+static void keep_answers(const struct cp_lines_object *objs, const struct cp_lines_query *q,
+			 const size_t *miss, size_t n, const struct cp_lines_result *out,
+			 const struct objstate *os)
+{
+	for (size_t from = 0, to; from < n; from = to) {
+		size_t obj = q[miss[from]].object;
+		for (to = from + 1; to < n && q[miss[to]].object == obj; to++)
+			;
+		const struct objstate *o = &os[obj];
+		if (o->opened && !o->why && !o->mismatch && o->source)
+			cp_lines_cache_save(objs[obj].path, objs[obj].build_id, o->source,
+					    out->cached[obj], q, out->chains, miss + from, to - from);
 	}
 }
 
@@ -694,21 +754,17 @@ int cp_lines_resolve(const struct cp_lines_object *objs, size_t nobjs,
 	out->chains = calloc(mq, sizeof *out->chains);
 	out->why = calloc(mo, sizeof *out->why);
 	out->has_dwarf = calloc(mo * 8, 1); /* 2 KiB at least, likewise */
+	out->cached = calloc(mo, sizeof *out->cached);
 	struct objstate *os = calloc(mo, sizeof *os);
-	size_t *order = malloc(mq * sizeof *order);
+	size_t *order = malloc(mq * sizeof *order), *miss = malloc(mq * sizeof *miss);
 	struct parse ps;
 	memset(&ps, 0, sizeof ps);
 	out->nobjs = nobjs;
 	int rc = 0;
-	if (!out->chains || !out->why || !out->has_dwarf || !os || !order) {
+	if (!out->chains || !out->why || !out->has_dwarf || !out->cached || !os || !order || !miss) {
 		rc = -ENOMEM;
 		goto done;
 	}
-	/* Loaded at the first write that has something to look up: a
-	 * profile with no address (an empty program's) costs no libdw, which
-	 * with its own libraries is a millisecond to load. */
-	if (nq == 0 || cp_lines_libdw(global, glen) != 0)
-		goto done;
 	for (size_t i = 0; i < nq; i++) {
 		order[i] = i;
 		if (q[i].object < nobjs)
@@ -717,17 +773,40 @@ int cp_lines_resolve(const struct cp_lines_object *objs, size_t nobjs,
 	qsort_r(order, nq, sizeof *order, order_cmp, (void *)q);
 	while (nq && q[order[nq - 1]].object >= nobjs)
 		nq--; /* queries of no object (sorted last): no lines */
-	int r = read_with_children(objs, nobjs, q, order, nq, timeout_ms, out, os, &ps, global, glen);
-	if (r < 0)
+	size_t kept, nmiss = answer_kept(objs, q, order, nq, out, os, miss, &kept);
+	/* libdw is loaded at the first write that has something to look up
+	 * that the cache does not hold: a profile with no address (an empty
+	 * program's) costs no libdw, which with its own libraries is a
+	 * millisecond to load. */
+	int r = 0;
+	if (nmiss)
+		r = cp_lines_libdw(global, glen) != 0 ? 1 :
+		    read_with_children(objs, nobjs, q, miss, nmiss, timeout_ms, out, os, &ps, global, glen);
+	if (r < 0) {
 		rc = r;
-	else if (r == 0)
-		judge_objects(os, nobjs, q, order, nq, out);
+		goto done;
+	}
+	if (r == 1) {
+		if (!kept)
+			goto done;
+		/* The cache answered some: the reason is the other objects'. */
+		for (size_t i = 0; i < nobjs; i++)
+			if (os[i].kept < os[i].queries)
+				set_why(&os[i].why, "not read: %s", global);
+		global[0] = '\0';
+	} else {
+		keep_answers(objs, q, miss, nmiss, out, os);
+	}
+	judge_objects(os, nobjs, q, order, nq, out);
 done:
 	if (os)
-		for (size_t i = 0; i < nobjs; i++)
+		for (size_t i = 0; i < nobjs; i++) {
 			free(os[i].why);
+			free(os[i].source);
+		}
 	free(os);
 	free(order);
+	free(miss);
 	free(ps.strs);
 	if (rc != 0)
 		cp_lines_result_free(out);
@@ -740,6 +819,10 @@ void cp_lines_result_free(struct cp_lines_result *r)
 		for (size_t i = 0; i < r->nobjs; i++)
 			free(r->why[i]);
 	free(r->why);
+	if (r->cached)
+		for (size_t i = 0; i < r->nobjs; i++)
+			cp_lines_cache_free(r->cached[i]);
+	free(r->cached);
 	free(r->chains);
 	free(r->has_dwarf);
 	arena_free(r->mem);

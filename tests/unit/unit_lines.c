@@ -12,6 +12,7 @@
  */
 #include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <signal.h>
 #include <stdint.h>
@@ -342,6 +343,115 @@ static void test_no_libdw(void)
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "without libdw: status %#x", st);
 }
 
+/* Resolves every query about the object at path (this program's build
+ * ID) into r, the child crashing on it if `crash`: only the cache can
+ * answer then. */
+static void resolve_as(const char *path, int crash, struct cp_lines_result *r)
+{
+	struct cp_lines_object o = { path, bid };
+	char global[256];
+	cp_lines_fault_object = crash ? 0 : -1;
+	cp_lines_fault_kind = 1;
+	CHECK_EQ(cp_lines_resolve(&o, 1, queries, nqueries, 30000, r, global, sizeof global), 0);
+	cp_lines_fault_object = -1;
+	CHECK(!global[0], "global: %s", global);
+}
+
+static void check_pristine(const struct cp_lines_result *r, const char *what)
+{
+	for (size_t i = 0; i < nqueries; i++)
+		CHECK(frames_equal(&r->chains[i], &pristine.chains[i]),
+		      "%s: address %#llx differs from the DWARF's answer", what,
+		      (unsigned long long)queries[i].addr);
+	CHECK(r->has_dwarf[0] && !r->why[0], "%s: has_dwarf %d, why %s", what, r->has_dwarf[0],
+	      r->why[0] ? r->why[0] : "NULL");
+}
+
+/* The cache (lines_cache.h): what it keeps is what the DWARF said, and
+ * it answers with no reader at all (one that would crash); a file changed
+ * since, the same build at another path, a damaged or cut cache file, are
+ * not believed; a query it does not hold goes to the reader, and keeps
+ * the rest. */
+static void test_cache(void)
+{
+	char cache[128], copy[128], moved[128], file[400];
+	snprintf(cache, sizeof cache, "%s/cache", tmpdir);
+	snprintf(copy, sizeof copy, "%s/copy", tmpdir);
+	snprintf(moved, sizeof moved, "%s/moved", tmpdir);
+	snprintf(file, sizeof file, "%s/cpuprof/lines/%s", cache, bid);
+	write_file(copy, img, imglen);
+	setenv("XDG_CACHE_HOME", cache, 1);
+	struct cp_lines_result r;
+
+	resolve_as(copy, 0, &r);
+	check_pristine(&r, "read");
+	cp_lines_result_free(&r);
+	size_t len;
+	unsigned char *kept = read_file(file, &len);
+	printf("cache: %zu bytes for %zu addresses\n", len, nqueries);
+	resolve_as(copy, 1, &r);
+	check_pristine(&r, "from the cache");
+	cp_lines_result_free(&r);
+
+	/* One address more: the reader is asked (and crashes), the rest stay. */
+	struct cp_lines_query *q = malloc((nqueries + 1) * sizeof *q);
+	memcpy(q, queries, nqueries * sizeof *q);
+	q[nqueries] = queries[0];
+	q[nqueries].addr++;
+	struct cp_lines_object o = { copy, bid };
+	char global[256];
+	cp_lines_fault_object = 0;
+	CHECK_EQ(cp_lines_resolve(&o, 1, q, nqueries + 1, 30000, &r, global, sizeof global), 0);
+	cp_lines_fault_object = -1;
+	CHECK(with_lines(&r) == with_lines(&pristine) && r.chains[nqueries].n == 0,
+	      "a new address: %zu kept answers, want %zu", with_lines(&r), with_lines(&pristine));
+	CHECK(r.has_dwarf[0] && r.why[0] && strstr(r.why[0], "crashed"), "why: %s",
+	      r.why[0] ? r.why[0] : "NULL");
+	printf("a new address, the reader crashing: %s\n", r.why[0]);
+	cp_lines_result_free(&r);
+	free(q);
+
+	/* The same build at another path; the file changed since. */
+	write_file(moved, img, imglen);
+	resolve_as(moved, 1, &r);
+	CHECK_EQ(with_lines(&r), 0);
+	cp_lines_result_free(&r);
+	struct timespec later[2] = { { 0, UTIME_OMIT }, { time(NULL) + 100, 0 } };
+	CHECK(utimensat(AT_FDCWD, copy, later, 0) == 0, "utimensat");
+	resolve_as(copy, 1, &r);
+	CHECK_EQ(with_lines(&r), 0);
+	cp_lines_result_free(&r);
+
+	/* Read again, then the kept file damaged: any byte, or cut short. */
+	resolve_as(copy, 0, &r);
+	check_pristine(&r, "read again");
+	cp_lines_result_free(&r);
+	free(kept);
+	kept = read_file(file, &len);
+	unsigned seed = 7;
+	for (int k = 0; k < 60; k++) {
+		unsigned char *p = malloc(len);
+		memcpy(p, kept, len);
+		size_t at = (size_t)rand_r(&seed) % len, cut = len;
+		if (k % 3 == 2)
+			cut = at;
+		else
+			p[at] ^= (unsigned char)(1 + rand_r(&seed) % 255);
+		write_file(file, p, cut);
+		resolve_as(copy, 1, &r);
+		CHECK(with_lines(&r) == 0, "a cache file %s at byte %zu was believed",
+		      cut < len ? "cut" : "changed", at);
+		cp_lines_result_free(&r);
+		free(p);
+	}
+	write_file(file, kept, len);
+	resolve_as(copy, 1, &r);
+	check_pristine(&r, "restored");
+	cp_lines_result_free(&r);
+	free(kept);
+	unsetenv("XDG_CACHE_HOME");
+}
+
 /* Mutations of one debug section of a copy of libcpuprof.so. */
 static void fuzz_section(const char *name, int rounds, unsigned *seed)
 {
@@ -421,6 +531,9 @@ int main(int argc, char **argv)
 	char why[256];
 	if (cp_lines_libdw(why, sizeof why) != 0)
 		SKIP("%s", why);
+	/* No cache but test_cache's: every other test reads the DWARF. */
+	unsetenv("XDG_CACHE_HOME");
+	unsetenv("HOME");
 	snprintf(tmpdir, sizeof tmpdir, "/tmp/unit_lines.XXXXXX");
 	CHECK(mkdtemp(tmpdir) != NULL, "mkdtemp");
 	atexit(cleanup);
@@ -437,6 +550,7 @@ int main(int argc, char **argv)
 	test_mismatch();
 	test_child_failures();
 	test_no_libdw();
+	test_cache();
 	printf("checks: %.2f s\n", now_s() - t0);
 	t0 = now_s();
 	char lib[256];

@@ -1,0 +1,423 @@
+/*
+ * lines_cache.c -- line lookups kept on disk (lines_cache.h).
+ *
+ * A file, in the machine's byte order:
+ *   "CPLINES\n", u32 0x01020304, u32 the reader's checksum,
+ *   u64 the DWARF file's device, inode, size, mtime (s), mtime (ns),
+ *   u32 number of answers, str the object's path, str the DWARF file's,
+ *   then the answers sorted by (address, symbol start):
+ *   u64 address, u64 symbol start, u8 n, n x (u32 line, u32 start line,
+ *   str name, str linkage name, str file)
+ * where str is u16 length (0xffff: none), the bytes and a NUL; and last
+ * u32 the CRC-32 of all before it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <zlib.h>
+
+#include "lines_cache.h"
+
+#ifndef CP_LINES_CODE
+#error "CP_LINES_CODE (the checksum of lines.c) comes from the Makefile"
+#endif
+
+#define MAGIC "CPLINES\n"
+#define MAX_FILE (64u << 20)
+#define MAX_ANSWERS (1u << 20)
+#define NO_STR 0xffffu
+
+struct answer {
+	uint64_t addr, sym_start;
+	struct cp_lines_chain chain;
+};
+
+struct cp_lines_cached {
+	char *buf;     /* the file; strings point into it */
+	struct answer *a;
+	size_t n;
+	struct cp_lines_frame *frames;
+};
+
+struct source_id {
+	uint64_t dev, ino, size, sec, nsec;
+};
+
+static int source_id(const char *source, struct source_id *id)
+{
+	struct stat st;
+	if (stat(source, &st) != 0)
+		return -1;
+	*id = (struct source_id){ st.st_dev, st.st_ino, (uint64_t)st.st_size,
+				  (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec };
+	return 0;
+}
+
+/* The cache's directory for build_id into dir[len], made if missing
+ * (mode 0700).  0, or -1 if there is none. */
+static int cache_dir(char *dir, size_t len, int make)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	int n;
+	if (xdg && xdg[0] == '/')
+		n = snprintf(dir, len, "%s/cpuprof/lines", xdg);
+	else if (home && home[0] == '/')
+		n = snprintf(dir, len, "%s/.cache/cpuprof/lines", home);
+	else
+		return -1;
+	if (n < 0 || (size_t)n >= len)
+		return -1;
+	struct stat st;
+	if (make) {
+		for (char *s = strchr(dir + 1, '/');; s = strchr(s + 1, '/')) {
+			if (s)
+				*s = '\0';
+			if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+				return -1;
+			if (!s)
+				break;
+			*s = '/';
+		}
+	}
+	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
+		return -1;
+	return 0;
+}
+
+static int valid_build_id(const char *b)
+{
+	size_t n = strlen(b);
+	if (n < 2 || n > 128)
+		return 0;
+	return strspn(b, "0123456789abcdef") == n;
+}
+
+/* ---- Reading ------------------------------------------------------------ */
+
+struct rd {
+	char *p, *end;
+};
+
+static int rd(struct rd *r, void *v, size_t n)
+{
+	if ((size_t)(r->end - r->p) < n)
+		return -1;
+	memcpy(v, r->p, n);
+	r->p += n;
+	return 0;
+}
+
+/* A string in place (its NUL checked), or NULL for none.  -1 if
+ * malformed. */
+static int rd_str(struct rd *r, const char **s)
+{
+	uint16_t len;
+	if (rd(r, &len, 2))
+		return -1;
+	if (len == NO_STR) {
+		*s = NULL;
+		return 0;
+	}
+	if ((size_t)(r->end - r->p) < (size_t)len + 1 || r->p[len] != '\0' ||
+	    memchr(r->p, '\0', len))
+		return -1;
+	*s = r->p;
+	r->p += (size_t)len + 1;
+	return 0;
+}
+
+static char *read_file(const char *file, size_t *len)
+{
+	int fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct stat st;
+	char *buf = NULL;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+	    st.st_size <= 0 || (uint64_t)st.st_size > MAX_FILE ||
+	    !(buf = malloc((size_t)st.st_size)))
+		goto fail;
+	size_t got = 0;
+	while (got < (size_t)st.st_size) {
+		ssize_t k = read(fd, buf + got, (size_t)st.st_size - got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			goto fail;
+		got += (size_t)k;
+	}
+	close(fd);
+	*len = got;
+	return buf;
+fail:
+	free(buf);
+	close(fd);
+	return NULL;
+}
+
+struct cp_lines_cached *cp_lines_cache_load(const char *path, const char *build_id)
+{
+	char dir[4096], file[4096 + 160];
+	if (!build_id || !valid_build_id(build_id) || cache_dir(dir, sizeof dir, 0) != 0)
+		return NULL;
+	snprintf(file, sizeof file, "%s/%s", dir, build_id);
+	size_t len;
+	struct cp_lines_cached *c = calloc(1, sizeof *c);
+	if (!c || !(c->buf = read_file(file, &len))) {
+		free(c);
+		return NULL;
+	}
+	uint32_t crc;
+	if (len < 4)
+		goto bad;
+	memcpy(&crc, c->buf + len - 4, 4);
+	if (crc != (uint32_t)crc32(0, (const Bytef *)c->buf, (uInt)(len - 4)))
+		goto bad;
+	struct rd r = { c->buf, c->buf + len - 4 };
+	char magic[8];
+	uint32_t order, code, n;
+	struct source_id want, now;
+	const char *opath, *source;
+	if (rd(&r, magic, 8) || memcmp(magic, MAGIC, 8) || rd(&r, &order, 4) || order != 0x01020304 ||
+	    rd(&r, &code, 4) || code != (uint32_t)CP_LINES_CODE || rd(&r, &want, sizeof want) ||
+	    rd(&r, &n, 4) || n > MAX_ANSWERS || rd_str(&r, &opath) || rd_str(&r, &source) ||
+	    !opath || !source || strcmp(opath, path) || source_id(source, &now) ||
+	    memcmp(&want, &now, sizeof want))
+		goto bad;
+	/* Every answer needs 17 bytes at least: n is bounded by the file. */
+	if ((size_t)n > (size_t)(r.end - r.p) / 17)
+		goto bad;
+	c->a = malloc((n ? n : 1) * sizeof *c->a);
+	if (!c->a)
+		goto bad;
+	size_t nframes = 0, capframes = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		struct answer *a = &c->a[i];
+		uint8_t k;
+		if (rd(&r, &a->addr, 8) || rd(&r, &a->sym_start, 8) || rd(&r, &k, 1) ||
+		    k > CP_LINES_MAX_DEPTH)
+			goto bad;
+		if (i && (a->addr < a[-1].addr ||
+			  (a->addr == a[-1].addr && a->sym_start <= a[-1].sym_start)))
+			goto bad; /* not sorted: binary search would miss */
+		if (nframes + k > capframes) {
+			size_t cap = capframes ? 2 * capframes : 256;
+			while (cap < nframes + k)
+				cap *= 2;
+			struct cp_lines_frame *f = realloc(c->frames, cap * sizeof *f);
+			if (!f)
+				goto bad;
+			c->frames = f;
+			capframes = cap;
+		}
+		/* Frames as indexes until the array stops moving. */
+		a->chain.frames = (const struct cp_lines_frame *)(uintptr_t)nframes;
+		a->chain.n = k;
+		for (uint8_t j = 0; j < k; j++) {
+			struct cp_lines_frame *f = &c->frames[nframes++];
+			if (rd(&r, &f->line, 4) || rd(&r, &f->start_line, 4) || rd_str(&r, &f->name) ||
+			    rd_str(&r, &f->linkage) || rd_str(&r, &f->file) || !f->file)
+				goto bad;
+		}
+	}
+	if (r.p != r.end)
+		goto bad;
+	for (uint32_t i = 0; i < n; i++)
+		c->a[i].chain.frames = c->a[i].chain.n ? c->frames + (uintptr_t)c->a[i].chain.frames : NULL;
+	c->n = n;
+	return c;
+bad:
+	cp_lines_cache_free(c);
+	return NULL;
+}
+
+int cp_lines_cache_find(const struct cp_lines_cached *c, uint64_t addr, uint64_t sym_start,
+			struct cp_lines_chain *chain)
+{
+	size_t lo = 0, hi = c ? c->n : 0;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct answer *a = &c->a[mid];
+		if (a->addr == addr && a->sym_start == sym_start) {
+			*chain = a->chain;
+			return 1;
+		}
+		if (a->addr < addr || (a->addr == addr && a->sym_start < sym_start))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return 0;
+}
+
+void cp_lines_cache_free(struct cp_lines_cached *c)
+{
+	if (!c)
+		return;
+	free(c->buf);
+	free(c->a);
+	free(c->frames);
+	free(c);
+}
+
+/* ---- Writing ------------------------------------------------------------ */
+
+struct wr {
+	char *buf;
+	size_t len, cap;
+	int failed;
+};
+
+static void wr(struct wr *w, const void *v, size_t n)
+{
+	if (w->failed)
+		return;
+	if (w->len + n > w->cap) {
+		size_t cap = w->cap ? 2 * w->cap : 1 << 16;
+		while (cap < w->len + n)
+			cap *= 2;
+		char *b = cap <= MAX_FILE ? realloc(w->buf, cap) : NULL;
+		if (!b) {
+			w->failed = 1;
+			return;
+		}
+		w->buf = b;
+		w->cap = cap;
+	}
+	memcpy(w->buf + w->len, v, n);
+	w->len += n;
+}
+
+static void wr_str(struct wr *w, const char *s)
+{
+	size_t len = s ? strlen(s) : 0;
+	uint16_t l = s ? (uint16_t)len : NO_STR;
+	if (len >= NO_STR) {
+		w->failed = 1; /* not worth keeping */
+		return;
+	}
+	wr(w, &l, 2);
+	if (s)
+		wr(w, s, len + 1);
+}
+
+static void wr_answer(struct wr *w, uint64_t addr, uint64_t sym_start, const struct cp_lines_chain *ch)
+{
+	uint8_t k = (uint8_t)ch->n;
+	wr(w, &addr, 8);
+	wr(w, &sym_start, 8);
+	wr(w, &k, 1);
+	for (uint32_t j = 0; j < ch->n; j++) {
+		const struct cp_lines_frame *f = &ch->frames[j];
+		wr(w, &f->line, 4);
+		wr(w, &f->start_line, 4);
+		wr_str(w, f->name);
+		wr_str(w, f->linkage);
+		wr_str(w, f->file);
+	}
+}
+
+struct fresh {
+	uint64_t addr, sym_start;
+	size_t q;
+};
+
+static int fresh_cmp(const void *x, const void *y)
+{
+	const struct fresh *a = x, *b = y;
+	if (a->addr != b->addr)
+		return a->addr < b->addr ? -1 : 1;
+	return a->sym_start < b->sym_start ? -1 : a->sym_start > b->sym_start;
+}
+
+void cp_lines_cache_save(const char *path, const char *build_id, const char *source,
+			 const struct cp_lines_cached *c, const struct cp_lines_query *q,
+			 const struct cp_lines_chain *chains, const size_t *idx, size_t n)
+{
+	char dir[4096], file[4096 + 160], tmp[4096 + 200];
+	struct source_id id;
+	if (!n || !build_id || !valid_build_id(build_id) || !source || source_id(source, &id) ||
+	    cache_dir(dir, sizeof dir, 1) != 0)
+		return;
+	if (c && c->n + n > MAX_ANSWERS)
+		c = NULL; /* start afresh */
+	if (n > MAX_ANSWERS)
+		return;
+	struct fresh *f = malloc(n * sizeof *f);
+	if (!f)
+		return;
+	size_t nf = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct cp_lines_query *x = &q[idx[i]];
+		if (chains[idx[i]].n <= CP_LINES_MAX_DEPTH)
+			f[nf++] = (struct fresh){ x->addr, x->sym_start, idx[i] };
+	}
+	qsort(f, nf, sizeof *f, fresh_cmp);
+	struct wr w = { 0 };
+	uint32_t order = 0x01020304, code = (uint32_t)CP_LINES_CODE, total = 0;
+	wr(&w, MAGIC, 8);
+	wr(&w, &order, 4);
+	wr(&w, &code, 4);
+	wr(&w, &id, sizeof id);
+	size_t at_total = w.len;
+	wr(&w, &total, 4);
+	wr_str(&w, path);
+	wr_str(&w, source);
+	/* Merge the kept answers with the new, both sorted; a key asked
+	 * again (it was not found: it cannot be in both) is written once. */
+	size_t i = 0, j = 0;
+	while (!w.failed && (i < (c ? c->n : 0) || j < nf)) {
+		const struct answer *a = c && i < c->n ? &c->a[i] : NULL;
+		const struct fresh *b = j < nf ? &f[j] : NULL;
+		if (b && j + 1 < nf && !fresh_cmp(b, b + 1)) {
+			j++;
+			continue;
+		}
+		int take_old = a && (!b || a->addr < b->addr ||
+				     (a->addr == b->addr && a->sym_start < b->sym_start));
+		if (take_old) {
+			wr_answer(&w, a->addr, a->sym_start, &a->chain);
+			i++;
+		} else {
+			if (a && a->addr == b->addr && a->sym_start == b->sym_start)
+				i++;
+			wr_answer(&w, b->addr, b->sym_start, &chains[b->q]);
+			j++;
+		}
+		total++;
+	}
+	free(f);
+	if (w.failed) {
+		free(w.buf);
+		return;
+	}
+	memcpy(w.buf + at_total, &total, 4);
+	uint32_t crc = (uint32_t)crc32(0, (const Bytef *)w.buf, (uInt)w.len);
+	wr(&w, &crc, 4);
+	if (w.failed) {
+		free(w.buf);
+		return;
+	}
+	snprintf(file, sizeof file, "%s/%s", dir, build_id);
+	snprintf(tmp, sizeof tmp, "%s/.%s.%d", dir, build_id, (int)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		size_t done = 0;
+		while (done < w.len) {
+			ssize_t k = write(fd, w.buf + done, w.len - done);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				break;
+			done += (size_t)k;
+		}
+		if (close(fd) != 0 || done != w.len || rename(tmp, file) != 0)
+			unlink(tmp);
+	}
+	free(w.buf);
+}
