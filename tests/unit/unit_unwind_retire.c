@@ -34,7 +34,7 @@ int main(void)
 	snprintf(lib, sizeof lib, "%s/libunwind_dl.so", dir);
 	CHECK(access(lib, R_OK) == 0, "%s is not built (make tests)", lib);
 
-	cp_unwind_start(CP_UNWIND_AUTO);
+	cp_unwind_start(CP_UNWIND_AUTO, 0);
 	void *h = dlopen(lib, RTLD_NOW);
 	CHECK(h, "dlopen %s: %s", lib, dlerror());
 	void *entry = dlsym(h, "dl_entry");
