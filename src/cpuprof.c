@@ -467,8 +467,11 @@ static int start(const char *path, int stream, int recorded, int whole, const st
 	R->keeper_drains = !stream && !recorded && !cp_test_no_drain;
 	cp_session.pid = getpid();
 	cp_names_reset();
-	/* The unwind tables are built before the first sample can be taken;
-	 * record knows the objects before the first sample names one. */
+	/* The objects are listed before the first sample can be taken, and
+	 * for a signal engine, whose handler walks the live stack once, their
+	 * unwind tables built (a perf engine's keeper builds a table when a
+	 * walk first needs it and walks the kernel's copy again); record
+	 * knows the objects before the first sample names one. */
 	cp_unwind_start(s.unwind, R->engine->signal_source != CP_SIG_NONE);
 	if (recorded)
 		cp_shm_objects(1);

@@ -99,7 +99,8 @@ struct cp_sigstate {
 	/* A sampler: a sample's pc was in no table (maybe a new object). */
 	_Atomic int unwind_miss;
 	/* Samplers: the objects whose tables a walk needed, not built yet
-	 * (tables are built when first needed: src/unwind/tables.c). */
+	 * (the perf engines' tables are built when first needed, the
+	 * signal engines' before any walk: src/unwind/tables.c). */
 	_Atomic uint64_t unwind_want[CP_UNWIND_WANT_WORDS];
 	/* The generation of the loaded objects as `cpuprof record` knows
 	 * them (src/shm/writer.c): each sample carries it. */

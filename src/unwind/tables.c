@@ -1,10 +1,17 @@
 /*
  * tables.c -- the unwind tables of the loaded objects (tables.h).
- * dl_iterate_phdr lists the objects and where each has code; a table is
- * built only when a walk first needs it (the walk notes the object in
- * cp_sig.unwind_want and falls back to frame pointers for that frame), so
- * that a process pays for the objects its samples run in, not for every
- * object it loads.  To build one, the object's .eh_frame_hdr
+ * dl_iterate_phdr lists the objects and where each has code.  For the
+ * perf engines a table is built only when a walk first needs it (the walk
+ * notes the object in cp_sig.unwind_want and falls back to frame pointers
+ * for that frame; the keeper builds the table and walks the kernel's copy
+ * of the stack again), so that a process pays for the objects its samples
+ * run in, not for every object it loads.  The signal engines' handler
+ * walks the live stack, which is gone by the time a table could be built:
+ * a frame walked by frame pointers instead loses callers (a frameless
+ * leaf's caller, on aarch64 every leaf's) and the sample would keep that
+ * stack, so there every object's table is built as soon as the object is
+ * listed, before a sample can need it ("eager").  To build one, the
+ * object's .eh_frame_hdr
  * (PT_GNU_EH_FRAME) leads to its .eh_frame, which is copied out of the
  * object's memory while the loader's lock is held (so a concurrent dlclose
  * cannot unmap it under the parser), then parsed and encoded with the
@@ -74,7 +81,7 @@ static struct {
 	unsigned long long adds, subs;
 	int have_counts;
 	struct cp_unwind_set *set;  /* what cp_sig.unwind points to */
-	int eager;                  /* every table built as its object is listed */
+	int eager;                  /* every table built when listed */
 	void **retired;             /* to free once no handler can see them */
 	size_t nretired, capretired;
 } U;
@@ -372,10 +379,10 @@ static int publish_locked(void)
 	return 0;
 }
 
-static int build_wanted_locked(void);
+static void build_all_locked(void);
 
-/* Lists the objects, publishes the new set and retires the tables of the
- * objects that are gone (and, eager, builds the new ones').  Under lock. */
+/* Lists the objects (building their tables if eager), publishes the new
+ * set and retires the tables of the objects that are gone.  Under lock. */
 static void rebuild_locked(void)
 {
 	struct listing l = { 0 };
@@ -388,9 +395,20 @@ static void rebuild_locked(void)
 	size_t nold = U.n;
 	U.objs = l.objs;
 	U.n = l.n;
+	/* Before the set is published: no walk sees these objects lazy. */
+	if (U.eager)
+		build_all_locked();
 	if (publish_locked() < 0) {
 		U.objs = old;
 		U.n = nold;
+		/* Tables just built, never published: no walk can see them. */
+		for (size_t i = 0; i < l.n; i++) {
+			int known = 0;
+			for (size_t j = 0; j < nold && !known; j++)
+				known = old[j].tab == l.objs[i].tab;
+			if (!known)
+				free(l.objs[i].tab);
+		}
 		listing_free(&l);
 		return;
 	}
@@ -409,10 +427,6 @@ static void rebuild_locked(void)
 	U.adds = l.adds;
 	U.subs = l.subs;
 	U.have_counts = l.have_counts;
-	if (U.eager) {
-		cp_unwind_want_mark(cp_sig.unwind_want, CP_UNWIND_WANT_ANY);
-		build_wanted_locked();
-	}
 }
 
 /* dl_iterate_phdr callback of build_wanted_locked(): copies the .eh_frame
@@ -429,6 +443,37 @@ static int copy_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
+/* Copies and builds the tables of the objects of U.objs marked in wanted
+ * (U.n entries; only those not built yet count).  Under lock; publishes
+ * nothing.  Returns how many it built. */
+static size_t build_marked_locked(uint8_t *wanted)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < U.n; i++) {
+		wanted[i] = wanted[i] && U.objs[i].state == CP_UR_LAZY;
+		n += wanted[i];
+	}
+	if (!n)
+		return 0;
+	cp_loader_walk(copy_cb, wanted);
+	for (size_t i = 0; i < U.n; i++)
+		if (wanted[i])
+			build_object(&U.objs[i]);
+	return n;
+}
+
+/* Eager: builds every table of U.objs not built yet.  Under lock; publishes
+ * nothing.  Out of memory, they stay to be built when wanted. */
+static void build_all_locked(void)
+{
+	uint8_t *all = U.n ? malloc(U.n) : NULL;
+	if (!all)
+		return;
+	memset(all, 1, U.n);
+	build_marked_locked(all);
+	free(all);
+}
+
 /* Builds the tables the walks asked for (cp_sig.unwind_want) and
  * publishes them.  Under lock.  Returns 1 if it built any. */
 static int build_wanted_locked(void)
@@ -443,18 +488,11 @@ static int build_wanted_locked(void)
 	uint8_t *wanted = calloc(U.n, 1);
 	if (!wanted)
 		return 0;
-	size_t n = 0;
 	for (size_t i = 0; i < U.n; i++)
-		if (U.objs[i].state == CP_UR_LAZY &&
-		    (all || (i < CP_UNWIND_WANT_ANY && (want[i / 64] >> (i % 64)) & 1)))
-			wanted[i] = 1, n++;
-	if (n) {
-		cp_loader_walk(copy_cb, wanted);
-		for (size_t i = 0; i < U.n; i++)
-			if (wanted[i])
-				build_object(&U.objs[i]);
+		wanted[i] = all || (i < CP_UNWIND_WANT_ANY && (want[i / 64] >> (i % 64)) & 1);
+	size_t n = build_marked_locked(wanted);
+	if (n)
 		publish_locked();
-	}
 	free(wanted);
 	return n > 0;
 }

@@ -2,10 +2,11 @@
  * tables.h -- the unwind tables of the loaded objects: the objects are
  * listed when a profile starts and again whenever objects are loaded or
  * unloaded (cpuprof's own thread checks); each object's table is built
- * from its .eh_frame the first time a walk needs it; the set is published
- * to the walks through cp_sig.unwind without locks, and what a new set
- * replaces is freed only once no handler can be reading it.  Not signal
- * context.
+ * from its .eh_frame the first time a walk needs it, or as soon as the
+ * object is listed where a walk cannot be done again (eager); the set is
+ * published to the walks through cp_sig.unwind without locks, and what a
+ * new set replaces is freed only once no handler can be reading it.  Not
+ * signal context.
  */
 #ifndef CPUPROF_UNWIND_H
 #define CPUPROF_UNWIND_H
@@ -14,13 +15,12 @@
 #include <stdint.h>
 
 /* Sets cp_sig.unwind_mode and, unless it is fp, lists the loaded objects
- * and publishes their set: with no table built yet, or (eager) every
- * object's table built as it is listed, now and after every dlopen.  A
- * signal handler that lacks a table walks that frame by frame pointers
- * until cpuprof's own thread has built it, which under an emulator can be
- * a few samples: the signal engines build eagerly; the perf engines, whose
- * walks run on cpuprof's own thread, build a table the moment a sample
- * needs it.  The handler must not be sampling yet. */
+ * and publishes their set.  With `eager` (the signal engines, whose
+ * handler walks a live stack that is gone once a table could be built)
+ * every object's table is built before the set is published, here and
+ * whenever objects are listed again; without it (the perf engines, which
+ * walk a copy again once cp_unwind_build_wanted() built what the walk
+ * lacked) none is built yet.  The handler must not be sampling yet. */
 void cp_unwind_start(int mode, int eager);
 
 /* Builds the tables that walks asked for since the last call

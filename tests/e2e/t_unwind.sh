@@ -8,7 +8,10 @@
 # under LD_PRELOAD); a comparator
 # called from libc's qsort (libc has no frame pointers); a library loaded
 # with dlopen after profiling started; a signal handler, through the
-# signal trampoline into the interrupted frameless function.  A library
+# signal trampoline into the interrupted frameless function.  With the
+# timer engine, whose handler walks the live stack once, every sample of
+# the frameless leaf carries its chain, the first ones included (their
+# tables are built before the first sample).  A library
 # whose .eh_frame is corrupt is rejected (the profile says why) and its
 # frames are walked with frame pointers instead.  Frame pointers alone do
 # not pass the chain check on the build without them (the check can fail),
@@ -119,6 +122,19 @@ env LD_PRELOAD="$ROOT/$B/libcpuprof.so" CPUPROF=depth8.pb.gz CPUPROF_DEPTH=8 $EM
 [ "$(comment depth8.pb.gz max_depth)" = 8 ] || fail "CPUPROF_DEPTH=8: max_depth=$(comment depth8.pb.gz max_depth)"
 expect "CPUPROF_DEPTH=8" depth8.pb.gz "deep_leaf@work_unwind" \
 	"deep_leaf@work_unwind(;recurse@work_unwind){7};\\[truncated\\]@\$"
+
+# The timer engine's handler walks the live stack, gone by the time a
+# table could be built for it: every table is built before the first
+# sample, and every sample of the frameless leaf carries its whole chain
+# (a frame walked by frame pointers for want of its table lost its
+# callers: the first sample in chain_c did, in every run).
+rec timer.pb.gz --engine timer -- $EMU ./work_unwind_nofp leaf
+set -- $(chains timer.pb.gz chain_c@work_unwind_nofp \
+	"chain_c@work_unwind_nofp;chain_b@work_unwind_nofp;chain_a@work_unwind_nofp;main@work_unwind_nofp(;|\$)")
+echo "nofp leaf, --engine timer: $1 of $2 samples carry the chain"
+[ "$2" -ge 30 ] || fail "--engine timer: only $2 samples in chain_c"
+[ "$1" -eq "$2" ] || { grep -v "^[0-9]* chain_c@work_unwind_nofp;chain_b@" folded | grep " chain_c@" >&2
+	fail "--engine timer: $1 of $2 samples carry the chain"; }
 
 # Tables only, and frame pointers only.
 rec dwarf.pb.gz --unwind dwarf -- $EMU ./work_unwind_nofp leaf

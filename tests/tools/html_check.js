@@ -6,7 +6,8 @@
 //
 // Usage: node html_check.js [--work PAGE PNG TOTAL HOTSHARE SEARCHSHARE]
 //        [--interval PAGE NAME LO HI] [--diff PAGE GROWN SHRUNK SAME PNG]
-//        [--hostile PAGE NAMES.json] [--empty PAGE] [--groups PAGE]
+//        [--branches PAGE] [--hostile PAGE NAMES.json] [--empty PAGE]
+//        [--groups PAGE]
 //        [--shot PAGE PNG]
 "use strict";
 const cdp = require("./cdp.js");
@@ -147,6 +148,29 @@ async function checkHostile(b, file, namesFile) {
 		"inlined, [lost], [truncated], [unsampled], [profiler] frames have kinds of their own");
 }
 
+// t_report_html.sh's profile of leaf under several chains (main > a >
+// leaf 300, main > b > mid > leaf 200, main > b > leaf > leaf 100, main >
+// other 400): a frame per path, each with its path's total, and a search
+// for leaf covers 60%: each sample once, however many of its frames match.
+async function checkBranches(b, file) {
+	const p = await openPage(b, file);
+	const F = "cpuprofFlame";
+	const paths = await p.eval(`(() => { const A = ${F}, out = {}, st = [[0, ""]];
+		while (st.length) { const [k, path] = st.pop();
+			if (k) out[path] = A.nodeTotal(k);
+			for (const c of A.children(k)) st.push([c, (path ? path + ";" : "") + A.name(c)]); }
+		return out; })()`);
+	const want = { "main": 1000, "main;a": 300, "main;a;leaf": 300, "main;b": 300, "main;b;mid": 200,
+		"main;b;mid;leaf": 200, "main;b;leaf": 100, "main;b;leaf;leaf": 100, "main;other": 400 };
+	check(JSON.stringify(Object.keys(paths).sort()) === JSON.stringify(Object.keys(want).sort()) &&
+		Object.keys(want).every((k) => paths[k] === want[k]),
+		"each path is a frame with its own total: " + JSON.stringify(paths));
+	await p.eval("(() => { const s = document.getElementById('search'); s.value = '^leaf$'; s.dispatchEvent(new Event('input')); })()");
+	const share = await p.eval(F + ".matchedShare()");
+	check(Math.abs(share - 0.6) < 1e-9 && (await p.eval(F + ".matchedText()")).includes("60.00%"),
+		"a search for leaf covers each sample once: " + share + " (" + (await p.eval(F + ".matchedText()")) + ")");
+}
+
 // The tooltip of the widest frame named `name` gives its share's 95%
 // interval as `report --intervals` does: lo-hi in percent.
 async function checkInterval(b, file, name, lo, hi) {
@@ -234,6 +258,8 @@ async function checkGroups(b, file) {
 			const opt = a[i++];
 			if (opt === "--work")
 				await checkWork(b, a[i++], a[i++], Number(a[i++]), Number(a[i++]), Number(a[i++]));
+			else if (opt === "--branches")
+				await checkBranches(b, a[i++]);
 			else if (opt === "--hostile")
 				await checkHostile(b, a[i++], a[i++]);
 			else if (opt === "--interval")
