@@ -161,6 +161,34 @@ static void hooks_inside_the_api(void)
 	in_child("exec during another thread's flush", exec_during_flush, 4);
 }
 
+struct cycle_run {
+	const char *path;
+	const char *const *engines;
+	size_t nengines;
+	int from, to;
+};
+
+static void *cycle_thread(void *arg)
+{
+	const struct cycle_run *run = arg;
+	for (int i = run->from; i < run->to; i++) {
+		struct cpuprof_options o = { .engine = run->engines[i % run->nengines], .hz = 5000 };
+		int rc = cpuprof_start(run->path, &o);
+		CHECK(rc == 0, "cycle %d, %s: %s", i, o.engine, cpuprof_strerror(rc));
+		hot_loop(0.2);
+		CHECK(cpuprof_stop() == 0, "cycle %d", i);
+	}
+	return NULL;
+}
+
+/* Runs cycles run->from .. run->to - 1 in a thread of their own. */
+static void run_cycles(struct cycle_run *run)
+{
+	pthread_t t;
+	CHECK_EQ(pthread_create(&t, NULL, cycle_thread, run), 0);
+	CHECK_EQ(pthread_join(t, NULL), 0);
+}
+
 /* 1,000 start/stop cycles leak no descriptor, timer, thread or memory. */
 static void cycles(void)
 {
@@ -190,21 +218,19 @@ static void cycles(void)
 		else
 			engines[nengines++] = all[i];
 	}
-	int fds0 = 0, timers0 = 0, threads0 = 0;
-	size_t heap0 = 0;
-	for (int i = 0; i < 1000; i++) {
-		if (i == 20) { /* after one-time set-up (stdio, dlsym, TLS) */
-			fds0 = count_fds();
-			timers0 = count_timers();
-			threads0 = count_threads();
-			heap0 = mallinfo2().uordblks;
-		}
-		struct cpuprof_options o = { .engine = engines[i % nengines], .hz = 5000 };
-		int rc = cpuprof_start(path, &o);
-		CHECK(rc == 0, "cycle %d, %s: %s", i, o.engine, cpuprof_strerror(rc));
-		hot_loop(0.2);
-		CHECK(cpuprof_stop() == 0, "cycle %d", i);
-	}
+	/* The cycles run in threads of their own, and the heap is measured
+	 * after each has ended: a thread's cache of freed chunks (glibc's
+	 * tcache, up to 7 chunks of each size) counts as in use in
+	 * mallinfo2(), and fills as sizes the thread has not freed before
+	 * come by -- up to 3.4 KiB over 980 cycles here, a leak that was
+	 * none.  A thread hands its cache back when it ends. */
+	struct cycle_run run = { .path = path, .engines = engines, .nengines = nengines, .from = 0, .to = 20 };
+	run_cycles(&run); /* first the one-time set-up (stdio, dlsym, TLS) */
+	int fds0 = count_fds(), timers0 = count_timers(), threads0 = count_threads();
+	size_t heap0 = mallinfo2().uordblks;
+	run.from = 20;
+	run.to = 1000;
+	run_cycles(&run);
 	size_t heap1 = mallinfo2().uordblks;
 	fprintf(stderr, "1000 cycles: fds %d -> %d, timers %d -> %d, threads %d -> %d, heap %zu -> %zu bytes\n",
 		fds0, count_fds(), timers0, count_timers(), threads0, count_threads(), heap0, heap1);
