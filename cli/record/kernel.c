@@ -1120,22 +1120,7 @@ static void attr_for(const struct cp_kcollector *k, struct perf_event_attr *a, i
  * samples' layout is the task clock's less PERF_SAMPLE_READ. */
 static void switch_attr(const struct cp_kcollector *k, struct perf_event_attr *a)
 {
-	memset(a, 0, sizeof *a);
-	a->size = sizeof *a;
-	a->type = PERF_TYPE_SOFTWARE;
-	a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
-	a->sample_period = 1;
-	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
-			 PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
-	a->sample_regs_user = CP_PERF_REGS_MASK;
-	a->sample_stack_user = STACK_COPY;
-	a->exclude_kernel = 0;
-	a->exclude_hv = 1;
-	a->inherit = 1;
-	a->context_switch = 1;
-	a->sample_id_all = 1;
-	a->use_clockid = 1;
-	a->clockid = CLOCK_MONOTONIC;
+	cp_switches_attr(a, PERF_SAMPLE_CPU, CP_PERF_REGS_MASK, STACK_COPY);
 	a->watermark = 1;
 	a->wakeup_watermark = (uint32_t)(k->ring_pages * 4096u / 4);
 }
@@ -1384,19 +1369,10 @@ int cp_kernel_probe_off_cpu(const struct cp_kernel_conf *c, char *why, size_t le
 		return rc;
 	}
 	int fd = open_switch(k, 0, k->rings[0].cpu, 1, -1);
-	int par = cp_perf_paranoid();
 	if (fd >= 0)
 		close(fd);
-	else if ((fd == -EACCES || fd == -EPERM) && par > 1)
-		snprintf(why, len, "the kernel refused the sample it takes as each thread leaves the CPU, a kernel-mode "
-			 "sample (perf_event_open: %s, perf_event_paranoid=%d): root, CAP_PERFMON or `sysctl "
-			 "kernel.perf_event_paranoid=1` would allow it", strerror(-fd), par);
-	else if (fd == -EACCES || fd == -EPERM)
-		snprintf(why, len, "the kernel refused the sample it takes as each thread leaves the CPU (perf_event_open: "
-			 "%s, though perf_event_paranoid=%d allows it: a seccomp filter, a security module or a "
-			 "container's profile refuses it)", strerror(-fd), par);
 	else
-		snprintf(why, len, "no context-switch samples here (perf_event_open: %s)", strerror(-fd));
+		cp_switches_refused(fd, why, len);
 	cp_kernel_free(k);
 	return fd < 0 ? fd : 0;
 }

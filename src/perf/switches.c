@@ -10,10 +10,48 @@
  * `stackless`) rather than guessed.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "events.h"
 #include "switches.h"
+
+void cp_switches_attr(struct perf_event_attr *a, uint64_t more, uint64_t regs_mask, uint32_t stack_bytes)
+{
+	memset(a, 0, sizeof *a);
+	a->size = sizeof *a;
+	a->type = PERF_TYPE_SOFTWARE;
+	a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+	a->sample_period = 1;
+	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | more | PERF_SAMPLE_REGS_USER |
+			 PERF_SAMPLE_STACK_USER;
+	a->sample_regs_user = regs_mask;
+	a->sample_stack_user = stack_bytes;
+	a->exclude_kernel = 0;
+	a->exclude_hv = 1;
+	a->inherit = 1;
+	a->context_switch = 1;
+	a->sample_id_all = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+}
+
+void cp_switches_refused(int e, char *why, size_t len)
+{
+	int par = cp_perf_paranoid();
+	if ((e == -EACCES || e == -EPERM) && par > 1)
+		snprintf(why, len, "the kernel refused the sample it takes as each thread leaves the CPU, a kernel-mode "
+			 "sample (perf_event_open: %s, perf_event_paranoid=%d): root, CAP_PERFMON or `sysctl "
+			 "kernel.perf_event_paranoid=1` would allow it", strerror(-e), par);
+	else if (e == -EACCES || e == -EPERM)
+		snprintf(why, len, "the kernel refused the sample it takes as each thread leaves the CPU (perf_event_open: "
+			 "%s, though perf_event_paranoid=%d allows it: a seccomp filter, a security module or a "
+			 "container's profile refuses it)", strerror(-e), par);
+	else
+		snprintf(why, len, "no context-switch samples here (perf_event_open: %s)", strerror(-e));
+}
 
 void cp_switches_init(struct cp_switches *s, cp_switch_emit_fn *emit, void *arg)
 {

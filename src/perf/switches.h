@@ -23,6 +23,7 @@
 #ifndef CPUPROF_PERF_SWITCHES_H
 #define CPUPROF_PERF_SWITCHES_H
 
+#include <linux/perf_event.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -77,6 +78,19 @@ struct cp_switches {
 	uint64_t *ids;
 	size_t nids, capids;
 };
+
+/* The context-switch event both readers open: a sample at every
+ * switch-out (period 1, taken in kernel mode: exclude_kernel 0, which
+ * needs root, CAP_PERFMON or perf_event_paranoid <= 1) with the user
+ * registers in regs_mask and stack_bytes of the user stack, led by the
+ * event's id (PERF_SAMPLE_IDENTIFIER) and with the thread and time, plus
+ * `more` sample fields (PERF_SAMPLE_CPU); the switch records; inherited;
+ * CLOCK_MONOTONIC; no side records of its own.  The caller adds what its
+ * rings want (inherit_thread, watermarks). */
+void cp_switches_attr(struct perf_event_attr *a, uint64_t more, uint64_t regs_mask, uint32_t stack_bytes);
+/* Why off-CPU time is absent when opening that event failed with the
+ * negative errno e, and what would allow it, into why[len]. */
+void cp_switches_refused(int e, char *why, size_t len);
 
 void cp_switches_init(struct cp_switches *s, cp_switch_emit_fn *emit, void *arg);
 void cp_switches_free(struct cp_switches *s);

@@ -27,6 +27,7 @@ void cp_stacktab_clear(struct cp_stacktab *t)
 	t->total_ns = 0;
 	t->total_off_count = 0;
 	t->total_off_ns = 0;
+	t->total_runnable_ns = 0;
 }
 
 /* Adds a stack's count and ns to the table's totals: CPU, or off-CPU. */
@@ -35,6 +36,8 @@ static void add_totals(struct cp_stacktab *t, uint32_t flags, uint64_t count, ui
 	if (flags & CP_STACK_OFF_CPU) {
 		t->total_off_count += count;
 		t->total_off_ns += ns;
+		if (flags & CP_STACK_RUNNABLE)
+			t->total_runnable_ns += ns;
 	} else {
 		t->total_count += count;
 		t->total_ns += ns;

@@ -46,6 +46,7 @@ struct cp_stacktab {
 	size_t nindex;   /* power of two */
 	uint64_t total_count, total_ns;     /* of the CPU stacks */
 	uint64_t total_off_count, total_off_ns; /* of the CP_STACK_OFF_CPU ones */
+	uint64_t total_runnable_ns;             /* ... of them CP_STACK_RUNNABLE */
 };
 
 void cp_stacktab_init(struct cp_stacktab *t);

@@ -150,6 +150,13 @@ int cp_sig_from_engine(int sig, const siginfo_t *si);
 /* Sample flags (struct cp_sample.flags); the stack table keeps them. */
 #define CP_SAMPLE_TRUNCATED 1u /* cut at the depth limit: more frames existed */
 #define CP_SAMPLE_LINK_REG 2u  /* pcs[1] is the link register, unconfirmed */
+/* Off-CPU time, not CPU (the perf engine with off_cpu, never a signal
+ * handler): weight_ns is the time the thread spent off the CPU after
+ * leaving it with this stack; RUNNABLE: waiting for a CPU; BEFORE: since
+ * before the profile saw it run, no stack. */
+#define CP_SAMPLE_OFF_CPU 4u
+#define CP_SAMPLE_RUNNABLE 8u
+#define CP_SAMPLE_BEFORE 16u
 
 /* The registers a stack walk starts from: where the thread was (pc), its
  * stack and frame pointers, and its link register (0 on an architecture

@@ -8,7 +8,9 @@
 # measured; threads crowding 2 CPUs must find their waits for a CPU under
 # [waiting to run], within 10% of their lifetimes less their CPU; and each
 # thread's CPU plus off-CPU time must be its lifetime (the profile's
-# off_cpu_accounted).  The profile's values read in `go tool pprof
+# off_cpu_accounted).  The same inside the process (LD_PRELOAD,
+# CPUPROF_OFF_CPU=1, the perf engine); the timer engines say in one line
+# that they have none.  The profile's values read in `go tool pprof
 # -sample_index=off_cpu` and `cpuprof report --value off-cpu|wall`;
 # without --off-cpu record opens no context-switch event and the profile
 # is what it always was.  Where the kernel refuses (an unprivileged user
@@ -113,6 +115,26 @@ go tool pprof -comments n.pb.gz 2>/dev/null | grep -q "off_cpu" && fail "without
 "$CP" report --value off-cpu n.pb.gz >/dev/null 2>err && fail "report --value off-cpu of a CPU profile: status 0"
 grep -q "record --off-cpu" err || { cat err; fail "report --value off-cpu of a CPU profile: no word of how to get it"; }
 
+# Inside the process (LD_PRELOAD, CPUPROF_OFF_CPU=1): the perf engine's
+# own context-switch events, the same truth.
+LD_PRELOAD=$ROOT/$B/libcpuprof.so CPUPROF=l.pb.gz CPUPROF_OFF_CPU=1 "$W" kinds 400 >l.out 2>l.err ||
+	{ cat l.err; fail "preloaded: status $?"; }
+grep -q "off-CPU" l.err && { cat l.err; fail "preloaded: the library said something of off-CPU time where it has it"; }
+comment l.pb.gz off_cpu | grep -q "^recorded" || { go tool pprof -comments l.pb.gz; fail "preloaded: no off_cpu=recorded"; }
+while read -r kind fn ms; do
+	near "preloaded: $kind ($fn)" "$(cum l.pb.gz "$fn" off-cpu)" "$ms"
+done <l.out
+accounted l.pb.gz preloaded
+# A signal engine has no context-switch events: one line, CPU only.
+LD_PRELOAD=$ROOT/$B/libcpuprof.so CPUPROF=t.pb.gz CPUPROF_OFF_CPU=1 CPUPROF_ENGINE=timer "$W" kinds 40 >/dev/null 2>t.err ||
+	{ cat t.err; fail "timer engine: status $?"; }
+[ "$(grep -c "off-CPU" t.err)" -eq 1 ] && grep -q "^cpuprof: no off-CPU time: .*timer engine samples with signals.*recording CPU only" t.err ||
+	{ cat t.err; fail "timer engine: not one line of why there is no off-CPU time"; }
+comment t.pb.gz off_cpu | grep -q "^absent: .*timer engine" || { go tool pprof -comments t.pb.gz; fail "timer engine: no off_cpu=absent"; }
+go tool pprof -sample_index=off_cpu -top t.pb.gz >/dev/null 2>&1 && fail "timer engine: the profile has off_cpu"
+LD_PRELOAD=$ROOT/$B/libcpuprof.so CPUPROF=x.pb.gz CPUPROF_OFF_CPU=2 "$W" kinds 40 >/dev/null 2>x.err
+grep -q "CPUPROF_OFF_CPU=2: .*0 or 1" x.err || { cat x.err; fail "CPUPROF_OFF_CPU=2 is not refused"; }
+
 # Attached to a process that already waits: its threads' waits from the
 # attach on, those under way then in [off-CPU: since before the profile
 # started].
@@ -130,7 +152,7 @@ done
 accounted a.pb.gz attach
 
 # Refused: an unprivileged user at perf_event_paranoid 2 may sample from
-# outside, but not the kernel-mode samples of switch-outs.
+# outside (or inside), but not the kernel-mode samples of switch-outs.
 if [ "$(id -u)" -eq 0 ] && [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -eq 2 ] && command -v setpriv >/dev/null; then
 	mkdir u && chmod 777 u && cp "$CP" "$W" u/ && chmod 755 u/cpuprof u/work_offcpu
 	(cd u && setpriv --reuid=65534 --regid=65534 --clear-groups ./cpuprof record --off-cpu -o u.pb.gz -- \
@@ -147,6 +169,14 @@ if [ "$(id -u)" -eq 0 ] && [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -eq 2
 	go tool pprof -sample_index=off_cpu -top u.pb.gz >/dev/null 2>&1 && fail "unprivileged: the profile has off_cpu"
 	go tool pprof -sample_index=cpu -top u.pb.gz 2>/dev/null | grep -q "burn_cpu$" || fail "unprivileged: no CPU profile"
 	echo "unprivileged: $(cat u.err)"
+	# ... and inside the process, the library likewise.
+	cp "$ROOT/$B/libcpuprof.so" u/ && chmod 755 u/libcpuprof.so
+	(cd u && setpriv --reuid=65534 --regid=65534 --clear-groups env LD_PRELOAD="$tmp/u/libcpuprof.so" CPUPROF=v.pb.gz \
+		CPUPROF_OFF_CPU=1 ./work_offcpu kinds 40 >/dev/null 2>../v.err) || { cat v.err; fail "unprivileged, preloaded: status"; }
+	[ "$(grep -c "off-CPU" v.err)" -eq 1 ] && grep -q "^cpuprof: no off-CPU time: .*perf_event_paranoid=2.*CAP_PERFMON" v.err ||
+		{ cat v.err; fail "unprivileged, preloaded: not one line of what refused"; }
+	comment u/v.pb.gz off_cpu | grep -q "^absent: " || fail "unprivileged, preloaded: no off_cpu=absent"
+	echo "unprivileged, preloaded: $(cat v.err)"
 fi
 
 # Refused by a seccomp filter (as in a container): no perf events at all,
