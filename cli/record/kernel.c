@@ -779,20 +779,29 @@ static unsigned walk(struct cp_kcollector *k, struct kproc *p, const struct ksam
 		return 0; /* no user context: a stretch in the kernel */
 	struct cp_regs regs;
 	CP_PERF_REGS(s->regs, &regs);
+	/* A walk that wants the stack past a whole copy: the stack is deeper
+	 * than the copy, and the stack is cut there. */
+	int beyond = 0;
+	uint64_t whole = s->is_switch ? CP_SWITCH_STACK_COPY : STACK_COPY;
 	struct cp_stackmem m = {
+		.beyond = &beyond,
 		.lo = regs.sp,
 		.hi = regs.sp + s->dyn,
 		.delta = (intptr_t)((uintptr_t)s->stack - regs.sp),
 		.copy = 1,
 	};
-	if (k->conf.unwind == CP_UNWIND_FP)
-		return cp_unwind_fp(&regs, &m, pcs, k->conf.depth, flags);
+	if (k->conf.unwind == CP_UNWIND_FP) {
+		unsigned n = cp_unwind_fp(&regs, &m, pcs, k->conf.depth, flags);
+		*flags |= beyond && s->dyn == whole ? CP_SAMPLE_TRUNCATED : 0;
+		return n;
+	}
 	for (int again = 0;; again = 1) {
 		struct cp_unwinder u = { .set = proc_set(k, p), .cache = k->cache, .want = k->want };
 		int truncated = 0, complete = 1;
+		beyond = 0;
 		unsigned n = cp_unwind_dwarf(&u, &regs, &m, k->conf.unwind == CP_UNWIND_AUTO, pcs, k->conf.depth,
 					     &truncated, &complete);
-		*flags = truncated ? CP_SAMPLE_TRUNCATED : 0;
+		*flags = truncated || (beyond && s->dyn == whole) ? CP_SAMPLE_TRUNCATED : 0;
 		if (complete || again || !build_wanted(k))
 			return n;
 	}
@@ -1120,7 +1129,7 @@ static void attr_for(const struct cp_kcollector *k, struct perf_event_attr *a, i
  * samples' layout is the task clock's less PERF_SAMPLE_READ. */
 static void switch_attr(const struct cp_kcollector *k, struct perf_event_attr *a)
 {
-	cp_switches_attr(a, PERF_SAMPLE_CPU, CP_PERF_REGS_MASK, STACK_COPY);
+	cp_switches_attr(a, PERF_SAMPLE_CPU, CP_PERF_REGS_MASK, CP_SWITCH_STACK_COPY);
 	a->watermark = 1;
 	a->wakeup_watermark = (uint32_t)(k->ring_pages * 4096u / 4);
 }

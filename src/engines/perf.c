@@ -426,7 +426,7 @@ static int keep_fd(int fd)
 static int open_switch(pid_t tid, int cpu, int ring_fd)
 {
 	struct perf_event_attr a;
-	cp_switches_attr(&a, 0, CP_PERF_REGS_MASK, STACK_COPY);
+	cp_switches_attr(&a, 0, CP_PERF_REGS_MASK, CP_SWITCH_STACK_COPY);
 	a.inherit_thread = 1;
 	a.watermark = 1;
 	a.wakeup_watermark = (uint32_t)CP_PERF_RING_PAGES_MAX * 4096u;
@@ -814,6 +814,33 @@ static uint64_t weigh(pid_t tid, int cpu, uint64_t value, int have_value)
 			  E.ns_per_unit);
 }
 
+/* Walks the stack copy of a sample (its registers regs, dyn bytes at
+ * stack of the `whole` asked for) into s; a walk that wants more than a
+ * whole copy holds is cut there (CP_SAMPLE_TRUNCATED).  A table not built
+ * yet is built, and the copy walked again (it is still in the ring).
+ * Returns whether every pc was in a table. */
+static int walk_copy(const uint64_t *regs, const uint8_t *stack, uint64_t dyn, uint64_t whole, struct cp_sample *s)
+{
+	struct cp_regs regs_;
+	CP_PERF_REGS(regs, &regs_);
+	int beyond = 0;
+	struct cp_stackmem m = {
+		.beyond = &beyond,
+		.lo = regs_.sp,
+		.hi = regs_.sp + dyn,
+		.delta = (intptr_t)((uintptr_t)stack - regs_.sp),
+		.copy = 1,
+	};
+	int known = cp_unwind(&regs_, &m, s);
+	if (!known && cp_unwind_build_wanted()) {
+		beyond = 0;
+		known = cp_unwind(&regs_, &m, s);
+	}
+	if (beyond && dyn == whole)
+		s->flags |= CP_SAMPLE_TRUNCATED;
+	return known;
+}
+
 /* A switch-out's sample (off-CPU time): its stack walked now, while the
  * copy is in the ring, and queued with the switch records. */
 static void on_switch_sample(struct rec *r)
@@ -840,18 +867,8 @@ static void on_switch_sample(struct rec *r)
 	struct cp_sample *s = E.scratch;
 	s->n = 0;
 	s->flags = 0;
-	if (abi != PERF_SAMPLE_REGS_ABI_NONE) {
-		struct cp_regs regs_;
-		CP_PERF_REGS(regs, &regs_);
-		struct cp_stackmem m = {
-			.lo = regs_.sp,
-			.hi = regs_.sp + dyn,
-			.delta = (intptr_t)((uintptr_t)stack - regs_.sp),
-			.copy = 1,
-		};
-		if (!cp_unwind(&regs_, &m, s) && cp_unwind_build_wanted())
-			cp_unwind(&regs_, &m, s);
-	}
+	if (abi != PERF_SAMPLE_REGS_ABI_NONE)
+		walk_copy(regs, stack, dyn, CP_SWITCH_STACK_COPY, s);
 	s->gen = atomic_load_explicit(&cp_sig.objgen, memory_order_relaxed);
 	sq_push(time, (pid_t)pid_tid[1], SWQ_STACK, 0, s);
 }
@@ -904,19 +921,7 @@ static void on_sample(struct rec *r, int cpu)
 		s->n = 0; /* no user context (a kernel-only stretch): no stack */
 		s->flags = 0;
 	} else {
-		struct cp_regs regs_;
-		CP_PERF_REGS(regs, &regs_);
-		struct cp_stackmem m = {
-			.lo = regs_.sp,
-			.hi = regs_.sp + dyn,
-			.delta = (intptr_t)((uintptr_t)stack - regs_.sp),
-			.copy = 1,
-		};
-		known = cp_unwind(&regs_, &m, s);
-		/* A table not built yet: built now, and the copy walked again
-		 * (it is still in the ring). */
-		if (!known && cp_unwind_build_wanted())
-			known = cp_unwind(&regs_, &m, s);
+		known = walk_copy(regs, stack, dyn, STACK_COPY, s);
 	}
 	s->weight_ns = weight;
 	s->tid = (uint32_t)tid;

@@ -79,6 +79,15 @@ struct cp_switches {
 	size_t nids, capids;
 };
 
+/* Bytes of the user stack each switch-out's sample copies: half a CPU
+ * sample's.  The copy is most of what a switch costs the kernel:
+ * measured on a 2-CPU VM (docs/benchmarks-offcpu.md), two threads
+ * handing work back and forth at 100 us each, one CPU busy, ~8,500
+ * switches a second: 4 KiB +4.1% CPU, 8 KiB +3.8%, 16 KiB +7.1%; a
+ * blocked thread's stack is seldom deeper than this, and one that is
+ * ends in [truncated]. */
+#define CP_SWITCH_STACK_COPY 8192
+
 /* The context-switch event both readers open: a sample at every
  * switch-out (period 1, taken in kernel mode: exclude_kernel 0, which
  * needs root, CAP_PERFMON or perf_event_paranoid <= 1) with the user

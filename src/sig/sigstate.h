@@ -170,8 +170,13 @@ struct cp_regs {
  * for the live stack of a thread of this process; for a copy, where the
  * copy is).  A walk over a copy never leaves it (`copy`: a signal frame
  * that switched stacks ends the walk); over a live stack it may follow a
- * signal frame onto another stack of `thread` (cp_find_stack). */
+ * signal frame onto another stack of `thread` (cp_find_stack).  If
+ * `beyond` is not NULL, a walk that ends because the next frame lies just
+ * past hi (within CP_BEYOND_SPAN: the stack went on past the memory the
+ * walk had, a copy cut short) sets *beyond to 1. */
+#define CP_BEYOND_SPAN 65536
 struct cp_stackmem {
+	int *beyond;
 	uintptr_t lo, hi;
 	intptr_t delta;
 	int copy;

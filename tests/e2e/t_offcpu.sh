@@ -96,6 +96,15 @@ near "crowd ([waiting to run] under crowd_burn)" "$("$CP" report --value off-cpu
 accounted c.pb.gz crowd
 "$CP" report --value off-cpu c.pb.gz | grep -q "\[waiting to run\]$" || fail "crowd: report has no [waiting to run]"
 
+# A stack deeper than a sample copies: the wait (and the CPU) still
+# charged to where it happened, and the stack says it was cut.
+"$CP" record --off-cpu -o deep.pb.gz -- "$W" deep 100 200 >deep.out 2>deep.err || { cat deep.err; fail "deep: status $?"; }
+near "deep (deep_sleep)" "$(cum deep.pb.gz deep_sleep off-cpu)" "$(awk '{ print $3 }' deep.out)"
+"$CP" report --value off-cpu --format folded deep.pb.gz | grep -q "^\[truncated\];deep_frame;.*;deep_sleep;" ||
+	{ "$CP" report --value off-cpu --format folded deep.pb.gz | cut -c1-300; fail "deep: the stack is not cut where the copy ends"; }
+"$CP" report --value cpu --format folded deep.pb.gz | grep -q "^\[truncated\];deep_frame;.*;deep_burn;" ||
+	{ "$CP" report --value cpu --format folded deep.pb.gz | cut -c1-300; fail "deep: a CPU sample's stack is not cut where the copy ends"; }
+
 # Without --off-cpu: no context-switch event opened, the profile as ever.
 if command -v strace >/dev/null 2>&1; then
 	strace -o s1.trace -e trace=perf_event_open "$CP" record -o n.pb.gz -- "$W" kinds 40 >/dev/null 2>&1 ||

@@ -19,12 +19,19 @@
  *                      in crowd_burn, more threads than CPUs: each waits
  *                      for a CPU.  Prints "crowd crowd_burn waiting MS cpu
  *                      MS": their lifetimes less their CPU, summed.
- *   pingpong SECONDS US
+ *   deep DEPTH MS      burn 100 ms in deep_burn, then sleep MS ms in
+ *                      deep_sleep, at the end of DEPTH calls of
+ *                      deep_frame, each with 256 bytes of its own: a stack
+ *                      deeper than a sample copies.  Prints "deep
+ *                      deep_sleep MS" as measured.
+ *   pingpong ROUNDS US
  *                      two threads pass a byte back and forth over pipes
- *                      for SECONDS, each doing US microseconds of work
+ *                      ROUNDS times, each doing US microseconds of work
  *                      (pong_work) before it answers: two switch-outs a
- *                      round.  Prints rounds, switches a second (the
- *                      process's, by getrusage), and its CPU and wall.
+ *                      round.  Prints the rounds a second, the switches a
+ *                      second (the process's, by getrusage), its CPU and
+ *                      wall time, its user and system time and switches
+ *                      (bench/offcpu/run.sh).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -281,11 +288,34 @@ static int crowd(int n, int64_t ms)
 	return 0;
 }
 
+/* ---- deep ---- */
+
+__attribute__((noinline)) static void deep_burn(void)
+{
+	burn_cpu(100000000);
+	sink++; /* not a tail call */
+}
+
+__attribute__((noinline)) static int64_t deep_sleep(int64_t ms)
+{
+	deep_burn();
+	int64_t t0 = now_ns(CLOCK_MONOTONIC);
+	sleep_ns(ms * 1000000);
+	return now_ns(CLOCK_MONOTONIC) - t0;
+}
+
+__attribute__((noinline)) static int64_t deep_frame(int depth, int64_t ms)
+{
+	volatile char pad[256];
+	pad[0] = (char)depth;
+	int64_t t = depth > 0 ? deep_frame(depth - 1, ms) : deep_sleep(ms);
+	return t + pad[0] - (char)depth; /* not a tail call */
+}
+
 /* ---- pingpong ---- */
 
 static int ping[2], pong[2];
 static int64_t work_ns;
-static atomic_int stop;
 
 __attribute__((noinline)) static void pong_work(void)
 {
@@ -303,7 +333,7 @@ static void *ponger(void *arg)
 	return arg;
 }
 
-static int pingpong(double seconds, int64_t us)
+static int pingpong(long rounds, int64_t us)
 {
 	pthread_t t;
 	work_ns = us * 1000;
@@ -311,14 +341,12 @@ static int pingpong(double seconds, int64_t us)
 		return 1;
 	struct rusage r0, r1;
 	getrusage(RUSAGE_SELF, &r0);
-	int64_t t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID), end = t0 + (int64_t)(seconds * 1e9);
-	long rounds = 0;
+	int64_t t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
 	char c = 'x';
-	while (!atomic_load(&stop) && now_ns(CLOCK_MONOTONIC) < end) {
+	for (long i = 0; i < rounds; i++) {
 		pong_work();
 		if (write(ping[1], &c, 1) != 1 || read(pong[0], &c, 1) != 1)
 			return 1;
-		rounds++;
 	}
 	c = 0;
 	if (write(ping[1], &c, 1) != 1)
@@ -327,9 +355,11 @@ static int pingpong(double seconds, int64_t us)
 	int64_t wall = now_ns(CLOCK_MONOTONIC) - t0, cpu = now_ns(CLOCK_PROCESS_CPUTIME_ID) - c0;
 	getrusage(RUSAGE_SELF, &r1);
 	long sw = (r1.ru_nvcsw - r0.ru_nvcsw) + (r1.ru_nivcsw - r0.ru_nivcsw);
-	printf("pingpong rounds %ld rounds_per_s %.0f switches_per_s %.0f cpu_s %.3f wall_s %.3f\n", rounds,
-	       (double)rounds / ((double)wall / 1e9), (double)sw / ((double)wall / 1e9), (double)cpu / 1e9,
-	       (double)wall / 1e9);
+	double user = (double)(r1.ru_utime.tv_sec - r0.ru_utime.tv_sec) + (double)(r1.ru_utime.tv_usec - r0.ru_utime.tv_usec) / 1e6;
+	double sys = (double)(r1.ru_stime.tv_sec - r0.ru_stime.tv_sec) + (double)(r1.ru_stime.tv_usec - r0.ru_stime.tv_usec) / 1e6;
+	printf("pingpong rounds %ld rounds_per_s %.0f switches_per_s %.0f cpu_s %.3f wall_s %.3f user_s %.3f sys_s %.3f "
+	       "switches %ld\n", rounds, (double)rounds / ((double)wall / 1e9), (double)sw / ((double)wall / 1e9),
+	       (double)cpu / 1e9, (double)wall / 1e9, user, sys, sw);
 	return 0;
 }
 
@@ -340,8 +370,12 @@ int main(int argc, char **argv)
 		return kinds(atol(argv[2]));
 	if (argc >= 4 && !strcmp(argv[1], "crowd"))
 		return crowd(atoi(argv[2]), atol(argv[3]));
+	if (argc >= 4 && !strcmp(argv[1], "deep")) {
+		printf("deep deep_sleep %.3f\n", (double)deep_frame(atoi(argv[2]), atol(argv[3])) / 1e6);
+		return 0;
+	}
 	if (argc >= 4 && !strcmp(argv[1], "pingpong"))
-		return pingpong(atof(argv[2]), atol(argv[3]));
-	fprintf(stderr, "usage: work_offcpu kinds MS | crowd THREADS MS | pingpong SECONDS US\n");
+		return pingpong(atol(argv[2]), atol(argv[3]));
+	fprintf(stderr, "usage: work_offcpu kinds MS | crowd THREADS MS | deep DEPTH MS | pingpong ROUNDS US\n");
 	return 2;
 }
