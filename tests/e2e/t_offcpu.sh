@@ -77,6 +77,9 @@ go tool pprof -sample_index=cpu -top k.pb.gz 2>/dev/null | grep -q "burn_cpu$" |
 "$CP" report k.pb.gz | grep -q "Total wall:" || fail "report's default is not wall"
 "$CP" report --value cpu k.pb.gz | grep -q "Total CPU:" || fail "report --value cpu"
 "$CP" report --value off-cpu k.pb.gz | grep -q "Total off-CPU:" || fail "report --value off-cpu"
+# Measured at every switch, not sampled: each share's interval is the share.
+"$CP" report --value off-cpu --intervals --top 0 k.pb.gz | grep -q "\[\([0-9.]*\), \1\] *block_sleep$" ||
+	{ "$CP" report --value off-cpu --intervals k.pb.gz; fail "report --intervals of off-CPU time: not exact"; }
 # wall is cpu + off_cpu, stack by stack.
 wall=$(cum k.pb.gz main wall) cpu=$(cum k.pb.gz main cpu) off=$(cum k.pb.gz main off-cpu)
 [ "$wall" -eq $((cpu + off)) ] || fail "main: wall $wall is not cpu $cpu + off_cpu $off"
@@ -95,6 +98,13 @@ near "crowd ([waiting to run] under crowd_burn)" "$("$CP" report --value off-cpu
 	awk '/;crowd_burn;.*\[waiting to run\] [0-9]+$/ { s += $NF } END { printf "%.0f", s }')" "$waited"
 accounted c.pb.gz crowd
 "$CP" report --value off-cpu c.pb.gz | grep -q "\[waiting to run\]$" || fail "crowd: report has no [waiting to run]"
+
+# A thread that leaves each CPU and comes back on another: its switch-out
+# and switch-in are in different CPUs' rings, which must be read in time
+# order.
+"$CP" record --off-cpu -o h.pb.gz -- "$W" hop 300 >h.out 2>h.err || { cat h.err; fail "hop: status $?"; }
+near "hop (hop_sleep)" "$(cum h.pb.gz hop_sleep off-cpu)" "$(awk '{ print $3 }' h.out)"
+accounted h.pb.gz hop
 
 # A stack deeper than a sample copies: the wait (and the CPU) still
 # charged to where it happened, and the stack says it was cut.
@@ -134,6 +144,10 @@ while read -r kind fn ms; do
 	near "preloaded: $kind ($fn)" "$(cum l.pb.gz "$fn" off-cpu)" "$ms"
 done <l.out
 accounted l.pb.gz preloaded
+LD_PRELOAD=$ROOT/$B/libcpuprof.so CPUPROF=lh.pb.gz CPUPROF_OFF_CPU=1 "$W" hop 300 >lh.out 2>lh.err ||
+	{ cat lh.err; fail "preloaded hop: status $?"; }
+near "preloaded: hop (hop_sleep)" "$(cum lh.pb.gz hop_sleep off-cpu)" "$(awk '{ print $3 }' lh.out)"
+accounted lh.pb.gz "preloaded hop"
 # A signal engine has no context-switch events: one line, CPU only.
 LD_PRELOAD=$ROOT/$B/libcpuprof.so CPUPROF=t.pb.gz CPUPROF_OFF_CPU=1 CPUPROF_ENGINE=timer "$W" kinds 40 >/dev/null 2>t.err ||
 	{ cat t.err; fail "timer engine: status $?"; }

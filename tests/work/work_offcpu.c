@@ -24,6 +24,10 @@
  *                      deep_frame, each with 256 bytes of its own: a stack
  *                      deeper than a sample copies.  Prints "deep
  *                      deep_sleep MS" as measured.
+ *   hop MS             sleep 1 ms at a time in hop_sleep, MS ms in all,
+ *                      moving to the next CPU before each sleep (its
+ *                      affinity): every wait leaves one CPU and comes back
+ *                      on another.  Prints "hop hop_sleep MS" as measured.
  *   pingpong ROUNDS US
  *                      two threads pass a byte back and forth over pipes
  *                      ROUNDS times, each doing US microseconds of work
@@ -35,6 +39,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -312,6 +317,36 @@ __attribute__((noinline)) static int64_t deep_frame(int depth, int64_t ms)
 	return t + pad[0] - (char)depth; /* not a tail call */
 }
 
+/* ---- hop ---- */
+
+__attribute__((noinline)) static int64_t hop_sleep(void)
+{
+	int64_t t0 = now_ns(CLOCK_MONOTONIC);
+	sleep_ns(1000000);
+	return now_ns(CLOCK_MONOTONIC) - t0;
+}
+
+static int hop(int64_t ms)
+{
+	cpu_set_t all, one;
+	if (sched_getaffinity(0, sizeof all, &all) < 0)
+		return 1;
+	int64_t slept = 0;
+	for (int i = 0; slept < ms * 1000000; i++) {
+		/* The next CPU this thread may run on. */
+		int n = CPU_COUNT(&all), k = i % n, c = -1;
+		while (k >= 0)
+			k -= CPU_ISSET(++c, &all) ? 1 : 0;
+		CPU_ZERO(&one);
+		CPU_SET(c, &one);
+		sched_setaffinity(0, sizeof one, &one);
+		slept += hop_sleep();
+	}
+	sched_setaffinity(0, sizeof all, &all);
+	printf("hop hop_sleep %.3f\n", (double)slept / 1e6);
+	return 0;
+}
+
 /* ---- pingpong ---- */
 
 static int ping[2], pong[2];
@@ -374,8 +409,10 @@ int main(int argc, char **argv)
 		printf("deep deep_sleep %.3f\n", (double)deep_frame(atoi(argv[2]), atol(argv[3])) / 1e6);
 		return 0;
 	}
+	if (argc >= 3 && !strcmp(argv[1], "hop"))
+		return hop(atol(argv[2]));
 	if (argc >= 4 && !strcmp(argv[1], "pingpong"))
 		return pingpong(atol(argv[2]), atol(argv[3]));
-	fprintf(stderr, "usage: work_offcpu kinds MS | crowd THREADS MS | deep DEPTH MS | pingpong ROUNDS US\n");
+	fprintf(stderr, "usage: work_offcpu kinds MS | crowd THREADS MS | deep DEPTH MS | hop MS | pingpong ROUNDS US\n");
 	return 2;
 }
