@@ -270,12 +270,15 @@ static void summarise(const char *path, const char *shown, size_t nprocs)
 	}
 	const char *samples = profile_comment(p, "samples"), *engine = profile_comment(p, "engine");
 	const char *coverage = profile_comment(p, "coverage"), *attributed = profile_comment(p, "attributed");
-	char procs[48] = "";
+	char procs[48] = "", off[64] = "";
 	if (nprocs > 1)
 		snprintf(procs, sizeof procs, ", %zu processes", nprocs);
-	fprintf(stderr, "cpuprof: wrote %s: %s samples, engine=%s, coverage=%s%s%s%s\n", shown, samples ? samples : "?",
+	const char *off_ns = profile_comment(p, "off_cpu_ns");
+	if (off_ns)
+		snprintf(off, sizeof off, ", off-CPU %.3f s", strtod(off_ns, NULL) / 1e9);
+	fprintf(stderr, "cpuprof: wrote %s: %s samples, engine=%s, coverage=%s%s%s%s%s\n", shown, samples ? samples : "?",
 		engine ? engine : "unknown", coverage ? coverage : "unknown", attributed ? ", attributed=" : "",
-		attributed ? attributed : "", procs);
+		attributed ? attributed : "", off, procs);
 	profile_free(p);
 }
 
