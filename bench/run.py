@@ -840,6 +840,9 @@ def markdown(res, figs, ext):
       "run; rerun it to check them. How each number is measured is at the end." % (
           {"full": "", "quick": " QUICK=1", "smoke": " (smoke)"}[mode], mode, m["date"]))
     w("")
+    w("What off-CPU time (`record --off-cpu`) costs is measured apart, by `sh bench/offcpu/run.sh`: "
+      "[benchmarks-offcpu.md](benchmarks-offcpu.md).")
+    w("")
     w("## Machine")
     w("")
     w("| | |")

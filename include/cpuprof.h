@@ -32,6 +32,17 @@ struct cpuprof_options {
 			       .eh_frame unwind tables, frame pointers where an
 			       object has none), "dwarf" (tables only) or "fp"
 			       (frame pointers only) */
+	int off_cpu;        /* 1: also the time each thread spends off the CPU
+			       (blocked, or waiting to run), charged to the stack
+			       where it left the CPU: the profile gets the sample
+			       types off_cpu and wall beside cpu.  Needs the perf
+			       engine (perf or hw) and the kernel's leave to sample
+			       kernel mode (root, CAP_PERFMON or
+			       perf_event_paranoid <= 1); where it has neither the
+			       profile holds CPU only, says why in its comments, and
+			       one line on stderr says so at the start.  Files only
+			       (not the record stream).  0 (default): CPU only.
+			       Fields are only ever added at the end. */
 };
 
 /* Starts profiling the whole process into the pprof file `path` (written by

@@ -123,7 +123,9 @@ const char *cpuprof_strerror(int code)
 }
 
 /* The stack table keeps the samples' flags as they are. */
-_Static_assert(CP_SAMPLE_TRUNCATED == CP_STACK_TRUNCATED && CP_SAMPLE_LINK_REG == CP_STACK_LINK_REG,
+_Static_assert(CP_SAMPLE_TRUNCATED == CP_STACK_TRUNCATED && CP_SAMPLE_LINK_REG == CP_STACK_LINK_REG &&
+		       CP_SAMPLE_OFF_CPU == CP_STACK_OFF_CPU && CP_SAMPLE_RUNNABLE == CP_STACK_RUNNABLE &&
+		       CP_SAMPLE_BEFORE == CP_STACK_BEFORE,
 	       "sample and stack flags differ");
 
 void cp_session_keep_locked(const struct cp_sample *s)
@@ -185,6 +187,7 @@ static void *keeper_main(void *unused)
 		.keeper_tid = atomic_load(&R->keeper_tid),
 		.starter_tid = R->starter_tid,
 		.starter_blocks = R->starter_blocks,
+		.off_cpu = R->off_cpu_asked && !R->off_cpu_why[0],
 	};
 	int rc = R->engine->start(&conf);
 	atomic_store(&R->keeper_state, rc < 0 ? rc : 1);
@@ -257,7 +260,7 @@ static long timer_resolution_ns(void)
 
 /* The options checked against the table of settings (options.h). */
 struct settings {
-	int hz, signo, unwind;
+	int hz, signo, unwind, off_cpu;
 	unsigned depth;
 	const char *engine;
 };
@@ -269,8 +272,10 @@ static int check_options(const struct cpuprof_options *o, struct settings *s)
 	s->depth = o && o->max_depth ? (unsigned)o->max_depth : (unsigned)cp_options[CP_OPT_DEPTH].def;
 	s->signo = o ? o->signal : 0;
 	s->engine = o && o->engine ? o->engine : "auto";
+	s->off_cpu = o ? o->off_cpu : 0;
 	long v, unwind;
 	if (cp_option_check_int(&cp_options[CP_OPT_HZ], s->hz, why, sizeof why) < 0 ||
+	    cp_option_check_int(&cp_options[CP_OPT_OFF_CPU], s->off_cpu, why, sizeof why) < 0 ||
 	    (o && o->max_depth < 0) || cp_option_check_int(&cp_options[CP_OPT_DEPTH], (long)s->depth, why, sizeof why) < 0 ||
 	    (s->signo && cp_option_check_int(&cp_options[CP_OPT_SIGNAL], s->signo, why, sizeof why) < 0) ||
 	    cp_option_parse(&cp_options[CP_OPT_ENGINE], s->engine, &v, why, sizeof why) < 0 ||
@@ -430,6 +435,16 @@ static int start(const char *path, int stream, int recorded, int whole, const st
 		rc = -ENODEV;
 		goto out;
 	}
+	/* Off-CPU time: a file's, of the perf engines (record's shared
+	 * memory takes CPU only: record itself records off-CPU time, from
+	 * outside). */
+	R->off_cpu_asked = s.off_cpu && !recorded;
+	if (R->off_cpu_asked && stream)
+		snprintf(R->off_cpu_why, sizeof R->off_cpu_why, "the record stream carries CPU samples only");
+	else if (R->off_cpu_asked && R->engine->signal_source != CP_SIG_NONE)
+		snprintf(R->off_cpu_why, sizeof R->off_cpu_why, "it needs the perf engine's context-switch events, and "
+			 "the %s engine samples with signals%s%.280s", R->engine->name, R->engine_reason[0] ? ": " : "",
+			 R->engine_reason);
 	R->path = path ? strdup(path) : NULL;
 	cp_stacktab_init(&R->tab);
 	claimed = recorded && cp_shm_claim() == 0;
@@ -483,6 +498,15 @@ static int start(const char *path, int stream, int recorded, int whole, const st
 	if ((rc = begin_sampling()) < 0) {
 		cp_session_release();
 		goto out;
+	}
+	if (R->off_cpu_asked) {
+		/* Where it cannot be had, one line says so. */
+		struct cp_facts f;
+		pthread_mutex_lock(&cp_tab_lock);
+		cp_session_facts_locked(&f);
+		pthread_mutex_unlock(&cp_tab_lock);
+		if (f.off_cpu == CP_OFF_CPU_ABSENT)
+			fprintf(stderr, "cpuprof: no off-CPU time: %s; recording CPU only\n", f.off_cpu_why);
 	}
 	if (stream) {
 		pthread_mutex_lock(&cp_tab_lock);
@@ -829,6 +853,23 @@ void cp_session_facts_locked(struct cp_facts *f)
 	f->first_error = ts.first_error;
 	if (R->unwind != CP_UNWIND_FP)
 		cp_unwind_each_object(summarise_object, f);
+	if (R->off_cpu_asked) {
+		f->off_cpu = R->off_cpu_why[0] ? CP_OFF_CPU_ABSENT : ts.off_cpu ? ts.off_cpu : CP_OFF_CPU_ABSENT;
+		snprintf(f->off_cpu_why, sizeof f->off_cpu_why, "%s",
+			 R->off_cpu_why[0] ? R->off_cpu_why : ts.off_cpu_why ? ts.off_cpu_why : "");
+		f->off_ns = R->tab.total_off_ns;
+		f->runnable_ns = R->tab.total_runnable_ns;
+		f->off_switches = R->tab.total_off_count;
+		f->off_stackless = ts.off_stackless;
+		f->off_unpaired = ts.off_unpaired;
+		f->acct_threads = ts.acct_threads;
+		f->acct_min = ts.acct_min;
+		f->acct_max = ts.acct_max;
+		f->acct_tid = ts.acct_tid;
+		f->acct_life_ns = ts.acct_life_ns;
+		f->acct_cpu_ns = ts.acct_cpu_ns;
+		f->acct_off_ns = ts.acct_off_ns;
+	}
 }
 
 /* This process's name: its program's base name. */
@@ -878,6 +919,7 @@ static int write_profile(const struct cp_stacktab *tab, const struct cp_facts *f
 		.npseudo = cp_facts_pseudo(f, pseudo),
 		.comments = c->list,
 		.ncomments = c->n,
+		.off_cpu = f->off_cpu == CP_OFF_CPU_ON,
 	};
 	char err[256] = "", exe[4096], name[CP_NAME_MAX];
 	const char *path = cp_session.run.path;

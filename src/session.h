@@ -39,6 +39,10 @@ struct cp_run {
 	long waits0, waits1;          /* the process's voluntary context switches, the same */
 	int64_t user0, user1;         /* the process's user-mode CPU, the same */
 	struct cp_engine_stats stats; /* the engine's, once it has stopped */
+	/* Off-CPU time: asked for (and then CP_OFF_CPU_ON or _ABSENT), and
+	 * why it is absent when cpuprof.c knows before the engine starts. */
+	int off_cpu_asked;
+	char off_cpu_why[384];
 	char stopped_why[256];        /* why sampling stopped before the profile did */
 	/* The keeper: cpuprof's own thread. */
 	pthread_t keeper;

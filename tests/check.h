@@ -64,7 +64,9 @@ static inline int probe_perf_event(uint32_t type, uint64_t config)
  * plain perf_event_open of the task clock to succeed, which the kernel
  * refuses under perf_event_paranoid 3 without privileges, under seccomp
  * filters (Docker's default) and under qemu-user (ENOSYS); hw needs that
- * and a PMU that counts the cycles of a short spin
+ * and a PMU that counts the cycles of a short spin; off-cpu (not an engine:
+ * what `record --off-cpu` and CPUPROF_OFF_CPU need) needs that and a
+ * context-switch event sampled in kernel mode
  * (/sys/bus/event_source/devices/cpu* is the PMU on x86, armv8_pmu* on
  * Arm; most virtual machines have none). */
 static inline const char *engine_unavailable(const char *engine)
@@ -72,7 +74,7 @@ static inline const char *engine_unavailable(const char *engine)
 	static char why[512];
 	if (!strcmp(engine, "timer") || !strcmp(engine, "itimer") || !strcmp(engine, "auto"))
 		return NULL;
-	if (strcmp(engine, "perf") && strcmp(engine, "hw")) {
+	if (strcmp(engine, "perf") && strcmp(engine, "hw") && strcmp(engine, "off-cpu")) {
 		snprintf(why, sizeof why, "unknown engine %s", engine);
 		return why;
 	}
@@ -97,6 +99,26 @@ static inline const char *engine_unavailable(const char *engine)
 	close(fd);
 	if (!strcmp(engine, "perf"))
 		return NULL;
+	if (!strcmp(engine, "off-cpu")) {
+		/* A sample at every switch-out, which the kernel takes in
+		 * kernel mode: root, CAP_PERFMON or perf_event_paranoid <= 1. */
+		struct perf_event_attr a;
+		memset(&a, 0, sizeof a);
+		a.size = sizeof a;
+		a.type = PERF_TYPE_SOFTWARE;
+		a.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+		a.sample_period = 1;
+		a.disabled = 1;
+		a.exclude_hv = 1;
+		fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+		if (fd < 0) {
+			snprintf(why, sizeof why, "off-cpu: context-switch samples in kernel mode: perf_event_open: %s "
+				 "(perf_event_paranoid=%d, uid %d)", strerror(errno), paranoid, (int)getuid());
+			return why;
+		}
+		close(fd);
+		return NULL;
+	}
 	fd = probe_perf_event(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
 	if (fd < 0) {
 		snprintf(why, sizeof why, "hw: no PMU counts CPU cycles here (perf_event_open: %s; "

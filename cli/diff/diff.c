@@ -31,7 +31,7 @@ static const char *const format_names[] = { "top", "folded", "html" };
 void diff_usage(FILE *f)
 {
 	fputs("  cpuprof diff [--format top|folded|html] [-o OUT] [--threshold PCT]\n"
-	      "               [--alpha A] [--top N] [--lines] [--value cpu|samples]\n"
+	      "               [--alpha A] [--top N] [--lines] [--value cpu|samples|off-cpu|wall]\n"
 	      "               BASE NEW... | --base BASE [--base BASE...] NEW...\n"
 	      "      which functions' shares of the CPU changed from BASE to NEW\n"
 	      "      beyond the noise of sampling (several NEW files, or BASE files\n"
@@ -159,7 +159,7 @@ static int parse_args(int argc, char **argv, struct diff_args *da)
 		} else if ((v = opt_value(argc, argv, &i, "--value", &missing))) {
 			if (missing || !*v) {
 				fprintf(stderr, "cpuprof diff: --value needs a "
-					"sample type (cpu, samples)\n");
+					"sample type (cpu, samples, off-cpu, wall)\n");
 				return -1;
 			}
 			da->value = v;
@@ -253,10 +253,24 @@ int cmd_diff(int argc, char **argv)
 			goto out;
 		}
 	}
-	struct stack_options so = { .lines = da.lines, .value = da.value,
+	/* CPU by default, also where the profiles' own default is wall
+	 * (profiles of off-CPU time). */
+	const char *value = da.value;
+	if (!value && profile_find_sample_type(p[0], "cpu", "nanoseconds") >= 0)
+		value = "cpu";
+	struct stack_options so = { .lines = da.lines, .value = value,
 				    .verb = "compare" };
 	if (stackset_build(&ss, p, da.files, da.nfiles, &so, err, sizeof err) < 0) {
 		fprintf(stderr, "cpuprof diff: %s\n", err);
+		goto out;
+	}
+	/* Off-CPU time is measured at every switch, not sampled: there is
+	 * no noise of sampling to test a change against. */
+	if (ss.what && (strcmp(ss.value_type, "off_cpu") == 0 || strcmp(ss.value_type, "wall") == 0)) {
+		fprintf(stderr, "cpuprof diff: cannot compare %s: diff tests each change against the noise of "
+			"sampling, and off-CPU time is not sampled but measured at every context switch (its "
+			"changes are the program's own variation); compare `cpuprof report --value %s` of each, "
+			"or diff their cpu\n", ss.value_type, strcmp(ss.value_type, "wall") ? "off-cpu" : "wall");
 		goto out;
 	}
 	if (p[0]->nsample_types == 0) {

@@ -80,8 +80,8 @@ int diff_text_write(FILE *out, const struct diff_input *in,
 	side(out, "BASE", &in->base);
 	side(out, "NEW ", &in->new);
 	if (!d->ss->is_cpu)
-		fprintf(out, "Sample type: %s/%s (the profiles have no cpu/nanoseconds)\n",
-			d->ss->value_type, unit);
+		fprintf(out, "Sample type: %s/%s%s\n", d->ss->value_type, unit,
+			d->ss->has_cpu ? "" : " (the profiles have no cpu/nanoseconds)");
 	char ta[64], tb[64];
 	value(ta, sizeof ta, d->a.w, unit);
 	value(tb, sizeof tb, d->b.w, unit);

@@ -23,6 +23,19 @@
  * file (path and build ID, or device and inode), built from the file on
  * disk the first time a walk needs it (src/unwind/file.c) and shared by
  * every process that maps the file.  The vDSO's table is built from ours.
+ *
+ * Off-CPU time (--off-cpu).  Beside each task clock, on the same task and
+ * CPU and into the same ring, a context-switch event: a sample at every
+ * switch-out, with the user registers and stack where the thread entered
+ * the kernel, and the switch records (out, with PREEMPT if it was still
+ * runnable, and in).  Its samples are taken in kernel mode, so it needs
+ * root, CAP_PERFMON or perf_event_paranoid <= 1; without them record
+ * says so and records CPU only.  Every sample then starts with its
+ * event's id (PERF_SAMPLE_IDENTIFIER), which tells the two events'
+ * samples apart.  In time order with everything else, each thread's
+ * switch-outs are paired with its switch-ins (src/perf/switches.c) and
+ * the intervals go into the images' stack tables, charged to the stack of
+ * the switch-out.
  */
 #include <elf.h>
 #include <errno.h>
@@ -46,6 +59,7 @@
 #include "base/elf.h"
 #include "kernel.h"
 #include "perf/events.h"
+#include "perf/switches.h"
 #include "profile/options.h"
 #include "sig/sigstate.h"
 #include "unwind/file.h"
@@ -110,6 +124,8 @@ struct kproc {
 struct kthread {
 	pid_t tid, pid;
 	uint64_t sampled_units;
+	uint64_t tail_units;          /* after its last sample, by its final counts (inherited threads) */
+	int got_read;                 /* a final count came */
 	struct cp_image *img;         /* the image of its last record */
 	int exited;
 };
@@ -136,6 +152,7 @@ struct qent {
 struct ksample {
 	uint32_t pid, tid, cpu;
 	int have_regs;
+	int is_switch;                /* of the context-switch event: a switch-out */
 	uint64_t time, value;
 	uint64_t regs[CP_PERF_NREGS];
 	uint64_t dyn;
@@ -180,6 +197,14 @@ struct cp_kcollector {
 	/* Our own vDSO, where another process's is the same image. */
 	uintptr_t vdso_lo, vdso_hi;
 	char vdso_build_id[2 * CP_ELF_BUILD_ID_MAX + 1];
+	/* Off-CPU time: asked for and opened (off_cpu), or why not. */
+	int off_cpu;
+	int ident;                    /* samples start with their event's id */
+	char off_why[384];
+	struct cp_switches sw;
+	int *swfds;                   /* the context-switch events */
+	size_t nswfds, capswfds;
+	uint64_t t_end;               /* when the events were disabled */
 };
 
 static uint64_t mono_ns(void)
@@ -648,7 +673,7 @@ static void on_mmap2(struct cp_kcollector *k, const struct perf_event_header *h,
 		add_mapping(k, p, fi, addr, addr + len, pgoff);
 }
 
-static void on_comm(struct cp_kcollector *k, const struct perf_event_header *h, struct rec *r)
+static void on_comm(struct cp_kcollector *k, const struct perf_event_header *h, struct rec *r, uint64_t time)
 {
 	uint32_t pt[2];
 	if (!take(r, pt, sizeof pt))
@@ -670,6 +695,10 @@ static void on_comm(struct cp_kcollector *k, const struct perf_event_header *h, 
 		free(p->set);
 		p->set = NULL;
 		new_image(k, p, name);
+		/* The command's first thread starts at its exec, as its
+		 * events do (a thread known already is not started again). */
+		if (k->off_cpu)
+			cp_switches_begin(&k->sw, (pid_t)pt[1], time, 0);
 	}
 	if (p && p->img)
 		name_thread(p->img, (pid_t)pt[1], name);
@@ -701,13 +730,19 @@ static void on_fork(struct cp_kcollector *k, struct rec *r)
 		if (t->img)
 			t->img->facts.armed++;
 	}
+	/* A new thread: it waits for a CPU until its first switch-in. */
+	if (k->off_cpu)
+		cp_switches_begin(&k->sw, (pid_t)v[2], time, 1);
 }
 
 static void on_task_exit(struct cp_kcollector *k, struct rec *r)
 {
 	uint32_t v[4];
-	if (!take(r, v, sizeof v))
+	uint64_t time;
+	if (!take(r, v, sizeof v) || !take(r, &time, 8))
 		return;
+	if (k->off_cpu)
+		cp_switches_end(&k->sw, (pid_t)v[2], time);
 	struct kthread *t = thread_get(k, (pid_t)v[2], (pid_t)v[0]);
 	if (t)
 		t->exited = 1;
@@ -727,6 +762,8 @@ static void on_read(struct cp_kcollector *k, struct rec *r, int cpu)
 	if (!t)
 		return;
 	t->exited = 1;
+	t->tail_units += tail;
+	t->got_read = 1;
 	struct kproc *p = proc_get(k, (pid_t)pt[0]);
 	struct cp_image *m = t->img ? t->img : p ? p->img : NULL;
 	if (m)
@@ -742,27 +779,96 @@ static unsigned walk(struct cp_kcollector *k, struct kproc *p, const struct ksam
 		return 0; /* no user context: a stretch in the kernel */
 	struct cp_regs regs;
 	CP_PERF_REGS(s->regs, &regs);
+	/* A walk that wants the stack past a whole copy: the stack is deeper
+	 * than the copy, and the stack is cut there. */
+	int beyond = 0;
+	uint64_t whole = s->is_switch ? CP_SWITCH_STACK_COPY : STACK_COPY;
 	struct cp_stackmem m = {
+		.beyond = &beyond,
 		.lo = regs.sp,
 		.hi = regs.sp + s->dyn,
 		.delta = (intptr_t)((uintptr_t)s->stack - regs.sp),
 		.copy = 1,
 	};
-	if (k->conf.unwind == CP_UNWIND_FP)
-		return cp_unwind_fp(&regs, &m, pcs, k->conf.depth, flags);
+	if (k->conf.unwind == CP_UNWIND_FP) {
+		unsigned n = cp_unwind_fp(&regs, &m, pcs, k->conf.depth, flags);
+		*flags |= beyond && s->dyn == whole ? CP_SAMPLE_TRUNCATED : 0;
+		return n;
+	}
 	for (int again = 0;; again = 1) {
 		struct cp_unwinder u = { .set = proc_set(k, p), .cache = k->cache, .want = k->want };
 		int truncated = 0, complete = 1;
+		beyond = 0;
 		unsigned n = cp_unwind_dwarf(&u, &regs, &m, k->conf.unwind == CP_UNWIND_AUTO, pcs, k->conf.depth,
 					     &truncated, &complete);
-		*flags = truncated ? CP_SAMPLE_TRUNCATED : 0;
+		*flags = truncated || (beyond && s->dyn == whole) ? CP_SAMPLE_TRUNCATED : 0;
 		if (complete || again || !build_wanted(k))
 			return n;
 	}
 }
 
+/* The sample of a switch-out: its stack, which the thread's next
+ * switch-in charges with the time in between (on_off). */
+static void on_switch_sample(struct cp_kcollector *k, const struct ksample *s)
+{
+	struct kproc *p = proc_get(k, (pid_t)s->pid);
+	if (!k->off_cpu || !p || !p->img)
+		return;
+	struct kthread *t = thread_get(k, (pid_t)s->tid, (pid_t)s->pid);
+	if (t)
+		t->img = p->img;
+	uintptr_t pcs[1024];
+	uint32_t flags;
+	unsigned n = walk(k, p, s, pcs, &flags);
+	cp_switches_out_stack(&k->sw, (pid_t)s->tid, s->time, pcs, n, flags, p->img, p->gen);
+}
+
+/* An off-CPU interval of thread tid (switches.h): into the stack table of
+ * the image whose stack it is (ctx, its objects' generation in gen), or,
+ * without a stack, of the thread's image. */
+static void on_off(void *arg, void *ctx, uint64_t gen, pid_t tid, const uintptr_t *pcs, uint32_t n,
+		   uint32_t stack_flags, uint32_t kind, uint64_t ns)
+{
+	struct cp_kcollector *k = arg;
+	struct cp_image *m = ctx;
+	if (!m) {
+		struct kthread *t = pidmap_get(&k->threads, tid);
+		struct kproc *p = t ? proc_get(k, t->pid) : NULL;
+		m = t && t->img ? t->img : p ? p->img : NULL;
+		if (!m)
+			return;
+		p = proc_get(k, m->pid);
+		gen = p && p->img == m ? p->gen : m->epochs ? m->epochs[m->nepochs - 1].gen : 0;
+	}
+	struct cp_epoch *e = m->epochs ? cp_image_epoch_for(m, (uint32_t)gen) : NULL;
+	if (!e || cp_stacktab_add_tid(&e->tab, (uint32_t)tid, pcs, n, stack_flags | kind, 1, ns) < 0)
+		return;
+	m->facts.off_ns += ns;
+	m->facts.off_switches++;
+	if (kind & CP_OFF_RUNNABLE)
+		m->facts.runnable_ns += ns;
+}
+
+/* A switch record: PERF_RECORD_SWITCH of the thread in its sample_id. */
+static void on_switch(struct cp_kcollector *k, const struct perf_event_header *h, struct rec *r, uint64_t time)
+{
+	uint32_t pt[2];
+	if (!k->off_cpu || !take(r, pt, sizeof pt))
+		return;
+	if (h->misc & PERF_RECORD_MISC_SWITCH_OUT)
+		cp_switches_out(&k->sw, (pid_t)pt[1], time, (h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0);
+	else
+		cp_switches_in(&k->sw, (pid_t)pt[1], time);
+}
+
 static void on_sample(struct cp_kcollector *k, const struct ksample *s)
 {
+	if (s->is_switch) {
+		on_switch_sample(k, s);
+		return;
+	}
+	if (k->off_cpu)
+		cp_switches_sample(&k->sw, (pid_t)s->tid, s->time);
 	uint64_t weight = cp_perf_counts_weigh(&k->counts, (pid_t)s->tid, (int)s->cpu, s->value, k->use_read, k->period);
 	struct kproc *p = proc_get(k, (pid_t)s->pid);
 	if (!p)
@@ -798,11 +904,14 @@ static void handle(struct cp_kcollector *k, const uint8_t *at)
 		return;
 	}
 	int cpu;
-	memcpy(&cpu, at + sizeof h + sizeof(uint64_t), sizeof cpu); /* stored before the record */
+	uint64_t time;
+	memcpy(&time, at + sizeof h, sizeof time); /* stored before the record */
+	memcpy(&cpu, at + sizeof h + sizeof(uint64_t), sizeof cpu);
 	struct rec r = { at + sizeof h + 2 * sizeof(uint64_t), at + sizeof h + 2 * sizeof(uint64_t) + h.size - sizeof h };
 	switch (h.type) {
 	case PERF_RECORD_MMAP2: on_mmap2(k, &h, &r); break;
-	case PERF_RECORD_COMM: on_comm(k, &h, &r); break;
+	case PERF_RECORD_COMM: on_comm(k, &h, &r, time); break;
+	case PERF_RECORD_SWITCH: on_switch(k, &h, &r, time); break;
 	case PERF_RECORD_FORK: on_fork(k, &r); break;
 	case PERF_RECORD_EXIT: on_task_exit(k, &r); break;
 	case PERF_RECORD_READ: on_read(k, &r, cpu); break;
@@ -849,9 +958,10 @@ static void enqueue(const struct perf_event_header *h, int cpu, void *arg)
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE: {
 		uint32_t pt[2], cr[2];
+		int is_switch = k->ident && cp_switches_is_switch(&k->sw, u64(&r));
 		if (!take(&r, pt, sizeof pt) || !take(&r, &time, 8) || !take(&r, cr, sizeof cr))
 			return;
-		uint64_t value = k->use_read ? u64(&r) : 0;
+		uint64_t value = k->use_read && !is_switch ? u64(&r) : 0;
 		uint64_t abi = u64(&r);
 		uint64_t regs[CP_PERF_NREGS] = { 0 };
 		if (abi != PERF_SAMPLE_REGS_ABI_NONE && !take(&r, regs, sizeof regs))
@@ -879,6 +989,7 @@ static void enqueue(const struct perf_event_header *h, int cpu, void *arg)
 		s->time = time;
 		s->value = value;
 		s->have_regs = abi != PERF_SAMPLE_REGS_ABI_NONE;
+		s->is_switch = is_switch;
 		memcpy(s->regs, regs, sizeof regs);
 		s->dyn = dyn;
 		memcpy(s->stack, stack, dyn);
@@ -895,11 +1006,14 @@ static void enqueue(const struct perf_event_header *h, int cpu, void *arg)
 	case PERF_RECORD_COMM:
 	case PERF_RECORD_FORK:
 	case PERF_RECORD_EXIT:
-	case PERF_RECORD_READ: {
-		/* sample_id_all: ... time, cpu at the end. */
-		if (h->size < sizeof *h + 16)
+	case PERF_RECORD_READ:
+	case PERF_RECORD_SWITCH: {
+		/* sample_id_all: ... time, cpu at the end (and the event's
+		 * id after them, with PERF_SAMPLE_IDENTIFIER). */
+		size_t trail = k->ident ? 24 : 16;
+		if (h->size < sizeof *h + trail)
 			return;
-		memcpy(&time, (const uint8_t *)h + h->size - 16, 8);
+		memcpy(&time, (const uint8_t *)h + h->size - trail, 8);
 		uint8_t *at = queue_room(k, h->size + 2 * sizeof(uint64_t));
 		if (!at)
 			return;
@@ -987,7 +1101,8 @@ static void attr_for(const struct cp_kcollector *k, struct perf_event_attr *a, i
 	a->config = PERF_COUNT_SW_TASK_CLOCK;
 	a->sample_period = k->period;
 	a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_REGS_USER |
-			 PERF_SAMPLE_STACK_USER | (use_read ? PERF_SAMPLE_READ : 0);
+			 PERF_SAMPLE_STACK_USER | (use_read ? PERF_SAMPLE_READ : 0) |
+			 (k->ident ? PERF_SAMPLE_IDENTIFIER : 0);
 	a->sample_regs_user = CP_PERF_REGS_MASK;
 	a->sample_stack_user = STACK_COPY;
 	a->exclude_kernel = 1;
@@ -1005,6 +1120,54 @@ static void attr_for(const struct cp_kcollector *k, struct perf_event_attr *a, i
 	a->clockid = CLOCK_MONOTONIC;
 	a->watermark = 1;
 	a->wakeup_watermark = (uint32_t)(k->ring_pages * 4096u / 4);
+}
+
+/* The context-switch event of --off-cpu: a sample at every switch-out
+ * (taken in the kernel, hence exclude_kernel 0, which needs privileges),
+ * with the user registers and stack, and the switch records; no side
+ * records of its own (the task clock's say what they say once).  Its
+ * samples' layout is the task clock's less PERF_SAMPLE_READ. */
+static void switch_attr(const struct cp_kcollector *k, struct perf_event_attr *a)
+{
+	cp_switches_attr(a, PERF_SAMPLE_CPU, CP_PERF_REGS_MASK, CP_SWITCH_STACK_COPY);
+	a->watermark = 1;
+	a->wakeup_watermark = (uint32_t)(k->ring_pages * 4096u / 4);
+}
+
+/* Opens the context-switch event on pid and cpu, writing into ring_fd's
+ * ring (or its own, for a probe: -1), and notes its id.  The fd, or a
+ * negative errno. */
+static int open_switch(struct cp_kcollector *k, pid_t pid, int cpu, int on_exec, int ring_fd)
+{
+	struct perf_event_attr a;
+	switch_attr(k, &a);
+	a.disabled = (unsigned)on_exec;
+	a.enable_on_exec = (unsigned)on_exec;
+	int fd = cp_perf_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0 || ring_fd < 0)
+		return fd;
+	uint64_t id = 0;
+	int e = ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring_fd) < 0 || ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0 ? -errno
+													  : 0;
+	if (e == 0)
+		e = cp_switches_add_id(&k->sw, id);
+	if (e < 0) {
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/* Off-CPU time could not be had after all (an event refused on some task
+ * or CPU): what was opened of it is closed, and the profile says why. */
+static void off_cpu_fails(struct cp_kcollector *k, int e, const char *what)
+{
+	for (size_t i = 0; i < k->nswfds; i++)
+		close(k->swfds[i]);
+	k->nswfds = 0;
+	k->off_cpu = 0;
+	snprintf(k->off_why, sizeof k->off_why, "the context-switch event could not be opened on %s: %s", what,
+		 strerror(-e));
 }
 
 /* Opens an event on pid and cpu with what this kernel supports, best
@@ -1049,6 +1212,33 @@ static int keep_fd(struct cp_kcollector *k, int fd)
 	return 0;
 }
 
+/* Opens the context-switch event of task pid on ring r's CPU, into it;
+ * if it cannot be, off-CPU time is given up (off_cpu_fails). */
+static void open_task_switches(struct cp_kcollector *k, pid_t pid, const struct cp_perf_ring *r, int on_exec)
+{
+	int fd = open_switch(k, pid, r->cpu, on_exec, r->fd);
+	if (fd == -ESRCH)
+		return; /* the thread ended meanwhile: so did its CPU */
+	if (fd >= 0 && k->nswfds == k->capswfds) {
+		size_t cap = k->capswfds ? 2 * k->capswfds : 16;
+		int *n = realloc(k->swfds, cap * sizeof *n);
+		if (!n) {
+			close(fd);
+			fd = -ENOMEM;
+		} else {
+			k->swfds = n;
+			k->capswfds = cap;
+		}
+	}
+	if (fd < 0) {
+		char what[64];
+		snprintf(what, sizeof what, "task %d, CPU %d", (int)pid, r->cpu);
+		off_cpu_fails(k, fd, what);
+		return;
+	}
+	k->swfds[k->nswfds++] = fd;
+}
+
 /* Opens the events of task pid on every CPU, each writing into its CPU's
  * ring.  0 or a negative errno. */
 static int open_task(struct cp_kcollector *k, pid_t pid, int on_exec)
@@ -1075,6 +1265,8 @@ static int open_task(struct cp_kcollector *k, pid_t pid, int on_exec)
 			continue;
 		}
 		opened++;
+		if (k->off_cpu)
+			open_task_switches(k, pid, r, on_exec);
 	}
 	return opened ? 0 : err ? err : -ENODEV;
 }
@@ -1087,6 +1279,8 @@ static int setup(struct cp_kcollector **out, const struct cp_kernel_conf *c)
 	if (!k)
 		return -ENOMEM;
 	k->conf = *c;
+	cp_switches_init(&k->sw, on_off, k);
+	k->off_cpu = k->ident = c->off_cpu != 0;
 	int hz = c->hz > 10000 ? 10000 : c->hz;
 	k->period = 1000000000u / (unsigned)hz;
 	k->use_read = k->build_id = 1;
@@ -1098,6 +1292,10 @@ static int setup(struct cp_kcollector **out, const struct cp_kernel_conf *c)
 		return -ENOMEM;
 	}
 	uint64_t want = ((uint64_t)hz * RING_MS / 1000 * (STACK_COPY + 256) + 4095) / 4096;
+	/* A switch-out costs a sample too, at whatever rate the program
+	 * switches: the largest rings. */
+	if (k->off_cpu)
+		want = CP_PERF_RING_PAGES_MAX;
 	k->ring_pages = cp_perf_ring_pages(k->nrings, want > UINT32_MAX ? UINT32_MAX : (unsigned)want);
 	/* Our vDSO: the same kernel gives every process the same one. */
 	struct cp_elf e;
@@ -1153,6 +1351,25 @@ int cp_kernel_probe(const struct cp_kernel_conf *c, char *why, size_t len)
 		close(fd);
 	else
 		refused(fd, "sampling from outside", why, len);
+	cp_kernel_free(k);
+	return fd < 0 ? fd : 0;
+}
+
+int cp_kernel_probe_off_cpu(const struct cp_kernel_conf *c, char *why, size_t len)
+{
+	struct cp_kcollector *k;
+	struct cp_kernel_conf oc = *c;
+	oc.off_cpu = 1;
+	int rc = setup(&k, &oc);
+	if (rc < 0) {
+		snprintf(why, len, "out of memory");
+		return rc;
+	}
+	int fd = open_switch(k, 0, k->rings[0].cpu, 1, -1);
+	if (fd >= 0)
+		close(fd);
+	else
+		cp_switches_refused(fd, why, len);
 	cp_kernel_free(k);
 	return fd < 0 ? fd : 0;
 }
@@ -1306,6 +1523,10 @@ static int open_threads(struct cp_kcollector *k, pid_t pid)
 				continue;
 			found = 1;
 			pidmap_put(&opened, (pid_t)tid, k);
+			/* Its life in the profile starts now, on the CPU or
+			 * not: its first switch event says which. */
+			if (k->off_cpu)
+				cp_switches_begin(&k->sw, (pid_t)tid, mono_ns(), 0);
 			int e = open_task(k, (pid_t)tid, 0);
 			if (e == 0)
 				any = 1;
@@ -1403,6 +1624,55 @@ void cp_kernel_status(struct cp_kcollector *k, pid_t pid, int status, int64_t cp
 
 /* ---- the end ---- */
 
+struct image_check {
+	struct cp_kcollector *k;
+	const struct cp_image *m;
+};
+
+/* The CPU of thread tid of the image being checked, by the task clock:
+ * its samples' weights and what it used after its last sample (by its
+ * final counts where the kernel gave them, else by its switch records);
+ * -1 for the threads of other images. */
+static int64_t thread_cpu(void *arg, pid_t tid)
+{
+	const struct image_check *c = arg;
+	const struct kthread *t = pidmap_get(&c->k->threads, tid);
+	if (!t || t->img != c->m)
+		return -1;
+	const struct cp_switch_thread *st = cp_switches_thread(&c->k->sw, tid);
+	uint64_t tail = t->got_read ? t->tail_units : st ? st->run_after : 0;
+	return (int64_t)(t->sampled_units + tail);
+}
+
+/* Image m's facts of off-CPU time: asked for or not, why it is absent,
+ * and the truth check of its threads. */
+static void image_off_cpu(struct cp_kcollector *k, struct cp_image *m)
+{
+	struct cp_facts *f = &m->facts;
+	if (!k->conf.off_cpu)
+		return;
+	if (!k->off_cpu) {
+		f->off_cpu = CP_OFF_CPU_ABSENT;
+		snprintf(f->off_cpu_why, sizeof f->off_cpu_why, "%s", k->off_why);
+		return;
+	}
+	f->off_cpu = CP_OFF_CPU_ON;
+	if (m == k->tree.images[0]) {
+		f->off_stackless = k->sw.stackless;
+		f->off_unpaired = k->sw.unpaired;
+	}
+	struct image_check c = { k, m };
+	struct cp_switch_check r;
+	cp_switches_check(&k->sw, thread_cpu, &c, 10000000, &r);
+	f->acct_threads = r.threads;
+	f->acct_min = r.min;
+	f->acct_max = r.max;
+	f->acct_tid = r.worst;
+	f->acct_life_ns = r.life_ns;
+	f->acct_cpu_ns = r.cpu_ns;
+	f->acct_off_ns = r.off_ns;
+}
+
 void cp_kernel_finish(struct cp_kcollector *k)
 {
 	/* Disabling an event disables its inherited copies; what they wrote
@@ -1410,16 +1680,22 @@ void cp_kernel_finish(struct cp_kcollector *k)
 	 * every task it was inherited by ran, ended or not. */
 	if (k->nattached)
 		k->sched1 = scheduler_cpu(k->attached, k->nattached);
+	for (size_t i = 0; i < k->nswfds; i++)
+		ioctl(k->swfds[i], PERF_EVENT_IOC_DISABLE, 0);
 	for (size_t i = 0; i < k->nfds; i++) {
 		ioctl(k->fds[i], PERF_EVENT_IOC_DISABLE, 0);
 		uint64_t v;
 		if (read(k->fds[i], &v, sizeof v) == (ssize_t)sizeof v)
 			k->counted_ns += (int64_t)v;
 	}
+	k->t_end = mono_ns();
 	for (size_t i = 0; i < k->nrings; i++)
 		cp_perf_ring_drain(&k->rings[i], k->bounce, k->bounce_size, enqueue, k);
 	flush_queue(k, UINT64_MAX);
 	k->mono1 = mono_ns();
+	/* Threads off the CPU at the end are charged up to it. */
+	if (k->off_cpu)
+		cp_switches_finish(&k->sw, k->t_end);
 	/* What the samples and the ended threads' final counts do not account
 	 * for: the first task's CPU after its last sample (its event is not
 	 * inherited: no final count comes as it ends), and what the threads
@@ -1443,6 +1719,7 @@ void cp_kernel_finish(struct cp_kcollector *k)
 		f->unwind_bytes = k->table_bytes;
 		f->throttled = i == 0 ? k->throttled : 0;
 		f->lost = i == 0 ? k->lost : 0;
+		image_off_cpu(k, m);
 		/* An exec that mapped nothing the events saw: the kernel took
 		 * them away at a secure exec (setuid or setgid). */
 		if (m->nobjs == 0 && !m->unprofiled)
@@ -1471,6 +1748,9 @@ void cp_kernel_finish(struct cp_kcollector *k)
 	for (size_t i = 0; i < k->nfds; i++)
 		close(k->fds[i]);
 	k->nfds = 0;
+	for (size_t i = 0; i < k->nswfds; i++)
+		close(k->swfds[i]);
+	k->nswfds = 0;
 }
 
 struct cp_tree *cp_kernel_tree(struct cp_kcollector *k)
@@ -1494,6 +1774,10 @@ void cp_kernel_free(struct cp_kcollector *k)
 		return;
 	for (size_t i = 0; i < k->nfds; i++)
 		close(k->fds[i]);
+	for (size_t i = 0; i < k->nswfds; i++)
+		close(k->swfds[i]);
+	free(k->swfds);
+	cp_switches_free(&k->sw);
 	for (size_t i = 0; k->rings && i < k->nrings; i++)
 		cp_perf_ring_unmap(&k->rings[i]);
 	free(k->rings);

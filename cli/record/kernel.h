@@ -27,6 +27,7 @@ struct cp_kernel_conf {
 	unsigned depth;   /* most frames kept */
 	int unwind;       /* enum cp_unwind_mode */
 	const char *engine; /* "perf" (the task clock) or "hw" (cycles) */
+	int off_cpu;      /* also off-CPU time: a context-switch event beside the task clock */
 };
 
 struct cp_kcollector;
@@ -36,6 +37,12 @@ struct cp_kcollector;
  * stack, inherited).  0, or a negative errno with what refused and what
  * would allow it in why[len]. */
 int cp_kernel_probe(const struct cp_kernel_conf *c, char *why, size_t len);
+
+/* Whether this process may open the context-switch samples off-CPU time
+ * needs (their samples are taken in the kernel as a thread leaves the
+ * CPU: root, CAP_PERFMON or perf_event_paranoid <= 1).  0, or a negative
+ * errno with what refused and what would allow it in why[len]. */
+int cp_kernel_probe_off_cpu(const struct cp_kernel_conf *c, char *why, size_t len);
 
 /* Opens the events on process pid, which has not exec'd CMD yet: they
  * start counting at its exec.  0, or a negative errno with why[len]. */

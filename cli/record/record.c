@@ -69,6 +69,7 @@ struct record_opts {
 	const char *hz, *engine, *depth, *signal, *unwind, *grace, *pids, *duration;
 	bool per_process;
 	bool preload; /* inside each process, whatever the engine */
+	bool off_cpu; /* off-CPU time too */
 	char **cmd; /* NULL-terminated argv of the command, or NULL with -p */
 };
 
@@ -76,9 +77,9 @@ void record_usage(FILE *f)
 {
 	fputs("  cpuprof record [-o FILE] [-F HZ] [--engine NAME] [--depth N]\n"
 	      "                 [--signal N] [--unwind MODE] [--per-process]\n"
-	      "                 [--grace SECONDS] [--preload] -- CMD [ARGS...]\n"
+	      "                 [--grace SECONDS] [--preload] [--off-cpu] -- CMD [ARGS...]\n"
 	      "  cpuprof record -p PID[,PID...] [-d SECONDS] [-o FILE] [-F HZ]\n"
-	      "                 [--depth N] [--unwind MODE] [--per-process]\n"
+	      "                 [--depth N] [--unwind MODE] [--per-process] [--off-cpu]\n"
 	      "      run CMD, or watch the running processes PID until SECONDS\n"
 	      "      pass, record is interrupted or they end, and write one\n"
 	      "      profile of them and of every process they start to FILE\n"
@@ -95,7 +96,11 @@ void record_usage(FILE *f)
 	      "      where the kernel allows it (perf events on the tree, nothing\n"
 	      "      preloaded); with --preload, or an engine of the library's\n"
 	      "      (timer, itimer, hw), the library is preloaded into each\n"
-	      "      process.\n",
+	      "      process.  --off-cpu: also the time each thread spent off\n"
+	      "      the CPU (blocked, or waiting to run), charged to the stack\n"
+	      "      where it left the CPU: sample types off_cpu and wall beside\n"
+	      "      cpu (from outside only; needs root, CAP_PERFMON or\n"
+	      "      perf_event_paranoid <= 1, else CPU only, and it says why).\n",
 	      f);
 }
 
@@ -147,6 +152,10 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 		}
 		if (strcmp(a, "--preload") == 0) {
 			o->preload = true;
+			continue;
+		}
+		if (strcmp(a, "--off-cpu") == 0) {
+			o->off_cpu = true;
 			continue;
 		}
 		if (match_opt(argc, argv, &i, "-o", "--output", &val))
@@ -296,6 +305,7 @@ static int set_environment(const struct record_opts *o, const char *lib, const c
 	free(preload);
 	unsetenv("CPUPROF");
 	unsetenv("CPUPROF_OWNER");
+	unsetenv(cp_options[CP_OPT_OFF_CPU].env); /* off-CPU time comes from outside only */
 	if (rc < 0 || setenv(CP_SHM_ENV, shm, 1) < 0 || (o->hz && setenv("CPUPROF_HZ", o->hz, 1) < 0) ||
 	    (o->engine && setenv("CPUPROF_ENGINE", o->engine, 1) < 0) ||
 	    (o->depth && setenv("CPUPROF_DEPTH", o->depth, 1) < 0) ||
@@ -617,6 +627,16 @@ static int parse_pids(const char *list, pid_t *pids)
 	return n;
 }
 
+/* With --off-cpu from outside: whether the kernel allows the events (c's
+ * off_cpu is set if so); if not, says so in one line and puts why into
+ * absent[len]. */
+static void off_cpu_probe(struct cp_kernel_conf *c, char *absent, size_t len)
+{
+	c->off_cpu = cp_kernel_probe_off_cpu(c, absent, len) == 0;
+	if (!c->off_cpu)
+		fprintf(stderr, "cpuprof record: no off-CPU time: %s; recording CPU only\n", absent);
+}
+
 /* Records the running processes of -p until -d passes, record is told to
  * stop, or they all end; the profile is written whatever stopped it.
  * Returns record's exit status. */
@@ -636,7 +656,11 @@ static int run_attach(const struct record_opts *o, const struct cp_kernel_conf *
 	sigaddset(&mine, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mine, &old);
 	int sfd = signalfd(-1, &mine, SFD_CLOEXEC | SFD_NONBLOCK);
-	if (cp_kernel_attach(&k, kc, pids, (size_t)n, why, sizeof why) < 0) {
+	struct cp_kernel_conf c = *kc;
+	char absent[512] = "";
+	if (o->off_cpu)
+		off_cpu_probe(&c, absent, sizeof absent);
+	if (cp_kernel_attach(&k, &c, pids, (size_t)n, why, sizeof why) < 0) {
 		fprintf(stderr, "cpuprof record: cannot record %s: %s\n", o->pids, why);
 		if (sfd >= 0)
 			close(sfd);
@@ -686,6 +710,8 @@ static int run_attach(const struct record_opts *o, const struct cp_kernel_conf *
 		.mode = "attached",
 		.attached = stopped,
 		.scheduler_ns = cp_kernel_scheduler_ns(k),
+		.off_cpu = o->off_cpu,
+		.off_cpu_absent = absent[0] ? absent : NULL,
 	};
 	fprintf(stderr, "cpuprof: recorded %s from outside until %s\n", shown_cmd, stopped);
 	int rc = record_write(cp_kernel_tree(k), abs, output, &run_info) < 0 ? 1 : 0;
@@ -792,6 +818,9 @@ int cmd_record(int argc, char **argv)
 	int outside = !o.preload && (!o.engine || !strcmp(o.engine, "auto") || !strcmp(o.engine, CP_ENGINE_PERF)) &&
 		      !tick_bound() && cp_kernel_probe(&kc, refusal, sizeof refusal) == 0;
 	int status = -2;
+	char absent[512] = "";
+	if (outside && o.off_cpu)
+		off_cpu_probe(&kc, absent, sizeof absent);
 	if (outside) {
 		status = run(&o, &kc, &c, &rs, &exec_errno, refusal, sizeof refusal);
 		if (status == -2) {
@@ -804,9 +833,19 @@ int cmd_record(int argc, char **argv)
 		/* Inside each process: the library chooses the engine (and
 		 * with --engine perf, where perf is refused, says so and lets
 		 * the program run unprofiled). */
-		if (refusal[0])
+		if (o.off_cpu) {
+			/* One line for both: no off-CPU time inside. */
+			const char *inside = refusal[0] ? refusal
+					     : o.preload ? "--preload runs the profiler inside each process"
+					     : tick_bound() ? "this kernel's timers are tick-bound, where the engines inside "
+							      "each process sample better"
+							    : "the engine asked for runs inside each process";
+			snprintf(absent, sizeof absent, "it is recorded from outside only, and record is not: %s", inside);
+			fprintf(stderr, "cpuprof record: no off-CPU time: %s; profiling CPU inside each process\n", absent);
+		} else if (refusal[0]) {
 			fprintf(stderr, "cpuprof record: not from outside: %s; profiling inside each process instead\n",
 				refusal);
+		}
 		if (!(lib = find_library()))
 			goto out;
 		if (strpbrk(lib, ": ")) {
@@ -837,6 +876,8 @@ int cmd_record(int argc, char **argv)
 		.told_to_stop = rs.told_to_stop,
 		.mode = c.kernel ? "outside" : "preload",
 		.refusal = refusal,
+		.off_cpu = o.off_cpu,
+		.off_cpu_absent = absent[0] ? absent : NULL,
 	};
 	record_write(tree_of(&c), abs, output, &run_info);
 out:

@@ -124,6 +124,22 @@ static void add_facts(struct cp_facts *t, const struct cp_facts *f)
 		t->first_error = f->first_error;
 	if (f->duration_ns > t->duration_ns)
 		t->duration_ns = f->duration_ns;
+	t->off_ns += f->off_ns;
+	t->runnable_ns += f->runnable_ns;
+	t->off_switches += f->off_switches;
+	t->off_stackless += f->off_stackless;
+	t->off_unpaired += f->off_unpaired;
+	cp_facts_add_check(t, f);
+}
+
+/* Where --off-cpu was asked for and the profile has none, its facts say
+ * why (whatever its images said). */
+static void off_cpu_absent(struct cp_facts *f, const struct record_run *r)
+{
+	if (!r->off_cpu || !r->off_cpu_absent)
+		return;
+	f->off_cpu = CP_OFF_CPU_ABSENT;
+	snprintf(f->off_cpu_why, sizeof f->off_cpu_why, "%s", r->off_cpu_absent);
 }
 
 /* Why a program was not profiled, from its file: statically linked (no
@@ -254,12 +270,15 @@ static void summarise(const char *path, const char *shown, size_t nprocs)
 	}
 	const char *samples = profile_comment(p, "samples"), *engine = profile_comment(p, "engine");
 	const char *coverage = profile_comment(p, "coverage"), *attributed = profile_comment(p, "attributed");
-	char procs[48] = "";
+	char procs[48] = "", off[64] = "";
 	if (nprocs > 1)
 		snprintf(procs, sizeof procs, ", %zu processes", nprocs);
-	fprintf(stderr, "cpuprof: wrote %s: %s samples, engine=%s, coverage=%s%s%s%s\n", shown, samples ? samples : "?",
+	const char *off_ns = profile_comment(p, "off_cpu_ns");
+	if (off_ns)
+		snprintf(off, sizeof off, ", off-CPU %.3f s", strtod(off_ns, NULL) / 1e9);
+	fprintf(stderr, "cpuprof: wrote %s: %s samples, engine=%s, coverage=%s%s%s%s%s\n", shown, samples ? samples : "?",
 		engine ? engine : "unknown", coverage ? coverage : "unknown", attributed ? ", attributed=" : "",
-		attributed ? attributed : "", procs);
+		attributed ? attributed : "", off, procs);
 	profile_free(p);
 }
 
@@ -274,6 +293,7 @@ static int write_one(const char *path, const char *shown, const struct cp_profil
 		.duration_nanos = f->duration_ns,
 		.comments = c->list,
 		.ncomments = c->n,
+		.off_cpu = f->off_cpu == CP_OFF_CPU_ON,
 	};
 	char err[256] = "";
 	int rc = cp_pprof_write_parts(path, parts, nparts, &meta, err, sizeof err);
@@ -304,6 +324,8 @@ static void tree_facts(const struct cp_tree *c, pid_t root, struct cp_facts *tre
 		return;
 	*tree = first->facts;
 	memset(&tree->cpu_ns, 0, sizeof *tree - offsetof(struct cp_facts, cpu_ns));
+	tree->off_cpu = first->facts.off_cpu;
+	memcpy(tree->off_cpu_why, first->facts.off_cpu_why, sizeof tree->off_cpu_why);
 	tree->unwind_tables = first->facts.unwind_tables;
 	tree->unwind_bytes = first->facts.unwind_bytes;
 	memcpy(tree->unwind_rejected, first->facts.unwind_rejected, sizeof tree->unwind_rejected);
@@ -414,6 +436,7 @@ static int write_merged(const struct cp_tree *c, const char *path, const char *s
 			if (still_running(c, c->images[k]->pid))
 				tree.cpu_ns += facts[k].cpu_ns;
 	}
+	off_cpu_absent(&tree, r);
 	tree_warning(&tree, unprofiled, &warning);
 	cp_facts_comments(&cm, &tree, warning.text);
 	record_comments(&cm, r);
@@ -486,6 +509,7 @@ static int write_per_process(const struct cp_tree *c, const char *path, const ch
 		char *file, *name, how[64];
 		cm.n = cm.used = 0;
 		image_facts(c, m, &f);
+		off_cpu_absent(&f, r);
 		tree_warning(&f, own ? unprofiled : NULL, &warning);
 		cp_facts_comments(&cm, &f, warning.text);
 		record_comments(&cm, r);

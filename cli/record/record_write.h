@@ -27,6 +27,8 @@ struct record_run {
 	const char *refusal; /* why not from outside, or "" */
 	const char *attached; /* -p: what ended the recording */
 	int64_t scheduler_ns; /* -p: the scheduler's count of the window, for comparison */
+	int off_cpu;         /* --off-cpu asked for */
+	const char *off_cpu_absent; /* ... and why the profile has none, or NULL (it has) */
 };
 
 /* Writes the profile(s) to path (shown as `shown` in messages) and says

@@ -10,7 +10,10 @@
  * (for equal weights, its number of samples): with the profile's draws,
  * effective draws and mean square weight in the header, it gives the page
  * the same 95% interval for every frame's share as `report --intervals`
- * (shares.h).  Subtrees that hold no value are left out.  `cpuprof diff`
+ * (shares.h).  In profiles of off-CPU time the page's menu offers cpu,
+ * off_cpu and wall: the header's "values" lists each with its totals,
+ * and each node has its own value and e for each in the "alt" array.
+ * Subtrees that hold no value are left out.  `cpuprof diff`
  * writes its differential page with flame_page(), adding a member of its
  * own to the header and an array of its own per node.
  * Every string is escaped for a <script type="application/json"> block:
@@ -184,6 +187,23 @@ static void write_meta(FILE *out, const struct report_input *in,
 	for (int k = 0; k < FRAME_KINDS; k++)
 		fprintf(out, "%s\"%s\"", k ? "," : "", frame_kind_name((enum frame_kind)k));
 	fputc(']', out);
+	if (!ft->nalt)
+		return;
+	/* The values of the menu: the drawn one first, as the header has it. */
+	fputs(",\"values\":[", out);
+	for (size_t i = 0; i <= ft->nalt; i++) {
+		const char *name = i ? ft->alt[i - 1].name : ss->value_type;
+		const char *unit = i ? ft->alt[i - 1].unit : ss->unit;
+		const struct share_base *vb = i ? &ft->alt[i - 1].base : b;
+		fputs(i ? ",{\"name\":" : "{\"name\":", out);
+		json_string(out, name);
+		fputs(",\"unit\":", out);
+		json_string(out, unit);
+		fprintf(out, ",\"total\":%" PRId64 ",\"draws\":%.17g,\"neff\":%.17g,\"msq\":%.17g,\"exact\":%.17g}",
+			i ? ft->alt[i - 1].total : ft->total, vb->n, vb->neff, vb->n > 0 ? vb->q / vb->n : 0,
+			vb->w - vb->ws);
+	}
+	fputc(']', out);
 }
 
 void flame_put_number(FILE *out, double v)
@@ -230,13 +250,14 @@ int flame_page(FILE *out, const struct report_input *in,
 	struct strtab st = { 0 };
 	uint32_t *stack = NULL;
 	long *fname = NULL, *ffile = NULL;
-	int64_t *total = NULL;
+	int64_t *total = NULL, *alt_total = NULL;
 	int rc = -1;
 	fname = calloc(ss->nframes + 1, sizeof *fname);
 	ffile = calloc(ss->nframes + 1, sizeof *ffile);
 	stack = malloc(t->n * sizeof *stack);
 	total = calloc(t->n, sizeof *total);
-	if (!fname || !ffile || !stack || !total || strtab_index(&st, "") < 0)
+	alt_total = calloc(t->n, sizeof *alt_total);
+	if (!fname || !ffile || !stack || !total || !alt_total || strtab_index(&st, "") < 0)
 		goto out;
 	for (size_t i = 0; i < ss->nframes; i++) {
 		fname[i] = strtab_index(&st, ss->frames[i].name);
@@ -244,10 +265,15 @@ int flame_page(FILE *out, const struct report_input *in,
 		if (fname[i] < 0 || ffile[i] < 0)
 			goto out;
 	}
-	/* Children come after their parents: totals bottom-up. */
+	/* Children come after their parents: totals bottom-up (of every
+	 * value the menu offers, in alt_total: a node is kept if it holds
+	 * any). */
 	for (size_t i = t->n; i-- > 1;) {
 		total[i] = sat_add(total[i], self_of(ft, i));
 		total[t->nodes[i].parent] = sat_add(total[t->nodes[i].parent], total[i]);
+		for (size_t a = 0; a < ft->nalt; a++)
+			alt_total[i] = sat_add(alt_total[i], ft->alt[a].self[i] > 0 ? ft->alt[a].self[i] : 0);
+		alt_total[t->nodes[i].parent] = sat_add(alt_total[t->nodes[i].parent], alt_total[i]);
 	}
 	double msq = ft->base->n > 0 ? ft->base->q / ft->base->n : 0;
 
@@ -272,8 +298,9 @@ int flame_page(FILE *out, const struct report_input *in,
 			(int)ss->frames[i].kind);
 	/* The tree in preorder: a node's subtree right after it; twice if
 	 * the caller has an array per node of its own, in the same order. */
-	for (int pass = 0; pass < (ft->node ? 2 : 1); pass++) {
-		fputs(pass ? "],\n\"extra\":[" : "],\n\"nodes\":[", out);
+	int passes = ft->node || ft->nalt ? 2 : 1;
+	for (int pass = 0; pass < passes; pass++) {
+		fputs(pass ? (ft->nalt ? "],\n\"alt\":[" : "],\n\"extra\":[") : "],\n\"nodes\":[", out);
 		size_t sp = 0;
 		bool first = true;
 		for (uint32_t c = t->nodes[0].child; c; c = t->nodes[c].next)
@@ -281,7 +308,7 @@ int flame_page(FILE *out, const struct report_input *in,
 		while (sp > 0) {
 			uint32_t id = stack[--sp];
 			const struct cnode *nd = &t->nodes[id];
-			if (total[id] <= 0)
+			if (total[id] <= 0 && alt_total[id] <= 0)
 				continue;
 			if (!first)
 				fputc(',', out);
@@ -290,6 +317,13 @@ int flame_page(FILE *out, const struct report_input *in,
 				fprintf(out, "%u,%u,%" PRId64 ",", nd->frame, nd->depth,
 					self_of(ft, id));
 				flame_put_number(out, msq > 0 ? ft->q[id] / msq : 0);
+			} else if (ft->nalt) {
+				for (size_t a = 0; a < ft->nalt; a++) {
+					const struct flame_alt *v = &ft->alt[a];
+					double m = v->base.n > 0 ? v->base.q / v->base.n : 0;
+					fprintf(out, "%s%" PRId64 ",", a ? "," : "", v->self[id] > 0 ? v->self[id] : 0);
+					flame_put_number(out, m > 0 ? v->q[id] / m : 0);
+				}
 			} else {
 				ft->node(out, id, ft->arg);
 			}
@@ -307,7 +341,70 @@ out:
 	free(fname);
 	free(ffile);
 	free(total);
+	free(alt_total);
 	return rc;
+}
+
+/* The other values of profiles of off-CPU time, for the page's menu:
+ * each of cpu, off_cpu and wall that the profiles have and ss does not
+ * count, with its per-node values and sums (as flame_write makes them
+ * for ss's own), into *alt (malloc'd, with its arrays); how many, or -1
+ * if out of memory. */
+static long alt_values(const struct report_input *in, const struct stackset *ss, const struct calltree *t,
+		       struct flame_alt **alt)
+{
+	static const char *const names[] = { "cpu", "off_cpu", "wall" };
+	const struct profile *p0 = in->profiles[0];
+	*alt = NULL;
+	if (profile_find_sample_type(p0, "off_cpu", "nanoseconds") < 0)
+		return 0;
+	struct flame_alt *a = calloc(3, sizeof *a);
+	struct stack_sample *smp = malloc((ss->nsamples ? ss->nsamples : 1) * sizeof *smp);
+	if (!a || !smp) {
+		free(a);
+		free(smp);
+		return -1;
+	}
+	long n = 0;
+	for (size_t k = 0; k < 3; k++) {
+		int vi = profile_find_sample_type(p0, names[k], "nanoseconds");
+		if (vi < 0 || strcmp(ss->value_type, names[k]) == 0)
+			continue;
+		struct flame_alt *v = &a[n++];
+		v->name = names[k];
+		v->unit = "nanoseconds";
+		v->self = calloc(t->n, sizeof *v->self);
+		v->q = calloc(t->n, sizeof *v->q);
+		if (!v->self || !v->q)
+			goto fail;
+		/* ss's samples are the profiles' Samples in order: the same
+		 * stacks, another value. */
+		size_t i = 0;
+		struct stackset other = *ss;
+		other.total = 0;
+		for (size_t f = 0; f < in->n; f++)
+			for (size_t s = 0; s < in->profiles[f]->nsamples && i < ss->nsamples; s++, i++) {
+				smp[i] = ss->samples[i];
+				smp[i].value = in->profiles[f]->samples[s].values[vi];
+				other.total = sat_add(other.total, smp[i].value);
+				v->self[t->leaf[i]] = sat_add(v->self[t->leaf[i]], smp[i].value);
+			}
+		other.samples = smp;
+		v->total = other.total;
+		share_nodes_self_q(t, &other, 0, ss->nsamples, v->q);
+		share_base_of(&v->base, &other, 0, ss->nsamples);
+	}
+	free(smp);
+	*alt = a;
+	return n;
+fail:
+	for (long j = 0; j < n; j++) {
+		free(a[j].self);
+		free(a[j].q);
+	}
+	free(a);
+	free(smp);
+	return -1;
 }
 
 int flame_write(FILE *out, const struct report_input *in,
@@ -324,7 +421,16 @@ int flame_write(FILE *out, const struct report_input *in,
 	struct share_base b;
 	share_base_of(&b, ss, 0, ss->nsamples);
 	struct flame_tree ft = { .t = &t, .q = q, .base = &b, .total = ss->total };
+	long nalt = alt_values(in, ss, &t, &ft.alt);
+	if (nalt < 0)
+		goto out;
+	ft.nalt = (size_t)nalt;
 	rc = flame_page(out, in, ss, &ft);
+	for (size_t a = 0; a < ft.nalt; a++) {
+		free(ft.alt[a].self);
+		free(ft.alt[a].q);
+	}
+	free(ft.alt);
 out:
 	calltree_free(&t);
 	free(q);

@@ -45,8 +45,8 @@ void header_print(FILE *out, const struct report_input *in,
 		}
 	}
 	if (!ss->is_cpu)
-		fprintf(out, "Sample type: %s/%s (the profile has no cpu/nanoseconds)\n",
-			ss->value_type, ss->unit);
+		fprintf(out, "Sample type: %s/%s%s\n", ss->value_type, ss->unit,
+			ss->has_cpu ? "" : " (the profile has no cpu/nanoseconds)");
 
 	int64_t duration = 0;
 	for (size_t i = 0; i < in->n; i++)
@@ -54,7 +54,8 @@ void header_print(FILE *out, const struct report_input *in,
 			duration = sat_add(duration, in->profiles[i]->duration_nanos);
 	char tot[64], dur[64];
 	format_value(tot, sizeof tot, ss->total, ss->unit);
-	const char *what = ss->is_cpu ? "Total CPU" : "Total";
+	char what[32];
+	snprintf(what, sizeof what, "Total%s%s", ss->what ? " " : "", ss->what ? ss->what : "");
 	double scale = ns_per_unit(ss->unit);
 	if (duration > 0) {
 		format_value(dur, sizeof dur, duration, "nanoseconds");

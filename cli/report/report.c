@@ -29,7 +29,7 @@ static const char *const format_names[] = { "top", "folded", "tree", "html" };
 void report_usage(FILE *f)
 {
 	fputs("  cpuprof report [--format top|folded|tree|html] [-o OUT] [--lines]\n"
-	      "                 [--value cpu|samples] [--top N] [--min-share PCT]\n"
+	      "                 [--value cpu|samples|off-cpu|wall] [--top N] [--min-share PCT]\n"
 	      "                 [--group-by process|thread] [--list REGEX] [--intervals]\n"
 	      "                 FILE...\n"
 	      "      report the pprof profiles FILE... (several are merged: their\n"
@@ -39,13 +39,18 @@ void report_usage(FILE *f)
 	      "                the most CPU time (the default format)\n"
 	      "        folded  one 'root;...;leaf VALUE' line per stack, for\n"
 	      "                flamegraph.pl, inferno or speedscope; VALUE is\n"
-	      "                nanoseconds of CPU (--value samples: sample counts)\n"
+	      "                nanoseconds of the value (--value samples: sample\n"
+	      "                counts)\n"
 	      "        tree    the call tree, with total and self shares; children\n"
 	      "                below --min-share percent (default 1) summarised\n"
 	      "        html    an interactive flame graph in one self-contained\n"
 	      "                HTML file: needs -o OUT.html (or stdout redirected)\n"
 	      "      --lines   one frame per function and source line (file:line)\n"
-	      "      --value   the sample type counted (default cpu, where present)\n"
+	      "      --value   the sample type counted: cpu, samples, and in\n"
+	      "                profiles of off-CPU time (record --off-cpu) off-cpu\n"
+	      "                and wall (= cpu + off-cpu, their default); other\n"
+	      "                profiles' types by name (default: the profile's\n"
+	      "                default type, else cpu, else its last)\n"
 	      "      --group-by  tree and folded: stacks under their process (and\n"
 	      "                thread) labels; the html page has this as a view\n"
 	      "      --list REGEX  the source of matching functions, with each\n"
@@ -130,7 +135,7 @@ static int parse_args(int argc, char **argv, struct report_args *ra)
 		} else if ((v = opt_value(argc, argv, &i, "--value", &missing))) {
 			if (missing || !*v) {
 				fprintf(stderr, "cpuprof report: --value needs a "
-					"sample type (cpu, samples)\n");
+					"sample type (cpu, samples, off-cpu, wall)\n");
 				return -1;
 			}
 			ra->value = v;

@@ -76,6 +76,18 @@ struct flame_tree {
 	void (*meta)(FILE *out, void *arg);
 	void (*node)(FILE *out, uint32_t node, void *arg);
 	void *arg;
+	/* The other values the page's menu offers (profiles of off-CPU
+	 * time: cpu, off_cpu, wall), nalt of them, each with what the fields
+	 * above give for the drawn one; a node is left out only if it holds
+	 * none of them. */
+	size_t nalt;
+	struct flame_alt {
+		const char *name, *unit;
+		int64_t total;
+		struct share_base base;
+		int64_t *self; /* per node */
+		double *q;     /* per node */
+	} *alt;
 };
 
 /* Writes the flame graph page of ft, with in's profiles in its header.

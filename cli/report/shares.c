@@ -135,6 +135,12 @@ void share_interval(const struct share_sum *s, const struct share_base *b,
 	double r = share_of(s, b), v = share_var(s, b);
 	*lo = 0;
 	*hi = 1;
+	/* Nothing sampled, all measured (off-CPU time): the share is what
+	 * it is. */
+	if (!(b->ws > 0) && b->w > 0) {
+		*lo = *hi = r;
+		return;
+	}
 	if (!isfinite(v))
 		return;
 	/* The share's effective draws: neff, or fewer where the delta

@@ -19,7 +19,8 @@ static const char *const kind_names[FRAME_KINDS] = {
 	[FRAME_ADDRESS] = "address",     [FRAME_LOST] = "lost",
 	[FRAME_UNSAMPLED] = "unsampled", [FRAME_PROFILER] = "profiler",
 	[FRAME_TRUNCATED] = "truncated", [FRAME_NOSTACK] = "pseudo",
-	[FRAME_PROCESS] = "process",     [FRAME_THREAD] = "thread",
+	[FRAME_WAITING] = "waiting",     [FRAME_PROCESS] = "process",
+	[FRAME_THREAD] = "thread",
 };
 
 const char *frame_kind_name(enum frame_kind k)
@@ -168,6 +169,8 @@ static enum frame_kind pseudo_kind(const char *name)
 		return FRAME_PROFILER;
 	if (strcmp(name, "[truncated]") == 0)
 		return FRAME_TRUNCATED;
+	if (strcmp(name, "[waiting to run]") == 0)
+		return FRAME_WAITING;
 	return FRAME_NOSTACK;
 }
 
@@ -364,18 +367,35 @@ int stackset_build(struct stackset *ss, struct profile *const *p,
 	if (p[0]->nsample_types == 0)
 		return 0; /* nothing to count; the formats say so */
 	int vi = -1;
-	if (o->value) {
+	/* "off-cpu", as the command line spells it, is off_cpu. */
+	const char *value = o->value && strcmp(o->value, "off-cpu") == 0 ? "off_cpu" : o->value;
+	if (value) {
 		for (size_t k = 0; k < p[0]->nsample_types && vi < 0; k++)
-			if (strcmp(p[0]->sample_types[k].type, o->value) == 0)
+			if (strcmp(p[0]->sample_types[k].type, value) == 0)
 				vi = (int)k;
 		if (vi < 0) {
 			char a[256];
 			describe_types(p[0], a, sizeof a);
+			/* A profile that was asked for off-CPU time and has
+			 * none says why in its comments. */
+			const char *why = profile_comment(p[0], "off_cpu");
+			bool off = strcmp(value, "off_cpu") == 0 || strcmp(value, "wall") == 0;
+			if (off)
+				return fail(err, errlen, "no sample type '%s' in %s (it has %s): %s", value,
+					    names[0], a, why ? why : "it was not recorded with off-CPU time "
+								    "(cpuprof record --off-cpu, CPUPROF_OFF_CPU=1)");
 			return fail(err, errlen, "no sample type '%s' in %s (it "
-				    "has %s)", o->value, names[0], a);
+				    "has %s)", value, names[0], a);
 		}
 	} else {
-		vi = profile_find_sample_type(p[0], "cpu", "nanoseconds");
+		/* The profile's default, where it names one (wall in
+		 * profiles of off-CPU time), else CPU, else the last. */
+		const char *def = p[0]->default_sample_type;
+		for (size_t k = 0; def && *def && k < p[0]->nsample_types && vi < 0; k++)
+			if (strcmp(p[0]->sample_types[k].type, def) == 0)
+				vi = (int)k;
+		if (vi < 0)
+			vi = profile_find_sample_type(p[0], "cpu", "nanoseconds");
 		if (vi < 0)
 			vi = (int)p[0]->nsample_types - 1;
 	}
@@ -383,6 +403,9 @@ int stackset_build(struct stackset *ss, struct profile *const *p,
 	ss->unit = p[0]->sample_types[vi].unit;
 	ss->is_cpu = strcmp(ss->value_type, "cpu") == 0 &&
 		     strcmp(ss->unit, "nanoseconds") == 0;
+	ss->has_cpu = profile_find_sample_type(p[0], "cpu", "nanoseconds") >= 0;
+	ss->what = ss->is_cpu ? "CPU" : strcmp(ss->value_type, "off_cpu") == 0 ? "off-CPU"
+					 : strcmp(ss->value_type, "wall") == 0 ? "wall" : NULL;
 	/* The sample types are the same in every profile. */
 	int ci = profile_find_sample_type(p[0], "samples", "count");
 	ss->has_count = ci >= 0;

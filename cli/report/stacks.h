@@ -30,6 +30,7 @@ enum frame_kind {
 	FRAME_PROFILER,  /* "[profiler: ...]": cpuprof's own thread */
 	FRAME_TRUNCATED, /* "[truncated]": a stack cut at the depth limit */
 	FRAME_NOSTACK,   /* "[no stack]" and other "[...]" pseudo-functions */
+	FRAME_WAITING,   /* "[waiting to run]": off the CPU, runnable */
 	FRAME_PROCESS,   /* a grouping frame: a sample's process label */
 	FRAME_THREAD,    /* a grouping frame: a sample's thread label */
 	FRAME_KINDS
@@ -57,8 +58,10 @@ struct stack_options {
 	bool lines;             /* frames are function + file:line */
 	enum stack_group group; /* GROUP_THREAD: process, then thread */
 	const char *value;      /* the sample type to count ("cpu",
-				   "samples"); NULL: cpu if the profiles
-				   have it, else their last type */
+				   "samples", "off_cpu" or "off-cpu",
+				   "wall"); NULL: the profiles' default
+				   sample type if they name one, else cpu if
+				   they have it, else their last type */
 	const char *verb;       /* what messages say cannot be done with
 				   profiles of other types: "compare";
 				   NULL: "merge" */
@@ -90,6 +93,9 @@ struct stackset {
 	const char *value_type; /* the sample type counted ("cpu") */
 	const char *unit;       /* its unit ("nanoseconds") */
 	bool is_cpu;            /* the value is cpu/nanoseconds */
+	bool has_cpu;           /* the profiles have cpu/nanoseconds */
+	const char *what;       /* "CPU", "off-CPU" or "wall" for those
+				   values, for totals; NULL for others */
 	bool has_count;         /* count is the profiles' samples/count */
 	bool has_groups;        /* a sample had a process or thread label */
 

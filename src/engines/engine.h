@@ -38,6 +38,10 @@ struct cp_engine_conf {
 	 * at it then. */
 	pid_t starter_tid;
 	int starter_blocks;
+	/* Off-CPU time too (perf engines only): a context-switch event beside
+	 * each thread's sampling event, its intervals committed to the ring
+	 * as CP_SAMPLE_OFF_CPU samples. */
+	int off_cpu;
 };
 
 /* What an engine tells the profile about its threads. */
@@ -56,6 +60,17 @@ struct cp_engine_stats {
 	 * the profile started, out of the interposed calls' reach: no sample
 	 * comes from them until they unblock it. */
 	uint64_t blocked;
+	/* Off-CPU time, when conf.off_cpu asked for it: CP_OFF_CPU_ON, or
+	 * CP_OFF_CPU_ABSENT and why (a static string); the switch-outs whose
+	 * stack was lost and the events out of step; the truth check of the
+	 * threads (facts.h's acct_*), once stopped. */
+	int off_cpu;
+	const char *off_cpu_why;
+	uint64_t off_stackless, off_unpaired, off_lost;
+	uint64_t acct_threads;
+	double acct_min, acct_max;
+	int32_t acct_tid;
+	uint64_t acct_life_ns, acct_cpu_ns, acct_off_ns;
 };
 
 struct cp_engine {

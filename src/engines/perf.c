@@ -48,6 +48,19 @@
  * it (root, CAP_PERFMON, or paranoid <= 1): a sample taken in a system
  * call then carries the user registers of the call site, and charges the
  * call to the code that made it.
+ *
+ * Off-CPU time (conf.off_cpu).  Beside each thread's sampling event, on
+ * the same CPU and into the same ring, a context-switch event
+ * (perf/switches.h): a sample at every switch-out with the user stack
+ * where the thread entered the kernel, and the switch records.  It needs
+ * the right to sample kernel mode (root, CAP_PERFMON or paranoid <= 1);
+ * without it the profile says why and holds CPU only.  Every sample then
+ * leads with its event's id and carries its time (CLOCK_MONOTONIC, as the
+ * records do).  The keeper walks each switch-out's stack at once, queues
+ * it with the switch, fork and exit records, and hands them to
+ * switches.c in time order once no older record can still be in another
+ * CPU's ring; each interval it hands back goes into cp_sig.ring as a
+ * CP_SAMPLE_OFF_CPU sample weighing the time off the CPU.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -65,6 +78,7 @@
 
 #include "arch.h"
 #include "perf/events.h"
+#include "perf/switches.h"
 #include "engine.h"
 #include "profile/names.h"
 #include "threads.h"
@@ -84,6 +98,12 @@
 #define SLEEP_MIN_MS 1
 #define SLEEP_MAX_MS 100
 #define MAX_CPUS 4096
+/* Off-CPU time: records younger than this wait for the keeper's next
+ * pass (an older one of another CPU may not be in its ring yet), and the
+ * keeper wakes at least this often (ms): a switch-out is a sample too,
+ * as often as the program switches. */
+#define ORDER_SLACK_NS 2000000
+#define OFF_CPU_SLEEP_MS 10
 /* The frame of CPU no sample stands for, where periods that end in the
  * kernel raise no sample and are not charged to the next one. */
 #define UNSAMPLED_KERNEL "[unsampled: in the kernel, or after each thread's last sample]"
@@ -135,14 +155,44 @@ static struct {
 	struct cp_engine_stats st;
 	int sleep_ms;
 	unsigned ring_pages;  /* asked for each ring */
+	/* Off-CPU time: on (ident: samples lead with their event's id and
+	 * carry their time), the context-switch events, the pairing, the
+	 * queue of what it is handed in time order, a walk's scratch. */
+	int off_cpu, ident;
+	int *swfds;
+	size_t nswfds, capswfds;
+	struct cp_switches sw;
+	struct swq *sq;
+	size_t nsq, capsq;
+	uint64_t sqseq;
+	struct cp_sample *scratch;
+	char off_why[384];
 } E;
+
+/* A queued event of off-CPU time. */
+struct swq {
+	uint64_t time, seq;
+	pid_t tid;
+	int kind;             /* SWQ_* */
+	int preempted;        /* SWQ_OUT */
+	uint32_t n, flags, gen; /* SWQ_STACK: the walk */
+	uintptr_t *pcs;
+};
+enum { SWQ_BEGIN, SWQ_END, SWQ_STACK, SWQ_OUT, SWQ_IN };
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* Opens k's event on thread tid (0: the calling thread) and CPU cpu (-1:
  * any), sampling every `period` counts (0: counting only), with the
  * sampling attributes of this engine if `ring`.  Returns the fd or a
  * negative errno. */
 static int open_event(const struct perf_kind *k, pid_t tid, int cpu, uint64_t period, int kernel, int ring,
-		      int use_read)
+		      int use_read, int ident)
 {
 	struct perf_event_attr a;
 	memset(&a, 0, sizeof a);
@@ -155,6 +205,13 @@ static int open_event(const struct perf_kind *k, pid_t tid, int cpu, uint64_t pe
 	if (ring) {
 		a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER |
 				(use_read ? PERF_SAMPLE_READ : 0);
+		/* Beside a context-switch event: the same ring, so the same
+		 * clock, and each sample says whose it is. */
+		if (ident) {
+			a.sample_type |= PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TIME;
+			a.use_clockid = 1;
+			a.clockid = CLOCK_MONOTONIC;
+		}
 		a.sample_regs_user = CP_PERF_REGS_MASK;
 		a.sample_stack_user = STACK_COPY;
 		a.inherit = 1;
@@ -180,10 +237,10 @@ static int open_event(const struct perf_kind *k, pid_t tid, int cpu, uint64_t pe
 static int probe_event(struct perf_kind *k, uint64_t period, int ring, char *why, size_t len)
 {
 	k->count_kernel = k->try_kernel;
-	int fd = open_event(k, 0, -1, period, k->count_kernel, 0, 0);
+	int fd = open_event(k, 0, -1, period, k->count_kernel, 0, 0, 0);
 	if (k->count_kernel && (fd == -EACCES || fd == -EPERM)) {
 		k->count_kernel = 0;
-		fd = open_event(k, 0, -1, period, 0, 0, 0);
+		fd = open_event(k, 0, -1, period, 0, 0, 0, 0);
 	}
 	if (fd == -EACCES || fd == -EPERM) {
 		snprintf(why, len, "perf_event_open: %s (perf_event_paranoid=%d)", strerror(-fd), cp_perf_paranoid());
@@ -198,7 +255,7 @@ static int probe_event(struct perf_kind *k, uint64_t period, int ring, char *why
 		return fd;
 	close(fd);
 	/* The sampling attributes: inherit_thread needs Linux 5.13. */
-	fd = open_event(k, 0, 0, period ? period : 1000000, k->count_kernel, 1, 0);
+	fd = open_event(k, 0, 0, period ? period : 1000000, k->count_kernel, 1, 0, 0);
 	if (fd < 0)
 		snprintf(why, len, "perf_event_open with inherit_thread and a stack copy: %s%s", strerror(-fd),
 			 fd == -EINVAL ? " (needs Linux 5.13)" : "");
@@ -363,16 +420,68 @@ static int keep_fd(int fd)
 	return 0;
 }
 
+/* Opens the context-switch event of thread tid (0: the calling thread) on
+ * cpu, writing into ring_fd's ring (-1: a probe, its own), and notes its
+ * id.  The fd or a negative errno. */
+static int open_switch(pid_t tid, int cpu, int ring_fd)
+{
+	struct perf_event_attr a;
+	cp_switches_attr(&a, 0, CP_PERF_REGS_MASK, CP_SWITCH_STACK_COPY);
+	a.inherit_thread = 1;
+	a.watermark = 1;
+	a.wakeup_watermark = (uint32_t)CP_PERF_RING_PAGES_MAX * 4096u;
+	int fd = cp_perf_open(&a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0 || ring_fd < 0)
+		return fd;
+	uint64_t id = 0;
+	int e = ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring_fd) < 0 || ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0 ? -errno : 0;
+	if (e == 0)
+		e = cp_switches_add_id(&E.sw, id);
+	if (e == 0 && E.nswfds == E.capswfds) {
+		size_t cap = E.capswfds ? 2 * E.capswfds : 16;
+		int *n = realloc(E.swfds, cap * sizeof *n);
+		if (n) {
+			E.swfds = n;
+			E.capswfds = cap;
+		} else {
+			e = -ENOMEM;
+		}
+	}
+	if (e < 0) {
+		close(fd);
+		return e;
+	}
+	E.swfds[E.nswfds++] = fd;
+	return fd;
+}
+
+/* Opens thread tid's context-switch event on ring r's CPU; if it cannot
+ * be (but for a thread that has ended), off-CPU time is given up: its
+ * events are disabled, and the profile says why. */
+static void arm_switches(pid_t tid, const struct cp_perf_ring *r)
+{
+	int fd = open_switch(tid, r->cpu, r->fd);
+	if (fd >= 0 || fd == -ESRCH)
+		return;
+	for (size_t i = 0; i < E.nswfds; i++)
+		ioctl(E.swfds[i], PERF_EVENT_IOC_DISABLE, 0);
+	E.off_cpu = 0;
+	E.st.off_cpu = CP_OFF_CPU_ABSENT;
+	snprintf(E.off_why, sizeof E.off_why, "the context-switch event could not be opened on thread %d: %s",
+		 (int)tid, strerror(-fd));
+	E.st.off_cpu_why = E.off_why;
+}
+
 /* Opens the events of thread tid on every CPU.  0 or a negative errno
  * (the thread is then not sampled; its events so far stay open). */
 static int arm_thread(pid_t tid)
 {
-	if (E.nfds + E.nrings > E.fd_budget)
+	if (E.nfds + E.nswfds + 2 * E.nrings > E.fd_budget)
 		return -EMFILE;
 	int armed = 0, err = 0;
 	for (size_t i = 0; i < E.nrings; i++) {
 		struct cp_perf_ring *r = &E.rings[i];
-		int fd = open_event(E.k, tid, r->cpu, E.period, E.k->count_kernel, 1, E.use_read);
+		int fd = open_event(E.k, tid, r->cpu, E.period, E.k->count_kernel, 1, E.use_read, E.ident);
 		if (fd < 0) {
 			/* An offline CPU, or the thread is gone. */
 			err = fd;
@@ -390,6 +499,8 @@ static int arm_thread(pid_t tid)
 			continue;
 		}
 		armed++;
+		if (E.off_cpu)
+			arm_switches(tid, r);
 	}
 	return armed ? 0 : (err ? err : -ENODEV);
 }
@@ -424,6 +535,10 @@ static void arm_all(void)
 			found = 1;
 			uint64_t cpu0 = 0;
 			cp_thread_cpu_ns((pid_t)tid, &cpu0);
+			/* Its life in the profile starts now, on the CPU or
+			 * not: its first switch event says which. */
+			if (E.off_cpu)
+				cp_switches_begin(&E.sw, (pid_t)tid, mono_ns(), 0);
 			int e = arm_thread((pid_t)tid);
 			if (e < 0) {
 				E.st.unarmed++;
@@ -461,12 +576,30 @@ static void arm_all(void)
 	}
 }
 
+/* What off-CPU time holds, freed. */
+static void free_off_cpu(void)
+{
+	for (size_t i = 0; i < E.nsq; i++)
+		free(E.sq[i].pcs);
+	free(E.sq);
+	free(E.swfds);
+	free(E.scratch);
+	cp_switches_free(&E.sw);
+	E.sq = NULL;
+	E.swfds = NULL;
+	E.scratch = NULL;
+	E.nsq = E.capsq = E.nswfds = E.capswfds = 0;
+}
+
 static void close_all(void)
 {
 	for (size_t i = 0; i < E.nrings; i++)
 		cp_perf_ring_unmap(&E.rings[i]);
 	for (size_t i = 0; i < E.nfds; i++)
 		close(E.fds[i]);
+	for (size_t i = 0; i < E.nswfds; i++)
+		close(E.swfds[i]);
+	free_off_cpu();
 	free(E.rings);
 	free(E.fds);
 	free(E.bounce);
@@ -477,6 +610,113 @@ static void close_all(void)
 	E.bounce = NULL;
 	E.ti = NULL;
 	E.nrings = E.nfds = E.capfds = E.nti = E.capti = 0;
+}
+
+/* ---- off-CPU time ---- */
+
+/* An off-CPU interval of thread tid (switches.h) into cp_sig.ring: a
+ * sample of its switch-out's stack (objects of generation gen) that
+ * weighs the time off the CPU. */
+static void on_off(void *arg, void *ctx, uint64_t gen, pid_t tid, const uintptr_t *pcs, uint32_t n,
+		   uint32_t stack_flags, uint32_t kind, uint64_t ns)
+{
+	struct cp_sample *s = cp_ring_claim(cp_sig.ring);
+	if (!s) {
+		E.st.off_lost++;
+		return;
+	}
+	if (n > cp_sig.max_depth)
+		n = cp_sig.max_depth;
+	if (n)
+		memcpy(s->pcs, pcs, n * sizeof *pcs);
+	s->n = (uint16_t)n;
+	s->flags = (uint16_t)(stack_flags | kind);
+	s->weight_ns = ns;
+	s->tid = (uint32_t)tid;
+	s->gen = gen ? (uint32_t)gen : atomic_load_explicit(&cp_sig.objgen, memory_order_relaxed);
+	cp_sample_commit(s, 0);
+}
+
+/* Queues an event of off-CPU time (its pcs, if any, malloc'd and owned by
+ * the queue). */
+static void sq_push(uint64_t time, pid_t tid, int kind, int preempted, const struct cp_sample *walk)
+{
+	if (E.nsq == E.capsq) {
+		size_t cap = E.capsq ? 2 * E.capsq : 256;
+		struct swq *n = realloc(E.sq, cap * sizeof *n);
+		if (!n)
+			return;
+		E.sq = n;
+		E.capsq = cap;
+	}
+	struct swq *q = &E.sq[E.nsq];
+	*q = (struct swq){ .time = time, .seq = E.sqseq++, .tid = tid, .kind = kind, .preempted = preempted };
+	if (walk) {
+		q->n = walk->n;
+		q->flags = walk->flags;
+		q->gen = walk->gen;
+		if (walk->n && !(q->pcs = malloc(walk->n * sizeof *q->pcs)))
+			return;
+		if (walk->n)
+			memcpy(q->pcs, walk->pcs, walk->n * sizeof *q->pcs);
+	}
+	E.nsq++;
+}
+
+static int sq_cmp(const void *a, const void *b)
+{
+	const struct swq *x = a, *y = b;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Hands the queued events older than `until` to switches.c in time
+ * order, and keeps the rest. */
+static void sq_flush(uint64_t until)
+{
+	if (!E.nsq)
+		return;
+	qsort(E.sq, E.nsq, sizeof *E.sq, sq_cmp);
+	size_t i = 0;
+	for (; i < E.nsq && E.sq[i].time < until; i++) {
+		const struct swq *q = &E.sq[i];
+		switch (q->kind) {
+		case SWQ_BEGIN: cp_switches_begin(&E.sw, q->tid, q->time, 1); break;
+		case SWQ_END: cp_switches_end(&E.sw, q->tid, q->time); break;
+		case SWQ_STACK:
+			cp_switches_out_stack(&E.sw, q->tid, q->time, q->pcs, q->n, q->flags, NULL, q->gen);
+			break;
+		case SWQ_OUT: cp_switches_out(&E.sw, q->tid, q->time, q->preempted); break;
+		case SWQ_IN: cp_switches_in(&E.sw, q->tid, q->time); break;
+		}
+		free(q->pcs);
+	}
+	memmove(E.sq, E.sq + i, (E.nsq - i) * sizeof *E.sq);
+	E.nsq -= i;
+}
+
+/* Whether the kernel lets this process sample switch-outs (a probe on
+ * the calling thread): off-CPU time on, or absent and why. */
+static void start_off_cpu(void)
+{
+	int fd = open_switch(0, E.rings[0].cpu, -1);
+	if (fd < 0) {
+		E.st.off_cpu = CP_OFF_CPU_ABSENT;
+		cp_switches_refused(fd, E.off_why, sizeof E.off_why);
+		E.st.off_cpu_why = E.off_why;
+		return;
+	}
+	close(fd);
+	E.scratch = malloc(sizeof *E.scratch + (size_t)cp_sig.max_depth * sizeof(uintptr_t));
+	if (!E.scratch) {
+		E.st.off_cpu = CP_OFF_CPU_ABSENT;
+		E.st.off_cpu_why = "out of memory";
+		return;
+	}
+	cp_switches_init(&E.sw, on_off, NULL);
+	E.off_cpu = E.ident = 1;
+	E.st.off_cpu = CP_OFF_CPU_ON;
 }
 
 static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
@@ -499,13 +739,17 @@ static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
 		close_all();
 		return -ENOMEM;
 	}
+	if (c->off_cpu)
+		start_off_cpu();
 	/* PERF_SAMPLE_READ with inherit, where the kernel has it. */
-	int fd = open_event(k, 0, E.rings[0].cpu, E.period, k->count_kernel, 1, 1);
+	int fd = open_event(k, 0, E.rings[0].cpu, E.period, k->count_kernel, 1, 1, E.ident);
 	E.use_read = fd >= 0;
 	if (fd >= 0)
 		close(fd);
 	uint64_t hz = c->period_ns ? 1000000000u / c->period_ns : 1000;
 	uint64_t want = (hz * RING_MS / 1000 * (STACK_COPY + 256) + 4095) / 4096;
+	if (E.off_cpu)
+		want = CP_PERF_RING_PAGES_MAX; /* a sample per switch-out, too */
 	E.ring_pages = cp_perf_ring_pages(E.nrings, want > UINT32_MAX ? UINT32_MAX : (unsigned)want);
 	cp_threads_exit_clocks(1); /* before the events: no thread made after them is missed */
 	arm_all();
@@ -524,6 +768,8 @@ static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
 	uint64_t per_ring = least / (STACK_COPY + 256);
 	uint64_t ms = hz ? per_ring * 1000u / (2 * hz) : SLEEP_MAX_MS;
 	E.sleep_ms = ms < SLEEP_MIN_MS ? SLEEP_MIN_MS : ms > SLEEP_MAX_MS ? SLEEP_MAX_MS : (int)ms;
+	if (E.off_cpu && E.sleep_ms > OFF_CPU_SLEEP_MS)
+		E.sleep_ms = OFF_CPU_SLEEP_MS;
 	return 0;
 }
 
@@ -568,11 +814,78 @@ static uint64_t weigh(pid_t tid, int cpu, uint64_t value, int have_value)
 			  E.ns_per_unit);
 }
 
+/* Walks the stack copy of a sample (its registers regs, dyn bytes at
+ * stack of the `whole` asked for) into s; a walk that wants more than a
+ * whole copy holds is cut there (CP_SAMPLE_TRUNCATED).  A table not built
+ * yet is built, and the copy walked again (it is still in the ring).
+ * Returns whether every pc was in a table. */
+static int walk_copy(const uint64_t *regs, const uint8_t *stack, uint64_t dyn, uint64_t whole, struct cp_sample *s)
+{
+	struct cp_regs regs_;
+	CP_PERF_REGS(regs, &regs_);
+	int beyond = 0;
+	struct cp_stackmem m = {
+		.beyond = &beyond,
+		.lo = regs_.sp,
+		.hi = regs_.sp + dyn,
+		.delta = (intptr_t)((uintptr_t)stack - regs_.sp),
+		.copy = 1,
+	};
+	int known = cp_unwind(&regs_, &m, s);
+	if (!known && cp_unwind_build_wanted()) {
+		beyond = 0;
+		known = cp_unwind(&regs_, &m, s);
+	}
+	if (beyond && dyn == whole)
+		s->flags |= CP_SAMPLE_TRUNCATED;
+	return known;
+}
+
+/* A switch-out's sample (off-CPU time): its stack walked now, while the
+ * copy is in the ring, and queued with the switch records. */
+static void on_switch_sample(struct rec *r)
+{
+	uint32_t pid_tid[2];
+	uint64_t time;
+	if (!E.off_cpu || !take(r, pid_tid, sizeof pid_tid) || !take(r, &time, sizeof time))
+		return;
+	uint64_t abi = u64(r);
+	uint64_t regs[CP_PERF_NREGS] = { 0 };
+	if (abi != PERF_SAMPLE_REGS_ABI_NONE && !take(r, regs, sizeof regs))
+		return;
+	uint64_t size = u64(r);
+	const uint8_t *stack = r->p;
+	uint64_t dyn = 0;
+	if (size) {
+		if ((uint64_t)(r->end - r->p) < size + 8)
+			return;
+		r->p += size;
+		dyn = u64(r);
+		if (dyn > size)
+			dyn = size;
+	}
+	struct cp_sample *s = E.scratch;
+	s->n = 0;
+	s->flags = 0;
+	if (abi != PERF_SAMPLE_REGS_ABI_NONE)
+		walk_copy(regs, stack, dyn, CP_SWITCH_STACK_COPY, s);
+	s->gen = atomic_load_explicit(&cp_sig.objgen, memory_order_relaxed);
+	sq_push(time, (pid_t)pid_tid[1], SWQ_STACK, 0, s);
+}
+
 static void on_sample(struct rec *r, int cpu)
 {
+	/* Beside a context-switch event, each sample leads with its
+	 * event's id, and has its time after the thread. */
+	if (E.ident && cp_switches_is_switch(&E.sw, u64(r))) {
+		on_switch_sample(r);
+		return;
+	}
 	uint32_t pid_tid[2];
 	if (!take(r, pid_tid, sizeof pid_tid))
 		return;
+	if (E.ident)
+		u64(r); /* its time */
 	pid_t tid = (pid_t)pid_tid[1];
 	uint64_t value = E.use_read ? u64(r) : 0;
 	uint64_t weight = weigh(tid, cpu, value, E.use_read);
@@ -608,33 +921,12 @@ static void on_sample(struct rec *r, int cpu)
 		s->n = 0; /* no user context (a kernel-only stretch): no stack */
 		s->flags = 0;
 	} else {
-		struct cp_regs regs_;
-		CP_PERF_REGS(regs, &regs_);
-		struct cp_stackmem m = {
-			.lo = regs_.sp,
-			.hi = regs_.sp + dyn,
-			.delta = (intptr_t)((uintptr_t)stack - regs_.sp),
-			.copy = 1,
-		};
-		known = cp_unwind(&regs_, &m, s);
-		/* A table not built yet: built now, and the copy walked again
-		 * (it is still in the ring). */
-		if (!known && cp_unwind_build_wanted())
-			known = cp_unwind(&regs_, &m, s);
+		known = walk_copy(regs, stack, dyn, STACK_COPY, s);
 	}
 	s->weight_ns = weight;
 	s->tid = (uint32_t)tid;
 	s->gen = atomic_load_explicit(&cp_sig.objgen, memory_order_relaxed);
 	cp_sample_commit(s, !known);
-}
-
-/* The sample_id of a non-sample record (its last 8 bytes: pid, tid). */
-static pid_t record_tid(const uint8_t *p, const uint8_t *end)
-{
-	uint32_t pid_tid[2] = { 0, 0 };
-	if (end - p >= 8)
-		memcpy(pid_tid, end - 8, 8);
-	return (pid_t)pid_tid[1];
 }
 
 static void on_record(const struct perf_event_header *h, int cpu, void *unused)
@@ -657,11 +949,20 @@ static void on_record(const struct perf_event_header *h, int cpu, void *unused)
 		E.st.throttled++;
 		break;
 	case PERF_RECORD_FORK: {
-		uint32_t v[4]; /* pid, ppid, tid, ptid */
+		uint32_t v[4]; /* pid, ppid, tid, ptid, then the time */
 		if (take(&r, v, sizeof v) && v[0] == v[1]) {
 			tinfo_get((pid_t)v[2]);
 			cp_names_inherit((pid_t)v[2], (pid_t)v[3]);
+			if (E.off_cpu)
+				sq_push(u64(&r), (pid_t)v[2], SWQ_BEGIN, 0, NULL);
 		}
+		break;
+	}
+	case PERF_RECORD_SWITCH: {
+		uint32_t v[2]; /* the sample_id: pid, tid, time */
+		if (E.off_cpu && take(&r, v, sizeof v))
+			sq_push(u64(&r), (pid_t)v[1], h->misc & PERF_RECORD_MISC_SWITCH_OUT ? SWQ_OUT : SWQ_IN,
+				(h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0, NULL);
 		break;
 	}
 	case PERF_RECORD_COMM: {
@@ -692,9 +993,14 @@ static void on_record(const struct perf_event_header *h, int cpu, void *unused)
 		break;
 	}
 	case PERF_RECORD_EXIT: {
-		struct tinfo *t = tinfo_get(record_tid(body, r.end));
+		uint32_t v[4]; /* pid, ppid, tid, ptid, then the time */
+		if (!take(&r, v, sizeof v))
+			break;
+		struct tinfo *t = tinfo_get((pid_t)v[2]);
 		if (t)
 			t->exited = 1;
+		if (E.off_cpu)
+			sq_push(u64(&r), (pid_t)v[2], SWQ_END, 0, NULL);
 		break;
 	}
 	}
@@ -735,15 +1041,52 @@ static int perf_drain(void)
 	/* After the rings: a thread's samples are in before its end. */
 	cp_threads_take_exit_clocks(note_end);
 	read_original_clocks();
+	if (E.off_cpu) {
+		uint64_t now = mono_ns();
+		sq_flush(now > ORDER_SLACK_NS ? now - ORDER_SLACK_NS : 0);
+	}
 	return E.sleep_ms;
+}
+
+/* Thread tid's CPU in the profile, by what weighs its samples and its
+ * tail (perf_stop); -1 if it is not known. */
+static int64_t thread_cpu(void *arg, pid_t tid)
+{
+	for (size_t i = E.capti ? hash64((unsigned)tid) & (E.capti - 1) : 0; E.capti && E.ti[i].tid;
+	     i = (i + 1) & (E.capti - 1))
+		if (E.ti[i].tid == tid)
+			return (int64_t)(E.ti[i].sampled_ns + E.ti[i].tail_ns);
+	return -1;
+}
+
+/* Off-CPU time at the stop: what is queued handed over, the intervals
+ * under way ended at `end`, and every thread held to its lifetime. */
+static void stop_off_cpu(uint64_t end)
+{
+	sq_flush(UINT64_MAX);
+	cp_switches_finish(&E.sw, end);
+	struct cp_switch_check c;
+	cp_switches_check(&E.sw, thread_cpu, NULL, 10000000, &c);
+	E.st.off_stackless = E.sw.stackless;
+	E.st.off_unpaired = E.sw.unpaired;
+	E.st.acct_threads = c.threads;
+	E.st.acct_min = c.min;
+	E.st.acct_max = c.max;
+	E.st.acct_tid = c.worst;
+	E.st.acct_life_ns = c.life_ns;
+	E.st.acct_cpu_ns = c.cpu_ns;
+	E.st.acct_off_ns = c.off_ns;
 }
 
 static void perf_stop(void)
 {
 	/* Closing disables every event and, with them, their inherited
 	 * copies; what they wrote before is still in the rings. */
+	for (size_t i = 0; i < E.nswfds; i++)
+		ioctl(E.swfds[i], PERF_EVENT_IOC_DISABLE, 0);
 	for (size_t i = 0; i < E.nfds; i++)
 		ioctl(E.fds[i], PERF_EVENT_IOC_DISABLE, 0);
+	uint64_t end = mono_ns();
 	perf_drain();
 	cp_threads_exit_clocks(0);
 	for (size_t i = 0; i < E.capti; i++) {
@@ -768,6 +1111,8 @@ static void perf_stop(void)
 	E.st.unsampled_ns = st.unsampled_ns;
 	if (!E.use_read && !E.k->count_kernel)
 		E.st.unsampled_what = UNSAMPLED_KERNEL;
+	if (E.off_cpu)
+		stop_off_cpu(end);
 	struct cp_engine_stats keep = E.st;
 	close_all();
 	E.st = keep;
@@ -809,6 +1154,7 @@ static void perf_forget(void)
 	free(E.bounce);
 	cp_perf_counts_free(&E.counts);
 	free(E.ti);
+	free_off_cpu();
 	memset(&E, 0, sizeof E);
 }
 

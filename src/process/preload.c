@@ -8,7 +8,7 @@
  *
  * Environment: CPUPROF (output file) and the settings of options.h
  * (CPUPROF_HZ, CPUPROF_ENGINE, CPUPROF_DEPTH, CPUPROF_SIGNAL,
- * CPUPROF_UNWIND).  A process started by a profiled process (fork+exec,
+ * CPUPROF_UNWIND, CPUPROF_OFF_CPU).  A process started by a profiled process (fork+exec,
  * which inherits the environment) writes FILE.<pid> so that nothing is
  * overwritten.
  *
@@ -60,14 +60,15 @@ __attribute__((constructor)) static void preload_start(void)
 		return;
 
 	struct cpuprof_options o = { 0 };
-	long hz = 0, depth = 0, signo = 0, engine, unwind;
+	long hz = 0, depth = 0, signo = 0, engine, unwind, off_cpu = 0;
 	if (env_option(CP_OPT_HZ, &hz, NULL) < 0 || env_option(CP_OPT_DEPTH, &depth, NULL) < 0 ||
 	    env_option(CP_OPT_SIGNAL, &signo, NULL) < 0 || env_option(CP_OPT_ENGINE, &engine, &o.engine) < 0 ||
-	    env_option(CP_OPT_UNWIND, &unwind, &o.unwind) < 0)
+	    env_option(CP_OPT_UNWIND, &unwind, &o.unwind) < 0 || env_option(CP_OPT_OFF_CPU, &off_cpu, NULL) < 0)
 		return;
 	o.hz = (int)hz;
 	o.max_depth = (int)depth;
 	o.signal = (int)signo;
+	o.off_cpu = (int)off_cpu;
 
 	if (shm && *shm) {
 		char why[512];

@@ -73,6 +73,24 @@ int64_t cp_facts_mean_run_ns(const struct cp_facts *f)
 	return f->waits > 0 ? f->cpu_ns / f->waits : f->cpu_ns;
 }
 
+/* The off-CPU clauses: threads whose CPU and off-CPU time do not add up
+ * to their lifetime (switch records lost, or wrong), switch-outs whose
+ * stack was lost.  Judged however little CPU the run used: a program that
+ * only waits is what off-CPU profiles are for. */
+static void cp_judge_off_cpu(const struct cp_facts *f, struct cp_warning *w)
+{
+	if (f->off_cpu != CP_OFF_CPU_ON)
+		return;
+	if (f->acct_threads && (f->acct_min < 0.9 || f->acct_max > 1.1))
+		cp_warning_add(w, "thread %d's CPU and off-CPU time add up to %.1f%% of its lifetime (%.3f s of %.3f s): "
+		       "the profile's wall time is not the threads' (context-switch records lost?)", f->acct_tid,
+		       100.0 * (double)(f->acct_cpu_ns + f->acct_off_ns) / (double)(f->acct_life_ns ? f->acct_life_ns : 1),
+		       (double)(f->acct_cpu_ns + f->acct_off_ns) / 1e9, (double)f->acct_life_ns / 1e9);
+	if (f->off_stackless * 100 > f->off_switches && f->off_switches)
+		cp_warning_add(w, "%llu of %llu switch-outs lost their stack (a ring was full): their off-CPU time is in "
+		       "[no stack]", (unsigned long long)f->off_stackless, (unsigned long long)f->off_switches);
+}
+
 /* Judged only once the run has used a few dozen periods or kernel ticks
  * (10 ms at most): before that, one sample more or less is already a few
  * percent of it. */
@@ -137,9 +155,38 @@ void cp_judge(const struct cp_facts *f, struct cp_warning *w)
 		       "(%lld us), and sleeps end at ticks, where the samples are taken too: each function's share "
 		       "can be far off however many samples there are", (long long)(run_ns / 1000),
 		       (long long)(f->timer_res_ns / 1000));
+	cp_judge_off_cpu(f, w);
 	if (f->unsampled_ns * 10 > (uint64_t)f->cpu_ns)
 		cp_warning_add(w, "%.1f%% of the CPU time is in no function but in [unsampled: ...]: threads used it after "
 		       "their last sample", 100.0 * (double)f->unsampled_ns / (double)f->cpu_ns);
+}
+
+/* What the profile says of off-CPU time: nothing unless it was asked
+ * for; then whether it has it (or why not), how much, and how well each
+ * thread's CPU and off-CPU time add up to its lifetime. */
+static void cp_off_cpu_comments(struct cp_comments *c, const struct cp_facts *f)
+{
+	if (f->off_cpu == CP_OFF_CPU_ABSENT) {
+		cp_comment(c, "off_cpu=absent: %s", f->off_cpu_why[0] ? f->off_cpu_why : "not recorded");
+		return;
+	}
+	if (f->off_cpu != CP_OFF_CPU_ON)
+		return;
+	cp_comment(c, "off_cpu=recorded: a sample at every context switch, with the user stack where the thread left "
+		   "the CPU, until it ran again");
+	cp_comment(c, "off_cpu_ns=%llu", (unsigned long long)f->off_ns);
+	cp_comment(c, "waiting_to_run_ns=%llu", (unsigned long long)f->runnable_ns);
+	cp_comment(c, "off_cpu_switches=%llu", (unsigned long long)f->off_switches);
+	if (f->off_stackless || f->off_unpaired)
+		cp_comment(c, "off_cpu_lost=%llu stacks, %llu switch records", (unsigned long long)f->off_stackless,
+			   (unsigned long long)f->off_unpaired);
+	if (f->acct_threads)
+		cp_comment(c, "off_cpu_accounted=%.4f..%.4f over %llu threads: (cpu + off-CPU) / lifetime; furthest: "
+			   "thread %d, %llu + %llu ns of %llu ns", f->acct_min, f->acct_max,
+			   (unsigned long long)f->acct_threads, f->acct_tid, (unsigned long long)f->acct_cpu_ns,
+			   (unsigned long long)f->acct_off_ns, (unsigned long long)f->acct_life_ns);
+	else
+		cp_comment(c, "off_cpu_accounted=no thread whose lifetime and CPU are both known");
 }
 
 void cp_facts_comments(struct cp_comments *c, const struct cp_facts *f, const char *warning)
@@ -172,6 +219,7 @@ void cp_facts_comments(struct cp_comments *c, const struct cp_facts *f, const ch
 	cp_comment(c, "timer_resolution_ns=%lld", (long long)f->timer_res_ns);
 	cp_comment(c, "mean_run_ns=%lld", (long long)cp_facts_mean_run_ns(f));
 	cp_comment(c, "unwind=%s", cp_options[CP_OPT_UNWIND].choices[f->unwind]);
+	cp_off_cpu_comments(c, f);
 	if (f->unwind != CP_UNWIND_FP)
 		cp_comment(c, "unwind_tables=%llu objects, %llu bytes", (unsigned long long)f->unwind_tables,
 			   (unsigned long long)f->unwind_bytes);

@@ -26,6 +26,10 @@ const struct cp_option cp_options[CP_NOPTIONS] = {
 			   "the most frames kept per sample" },
 	[CP_OPT_UNWIND] = { "unwind", "CPUPROF_UNWIND", "--unwind", CP_OPT_CHOICE, 0, 0, 0, unwinds,
 			    "how stacks are walked" },
+	/* 0 or 1: whether to record off-CPU time too (perf engine, with the
+	 * kernel's leave: docs/off-cpu.md). */
+	[CP_OPT_OFF_CPU] = { "off_cpu", "CPUPROF_OFF_CPU", "--off-cpu", CP_OPT_INT, 0, 1, 0, NULL,
+			     "whether to record off-CPU time (0 or 1)" },
 };
 
 const char *cp_signal_unusable(int signo)

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-enum cp_option_id { CP_OPT_HZ, CP_OPT_ENGINE, CP_OPT_SIGNAL, CP_OPT_DEPTH, CP_OPT_UNWIND, CP_NOPTIONS };
+enum cp_option_id { CP_OPT_HZ, CP_OPT_ENGINE, CP_OPT_SIGNAL, CP_OPT_DEPTH, CP_OPT_UNWIND, CP_OPT_OFF_CPU, CP_NOPTIONS };
 
 enum cp_option_kind { CP_OPT_INT, CP_OPT_CHOICE, CP_OPT_SIGNO };
 

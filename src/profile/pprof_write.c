@@ -12,7 +12,10 @@
  * per distinct (name, system name, source file, start line); names are
  * addr2line -C -f -i's, without symbol versions and demangled (C++, Rust:
  * symbolize/demangle.h), the mangled symbol kept as system_name.  The tables follow the samples, the string table
- * last, so the profile reads without the binaries.  Runs outside signal
+ * last, so the profile reads without the binaries.  A profile of off-CPU
+ * time has two more values per Sample (off_cpu and wall), and writes each
+ * off-CPU stack as a Sample of its own, with no CPU and no sample count:
+ * that time was measured at every context switch, not sampled.  Runs outside signal
  * context and touches nothing a sampling signal handler uses.
  */
 #include <errno.h>
@@ -166,7 +169,9 @@ struct builder {
 	char **comments;
 	size_t ncomments, capcomments;
 	/* Pseudo-frame locations, or 0 until used. */
-	uint32_t truncated_loc, nostack_loc;
+	uint32_t truncated_loc, nostack_loc, waiting_loc, before_loc;
+	/* The values per Sample: 2, or 4 with off-CPU time (meta.off_cpu). */
+	size_t nvalues;
 };
 
 
@@ -621,16 +626,18 @@ static void put_label(struct pb_buf *pb, uint32_t key, uint32_t str, int64_t num
 	cp_pb_end(pb, SAMPLE_LABEL, m);
 }
 
-/* A sample of part ps, sampled in thread tid (0: none in particular). */
+/* A sample of part ps, sampled in thread tid (0: none in particular):
+ * `count` samples of `ns` CPU, or (off) `ns` off the CPU. */
 static void put_sample(struct builder *b, const struct part_state *ps, const struct label_keys *k,
-		       const uint64_t *ids, size_t n, uint64_t count, uint64_t ns, uint32_t tid)
+		       const uint64_t *ids, size_t n, uint64_t count, uint64_t ns, int off, uint32_t tid)
 {
 	struct pb_buf *pb = &b->pb;
-	int64_t values[2] = { (int64_t)count, (int64_t)ns };
+	/* samples, cpu, off_cpu, wall */
+	int64_t values[4] = { off ? 0 : (int64_t)count, off ? 0 : (int64_t)ns, off ? (int64_t)ns : 0, (int64_t)ns };
 	const struct cp_profile_part *p = ps ? ps->p : NULL;
 	size_t m = cp_pb_start(pb);
 	cp_pb_packed_uint64(pb, SAMPLE_LOCATION_ID, ids, n);
-	cp_pb_packed_int64(pb, SAMPLE_VALUE, values, 2);
+	cp_pb_packed_int64(pb, SAMPLE_VALUE, values, b->nvalues);
 	if (p && p->pid)
 		put_label(pb, k->pid, 0, p->pid);
 	if (p && ps->pid_str)
@@ -654,7 +661,7 @@ static void put_pseudo(struct builder *b, const struct part_state *ps, const str
 	uint64_t id = location_new(b, 0, 0, 0);
 	if (id)
 		line_add(b, &b->locs[id - 1], fn, 0);
-	put_sample(b, ps, k, &id, 1, x->count, x->ns, 0);
+	put_sample(b, ps, k, &id, 1, x->count, x->ns, 0, 0);
 }
 
 /* Encodes the whole profile into b->pb.  Returns 0 or -ENOMEM. */
@@ -669,12 +676,21 @@ static int build(struct builder *b, const struct cp_profile_meta *meta)
 				   str_intern(b, "thread") };
 	put_value_type(pb, PROFILE_SAMPLE_TYPE, s_samples, s_count);
 	put_value_type(pb, PROFILE_SAMPLE_TYPE, s_cpu, s_ns);
+	b->nvalues = 2;
+	uint32_t s_wall = 0;
+	if (meta->off_cpu) {
+		/* wall last: what pprof shows by default, as the default
+		 * sample type says to readers that look. */
+		put_value_type(pb, PROFILE_SAMPLE_TYPE, str_intern(b, "off_cpu"), s_ns);
+		put_value_type(pb, PROFILE_SAMPLE_TYPE, s_wall = str_intern(b, "wall"), s_ns);
+		b->nvalues = 4;
+	}
 
-	size_t maxn = 2;
+	size_t maxn = 3;
 	for (size_t p = 0; p < b->nparts; p++)
 		for (size_t i = 0; i < b->parts[p].p->tab->len; i++)
-			if ((size_t)b->parts[p].p->tab->items[i]->n + 1 > maxn)
-				maxn = (size_t)b->parts[p].p->tab->items[i]->n + 1;
+			if ((size_t)b->parts[p].p->tab->items[i]->n + 2 > maxn)
+				maxn = (size_t)b->parts[p].p->tab->items[i]->n + 2;
 	uint64_t *ids = malloc(maxn * sizeof *ids);
 	if (!ids)
 		return -ENOMEM;
@@ -685,7 +701,14 @@ static int build(struct builder *b, const struct cp_profile_meta *meta)
 			ps->pid_str = str_intern(b, ps->p->process);
 		for (size_t i = 0; i < tab->len && !b->err && !pb->err; i++) {
 			const struct cp_stack *s = tab->items[i];
+			int off = (s->flags & CP_STACK_OFF_CPU) != 0;
+			if (off && !meta->off_cpu)
+				continue;
 			size_t n = 0;
+			/* Waiting for a CPU: a leaf of its own, where every
+			 * reader shows it. */
+			if (s->flags & CP_STACK_RUNNABLE)
+				ids[n++] = pseudo_location(b, &b->waiting_loc, "[waiting to run]");
 			for (uint32_t k = 0; k < s->n; k++) {
 				uint64_t pc = s->pcs[k];
 				if (k == 1 && (s->flags & CP_STACK_LINK_REG) &&
@@ -697,11 +720,14 @@ static int build(struct builder *b, const struct cp_profile_meta *meta)
 			/* pprof hides a sample without locations from its
 			 * reports (it only counts in the total): give it a
 			 * frame. */
-			if (s->n == 0)
+			if (s->n == 0 && (s->flags & CP_STACK_BEFORE))
+				ids[n++] = pseudo_location(b, &b->before_loc,
+							   "[off-CPU: since before the profile started]");
+			else if (n == 0)
 				ids[n++] = pseudo_location(b, &b->nostack_loc, "[no stack]");
 			if (s->flags & CP_STACK_TRUNCATED)
 				ids[n++] = pseudo_location(b, &b->truncated_loc, "[truncated]");
-			put_sample(b, ps, &keys, ids, n, s->count, s->ns, s->tid);
+			put_sample(b, ps, &keys, ids, n, s->count, s->ns, off, s->tid);
 		}
 		for (size_t i = 0; i < ps->p->npseudo; i++)
 			put_pseudo(b, ps, &keys, &ps->p->pseudo[i]);
@@ -764,6 +790,7 @@ static int build(struct builder *b, const struct cp_profile_meta *meta)
 	cp_pb_int64_opt(pb, PROFILE_DURATION_NANOS, meta->duration_nanos);
 	put_value_type(pb, PROFILE_PERIOD_TYPE, s_cpu, s_ns);
 	cp_pb_int64_opt(pb, PROFILE_PERIOD, (int64_t)meta->period_ns);
+	cp_pb_int64_opt(pb, PROFILE_DEFAULT_SAMPLE_TYPE, s_wall);
 	size_t nc = meta->ncomments + b->ncomments;
 	if (nc) {
 		int64_t *c = malloc(nc * sizeof *c);

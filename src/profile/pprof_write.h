@@ -30,6 +30,13 @@ struct cp_profile_meta {
 	size_t npseudo;
 	const char *const *comments; /* written as profile comments, in order */
 	size_t ncomments;
+	/* The profile has off-CPU time: the sample types are samples/count,
+	 * cpu/nanoseconds, off_cpu/nanoseconds and wall/nanoseconds (cpu +
+	 * off_cpu), wall the default, and the tables' CP_STACK_OFF_CPU stacks
+	 * are written (each a Sample of off_cpu and wall alone, its frames
+	 * led by [waiting to run] where it waited for a CPU).  Otherwise
+	 * samples/count and cpu/nanoseconds, and those stacks are left out. */
+	int off_cpu;
 };
 
 /* The samples of one address space (a process image), and the labels they

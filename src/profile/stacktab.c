@@ -25,6 +25,23 @@ void cp_stacktab_clear(struct cp_stacktab *t)
 		memset(t->index, 0, t->nindex * sizeof *t->index);
 	t->total_count = 0;
 	t->total_ns = 0;
+	t->total_off_count = 0;
+	t->total_off_ns = 0;
+	t->total_runnable_ns = 0;
+}
+
+/* Adds a stack's count and ns to the table's totals: CPU, or off-CPU. */
+static void add_totals(struct cp_stacktab *t, uint32_t flags, uint64_t count, uint64_t ns)
+{
+	if (flags & CP_STACK_OFF_CPU) {
+		t->total_off_count += count;
+		t->total_off_ns += ns;
+		if (flags & CP_STACK_RUNNABLE)
+			t->total_runnable_ns += ns;
+	} else {
+		t->total_count += count;
+		t->total_ns += ns;
+	}
 }
 
 void cp_stacktab_free(struct cp_stacktab *t)
@@ -110,8 +127,7 @@ int cp_stacktab_add_tid(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pc
 			struct cp_stack *s = t->items[t->index[i] - 1];
 			s->count += count;
 			s->ns += ns;
-			t->total_count += count;
-			t->total_ns += ns;
+			add_totals(t, flags, count, ns);
 			return 0;
 		}
 	}
@@ -148,8 +164,7 @@ int cp_stacktab_add_tid(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pc
 		memcpy(s->pcs, pcs, (size_t)n * sizeof *pcs);
 	t->items[t->len++] = s;
 	t->index[i] = (uint32_t)t->len;
-	t->total_count += count;
-	t->total_ns += ns;
+	add_totals(t, flags, count, ns);
 	return 0;
 }
 

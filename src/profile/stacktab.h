@@ -1,6 +1,7 @@
 /*
  * stacktab.h -- the aggregated profile: a table from call stack to
- * (sample count, CPU nanoseconds).  Filled by the drain thread and by
+ * (sample count, CPU nanoseconds), and, in profiles of off-CPU time, from
+ * the stack where a thread left the CPU to (times, off-CPU nanoseconds).  Filled by the drain thread and by
  * cpuprof_stop(); read by the pprof writer.  Not for signal context (it
  * allocates); callers serialise access themselves.
  */
@@ -13,8 +14,8 @@
 /* One distinct stack.  pcs[0] is the interrupted PC (leaf); pcs[1..n-1] are
  * return addresses, innermost first, exactly as the unwinder found them. */
 struct cp_stack {
-	uint64_t count; /* samples */
-	uint64_t ns;    /* CPU nanoseconds those samples stand for */
+	uint64_t count; /* samples (CP_STACK_OFF_CPU: times the thread left the CPU here) */
+	uint64_t ns;    /* CPU nanoseconds those samples stand for (CP_STACK_OFF_CPU: off-CPU ns) */
 	uint32_t n;     /* number of pcs (0 is allowed: a sample with no PC) */
 	uint32_t flags; /* CP_STACK_* */
 	uint32_t tid;   /* the thread it was sampled in (0: not told) */
@@ -29,13 +30,23 @@ struct cp_stack {
  * cp_symbols_code_outside_function(pcs[0], pcs[1] - 1) says it is a call
  * site in another function. */
 #define CP_STACK_LINK_REG 2u
+/* Off-CPU time, not CPU (perf/switches.h has the same values): the thread
+ * was switched out with this user stack and stayed off the CPU `ns`.
+ * RUNNABLE: it was still runnable, waiting for a CPU (preempted, or a new
+ * thread before its first run); BEFORE: it was off the CPU since before
+ * the profile saw it run (pcs unknown, n 0). */
+#define CP_STACK_OFF_CPU 4u
+#define CP_STACK_RUNNABLE 8u
+#define CP_STACK_BEFORE 16u
 
 struct cp_stacktab {
 	struct cp_stack **items; /* distinct stacks, in insertion order */
 	size_t len, cap;
 	uint32_t *index; /* open-addressing hash: 1 + position in items, 0 = empty */
 	size_t nindex;   /* power of two */
-	uint64_t total_count, total_ns;
+	uint64_t total_count, total_ns;     /* of the CPU stacks */
+	uint64_t total_off_count, total_off_ns; /* of the CP_STACK_OFF_CPU ones */
+	uint64_t total_runnable_ns;             /* ... of them CP_STACK_RUNNABLE */
 };
 
 void cp_stacktab_init(struct cp_stacktab *t);

@@ -151,6 +151,13 @@ int cp_sig_from_engine(int sig, const siginfo_t *si);
 /* Sample flags (struct cp_sample.flags); the stack table keeps them. */
 #define CP_SAMPLE_TRUNCATED 1u /* cut at the depth limit: more frames existed */
 #define CP_SAMPLE_LINK_REG 2u  /* pcs[1] is the link register, unconfirmed */
+/* Off-CPU time, not CPU (the perf engine with off_cpu, never a signal
+ * handler): weight_ns is the time the thread spent off the CPU after
+ * leaving it with this stack; RUNNABLE: waiting for a CPU; BEFORE: since
+ * before the profile saw it run, no stack. */
+#define CP_SAMPLE_OFF_CPU 4u
+#define CP_SAMPLE_RUNNABLE 8u
+#define CP_SAMPLE_BEFORE 16u
 
 /* The registers a stack walk starts from: where the thread was (pc), its
  * stack and frame pointers, and its link register (0 on an architecture
@@ -164,8 +171,13 @@ struct cp_regs {
  * for the live stack of a thread of this process; for a copy, where the
  * copy is).  A walk over a copy never leaves it (`copy`: a signal frame
  * that switched stacks ends the walk); over a live stack it may follow a
- * signal frame onto another stack of `thread` (cp_find_stack). */
+ * signal frame onto another stack of `thread` (cp_find_stack).  If
+ * `beyond` is not NULL, a walk that ends because the next frame lies just
+ * past hi (within CP_BEYOND_SPAN: the stack went on past the memory the
+ * walk had, a copy cut short) sets *beyond to 1. */
+#define CP_BEYOND_SPAN 65536
 struct cp_stackmem {
+	int *beyond;
 	uintptr_t lo, hi;
 	intptr_t delta;
 	int copy;

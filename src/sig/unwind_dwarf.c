@@ -251,15 +251,28 @@ struct walk {
 	const struct cp_unwinder *u;
 	struct cp_stackmem m; /* the stack being read */
 	int fp_fallback;
+	int beyond;           /* this step wanted memory just past m.hi */
 };
+
+/* Notes that the walk wanted memory up to address a, past the stack it
+ * has: just past it means the stack went on (cp_stackmem.beyond).  Signal
+ * context. */
+static void note_beyond(struct walk *w, uintptr_t a)
+{
+	if (a > w->m.hi && a - w->m.hi < CP_BEYOND_SPAN)
+		w->beyond = 1;
+}
 
 enum { STEP_OK, STEP_END, STEP_FAIL };
 
 /* Reads the aligned word at a if it lies inside the stack; signal context. */
-CP_READS_STACK static int read_word(const struct walk *w, uintptr_t a, uintptr_t *out)
+CP_READS_STACK static int read_word(struct walk *w, uintptr_t a, uintptr_t *out)
 {
-	if ((a & (WORD - 1)) || a < w->m.lo || w->m.hi - w->m.lo < WORD || a > w->m.hi - WORD)
+	if ((a & (WORD - 1)) || a < w->m.lo || w->m.hi - w->m.lo < WORD || a > w->m.hi - WORD) {
+		if (!(a & (WORD - 1)) && a >= w->m.lo)
+			note_beyond(w, a + WORD);
 		return 0;
+	}
 	*out = *(const uintptr_t *)(a + (uintptr_t)w->m.delta);
 	return 1;
 }
@@ -365,8 +378,11 @@ static int step_rule(struct walk *w, struct frame *f, const struct cp_urule *r)
 	 * return address is still in the link register has CFA == sp. */
 	if (!(cfa > f->floor || (ra_from_lr && cfa == f->floor)))
 		return STEP_FAIL;
-	if (cfa < w->m.lo || cfa > w->m.hi)
+	if (cfa < w->m.lo || cfa > w->m.hi) {
+		if (cfa > w->m.hi)
+			note_beyond(w, cfa);
 		return STEP_FAIL;
+	}
 	if (ra < MIN_CODE_ADDR)
 		return STEP_END;
 
@@ -420,6 +436,7 @@ unsigned cp_unwind_dwarf(const struct cp_unwinder *u, const struct cp_regs *r, c
 		uintptr_t look = f.exact ? f.pc : f.pc - 1;
 		int have = u->set && lookup_rule(u, look, &rule, &lacked);
 		int s = STEP_FAIL;
+		w.beyond = 0;
 		if (n == 1)
 			*complete = have;
 		if (have) {
@@ -430,8 +447,11 @@ unsigned cp_unwind_dwarf(const struct cp_unwinder *u, const struct cp_regs *r, c
 		} else if (w.fp_fallback) {
 			s = step_fp(&w, &f);
 		}
-		if (s != STEP_OK)
+		if (s != STEP_OK) {
+			if (s == STEP_FAIL && w.beyond && m->beyond)
+				*m->beyond = 1;
 			break;
+		}
 		if (n == max) {
 			*truncated = 1;
 			break;

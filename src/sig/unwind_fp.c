@@ -56,15 +56,19 @@ unsigned cp_unwind_fp(const struct cp_regs *r, const struct cp_stackmem *m, uint
 		uintptr_t ra = record_word(m, fp, CP_FRAME_RA_SLOT);
 		uintptr_t next = record_word(m, fp, CP_FRAME_FP_SLOT);
 		if (ra < MIN_CODE_ADDR)
-			break;
+			return n;
 		if (n == max) {
 			*flags |= CP_SAMPLE_TRUNCATED;
-			break;
+			return n;
 		}
 		pcs[n++] = ra;
 		if (next <= fp)
-			break;
+			return n;
 		fp = next;
 	}
+	/* The next record lies just past the memory the walk has. */
+	const uintptr_t rec = (CP_FRAME_RA_SLOT + 1) * sizeof(uintptr_t);
+	if (m->beyond && m->hi >= rec && fp > m->hi - rec && fp - m->hi < CP_BEYOND_SPAN)
+		*m->beyond = 1;
 	return n;
 }

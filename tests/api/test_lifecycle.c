@@ -33,6 +33,7 @@ static void bad_options(void)
 	struct cpuprof_options bad[] = {
 		{ .hz = -1 }, { .hz = 100001 }, { .engine = "bogus" }, { .max_depth = -3 },
 		{ .max_depth = 5000 }, { .signal = SIGKILL }, { .signal = SIGSEGV }, { .signal = 99 },
+		{ .off_cpu = 2 }, { .off_cpu = -1 },
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		CHECK(cpuprof_start(path, &bad[i]) == -EINVAL, "bad option set %zu accepted", i);

@@ -11,7 +11,8 @@
 # per path with its path's share and counted once by a search, a real
 # click zooms, a tooltip gives the interval `report
 # --intervals` gives, hostile names are text, and no script error was
-# logged; and a page of `cpuprof diff` colours the function that grew
+# logged; a profile of off-CPU time offers wall, cpu and off_cpu in its
+# Value menu and redraws with each; and a page of `cpuprof diff` colours the function that grew
 # red, the one that shrank blue and the rest grey.  Screenshots of work_hot's and the demo's pages are kept in
 # $B/tests/ (docs/flamegraph.png is the demo's).  Skips (77) without
 # Chromium or Node.js, or where Chromium cannot start.
@@ -163,6 +164,29 @@ EOF
 mk "$tmp/groups.pb" <"$tmp/groups.txt" || fail "tool_mkprof"
 $EMU "$CP" report --format html -o "$tmp/groups.html" "$tmp/groups.pb" || fail "report of labelled samples"
 
+# --- a profile of off-CPU time: the Value menu (wall the default: the
+# raw field 14 names string 6, "wall") ---
+cat >"$tmp/values.txt" <<'EOF'
+type samples count
+type cpu nanoseconds
+type off_cpu nanoseconds
+type wall nanoseconds
+raw 7006
+function 1 main
+function 2 compute
+function 3 nanosleep
+function 4 [waiting%20to%20run]
+location 1 0 0 1
+location 2 0 0 2
+location 3 0 0 3
+location 4 0 0 4
+sample 10 100 0 100 : 2 1
+sample 0 0 300 300 : 3 1
+sample 0 0 50 50 : 4 2 1
+EOF
+mk "$tmp/values.pb" <"$tmp/values.txt" || fail "tool_mkprof"
+$EMU "$CP" report --format html -o "$tmp/values.html" "$tmp/values.pb" || fail "report of a profile of off-CPU time"
+
 # --- the demo, for the README's screenshot ---
 demo=
 if [ -x "$B/demo" ]; then
@@ -182,7 +206,8 @@ node tests/tools/html_check.js \
 	--branches "$tmp/branches.html" \
 	--hostile "$tmp/hostile.html" "$tmp/names.json" \
 	--empty "$tmp/empty.html" \
-	--groups "$tmp/groups.html" $demo
+	--groups "$tmp/groups.html" \
+	--values "$tmp/values.html" $demo
 rc=$?
 [ $rc -eq 77 ] && exit 77
 [ $rc -eq 0 ] || fail "html_check.js failed (exit $rc)"

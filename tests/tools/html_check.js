@@ -7,7 +7,7 @@
 // Usage: node html_check.js [--work PAGE PNG TOTAL HOTSHARE SEARCHSHARE]
 //        [--interval PAGE NAME LO HI] [--diff PAGE GROWN SHRUNK SAME PNG]
 //        [--branches PAGE] [--hostile PAGE NAMES.json] [--empty PAGE]
-//        [--groups PAGE]
+//        [--groups PAGE] [--values PAGE]
 //        [--shot PAGE PNG]
 "use strict";
 const cdp = require("./cdp.js");
@@ -241,6 +241,31 @@ async function checkGroups(b, file) {
 	check((await p.eval(F + ".total()")) === 700, "every view keeps the total");
 }
 
+// A profile of off-CPU time (t_report_html.sh's values.txt): the Value
+// menu offers wall (the profile's default), cpu and off_cpu, and each
+// redraws the same stacks with that value.
+async function checkValues(b, file) {
+	const p = await openPage(b, file);
+	const F = "cpuprofFlame";
+	const node = (name) => p.eval(`(() => { const q = [0]; while (q.length) { const k = q.pop();
+		if (k && ${F}.name(k) === ${JSON.stringify(name)}) return k; q.push(...${F}.children(k)); } return -1; })()`);
+	check((await p.eval(`${F}.values().join("|")`)) === "wall|cpu|off_cpu", "the menu offers wall, cpu and off_cpu: " +
+		await p.eval(`${F}.values().join("|")`));
+	check(!(await p.eval("document.getElementById('valuebox').hidden")), "the Value menu is shown");
+	check((await p.eval(F + ".total()")) === 450, "wall, the default: the total is CPU and off-CPU, 450");
+	await p.eval(`${F}.setValue("off_cpu")`);
+	check((await p.eval(F + ".total()")) === 350, "off_cpu: the total is 350");
+	const w = await node("[waiting to run]");
+	check(w > 0 && (await p.eval(`${F}.kind(${w})`)) === "waiting" && (await p.eval(`${F}.nodeTotal(${w})`)) === 50,
+		"[waiting to run] is a frame of its own kind under compute, 50");
+	check((await p.eval(`document.getElementById('totals').textContent`)).includes("Total off-CPU: 350ns"),
+		"the header says what is counted: " + await p.eval(`document.getElementById('totals').textContent`));
+	await p.eval(`(() => { const s = document.getElementById('value'); s.value = '1'; s.dispatchEvent(new Event('change')); })()`);
+	check((await p.eval(F + ".value()")) === "cpu" && (await p.eval(F + ".total()")) === 100,
+		"cpu, picked in the menu: the total is 100");
+	check((await p.eval(`${F}.nodeTotal(${await node("nanosleep")})`)) === 0, "nanosleep holds no CPU");
+}
+
 (async () => {
 	const exe = process.env.CHROMIUM || "/usr/bin/chromium";
 	let b;
@@ -270,6 +295,8 @@ async function checkGroups(b, file) {
 				await checkEmpty(b, a[i++]);
 			else if (opt === "--groups")
 				await checkGroups(b, a[i++]);
+			else if (opt === "--values")
+				await checkValues(b, a[i++]);
 			else if (opt === "--shot") {
 				const p = await openPage(b, a[i++]);
 				await p.screenshot(a[i++]);

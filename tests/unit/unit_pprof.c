@@ -944,6 +944,76 @@ static void test_pprof_big(int have_go)
 static char bindir[100];
 
 /* Removes the temporary directories, also when a check fails. */
+/* Off-CPU stacks (CP_STACK_OFF_CPU): kept apart from the CPU totals; with
+ * meta.off_cpu the profile's sample types are samples, cpu, off_cpu and
+ * wall, each off-CPU stack a Sample of off_cpu and wall alone (no count:
+ * measured, not sampled), waiting to run led by [waiting to run], and
+ * wall the default; without it the off-CPU stacks are left out and the
+ * profile is the CPU profile it always was. */
+static void test_pprof_off_cpu(void)
+{
+	struct cp_stacktab t;
+	uintptr_t a[] = { A(fn_alpha, 4), A(fn_beta, 4), A(fn_gamma, 4) };
+	cp_stacktab_init(&t);
+	CHECK_EQ(cp_stacktab_add(&t, a, 3, 0, 2, 20), 0);
+	CHECK_EQ(cp_stacktab_add(&t, a, 3, CP_STACK_OFF_CPU, 1, 100), 0);
+	CHECK_EQ(cp_stacktab_add(&t, a + 1, 2, CP_STACK_OFF_CPU | CP_STACK_RUNNABLE, 2, 50), 0);
+	CHECK_EQ(cp_stacktab_add(&t, NULL, 0, CP_STACK_OFF_CPU | CP_STACK_BEFORE, 1, 7), 0);
+	CHECK(t.total_count == 2 && t.total_ns == 20, "CPU totals %llu %llu", (unsigned long long)t.total_count,
+	      (unsigned long long)t.total_ns);
+	CHECK(t.total_off_count == 4 && t.total_off_ns == 157 && t.total_runnable_ns == 50, "off-CPU totals");
+	for (int off = 1; off >= 0; off--) {
+		char path[128], cmd[512], err[256];
+		snprintf(path, sizeof path, "%s/off%d.pb.gz", tmpdir, off);
+		struct cp_profile_meta meta = { .period_ns = 1000000, .off_cpu = off };
+		CHECK_EQ(cp_pprof_write(path, &t, &meta, err, sizeof err), 0);
+		int st;
+		snprintf(cmd, sizeof cmd, "go tool pprof -raw -symbolize=none '%s' 2>&1", path);
+		char *text = run(cmd, &st);
+		CHECK(st == 0, "go tool pprof -raw: %s", text);
+		/* (pprof marks the default type [dflt].) */
+		const char *types = off ? "samples/count cpu/nanoseconds off_cpu/nanoseconds wall/nanoseconds[dflt]\n"
+					: "samples/count cpu/nanoseconds\n";
+		const char *p = strstr(text, types);
+		CHECK(p != NULL, "off_cpu %d: sample types: %s", off, text);
+		long long sum[4] = { 0, 0, 0, 0 };
+		int nsamples = 0;
+		for (p = strchr(p, '\n') + 1;; nsamples++) {
+			char *e;
+			long long v[4] = { 0, 0, 0, 0 };
+			int k = 0;
+			for (; k < (off ? 4 : 2); k++) {
+				v[k] = strtoll(p, &e, 10);
+				if (e == p)
+					break;
+				p = e;
+			}
+			if (k < (off ? 4 : 2) || *p != ':')
+				break;
+			CHECK(!off || v[3] == v[1] + v[2], "a Sample's wall %lld is not cpu %lld + off_cpu %lld", v[3], v[1],
+			      v[2]);
+			for (k = 0; k < 4; k++)
+				sum[k] += v[k];
+			p = strchr(p, '\n') + 1;
+		}
+		CHECK(sum[0] == 2 && sum[1] == 20, "off_cpu %d: CPU %lld samples, %lld ns", off, sum[0], sum[1]);
+		CHECK(sum[2] == (off ? 157 : 0) && sum[3] == (off ? 177 : 0), "off_cpu %d: off-CPU %lld, wall %lld", off,
+		      sum[2], sum[3]);
+		/* (pprof shows the CPU and off-CPU Samples of one stack as one.) */
+		CHECK(nsamples == (off ? 3 : 1), "off_cpu %d: %d Samples", off, nsamples);
+		CHECK(!off == !strstr(text, "[waiting to run]") &&
+			      !off == !strstr(text, "[off-CPU: since before the profile started]"),
+		      "off_cpu %d: the pseudo-frames of off-CPU time", off);
+		free(text);
+		snprintf(cmd, sizeof cmd, "go tool pprof -top '%s' 2>&1", path);
+		text = run(cmd, &st);
+		CHECK(st == 0 && strstr(text, off ? "Type: wall" : "Type: cpu"), "off_cpu %d: pprof's default: %s", off,
+		      text);
+		free(text);
+	}
+	cp_stacktab_free(&t);
+}
+
 static void cleanup(void)
 {
 	char cmd[256];
@@ -997,6 +1067,7 @@ int main(void)
 		SKIP("go not installed (stacktab and symbols tests passed)");
 	t0 = now_s();
 	test_pprof(have_cxx);
+	test_pprof_off_cpu();
 	printf("go tool pprof: %.2f s\n", now_s() - t0);
 	printf("ok\n");
 	return 0;
