@@ -58,7 +58,7 @@ MODES = {
     "quick": dict(acc_threads=[1, 4], acc_rates=[1000, 10000], patterns=["busy", "bursty"],
                   cpu_ms=1000, ovh_threads=[1, 4], ovh_rates=[1000, 10000], pairs=5, msteps=300,
                   scale=[(20000, 150, 10000)],
-                  proc_runs=50, tree=(100, 3),
+                  proc_runs=30, tree=(100, 3),
                   build=dict(project="zstd", args=["-C", "lib", "libzstd.a", "ZSTD_LIB_COMPRESSION=0",
                                                    "ZSTD_LIB_DICTBUILDER=0"], rounds=1,
                              what="a subset: the static library's decompressor only"),
@@ -731,29 +731,30 @@ def build(cfg, runner, ps, work):
                                                                     "--"] + make))
     runs = {name: [] for name, _ in ways}
     errors = {}
-    for i in range(b["rounds"]):
-        for name, cmd in ways:
-            if name in errors:
-                continue
-            out = os.path.join(work, "build.prof")
-            shutil.rmtree(tree, ignore_errors=True)
-            shutil.copytree(src, tree, symlinks=True)
-            try:
-                r = runner.run(cmd(out), {}, 7200)
-                run = dict(cpu_s=r["cpu_ns"] / 1e9, wall_s=r["wall_ns"] / 1e9)
-                if name != "(none)":
-                    run["file_mib"] = os.path.getsize(out) / 2**20
-                if name == "cpuprof record":
-                    c = read_pprof(out)["comments"]
-                    run.update(coverage=c.get("coverage"), processes=c.get("processes"), samples=c.get("samples"))
-                runs[name].append(run)
-                log("[build] %-30s wall %.1f s, CPU %.1f s%s" % (name, run["wall_s"], run["cpu_s"],
-                                                                 ", file %.1f MiB" % run["file_mib"]
-                                                                 if "file_mib" in run else ""))
-            except Exception as e:  # noqa: BLE001
-                errors[name] = str(e)[:300]
-                log("[build] %s: FAILED: %s" % (name, e))
-            remove(out)
+    # Rounds of each way in turn, and the bare build once more at the end:
+    # the two bare builds around the others say how far the machine moved.
+    for name, cmd in [w for _ in range(b["rounds"]) for w in ways] + ways[:1]:
+        if name in errors:
+            continue
+        out = os.path.join(work, "build.prof")
+        shutil.rmtree(tree, ignore_errors=True)
+        shutil.copytree(src, tree, symlinks=True)
+        try:
+            r = runner.run(cmd(out), {}, 7200)
+            run = dict(cpu_s=r["cpu_ns"] / 1e9, wall_s=r["wall_ns"] / 1e9)
+            if name != "(none)":
+                run["file_mib"] = os.path.getsize(out) / 2**20
+            if name == "cpuprof record":
+                c = read_pprof(out)["comments"]
+                run.update(coverage=c.get("coverage"), processes=c.get("processes"), samples=c.get("samples"))
+            runs[name].append(run)
+            log("[build] %-30s wall %.1f s, CPU %.1f s%s" % (name, run["wall_s"], run["cpu_s"],
+                                                             ", file %.1f MiB" % run["file_mib"]
+                                                             if "file_mib" in run else ""))
+        except Exception as e:  # noqa: BLE001
+            errors[name] = str(e)[:300]
+            log("[build] %s: FAILED: %s" % (name, e))
+        remove(out)
     shutil.rmtree(tree, ignore_errors=True)
     base = runs["(none)"]
     for name, _ in ways:
@@ -762,7 +763,8 @@ def build(cfg, runner, ps, work):
             continue
         rs = runs[name]
         row = dict(profiler=name, rounds=len(rs), cpu_s=statistics.median(x["cpu_s"] for x in rs),
-                   wall_s=statistics.median(x["wall_s"] for x in rs))
+                   wall_s=statistics.median(x["wall_s"] for x in rs), walls=[x["wall_s"] for x in rs],
+                   cpus=[x["cpu_s"] for x in rs])
         if name != "(none)" and base:
             row["cpu_over"] = row["cpu_s"] / statistics.median(x["cpu_s"] for x in base)
             row["wall_over"] = row["wall_s"] / statistics.median(x["wall_s"] for x in base)
@@ -1652,14 +1654,15 @@ def md_processes(res, w):
     w("## A real build")
     w("")
     w("%s, %s, a fresh copy of the source for each run: bare, under `cpuprof record -F 1000` and under `perf record -e "
-      "cpu-clock -F 1000 --call-graph dwarf`, %d run(s) each, in turn; wall time and CPU (the whole tree and the "
-      "profiler's own process) and their ratios to the bare build's. perf copies 8 KiB of stack per sample into "
+      "cpu-clock -F 1000 --call-graph dwarf`, %d run(s) each, in turn, and the bare build once more at the end "
+      "(its runs, in parentheses, say how far the machine moved meanwhile); wall time and CPU (the whole tree and "
+      "the profiler's own process), the median where there are several, and their ratios to the bare build's. perf copies 8 KiB of stack per sample into "
       "its file and unwinds only when `perf report` reads it, which is not counted here; cpuprof's numbers include "
       "its unwinding and symbolizing, and its profile is the finished one. **file**: the profile's size; "
       "**coverage**: cpuprof's `coverage=` comment, of the whole tree." % (
           build_what(res["mode"])[0].upper() + build_what(res["mode"])[1:],
           "from Debian's source package (`apt-get source zstd`, unpacked once into the bench's work/ext/ and kept)"
-          if b["project"] == "zstd" else "written by bench/run.py (the smoke run's stand-in for zstd)",
+          if b["project"] == "zstd" else "written by bench/run.py",
           b["rounds"]))
     w("")
     w("| profiler | wall (s) | CPU (s) | wall over bare | CPU over bare | file (MiB) | coverage |")
@@ -1668,9 +1671,10 @@ def md_processes(res, w):
         if "error" in r:
             w(failed(r, 5))
             continue
-        w("| %s | %.1f | %.1f | %s | %s | %s | %s |" % (
-            r["profiler"], r["wall_s"], r["cpu_s"], fmt(r.get("wall_over")), fmt(r.get("cpu_over")),
-            fmt(r.get("file_mib"), 1), r.get("coverage", "–")))
+        runs = lambda x, xs: "%.1f" % x + (" (%s)" % ", ".join("%.1f" % v for v in xs) if len(xs or ()) > 1 else "")
+        w("| %s | %s | %s | %s | %s | %s | %s |" % (
+            r["profiler"], runs(r["wall_s"], r.get("walls")), runs(r["cpu_s"], r.get("cpus")), fmt(r.get("wall_over")),
+            fmt(r.get("cpu_over")), fmt(r.get("file_mib"), 1), r.get("coverage", "–")))
     if not res.get("build"):
         w("| (not run this time) | | | | | | |")
     w("")
