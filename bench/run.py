@@ -1601,6 +1601,8 @@ def markdown(res, figs, ext):
       "pointers (gperftools may also use libunwind).")
     w("- The ground truth's clock reads cost about 0.6 µs per leaf call (calls last 80–320 µs); a sample taken "
       "inside one is not in a leaf, which biases true shares up by at most about 0.3% of their value.")
+    w("- One process, trees, the build, attaching and the losses are at 1 kHz, cpuprof's default rate; perf there "
+      "is `perf record -e cpu-clock -F 1000` with `-g`, or `--call-graph dwarf` for the build.")
     w("- Raw numbers: `docs/bench/results.json`.")
     w("")
     return "\n".join(L)
@@ -1702,7 +1704,10 @@ def md_processes(res, w):
       "what the events counted in the window; **/ scheduler**: its `profile_cpu_ns` over its `scheduler_cpu_ns` "
       "(the threads' schedstat as record attached and as it detached); **/ work**: over the workload's own CPU "
       "in its work phase (CLOCK_PROCESS_CPUTIME_ID, the ground truth; the window is a few ms longer). Per leaf: "
-      "(profile share − true share) / σ, σ = sqrt(p(1−p)/samples) the sampling noise of a share p.")
+      "(profile share − true share) / σ, σ = sqrt(p(1−p)/samples) the sampling noise of a share p. By sampling "
+      "alone, all four leaves of a run fall within 2 σ in about 84% of runs (multinomial draws of 10/20/30/40%), "
+      "so one leaf beyond 2 σ in one run of several is to be expected now and then; a bias would show as the same "
+      "leaf off the same way in every run.")
     w("")
     w("| pattern | threads | CPU (ms) | samples | coverage | / scheduler | / work | leaf_a | leaf_b | leaf_c | "
       "leaf_d | largest |σ| |")
