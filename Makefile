@@ -380,9 +380,16 @@ $(BB)/bench/spawn: bench/spawn.c
 bench-build: all $(BB)/libcpuprof.so $(BENCH_BINS)
 	@NM='$(NM)' sh tests/tools/sigsafe.sh $(SIG_SRCS:%.c=$(BB)/%.o) >/dev/null
 
+# What `make bench` installs (as root): python3 runs it, gnuplot-nox draws
+# its plots, google-perftools and linux-perf are the peers, golang-go's
+# `go tool pprof` reads gperftools' profiles; dpkg-dev (with the deb-src
+# line scripts/deb-src.sh gives apt) unpacks zstd's Debian source for the
+# real build; g++, rustc and binutils' addr2line are what
+# tests/e2e/t_names.sh, which measures the names, builds and compares with.
 BENCH_ARGS := $(if $(filter-out 0,$(QUICK)),--quick) $(if $(filter-out 0,$(VM)),--vm)
 bench: bench-build
-	sh scripts/deps.sh python3 gnuplot-nox google-perftools linux-perf golang-go
+	sh scripts/deps.sh python3 gnuplot-nox google-perftools linux-perf golang-go dpkg-dev g++ rustc binutils
+	sh scripts/deb-src.sh
 	$(PYTHON) bench/run.py $(BENCH_ARGS)
 
 # Fuzzing report's (and diff's) reader and writers with libFuzzer (clang), by hand:

@@ -15,6 +15,7 @@ Python 3 standard library only; run from anywhere.
 
 import argparse
 import datetime
+import glob
 import gzip
 import json
 import os
@@ -39,18 +40,38 @@ LEAVES = ["leaf_a", "leaf_b", "leaf_c", "leaf_d"]
 # coverage to the ±3% band; two threads, as the main thread's CPU that its
 # samples miss lands in [unsampled: ...], where a wrong weight hides);
 # msteps: millions of LCG steps of one overhead run (about 1.3 ns each);
-# scale: (paths, us of CPU per path, Hz).
+# scale: (paths, us of CPU per path, Hz); proc_runs: runs of /bin/true per
+# way of running it; tree: (processes in the shell loop, rounds); build:
+# the project, make's arguments beside -j2 and what they build, rounds;
+# attach: (pattern, threads, CPU ms) of each attached run; lost: (threads
+# of each run, CPU ms of each); names: (paths, workloads) of
+# tests/e2e/t_names.sh, None for all of them.
 MODES = {
     "full": dict(acc_threads=[1, 4, 16], acc_rates=[100, 1000, 10000], patterns=["busy", "bursty"],
                  cpu_ms=3000, ovh_threads=[1, 4], ovh_rates=[100, 1000, 10000], pairs=6, msteps=1000,
-                 scale=[(11000, 150, 10000), (110000, 150, 10000)]),
+                 scale=[(11000, 150, 10000), (110000, 150, 10000)],
+                 proc_runs=200, tree=(100, 7),
+                 build=dict(project="zstd", args=[], rounds=2,
+                            what="the default target: libzstd, static and shared, and the zstd program"),
+                 attach=[("busy", 1, 3000), ("busy", 4, 3000), ("bursty", 4, 3000)],
+                 lost=([1, 2, 4], 10000), names=None),
     "quick": dict(acc_threads=[1, 4], acc_rates=[1000, 10000], patterns=["busy", "bursty"],
                   cpu_ms=1000, ovh_threads=[1, 4], ovh_rates=[1000, 10000], pairs=5, msteps=300,
-                  scale=[(20000, 150, 10000)]),
+                  scale=[(20000, 150, 10000)],
+                  proc_runs=30, tree=(100, 3),
+                  build=dict(project="zstd", args=["-C", "lib", "libzstd.a", "ZSTD_LIB_COMPRESSION=0",
+                                                   "ZSTD_LIB_DICTBUILDER=0"], rounds=1,
+                             what="a subset: the static library's decompressor only"),
+                  attach=[("busy", 4, 1500)], lost=([1, 4], 3000), names=None),
     "smoke": dict(acc_threads=[2], acc_rates=[1000], patterns=["busy"], cpu_ms=600,
                   ovh_threads=[1], ovh_rates=[1000], pairs=1, msteps=60,
-                  scale=[(500, 200, 10000)]),
+                  scale=[(500, 200, 10000)],
+                  proc_runs=3, tree=(10, 1),
+                  build=dict(project="tiny", args=[], rounds=1,
+                             what="a stand-in: five generated C files, not zstd"),
+                  attach=[("busy", 2, 300)], lost=([1], 300), names=("record", "names_cxx")),
 }
+PARTS = ["accuracy", "overhead", "scale", "process", "tree", "build", "attach", "lost", "names"]
 
 
 def log(msg):
@@ -254,8 +275,7 @@ class Runner:
         self.n += 1
         res = os.path.join(self.work, "run%d.res" % self.n)
         outp = os.path.join(self.work, "run%d.out" % self.n)
-        env = dict(os.environ)
-        env.pop("LD_PRELOAD", None)
+        env = clean_env()
         env.update(env_extra)
         with open(outp, "w") as out, open(os.path.join(self.work, "run%d.err" % self.n), "w") as err:
             rc = subprocess.call([self.spawn, res, str(int(timeout))] + argv, stdout=out, stderr=err, env=env)
@@ -270,6 +290,16 @@ class Runner:
                 tail = f.read().strip().splitlines()[-3:]
             raise RuntimeError("%s exited %d: %s" % (os.path.basename(argv[0]), r["status"], " / ".join(tail)))
         return r
+
+
+def clean_env():
+    """This process's environment less what would change what the
+    commands do: a preloaded library, and `make bench`'s own make flags
+    (its jobserver), which a make under test would take."""
+    env = dict(os.environ)
+    for k in ("LD_PRELOAD", "MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
+        env.pop(k, None)
+    return env
 
 
 def parse_kv(path):
@@ -395,6 +425,11 @@ def overhead(cfg, runner, ps, work):
             out = os.path.join(work, "ovh%d.prof" % i)
             for _ in range(cfg["pairs"]):
                 base = runner.run(base_argv(t), {}, timeout)
+                # Each profile to a name no file has: on ext4 a file
+                # written over (renamed over, or truncated) an old one has
+                # its blocks written back at once (auto_da_alloc), a cost
+                # of the file system, not of the profiler.
+                remove(out)
                 argv, env = p.command(base_argv(t), hz, out)
                 prof = runner.run(argv, env, timeout)
                 row["pairs"].append(dict(
@@ -512,6 +547,402 @@ def scale(cfg, runner, ps, work):
                 if f.startswith("scale.prof"):
                     os.unlink(os.path.join(work, f))
             rows.append(row)
+    return rows
+
+
+# ------------------------ processes, trees, a build, attaching, losses --
+
+def quartiles(xs):
+    """(median, 25th, 75th percentile)."""
+    if len(xs) < 2:
+        return (xs[0],) * 3 if xs else (None,) * 3
+    q = statistics.quantiles(xs, n=4, method="inclusive")
+    return (q[1], q[0], q[2])
+
+
+def remove(path):
+    """Removes a profile and anything written beside it (PATH.*)."""
+    d, base = os.path.split(path)
+    for f in os.listdir(d):
+        if f == base or f.startswith(base + "."):
+            p = os.path.join(d, f)
+            shutil.rmtree(p) if os.path.isdir(p) else os.unlink(p)
+
+
+def paired(runs, base):
+    """The differences run - base of the rounds both have: runs and base
+    map a round to a number."""
+    return [v - base[k] for k, v in runs.items() if k in base]
+
+
+def per_process(cfg, runner, ps, work):
+    """What one short process pays for its profile (issue 21): /bin/true
+    bare, with libcpuprof preloaded, under `cpuprof record`, with
+    gperftools preloaded and under `perf record -g`, cfg["proc_runs"]
+    rounds of each, every round running each way once in a rotating order,
+    each profile written to a new name (a new file renamed over an old one
+    makes ext4 write the old one's blocks back at the rename) and removed
+    after.  The child's CPU (wait4's rusage) and wall time."""
+    ways = [None] + [p for p in ps if not p.missing and p.name in
+                     ("cpuprof auto", "cpuprof record", "gperftools", "perf record")]
+    names = [w.name if w else "(none)" for w in ways]
+    cpu, wall, errors = {n: {} for n in names}, {n: {} for n in names}, {}
+    for i in range(cfg["proc_runs"]):
+        k = i % len(ways)
+        for j in list(range(k, len(ways))) + list(range(k)):
+            w, n = ways[j], names[j]
+            if n in errors:
+                continue
+            out = os.path.join(work, "proc%d-%d.prof" % (i, j))
+            argv, env = w.command(["/bin/true"], 1000, out) if w else (["/bin/true"], {})
+            try:
+                r = runner.run(argv, env, 60)
+                if w and not os.path.exists(out):
+                    raise RuntimeError("no profile written")
+                cpu[n][i], wall[n][i] = r["cpu_ns"] / 1e6, r["wall_ns"] / 1e6
+            except Exception as e:  # noqa: BLE001 -- that way's row says it failed
+                errors[n] = str(e)[:300]
+                log("[per process] %s: FAILED: %s" % (n, e))
+            remove(out)
+    rows = []
+    for n in names:
+        if n in errors:
+            rows.append(dict(profiler=n, error=errors[n]))
+            continue
+        c = list(cpu[n].values())
+        rows.append(dict(profiler=n, runs=len(c), cpu_ms=quartiles(c), wall_ms=quartiles(list(wall[n].values())),
+                         over_bare_ms=quartiles(paired(cpu[n], cpu["(none)"])) if n != "(none)" else None,
+                         wall_over_bare_ms=quartiles(paired(wall[n], wall["(none)"])) if n != "(none)" else None))
+        log("[per process] %-16s %d runs: CPU %.2f ms [%.2f-%.2f], over bare %s ms" % (
+            n, len(c), *rows[-1]["cpu_ms"], fmt(rows[-1]["over_bare_ms"] and rows[-1]["over_bare_ms"][0], 2)))
+    return rows
+
+
+def trees(cfg, runner, ps, work):
+    """A tree of short processes (issues 21, 22): a shell loop of N
+    /bin/true, bare, under `cpuprof record` (from outside), `cpuprof
+    record --preload` (the library in each process) and `perf record -g`,
+    at 1 kHz, in interleaved rounds; each profile to a new name."""
+    n, rounds = cfg["tree"]
+    loop = ["sh", "-c", "for i in $(seq %d); do /bin/true; done" % n]
+    have = {p.name: p for p in ps if not p.missing}
+    ways = [("(none)", lambda out: (loop, {}))]
+    if "cpuprof record" in have:
+        rec = have["cpuprof record"]
+        ways.append(("cpuprof record", lambda out: rec.command(loop, 1000, out)))
+
+        def preload(out):
+            argv, env = rec.command(loop, 1000, out)
+            return argv[:2] + ["--preload"] + argv[2:], env
+        ways.append(("cpuprof record --preload", preload))
+    if "perf record" in have:
+        ways.append(("perf record", lambda out: have["perf record"].command(loop, 1000, out)))
+    cpu, wall, errors = {w: {} for w, _ in ways}, {w: {} for w, _ in ways}, {}
+    for i in range(rounds):
+        for j, (name, cmd) in enumerate(ways):
+            if name in errors:
+                continue
+            out = os.path.join(work, "tree%d-%d.prof" % (i, j))
+            try:
+                r = runner.run(*cmd(out), 600)
+                if name != "(none)" and not os.path.exists(out):
+                    raise RuntimeError("no profile written")
+                cpu[name][i], wall[name][i] = r["cpu_ns"] / 1e9, r["wall_ns"] / 1e9
+            except Exception as e:  # noqa: BLE001
+                errors[name] = str(e)[:300]
+                log("[tree] %s: FAILED: %s" % (name, e))
+            remove(out)
+    rows = []
+    for name, _ in ways:
+        if name in errors:
+            rows.append(dict(profiler=name, processes=n, error=errors[name]))
+            continue
+        per = [cpu[name][k] / cpu["perf record"][k] for k in cpu[name] if k in cpu.get("perf record", {})]
+        rows.append(dict(profiler=name, processes=n, rounds=len(cpu[name]), cpu_s=spread(list(cpu[name].values())),
+                         wall_s=spread(list(wall[name].values())),
+                         cpu_over_bare_s=spread(paired(cpu[name], cpu["(none)"])) if name != "(none)" else None,
+                         vs_perf=spread(per) if per and name not in ("(none)", "perf record") else None))
+        log("[tree] %-24s %d x /bin/true: wall %.3f s, CPU %.3f s, CPU / perf record's %s" % (
+            name, n, rows[-1]["wall_s"][0], rows[-1]["cpu_s"][0], fmt(rows[-1]["vs_perf"] and rows[-1]["vs_perf"][0])))
+    return rows
+
+
+def zstd_source(ext):
+    """The unpacked source of Debian's zstd, fetched once into ext/ with
+    `apt-get source` (a deb-src line is needed: scripts/deb-src.sh) and
+    kept there for the next run.  Where the newest version's files are not
+    on the mirror, the older versions apt knows are tried."""
+    def found():
+        return next((os.path.dirname(m) for m in sorted(glob.glob(os.path.join(ext, "libzstd-*", "Makefile")))), None)
+    if found():
+        return found()
+    os.makedirs(ext, exist_ok=True)
+    r = subprocess.run(["apt-cache", "showsrc", "zstd"], capture_output=True, text=True)
+    cmds = [["apt-get", "source", "-qq", "zstd"]] + [["apt-get", "source", "-qq", "zstd=" + v] for v in
+                                                      re.findall(r"^Version: (\S+)$", r.stdout, re.M)]
+    why = "apt-cache showsrc zstd: nothing (no deb-src line?)"
+    for cmd in cmds:
+        log("[build] %s" % " ".join(cmd))
+        r = subprocess.run(cmd, cwd=ext, capture_output=True, text=True, timeout=900)
+        if r.returncode == 0 and found():
+            return found()
+        why = "%s: %s" % (" ".join(cmd), (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1])
+    raise RuntimeError(why)
+
+
+def tiny_project(d):
+    """The smoke run's stand-in for zstd: five C files and a Makefile."""
+    os.makedirs(d, exist_ok=True)
+    for k in range(4):
+        with open(os.path.join(d, "f%d.c" % k), "w") as f:
+            f.write("int f%d(int n) { int s = 0; for (int i = 0; i < n; i++) s += i * %d; return s; }\n" % (k, k + 1))
+    with open(os.path.join(d, "main.c"), "w") as f:
+        f.write("".join("int f%d(int);\n" % k for k in range(4)) +
+                "int main(void) { return (f0(3) + f1(3) + f2(3) + f3(3)) & 1; }\n")
+    with open(os.path.join(d, "Makefile"), "w") as f:
+        f.write("CFLAGS = -O2\nprog: main.o f0.o f1.o f2.o f3.o\n\t$(CC) -o $@ $^\nclean:\n\trm -f prog *.o\n")
+    return d
+
+
+def build_what(mode):
+    """What the build part builds in this mode, in words."""
+    b = MODES[mode]["build"]
+    return "%s (%s)" % ("`make -j2%s` of zstd" % "".join(" " + x for x in b["args"]) if b["project"] == "zstd"
+                        else "`make -j2` of a generated project", b["what"])
+
+
+def build(cfg, runner, ps, work):
+    """A real build (issue 22): `make -j2` of Debian's zstd from a fresh
+    copy of its source each time, bare, under `cpuprof record` and under
+    `perf record --call-graph dwarf`, both at 1 kHz."""
+    b = cfg["build"]
+    rows = []
+    try:
+        src = zstd_source(os.path.join(work, "ext")) if b["project"] == "zstd" else \
+            tiny_project(os.path.join(work, "tiny"))
+    except Exception as e:  # noqa: BLE001
+        log("[build] no source: %s" % e)
+        return [dict(profiler="(none)", error="no zstd source: %s" % str(e)[:300])]
+    have = {p.name for p in ps if not p.missing}
+    tree = os.path.join(work, "build-tree")
+    make = ["make", "-C", tree, "-j2"] + b["args"]
+    ways = [("(none)", lambda out: make)]
+    if "cpuprof record" in have:
+        ways.append(("cpuprof record", lambda out: [os.path.join(B, "cpuprof"), "record", "-o", out, "-F", "1000",
+                                                    "--"] + make))
+    if "perf record" in have:
+        ways.append(("perf record --call-graph dwarf", lambda out: ["perf", "record", "-q", "-e", "cpu-clock", "-F",
+                                                                    "1000", "--call-graph", "dwarf", "-o", out,
+                                                                    "--"] + make))
+    runs = {name: [] for name, _ in ways}
+    errors = {}
+    # Rounds of each way in turn, every other round in reverse order (bare,
+    # record, perf, perf, record, bare), so that a drift of the machine's
+    # speed falls on all alike; the bare build ends the part in any case:
+    # its runs before and after the others say how far the machine moved.
+    order = [w for i in range(b["rounds"]) for w in (ways if i % 2 == 0 else ways[::-1])]
+    if order[-1] != ways[0]:
+        order.append(ways[0])
+    for name, cmd in order:
+        if name in errors:
+            continue
+        out = os.path.join(work, "build.prof")
+        shutil.rmtree(tree, ignore_errors=True)
+        shutil.copytree(src, tree, symlinks=True)
+        try:
+            r = runner.run(cmd(out), {}, 7200)
+            run = dict(cpu_s=r["cpu_ns"] / 1e9, wall_s=r["wall_ns"] / 1e9)
+            if name != "(none)":
+                run["file_mib"] = os.path.getsize(out) / 2**20
+            if name == "cpuprof record":
+                c = read_pprof(out)["comments"]
+                run.update(coverage=c.get("coverage"), processes=c.get("processes"), samples=c.get("samples"))
+            runs[name].append(run)
+            log("[build] %-30s wall %.1f s, CPU %.1f s%s" % (name, run["wall_s"], run["cpu_s"],
+                                                             ", file %.1f MiB" % run["file_mib"]
+                                                             if "file_mib" in run else ""))
+        except Exception as e:  # noqa: BLE001
+            errors[name] = str(e)[:300]
+            log("[build] %s: FAILED: %s" % (name, e))
+        remove(out)
+    shutil.rmtree(tree, ignore_errors=True)
+    base = runs["(none)"]
+    for name, _ in ways:
+        if name in errors:
+            rows.append(dict(profiler=name, error=errors[name]))
+            continue
+        rs = runs[name]
+        row = dict(profiler=name, rounds=len(rs), cpu_s=statistics.median(x["cpu_s"] for x in rs),
+                   wall_s=statistics.median(x["wall_s"] for x in rs), walls=[x["wall_s"] for x in rs],
+                   cpus=[x["cpu_s"] for x in rs])
+        if name != "(none)" and base:
+            row["cpu_over"] = row["cpu_s"] / statistics.median(x["cpu_s"] for x in base)
+            row["wall_over"] = row["wall_s"] / statistics.median(x["wall_s"] for x in base)
+            row["file_mib"] = statistics.median(x["file_mib"] for x in rs)
+        for k in ("coverage", "processes", "samples"):
+            if rs and rs[-1].get(k) is not None:
+                row[k] = rs[-1][k]
+        rows.append(row)
+    return rows
+
+
+def perf_fds(pid):
+    """How many perf events process pid has open."""
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            n += os.readlink("/proc/%d/fd/%s" % (pid, fd)) == "anon_inode:[perf_event]"
+        except OSError:
+            pass
+    return n
+
+
+def wait_for(what, test, timeout=60):
+    """Polls test() every 20 ms until it is true; raises after timeout s."""
+    end = time.monotonic() + timeout
+    while not test():
+        if time.monotonic() > end:
+            raise RuntimeError("%s: not within %d s" % (what, timeout))
+        time.sleep(0.02)
+
+
+def attach(cfg, ps, work):
+    """`cpuprof record -p` (issue 22) on the accuracy workload, attached
+    for the whole of its work: the workload makes its threads and waits
+    (READY mode), record attaches (the window opens when record has an
+    event open for each of its threads), SIGUSR1 starts the work; when the
+    work is reported, SIGINT ends record while the threads are still there
+    (so that the scheduler's count of them at the detach exists), and a
+    second SIGUSR1 lets the workload end."""
+    wl = os.path.join(BB, "bench", "accuracy")
+    why = next((p.missing for p in ps if p.name == "cpuprof record"), "not among the profilers chosen")
+    if why:
+        return [dict(pattern=pat, threads=t, hz=1000, cpu_ms=ms, error="cpuprof record: %s" % why)
+                for pat, t, ms in cfg["attach"]]
+    rows = []
+    for i, (pat, t, ms) in enumerate(cfg["attach"]):
+        row = dict(pattern=pat, threads=t, hz=1000, cpu_ms=ms)
+        ready, out = os.path.join(work, "attach%d.ready" % i), os.path.join(work, "attach%d.pb.gz" % i)
+        wl_out, rec_err = os.path.join(work, "attach%d.out" % i), os.path.join(work, "attach%d.err" % i)
+        w = rec = None
+        try:
+            with open(wl_out, "w") as o:
+                w = subprocess.Popen([wl, pat, str(t), str(ms), ready], stdout=o, env=clean_env())
+            wait_for("the workload's READY file", lambda: os.path.exists(ready) or w.poll() is not None)
+            with open(ready) as f:
+                pid = int(f.read())
+            with open(rec_err, "w") as e:
+                rec = subprocess.Popen([os.path.join(B, "cpuprof"), "record", "-p", str(pid), "-F", "1000", "-o", out],
+                                       stdout=subprocess.DEVNULL, stderr=e, env=clean_env())
+            seen = []
+
+            def attached():
+                if rec.poll() is not None:
+                    with open(rec_err) as f:
+                        raise RuntimeError("record ended: " + f.read().strip()[-300:])
+                seen.append(perf_fds(rec.pid))
+                return seen[-1] >= len(os.listdir("/proc/%d/task" % pid)) and seen[-5:] == [seen[-1]] * 5
+            wait_for("record's events on every thread", attached)
+            os.kill(pid, signal.SIGUSR1)
+            wait_for("the end of the work", lambda: "work_end_mono_ns" in open(wl_out).read() or w.poll() is not None,
+                     600 + ms / 100)
+            rec.send_signal(signal.SIGINT)
+            if rec.wait(600) != 0:
+                with open(rec_err) as f:
+                    raise RuntimeError("record exited %d: %s" % (rec.returncode, f.read().strip()[-300:]))
+            os.kill(pid, signal.SIGUSR1)
+            if w.wait(60) != 0:
+                raise RuntimeError("the workload exited %d" % w.returncode)
+            truth = parse_kv(wl_out)
+            prof = read_pprof(out)
+            c = prof["comments"]
+            work_cpu, n = truth["work_cpu_ns"], prof["samples"]
+            sched = int(c.get("scheduler_cpu_ns", 0))
+            row.update(samples=n, coverage=float(c["coverage"]), profile_cpu_ns=int(c["profile_cpu_ns"]),
+                       scheduler_cpu_ns=sched, work_cpu_ns=work_cpu,
+                       sched_ratio=int(c["profile_cpu_ns"]) / sched if sched > 0 else None,
+                       truth_ratio=int(c["profile_cpu_ns"]) / work_cpu, leaves={})
+            for leaf in LEAVES:
+                p = truth["leaf"].get(leaf, 0) / work_cpu
+                q = prof["leaf_ns"].get(leaf, 0) / max(prof["cpu_ns"], 1)
+                sigma = (p * (1 - p) / max(n, 1)) ** 0.5
+                row["leaves"][leaf] = dict(true=p, profile=q, z=(q - p) / sigma if sigma else None)
+            row["max_z"] = max(abs(v["z"]) for v in row["leaves"].values() if v["z"] is not None)
+            log("[attach] %s %d thr: coverage %.3f, profile / scheduler %s, profile / work %.3f, largest |z| %.2f" % (
+                pat, t, row["coverage"], fmt(row["sched_ratio"]), row["truth_ratio"], row["max_z"]))
+        except Exception as e:  # noqa: BLE001
+            row["error"] = str(e)[:300]
+            log("[attach] %s %d: FAILED: %s" % (pat, t, e))
+        finally:
+            for p in (rec, w):
+                if p and p.poll() is None:
+                    p.kill()
+                    p.wait()
+        remove(out)
+        rows.append(row)
+    return rows
+
+
+def lost(cfg, runner, ps, work):
+    """Samples lost at 1 kHz while another CPU-bound process runs (issue
+    22): the accuracy workload, busy, on 1, 2 and 4 threads under `cpuprof
+    record` and with libcpuprof preloaded, beside `sh -c 'while :; do :;
+    done'` started for the part and killed after it."""
+    wl = os.path.join(BB, "bench", "accuracy")
+    threads, ms = cfg["lost"]
+    chosen = [p for p in ps if not p.missing and p.name in ("cpuprof record", "cpuprof auto")]
+    rows = []
+    hog = subprocess.Popen(["sh", "-c", "while :; do :; done"], env=clean_env())
+    try:
+        for t in threads:
+            for p in chosen:
+                out = os.path.join(work, "lost.prof")
+                row = dict(profiler=p.name, threads=t, hz=1000)
+                try:
+                    r = runner.run(*p.command([wl, "busy", str(t), str(ms)], 1000, out), 600 + ms / 100)
+                    prof = read_pprof(out)
+                    c = prof["comments"]
+                    row.update(samples=prof["samples"], lost=int(c.get("lost", 0)),
+                               coverage=prof["cpu_ns"] / r["wl"]["process_cpu_ns"])
+                    log("[lost] %-16s %d thr: %d lost, %d samples, coverage %.3f" % (
+                        p.name, t, row["lost"], row["samples"], row["coverage"]))
+                except Exception as e:  # noqa: BLE001
+                    row["error"] = str(e)[:300]
+                    log("[lost] %s %d: FAILED: %s" % (p.name, t, e))
+                remove(out)
+                rows.append(row)
+    finally:
+        hog.kill()
+        hog.wait()
+    return rows
+
+
+# What tests/e2e/t_names.sh prints for each cell it measures.
+NAMES_LINE = re.compile(r"^(\S+) (\S+): (\d+) of (\d+) names agree with addr2line -C -f -i: ([0-9.]+) \((\d+) unnamed")
+
+
+def names(cfg, work):
+    """Names against `addr2line -C -f -i` (issue 21): runs
+    tests/e2e/t_names.sh, which builds the C++ and Rust (legacy and v0
+    mangling) workloads, profiles each under `cpuprof record`, LD_PRELOAD
+    and the gperftools drop-in and compares every Line's name, with
+    NAMES_MIN=0 so that it measures every cell however low; its lines are
+    the rows."""
+    env = dict(clean_env(), B=os.path.relpath(B, ROOT), NAMES_MIN="0", TMPDIR=work)
+    if cfg["names"]:
+        env.update(NAMES_PATHS=cfg["names"][0], NAMES_WORKLOADS=cfg["names"][1])
+    r = subprocess.run(["sh", "tests/e2e/t_names.sh"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=1200)
+    rows = []
+    for line in r.stdout.splitlines():
+        m = NAMES_LINE.match(line)
+        if m:
+            rows.append(dict(path=m.group(1), workload=m.group(2), agree=int(m.group(3)), total=int(m.group(4)),
+                             ratio=float(m.group(5)), unnamed=int(m.group(6))))
+            log("[names] %s %s: %s" % (m.group(1), m.group(2), m.group(5)))
+    why = next((l for l in (r.stderr + r.stdout).splitlines() if l.startswith(("skip: ", "FAIL: "))), None)
+    if r.returncode != 0:
+        rows.append(dict(error="t_names.sh exited %d: %s" % (r.returncode, why or ""), status=r.returncode))
+        log("[names] %s" % rows[-1]["error"])
     return rows
 
 
@@ -638,7 +1069,8 @@ def machine_info(runner):
 
 
 def judge(res):
-    """The targets of issue 6 for cpuprof: (target, what was measured, verdict)."""
+    """The targets of issue 6 for cpuprof, then those of issues 21 and 22:
+    (target, what was measured, verdict)."""
     acc = [r for r in res["accuracy"] if "error" not in r]
     ovh = [r for r in res["overhead"] if "error" not in r]
     out = []
@@ -735,6 +1167,131 @@ def judge(res):
         most = max(sc, key=lambda r: r.get("stacks") or 0, default=None)
         out.append(("100k stacks written ≤ 1 s", "this run wrote at most %s distinct stacks (%s s)" % (
             most.get("stacks") if most else "no", fmt(most.get("exit_s")) if most else "–"), "not measured"))
+    return out + judge_21_22(res)
+
+
+def judge_21_22(res):
+    """The targets of issues 21 and 22 (the start, trees of processes, a
+    build, attaching, losses, names; the CPU per sample at 100 Hz and the
+    ring mechanism's floor): (target, what was measured, verdict)."""
+    out = []
+    ok = lambda r: r and "error" not in r
+    rows = {r["profiler"]: r for r in res.get("process", [])}
+    t = "empty program (/bin/true) with libcpuprof preloaded: CPU over bare (start + write) ≤ 2 ms"
+    r = rows.get("cpuprof auto")
+    if ok(r):
+        peers = "; ".join("%s %.2f ms" % (n, rows[n]["over_bare_ms"][0]) for n in
+                          ("cpuprof record", "gperftools", "perf record") if ok(rows.get(n)))
+        out.append((t, "%.2f ms [%.2f–%.2f] over %d runs (bare %.2f ms); %s" % (
+            *r["over_bare_ms"], r["runs"], rows["(none)"]["cpu_ms"][0], peers),
+            "met" if r["over_bare_ms"][0] <= 2 else "not met"))
+    else:
+        out.append((t, r["error"] if r else "not run", "not measured"))
+
+    rows = {r["profiler"]: r for r in res.get("tree", [])}
+    t = "100 × /bin/true under `cpuprof record`: CPU ≤ 1.0 × `perf record -g`'s"
+    r, q = rows.get("cpuprof record"), rows.get("cpuprof record --preload")
+    if ok(r) and r.get("vs_perf"):
+        out.append((t, "%d × /bin/true, %d round(s): ×%.3f [%.3f–%.3f] (CPU %.3f s vs %.3f s; wall %.3f s vs %.3f s, "
+                    "bare %.3f s); --preload ×%s" % (
+                        r["processes"], r["rounds"], *r["vs_perf"], r["cpu_s"][0], rows["perf record"]["cpu_s"][0],
+                        r["wall_s"][0], rows["perf record"]["wall_s"][0], rows["(none)"]["wall_s"][0],
+                        fmt(q["vs_perf"][0]) if ok(q) and q.get("vs_perf") else "–"),
+                    "met" if r["vs_perf"][0] <= 1.0 else "not met"))
+    else:
+        out.append((t, (r or {}).get("error") or "perf record did not run", "not measured"))
+
+    ovh = [r for r in res.get("overhead", []) if "error" not in r]
+    cell = lambda n, hz: next((r for r in ovh if r["profiler"] == n and r["threads"] == 1 and r["hz"] == hz), None)
+    t = "CPU per sample at 100 Hz, 1 thread (48-deep): ≤ gperftools'"
+    g = cell("gperftools", 100)
+    mine = [r for r in (cell("cpuprof auto", 100), cell("cpuprof record", 100)) if r]
+    if g and mine:
+        out.append((t, "; ".join("%s %.1f µs [%.1f–%.1f]" % (r["profiler"], *r["us_per_sample"]) for r in mine) +
+                    "; gperftools %.1f µs [%.1f–%.1f] (median [min–max] over the pairs)" % g["us_per_sample"],
+                    "met" if all(r["us_per_sample"][0] <= g["us_per_sample"][0] for r in mine) else "not met"))
+    else:
+        out.append((t, "no 100 Hz overhead cell in this mode" if not cell("cpuprof auto", 100) else
+                    "gperftools did not run", "not measured"))
+
+    t = "48-deep workload at 1 kHz, 1 thread: CPU ratio over the ring mechanism's floor ≤ ×1.01"
+    floor = next((f for f in res.get("sigfloor", []) if f.get("mode") == "ring" and f["hz"] == 1000), None)
+    mine = [r for r in (cell("cpuprof auto", 1000), cell("cpuprof record", 1000)) if r]
+    if floor and mine:
+        x = [(r, r["cpu_ratio"][0] / floor["cpu_ratio"][0]) for r in mine]
+        out.append((t, "; ".join("%s ×%.4f (CPU ratio %.4f; its work phase alone %.4f, ×%.4f over the floor)" % (
+            r["profiler"], v, r["cpu_ratio"][0], r["work_cpu_ratio"][0],
+            r["work_cpu_ratio"][0] / floor["cpu_ratio"][0]) for r, v in x) +
+            "; the floor: a task-clock event copying registers and 16 KiB of stack into a ring nobody reads, "
+            "CPU ratio %.4f [%.4f–%.4f]" % tuple(floor["cpu_ratio"]), "met" if all(v <= 1.01 for _, v in x) else "not met"))
+    else:
+        out.append((t, "not run", "not measured"))
+
+    t = "names agreeing with `addr2line -C -f -i` (C++, Rust legacy and v0; record, LD_PRELOAD, the gperftools " \
+        "drop-in) ≥ 0.95 everywhere"
+    cells = [r for r in res.get("names", []) if "error" not in r]
+    err = next((r["error"] for r in res.get("names", []) if "error" in r), None)
+    if cells:
+        low = min(cells, key=lambda r: r["ratio"])
+        bad = [r for r in cells if r["ratio"] < 0.95]
+        out.append((t, "%d cell(s), lowest %.3f (%s %s); below 0.95: %s%s" % (
+            len(cells), low["ratio"], low["path"], low["workload"],
+            ", ".join("%s %s %.3f" % (r["path"], r["workload"], r["ratio"]) for r in bad) or "none",
+            "; " + err if err else ""), "met" if not bad and not err else "not met"))
+    else:
+        skipped = any(r.get("status") == 77 for r in res.get("names", []))
+        out.append((t, err or "not run", "not met" if err and not skipped else "not measured"))
+
+    rows = {r["profiler"]: r for r in res.get("build", [])}
+    t = "a real build (`make -j2` of Debian's zstd) under `cpuprof record`: wall and CPU over bare ≤ `perf record " \
+        "--call-graph dwarf`'s"
+    r, q = rows.get("cpuprof record"), rows.get("perf record --call-graph dwarf")
+    if ok(r) and ok(q) and "cpu_over" in r:
+        # The bare build runs before and after the others: how far apart
+        # its runs are is the noise of the machine over the part, and a
+        # difference within it does not count against cpuprof.
+        bare = rows["(none)"]
+        noise = {k: (max(bare[k + "s"]) - min(bare[k + "s"])) / bare[k + "_s"] for k in ("wall", "cpu")}
+        worse = [k for k in ("wall", "cpu") if r[k + "_over"] > q[k + "_over"] + noise[k]]
+        out.append((t, "%s: cpuprof record wall ×%.3f, CPU ×%.3f; perf record --call-graph dwarf wall ×%.3f, CPU ×%.3f "
+                    "(bare: wall %s s, CPU %s s: its runs %.1f%% and %.1f%% apart, the noise a difference must exceed)" % (
+                        build_what(res["mode"]), r["wall_over"], r["cpu_over"], q["wall_over"], q["cpu_over"],
+                        ", ".join("%.1f" % x for x in bare["walls"]), ", ".join("%.1f" % x for x in bare["cpus"]),
+                        100 * noise["wall"], 100 * noise["cpu"]),
+                    "not measured" if MODES[res["mode"]]["build"]["project"] != "zstd" else
+                    "met" if not worse else "not met"))
+    else:
+        out.append((t, next((x["error"] for x in res.get("build", []) if "error" in x), "not run"), "not measured"))
+
+    t = "attach (`cpuprof record -p`): coverage over the window 0.95–1.05, each leaf's share within 2 sampling σ"
+    att = [r for r in res.get("attach", []) if "error" not in r]
+    err = [r for r in res.get("attach", []) if "error" in r]
+    if att:
+        rng = lambda k: "%.3f–%.3f" % (min(r[k] for r in att), max(r[k] for r in att)) \
+            if all(r.get(k) is not None for r in att) else "not known in every run"
+        worst = max(att, key=lambda r: r["max_z"])
+        good = all(0.95 <= r["coverage"] <= 1.05 and r["sched_ratio"] is not None and
+                   0.95 <= r["sched_ratio"] <= 1.05 and r["max_z"] <= 2 for r in att) and not err
+        out.append((t, "%d run(s): coverage %s, profile / scheduler %s, profile / the work's own CPU %s; largest |share "
+                    "− true share| %.2f σ (%s %d thr)%s" % (
+                        len(att), rng("coverage"), rng("sched_ratio"), rng("truth_ratio"), worst["max_z"],
+                        worst["pattern"], worst["threads"], "; failed: " + err[0]["error"] if err else ""),
+                    "met" if good else "not met"))
+    else:
+        out.append((t, err[0]["error"] if err else "not run", "not measured"))
+
+    t = "samples lost at 1 kHz, 1–4 busy threads, one other CPU-bound process running: 0"
+    ls = [r for r in res.get("lost", []) if "error" not in r]
+    err = [r for r in res.get("lost", []) if "error" in r]
+    if ls:
+        out.append((t, "%d run(s) (%s): %d lost of %d samples%s%s" % (
+            len(ls), ", ".join(sorted({r["profiler"] for r in ls})), sum(r["lost"] for r in ls),
+            sum(r["samples"] for r in ls),
+            "; " + ", ".join("%s %d thr: %d" % (r["profiler"], r["threads"], r["lost"]) for r in ls if r["lost"])
+            if any(r["lost"] for r in ls) else "", "; failed: " + err[0]["error"] if err else ""),
+            "met" if not any(r["lost"] for r in ls) and not err else "not met"))
+    else:
+        out.append((t, err[0]["error"] if err else "not run", "not measured"))
     return out
 
 
@@ -930,7 +1487,9 @@ def markdown(res, figs, ext):
       "CPU per pair / samples in the profile: the cost of one sample, comparable across effective rates. "
       "**handler µs** = cpuprof's signal handler's own time per call (CLOCK_MONOTONIC around it; calls over "
       "200 µs were preempted and are left out), from the benchmark build (`-DCPUPROF_BENCH`, build-bench/), "
-      "in one extra run per cell. **RSS added** = median peak RSS profiled − unprofiled (perf: its own "
+      "in one extra run per cell. Each profiled run writes its profile where no file is (the last run's is "
+      "removed first: on ext4 a file written over an old one has its blocks written back at once). **RSS added** = "
+      "median peak RSS profiled − unprofiled (perf: its own "
       "process's peak)." % (cfg["msteps"], cfg["pairs"]))
     w("")
     if "overhead.png" in figs:
@@ -1024,6 +1583,8 @@ def markdown(res, figs, ext):
       "the 10-minute-equivalent, extrapolated on that argument, not measured over 10 minutes.")
     w("")
 
+    md_processes(res, w)
+
     for name, md in ext:
         w(md.rstrip())
         w("")
@@ -1050,17 +1611,185 @@ def markdown(res, figs, ext):
       "pointers (gperftools may also use libunwind).")
     w("- The ground truth's clock reads cost about 0.6 µs per leaf call (calls last 80–320 µs); a sample taken "
       "inside one is not in a leaf, which biases true shares up by at most about 0.3% of their value.")
+    w("- One process, trees, the build, attaching and the losses are at 1 kHz, cpuprof's default rate; perf there "
+      "is `perf record -e cpu-clock -F 1000` with `-g`, or `--call-graph dwarf` for the build.")
     w("- Raw numbers: `docs/bench/results.json`.")
     w("")
     return "\n".join(L)
+
+
+def md_processes(res, w):
+    """The sections of issues 21 and 22: one process, trees of them, a
+    build, attaching, losses, names."""
+    cfg = MODES[res["mode"]]
+    q3 = lambda t: "%.2f [%.2f–%.2f]" % tuple(t) if t else "–"
+    failed = lambda r, cols: "| %s | failed: %s |%s" % (r.get("profiler", ""), md_cell(r["error"]), " |" * cols)
+
+    w("## One process")
+    w("")
+    w("An empty program, `/bin/true`, run %d times bare and as many under each profiler, in rounds (each way once "
+      "per round, in a rotating order, so that a change in the machine's load falls on all alike), each run "
+      "started by bench/spawn: the CPU of the child as wait4's rusage counts it (user + system of the command "
+      "and of the children it waited for: perf's own process is in it) and the wall time, median [25th–75th "
+      "percentile]. **over bare** = a run's CPU (wall) less the bare run's of the same round. *cpuprof auto*: "
+      "`LD_PRELOAD=libcpuprof.so CPUPROF=FILE` (default engine, 1 kHz): what it adds is the profile's start and "
+      "its write; *cpuprof record*: `cpuprof record -o FILE -F 1000 -- /bin/true`; *gperftools*: "
+      "`LD_PRELOAD=libprofiler.so.0 CPUPROFILE=FILE CPUPROFILE_FREQUENCY=1000`; *perf record*: `perf record -e "
+      "cpu-clock -F 1000 -g -o FILE`. Each run writes its profile to a new name, removed after it: on ext4 a new "
+      "file renamed over an existing one has the kernel write the old one's blocks back at the rename "
+      "(auto_da_alloc), which on this VM costs more than the profile." % cfg["proc_runs"])
+    w("")
+    w("| profiler | runs | CPU (ms) | CPU over bare (ms) | wall (ms) | wall over bare (ms) |")
+    w("|---|---:|---|---|---|---|")
+    for r in res.get("process", []):
+        if "error" in r:
+            w(failed(r, 4))
+            continue
+        w("| %s | %d | %s | %s | %s | %s |" % (r["profiler"], r["runs"], q3(r["cpu_ms"]), q3(r["over_bare_ms"]),
+                                              q3(r["wall_ms"]), q3(r["wall_over_bare_ms"])))
+    if not res.get("process"):
+        w("| (not run this time) | | | | | |")
+    w("")
+
+    n, rounds = cfg["tree"]
+    w("## Trees of processes")
+    w("")
+    w("A shell loop of %d `/bin/true` (`sh -c 'for i in $(seq %d); do /bin/true; done'`), bare and under each "
+      "profiler at 1 kHz, %d round(s), each way once per round; wall time and CPU (wait4's rusage: the whole tree "
+      "and the profiler's own process), median [min–max]. *cpuprof record* samples from outside (perf events "
+      "inherited through the tree, read by record's process); *cpuprof record --preload* has libcpuprof in each "
+      "process instead (the way record worked before); *perf record*: `perf record -e cpu-clock -F 1000 -g`. "
+      "**CPU / perf record's**: the two runs of the same round." % (n, n, rounds))
+    w("")
+    w("| profiler | processes | wall (s) | CPU (s) | CPU over bare (s) | CPU / perf record's |")
+    w("|---|---:|---|---|---|---|")
+    for r in res.get("tree", []):
+        if "error" in r:
+            w(failed(r, 4))
+            continue
+        w("| %s | %d | %s | %s | %s | %s |" % (
+            r["profiler"], r["processes"], ratio(r["wall_s"], 3), ratio(r["cpu_s"], 3),
+            ratio(r["cpu_over_bare_s"], 3) if r["cpu_over_bare_s"] else "–",
+            ratio(r["vs_perf"], 3) if r.get("vs_perf") else "–"))
+    if not res.get("tree"):
+        w("| (not run this time) | | | | | |")
+    w("")
+
+    b = cfg["build"]
+    w("## A real build")
+    w("")
+    w("%s, %s, a fresh copy of the source for each run: bare, under `cpuprof record -F 1000` and under `perf record -e "
+      "cpu-clock -F 1000 --call-graph dwarf`, %d round(s) of each in turn (every other round in reverse order), "
+      "and the bare build first and last (its runs, in parentheses, say how far the machine moved meanwhile: the "
+      "verdict counts a difference within that spread as none); wall time and CPU (the whole tree and the "
+      "profiler's own process), the median where there are several, and their ratios to the bare build's. perf copies 8 KiB of stack per sample into "
+      "its file and unwinds only when `perf report` reads it, which is not counted here; cpuprof's numbers include "
+      "its unwinding and symbolizing, and its profile is the finished one. **file**: the profile's size; "
+      "**coverage**: cpuprof's `coverage=` comment, of the whole tree." % (
+          build_what(res["mode"])[0].upper() + build_what(res["mode"])[1:],
+          "from Debian's source package (`apt-get source zstd`, unpacked once into the bench's work/ext/ and kept)"
+          if b["project"] == "zstd" else "written by bench/run.py",
+          b["rounds"]))
+    w("")
+    w("| profiler | wall (s) | CPU (s) | wall over bare | CPU over bare | file (MiB) | coverage |")
+    w("|---|---:|---:|---:|---:|---:|---:|")
+    for r in res.get("build", []):
+        if "error" in r:
+            w(failed(r, 5))
+            continue
+        runs = lambda x, xs: "%.1f" % x + (" (%s)" % ", ".join("%.1f" % v for v in xs) if len(xs or ()) > 1 else "")
+        w("| %s | %s | %s | %s | %s | %s | %s |" % (
+            r["profiler"], runs(r["wall_s"], r.get("walls")), runs(r["cpu_s"], r.get("cpus")), fmt(r.get("wall_over")),
+            fmt(r.get("cpu_over")), fmt(r.get("file_mib"), 1), r.get("coverage", "–")))
+    if not res.get("build"):
+        w("| (not run this time) | | | | | | |")
+    w("")
+
+    w("## Attaching")
+    w("")
+    w("`cpuprof record -p PID -F 1000` on the accuracy workload (above), started in its READY mode: its threads "
+      "are made and wait; record attaches (the run goes on when record holds an open perf event for every "
+      "thread), SIGUSR1 starts the work; when the work is done and reported, SIGINT stops record while the "
+      "threads still exist, then the workload ends. **coverage**: the profile's `coverage=` comment, its CPU over "
+      "what the events counted in the window; **/ scheduler**: its `profile_cpu_ns` over its `scheduler_cpu_ns` "
+      "(the threads' schedstat as record attached and as it detached); **/ work**: over the workload's own CPU "
+      "in its work phase (CLOCK_PROCESS_CPUTIME_ID, the ground truth; the window is a few ms longer). Per leaf: "
+      "(profile share − true share) / σ, σ = sqrt(p(1−p)/samples) the sampling noise of a share p. By sampling "
+      "alone, all four leaves of a run fall within 2 σ in about 84% of runs (multinomial draws of 10/20/30/40%), "
+      "so one leaf beyond 2 σ in one run of several is to be expected now and then; a bias would show as the same "
+      "leaf off the same way in every run.")
+    w("")
+    w("| pattern | threads | CPU (ms) | samples | coverage | / scheduler | / work | leaf_a | leaf_b | leaf_c | "
+      "leaf_d | largest |σ| |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in res.get("attach", []):
+        if "error" in r:
+            w("| %s | %d | %d | failed: %s | | | | | | | | |" % (r["pattern"], r["threads"], r["cpu_ms"],
+                                                               md_cell(r["error"])))
+            continue
+        w("| %s | %d | %d | %d | %.3f | %s | %.3f | %s | %.2f |" % (
+            r["pattern"], r["threads"], r["cpu_ms"], r["samples"], r["coverage"], fmt(r["sched_ratio"]),
+            r["truth_ratio"], " | ".join("%+.2f" % r["leaves"][l]["z"] for l in LEAVES), r["max_z"]))
+    if not res.get("attach"):
+        w("| (not run this time) | | | | | | | | | | | |")
+    w("")
+
+    threads, ms = cfg["lost"]
+    w("## Lost samples beside a busy process")
+    w("")
+    w("The accuracy workload, busy, %d ms of CPU in all its threads, at 1 kHz, while `sh -c 'while :; do :; "
+      "done'` runs beside it (started for this part, ended after it): under `cpuprof record` (its own process "
+      "reads the kernel's rings) and with libcpuprof preloaded (*cpuprof auto*: cpuprof's thread in the "
+      "process reads them). **lost**: the profile's `lost=` comment, samples the kernel could not write because a "
+      "ring was full; **coverage**: as in the accuracy tables." % ms)
+    w("")
+    w("| profiler | threads | samples | lost | lost / samples | coverage |")
+    w("|---|---:|---:|---:|---:|---:|")
+    for r in res.get("lost", []):
+        if "error" in r:
+            w("| %s | %d | failed: %s | | | |" % (r["profiler"], r["threads"], md_cell(r["error"])))
+            continue
+        w("| %s | %d | %d | %d | %.4f | %.3f |" % (r["profiler"], r["threads"], r["samples"], r["lost"],
+                                                   r["lost"] / max(r["samples"], 1), r["coverage"]))
+    if not res.get("lost"):
+        w("| (not run this time) | | | | | |")
+    w("")
+
+    w("## Names")
+    w("")
+    w("`tests/e2e/t_names.sh`, run by the benchmark (with NAMES_MIN=0, so that it measures every cell however "
+      "low): a C++ workload (templates, namespaces, a lambda, inlined methods, the standard library's) built with "
+      "`g++ -O2 -g`, and a Rust one built with `rustc -O -g` with legacy and with v0 symbol mangling, each "
+      "profiled at 2 kHz under `cpuprof record`, with libcpuprof preloaded and with the gperftools drop-in "
+      "preloaded; every Line of every Location of the profile is compared with the name `addr2line -C -f -i` "
+      "gives that level of the address's inline chain. Each cell: Lines whose names agree / Lines compared (Lines "
+      "of addresses no symbol covers are left out, *unnamed*).")
+    w("")
+    cells = {(r["workload"], r["path"]): r for r in res.get("names", []) if "error" not in r}
+    paths = [("record", "cpuprof record"), ("preload", "LD_PRELOAD"), ("gperftools", "gperftools drop-in")]
+    w("| workload | " + " | ".join(t for _, t in paths) + " |")
+    w("|---|---:|---:|---:|")
+    for wl, title in (("names_cxx", "C++"), ("names_legacy", "Rust, legacy mangling"), ("names_v0", "Rust, v0 mangling")):
+        c = [cells.get((wl, p)) for p, _ in paths]
+        if any(c):
+            w("| %s | %s |" % (title, " | ".join("%.3f (%d of %d, %d unnamed)" % (x["ratio"], x["agree"], x["total"],
+                                                                                x["unnamed"]) if x else "–" for x in c)))
+    for r in res.get("names", []):
+        if "error" in r:
+            w("")
+            w("(%s)" % md_cell(r["error"]))
+    if not res.get("names"):
+        w("| (not run this time) | | | |")
+    w("")
 
 
 def md_cell(s):
     return s.replace("|", "/").replace("\n", " ")
 
 
-def ratio(t):
-    return "%.4f [%.4f–%.4f]" % t
+def ratio(t, nd=4):
+    """median [min–max] (a tuple, or a list from results.json)."""
+    return "%.*f [%.*f–%.*f]" % (nd, t[0], nd, t[1], nd, t[2])
 
 
 # ----------------------------------------------------------------- main --
@@ -1074,7 +1803,7 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "benchmarks.md"))
     ap.add_argument("--work", default=os.path.join(BB, "work"))
     ap.add_argument("--profilers", help="comma-separated subset, e.g. 'cpuprof perf,perf record'")
-    ap.add_argument("--parts", default="accuracy,overhead,scale", help="comma-separated subset of the parts")
+    ap.add_argument("--parts", default=",".join(PARTS), help="comma-separated subset of: " + ", ".join(PARTS))
     ap.add_argument("--render", action="store_true",
                     help="measure nothing: rewrite the document and plots from its results.json")
     a = ap.parse_args()
@@ -1102,19 +1831,28 @@ def main():
     for f in ("spawn", "accuracy", "overhead", "scale", "tick", "sigfloor"):
         if not os.access(os.path.join(BB, "bench", f), os.X_OK):
             sys.exit("bench/run.py: %s/bench/%s is missing: run `make bench-build` first" % (BB, f))
-    shutil.rmtree(a.work, ignore_errors=True)
-    os.makedirs(a.work)
+    # A clean work directory, but for ext/: what was downloaded (zstd's
+    # source) stays for the next run.
+    os.makedirs(a.work, exist_ok=True)
+    for f in os.listdir(a.work):
+        if f != "ext":
+            p = os.path.join(a.work, f)
+            shutil.rmtree(p) if os.path.isdir(p) and not os.path.islink(p) else os.unlink(p)
     os.makedirs(outdir, exist_ok=True)
 
     t0 = time.monotonic()
     books = CpuBooks()
     runner = Runner(a.work)
-    res = dict(mode=mode, machine=machine_info(runner), accuracy=[], overhead=[], sigfloor=[], scale=[])
+    res = dict(mode=mode, machine=machine_info(runner), accuracy=[], overhead=[], sigfloor=[], scale=[],
+               process=[], tree=[], build=[], attach=[], lost=[], names=[])
     ps = probe_profilers(runner, a.work)
     if a.profilers:
         want = [x.strip() for x in a.profilers.split(",")]
         ps = [p for p in ps if p.name in want]
     parts = [x.strip() for x in a.parts.split(",")]
+    if set(parts) - set(PARTS):
+        sys.exit("bench/run.py: --parts: unknown %s (the parts: %s)" % (", ".join(set(parts) - set(PARTS)),
+                                                                      ", ".join(PARTS)))
     res["profilers"] = [p.name for p in ps]
     res["missing"] = {p.name: p.missing for p in ps}
     for p in ps:
@@ -1141,8 +1879,26 @@ def main():
     if "scale" in parts:
         res["scale"] = scale(cfg, runner, ps, a.work)
         save()
+    if "process" in parts:
+        res["process"] = per_process(cfg, runner, ps, a.work)
+        save()
+    if "tree" in parts:
+        res["tree"] = trees(cfg, runner, ps, a.work)
+        save()
+    if "build" in parts:
+        res["build"] = build(cfg, runner, ps, a.work)
+        save()
+    if "attach" in parts:
+        res["attach"] = attach(cfg, ps, a.work)
+        save()
+    if "lost" in parts:
+        res["lost"] = lost(cfg, runner, ps, a.work)
+        save()
+    if "names" in parts:
+        res["names"] = names(cfg, a.work)
+        save()
     ext = []
-    if mode != "smoke" and not a.profilers and len(parts) == 3:
+    if mode != "smoke" and not a.profilers and set(parts) == set(PARTS):
         md = external("unwind", mode != "full", a.work)
         if md is not None:
             ext.append(("unwind", md))

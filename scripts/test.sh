@@ -25,20 +25,10 @@ cd "$(dirname "$0")/.."
 # tests/e2e/t_names.sh (Debian's rustc 1.63 knows both of Rust's manglings);
 # dpkg-dev unpacks the Debian source package (lua5.4) that
 # tests/e2e/t_lines_lua.sh builds, with a deb-src line beside the machine's
-# own deb lines (the same mirrors) when it has none.
+# own deb lines (the same mirrors) when it has none (scripts/deb-src.sh).
 sh scripts/deps.sh gcc make libc6-dev zlib1g-dev golang-go google-perftools libgoogle-perftools-dev pkg-config \
 	python3 ca-certificates chromium nodejs fonts-dejavu-core libdw-dev libiberty-dev binutils g++ rustc dpkg-dev
-if [ "$(id -u)" -eq 0 ] && ! grep -Eqs '^(deb-src |Types:.*deb-src)' /etc/apt/sources.list /etc/apt/sources.list.d/*; then
-	src=/etc/apt/sources.list.d/cpuprof-deb-src
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[ -e "$f" ] && sed 's/^Types: deb$/Types: deb-src/' "$f"
-	done >/tmp/cpuprof-deb-src.$$
-	[ -s /tmp/cpuprof-deb-src.$$ ] && mv /tmp/cpuprof-deb-src.$$ "$src.sources"
-	[ -e /etc/apt/sources.list ] && sed -n 's/^deb /deb-src /p' /etc/apt/sources.list >/tmp/cpuprof-deb-src.$$
-	[ -s /tmp/cpuprof-deb-src.$$ ] && mv /tmp/cpuprof-deb-src.$$ "$src.list"
-	rm -f /tmp/cpuprof-deb-src.$$
-	apt-get update -qq >&2 || true
-fi
+sh scripts/deb-src.sh
 case ${1:-} in
 '')
 	make -s check ;;
