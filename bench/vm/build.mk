@@ -21,7 +21,7 @@ $(VM_B)/ticks: bench/vm/experiments/ticks.c
 
 $(VM_B)/vmprof: bench/vm/vmprof.c cli/profile.c cli/profile.h src/profile/profile_proto.h
 	@mkdir -p $(dir $@)
-	$(CC) $(VM_CFLAGS) -Isrc -o $@ bench/vm/vmprof.c cli/profile.c -lz
+	$(CC) $(VM_CFLAGS) -Isrc -Icli -o $@ bench/vm/vmprof.c cli/profile.c -lz
 
 vm-progs: all $(VM_BINS)
 

@@ -610,36 +610,16 @@ static void add_mapping(struct cp_kcollector *k, struct kproc *p, size_t fi, uin
 
 /* ---- records ---- */
 
-struct rec {
-	const uint8_t *p, *end;
-};
-
-static int take(struct rec *r, void *out, size_t n)
-{
-	if ((size_t)(r->end - r->p) < n)
-		return 0;
-	memcpy(out, r->p, n);
-	r->p += n;
-	return 1;
-}
-
-static uint64_t u64(struct rec *r)
-{
-	uint64_t v = 0;
-	take(r, &v, sizeof v);
-	return v;
-}
-
-static void on_mmap2(struct cp_kcollector *k, const struct perf_event_header *h, struct rec *r)
+static void on_mmap2(struct cp_kcollector *k, const struct perf_event_header *h, struct cp_perf_rec *r)
 {
 	uint32_t pt[2];
 	uint64_t addr, len, pgoff;
-	if (!take(r, pt, sizeof pt) || !take(r, &addr, 8) || !take(r, &len, 8) || !take(r, &pgoff, 8))
+	if (!cp_perf_take(r, pt, sizeof pt) || !cp_perf_take(r, &addr, 8) || !cp_perf_take(r, &len, 8) || !cp_perf_take(r, &pgoff, 8))
 		return;
 	char build_id[2 * CP_ELF_BUILD_ID_MAX + 1] = "";
 	uint64_t dev = 0, ino = 0;
 	uint8_t ids[24];
-	if (!take(r, ids, sizeof ids))
+	if (!cp_perf_take(r, ids, sizeof ids))
 		return;
 	if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
 		unsigned n = ids[0] <= 20 ? ids[0] : 20;
@@ -653,7 +633,7 @@ static void on_mmap2(struct cp_kcollector *k, const struct perf_event_header *h,
 		dev = (uint64_t)maj << 32 | min;
 	}
 	uint32_t prot_flags[2];
-	if (!take(r, prot_flags, sizeof prot_flags) || !(prot_flags[0] & PROT_EXEC))
+	if (!cp_perf_take(r, prot_flags, sizeof prot_flags) || !(prot_flags[0] & PROT_EXEC))
 		return;
 	char path[CP_SHM_PATH_MAX];
 	size_t n = 0;
@@ -673,10 +653,10 @@ static void on_mmap2(struct cp_kcollector *k, const struct perf_event_header *h,
 		add_mapping(k, p, fi, addr, addr + len, pgoff);
 }
 
-static void on_comm(struct cp_kcollector *k, const struct perf_event_header *h, struct rec *r, uint64_t time)
+static void on_comm(struct cp_kcollector *k, const struct perf_event_header *h, struct cp_perf_rec *r, uint64_t time)
 {
 	uint32_t pt[2];
-	if (!take(r, pt, sizeof pt))
+	if (!cp_perf_take(r, pt, sizeof pt))
 		return;
 	char name[16];
 	size_t n = 0;
@@ -704,11 +684,11 @@ static void on_comm(struct cp_kcollector *k, const struct perf_event_header *h, 
 		name_thread(p->img, (pid_t)pt[1], name);
 }
 
-static void on_fork(struct cp_kcollector *k, struct rec *r)
+static void on_fork(struct cp_kcollector *k, struct cp_perf_rec *r)
 {
 	uint32_t v[4]; /* pid, ppid, tid, ptid */
 	uint64_t time;
-	if (!take(r, v, sizeof v) || !take(r, &time, 8))
+	if (!cp_perf_take(r, v, sizeof v) || !cp_perf_take(r, &time, 8))
 		return;
 	struct kproc *parent = proc_get(k, (pid_t)v[1]);
 	if (v[0] != v[1]) {
@@ -735,11 +715,11 @@ static void on_fork(struct cp_kcollector *k, struct rec *r)
 		cp_switches_begin(&k->sw, (pid_t)v[2], time, 1);
 }
 
-static void on_task_exit(struct cp_kcollector *k, struct rec *r)
+static void on_task_exit(struct cp_kcollector *k, struct cp_perf_rec *r)
 {
 	uint32_t v[4];
 	uint64_t time;
-	if (!take(r, v, sizeof v) || !take(r, &time, 8))
+	if (!cp_perf_take(r, v, sizeof v) || !cp_perf_take(r, &time, 8))
 		return;
 	if (k->off_cpu)
 		cp_switches_end(&k->sw, (pid_t)v[2], time);
@@ -751,12 +731,12 @@ static void on_task_exit(struct cp_kcollector *k, struct rec *r)
 		p->exited = 1;
 }
 
-static void on_read(struct cp_kcollector *k, struct rec *r, int cpu)
+static void on_read(struct cp_kcollector *k, struct cp_perf_rec *r, int cpu)
 {
 	uint32_t pt[2];
-	if (!take(r, pt, sizeof pt))
+	if (!cp_perf_take(r, pt, sizeof pt))
 		return;
-	uint64_t value = u64(r);
+	uint64_t value = cp_perf_u64(r);
 	uint64_t tail = cp_perf_counts_tail(&k->counts, (pid_t)pt[1], cpu, value);
 	struct kthread *t = thread_get(k, (pid_t)pt[1], (pid_t)pt[0]);
 	if (!t)
@@ -850,10 +830,10 @@ static void on_off(void *arg, void *ctx, uint64_t gen, pid_t tid, const uintptr_
 }
 
 /* A switch record: PERF_RECORD_SWITCH of the thread in its sample_id. */
-static void on_switch(struct cp_kcollector *k, const struct perf_event_header *h, struct rec *r, uint64_t time)
+static void on_switch(struct cp_kcollector *k, const struct perf_event_header *h, struct cp_perf_rec *r, uint64_t time)
 {
 	uint32_t pt[2];
-	if (!k->off_cpu || !take(r, pt, sizeof pt))
+	if (!k->off_cpu || !cp_perf_take(r, pt, sizeof pt))
 		return;
 	if (h->misc & PERF_RECORD_MISC_SWITCH_OUT)
 		cp_switches_out(&k->sw, (pid_t)pt[1], time, (h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0);
@@ -907,7 +887,7 @@ static void handle(struct cp_kcollector *k, const uint8_t *at)
 	uint64_t time;
 	memcpy(&time, at + sizeof h, sizeof time); /* stored before the record */
 	memcpy(&cpu, at + sizeof h + sizeof(uint64_t), sizeof cpu);
-	struct rec r = { at + sizeof h + 2 * sizeof(uint64_t), at + sizeof h + 2 * sizeof(uint64_t) + h.size - sizeof h };
+	struct cp_perf_rec r = { at + sizeof h + 2 * sizeof(uint64_t), at + sizeof h + 2 * sizeof(uint64_t) + h.size - sizeof h };
 	switch (h.type) {
 	case PERF_RECORD_MMAP2: on_mmap2(k, &h, &r); break;
 	case PERF_RECORD_COMM: on_comm(k, &h, &r, time); break;
@@ -953,30 +933,21 @@ static void enqueue(const struct perf_event_header *h, int cpu, void *arg)
 {
 	struct cp_kcollector *k = arg;
 	const uint8_t *body = (const uint8_t *)(h + 1);
-	struct rec r = { body, (const uint8_t *)h + h->size };
+	struct cp_perf_rec r = { body, (const uint8_t *)h + h->size };
 	uint64_t time = 0;
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE: {
 		uint32_t pt[2], cr[2];
-		int is_switch = k->ident && cp_switches_is_switch(&k->sw, u64(&r));
-		if (!take(&r, pt, sizeof pt) || !take(&r, &time, 8) || !take(&r, cr, sizeof cr))
+		int is_switch = k->ident && cp_switches_is_switch(&k->sw, cp_perf_u64(&r));
+		if (!cp_perf_take(&r, pt, sizeof pt) || !cp_perf_take(&r, &time, 8) || !cp_perf_take(&r, cr, sizeof cr))
 			return;
-		uint64_t value = k->use_read && !is_switch ? u64(&r) : 0;
-		uint64_t abi = u64(&r);
+		uint64_t value = k->use_read && !is_switch ? cp_perf_u64(&r) : 0;
 		uint64_t regs[CP_PERF_NREGS] = { 0 };
-		if (abi != PERF_SAMPLE_REGS_ABI_NONE && !take(&r, regs, sizeof regs))
+		const uint8_t *stack;
+		uint64_t dyn;
+		int user = cp_perf_take_user(&r, regs, CP_PERF_NREGS, &stack, &dyn);
+		if (user < 0)
 			return;
-		uint64_t size = u64(&r);
-		const uint8_t *stack = r.p;
-		uint64_t dyn = 0;
-		if (size) {
-			if ((uint64_t)(r.end - r.p) < size + 8)
-				return;
-			r.p += size;
-			dyn = u64(&r);
-			if (dyn > size)
-				dyn = size;
-		}
 		struct perf_event_header hh = { PERF_RECORD_SAMPLE, 0, 0 };
 		uint8_t *at = queue_room(k, sizeof hh + sizeof(struct ksample) + dyn);
 		if (!at)
@@ -988,7 +959,7 @@ static void enqueue(const struct perf_event_header *h, int cpu, void *arg)
 		s->cpu = cr[0];
 		s->time = time;
 		s->value = value;
-		s->have_regs = abi != PERF_SAMPLE_REGS_ABI_NONE;
+		s->have_regs = user;
 		s->is_switch = is_switch;
 		memcpy(s->regs, regs, sizeof regs);
 		s->dyn = dyn;
@@ -996,8 +967,8 @@ static void enqueue(const struct perf_event_header *h, int cpu, void *arg)
 		break;
 	}
 	case PERF_RECORD_LOST:
-		u64(&r);
-		k->lost += u64(&r);
+		cp_perf_u64(&r);
+		k->lost += cp_perf_u64(&r);
 		return;
 	case PERF_RECORD_THROTTLE:
 		k->throttled++;

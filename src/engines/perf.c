@@ -785,27 +785,6 @@ static int hw_start(const struct cp_engine_conf *c)
 
 /* ---- draining ---- */
 
-/* A record being read: its bytes and where the cursor is. */
-struct rec {
-	const uint8_t *p, *end;
-};
-
-static int take(struct rec *r, void *out, size_t n)
-{
-	if ((size_t)(r->end - r->p) < n)
-		return 0;
-	memcpy(out, r->p, n);
-	r->p += n;
-	return 1;
-}
-
-static uint64_t u64(struct rec *r)
-{
-	uint64_t v = 0;
-	take(r, &v, sizeof v);
-	return v;
-}
-
 /* The time since a thread's previous sample on cpu, in ns, from the
  * count `value` (or one period); accounts for it. */
 static uint64_t weigh(pid_t tid, int cpu, uint64_t value, int have_value)
@@ -843,71 +822,53 @@ static int walk_copy(const uint64_t *regs, const uint8_t *stack, uint64_t dyn, u
 
 /* A switch-out's sample (off-CPU time): its stack walked now, while the
  * copy is in the ring, and queued with the switch records. */
-static void on_switch_sample(struct rec *r)
+static void on_switch_sample(struct cp_perf_rec *r)
 {
 	uint32_t pid_tid[2];
 	uint64_t time;
-	if (!E.off_cpu || !take(r, pid_tid, sizeof pid_tid) || !take(r, &time, sizeof time))
+	if (!E.off_cpu || !cp_perf_take(r, pid_tid, sizeof pid_tid) || !cp_perf_take(r, &time, sizeof time))
 		return;
-	uint64_t abi = u64(r);
 	uint64_t regs[CP_PERF_NREGS] = { 0 };
-	if (abi != PERF_SAMPLE_REGS_ABI_NONE && !take(r, regs, sizeof regs))
+	const uint8_t *stack;
+	uint64_t dyn;
+	int user = cp_perf_take_user(r, regs, CP_PERF_NREGS, &stack, &dyn);
+	if (user < 0)
 		return;
-	uint64_t size = u64(r);
-	const uint8_t *stack = r->p;
-	uint64_t dyn = 0;
-	if (size) {
-		if ((uint64_t)(r->end - r->p) < size + 8)
-			return;
-		r->p += size;
-		dyn = u64(r);
-		if (dyn > size)
-			dyn = size;
-	}
 	struct cp_sample *s = E.scratch;
 	s->n = 0;
 	s->flags = 0;
-	if (abi != PERF_SAMPLE_REGS_ABI_NONE)
+	if (user)
 		walk_copy(regs, stack, dyn, CP_SWITCH_STACK_COPY, s);
 	s->gen = atomic_load_explicit(&cp_sig.objgen, memory_order_relaxed);
 	sq_push(time, (pid_t)pid_tid[1], SWQ_STACK, 0, s);
 }
 
-static void on_sample(struct rec *r, int cpu)
+static void on_sample(struct cp_perf_rec *r, int cpu)
 {
 	/* Beside a context-switch event, each sample leads with its
 	 * event's id, and has its time after the thread. */
-	if (E.ident && cp_switches_is_switch(&E.sw, u64(r))) {
+	if (E.ident && cp_switches_is_switch(&E.sw, cp_perf_u64(r))) {
 		on_switch_sample(r);
 		return;
 	}
 	uint32_t pid_tid[2];
-	if (!take(r, pid_tid, sizeof pid_tid))
+	if (!cp_perf_take(r, pid_tid, sizeof pid_tid))
 		return;
 	if (E.ident)
-		u64(r); /* its time */
+		cp_perf_u64(r); /* its time */
 	pid_t tid = (pid_t)pid_tid[1];
-	uint64_t value = E.use_read ? u64(r) : 0;
+	uint64_t value = E.use_read ? cp_perf_u64(r) : 0;
 	uint64_t weight = weigh(tid, cpu, value, E.use_read);
 	struct tinfo *t = tinfo_get(tid);
 	if (t)
 		t->sampled_ns += weight;
 
-	uint64_t abi = u64(r);
 	uint64_t regs[CP_PERF_NREGS] = { 0 };
-	if (abi != PERF_SAMPLE_REGS_ABI_NONE && !take(r, regs, sizeof regs))
+	const uint8_t *stack;
+	uint64_t dyn;
+	int user = cp_perf_take_user(r, regs, CP_PERF_NREGS, &stack, &dyn);
+	if (user < 0)
 		return;
-	uint64_t size = u64(r);
-	const uint8_t *stack = r->p;
-	uint64_t dyn = 0;
-	if (size) {
-		if ((uint64_t)(r->end - r->p) < size + 8)
-			return;
-		r->p += size;
-		dyn = u64(r);
-		if (dyn > size)
-			dyn = size;
-	}
 
 	atomic_fetch_add_explicit(&cp_sig.samples, 1, memory_order_relaxed);
 	struct cp_sample *s = cp_ring_claim(cp_sig.ring);
@@ -917,7 +878,7 @@ static void on_sample(struct rec *r, int cpu)
 		return;
 	}
 	int known = 1;
-	if (abi == PERF_SAMPLE_REGS_ABI_NONE) {
+	if (!user) {
 		s->n = 0; /* no user context (a kernel-only stretch): no stack */
 		s->flags = 0;
 	} else {
@@ -932,14 +893,14 @@ static void on_sample(struct rec *r, int cpu)
 static void on_record(const struct perf_event_header *h, int cpu, void *unused)
 {
 	const uint8_t *body = (const uint8_t *)(h + 1);
-	struct rec r = { body, (const uint8_t *)h + h->size };
+	struct cp_perf_rec r = { body, (const uint8_t *)h + h->size };
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
 		on_sample(&r, cpu);
 		break;
 	case PERF_RECORD_LOST: {
-		u64(&r); /* id */
-		uint64_t n = u64(&r);
+		cp_perf_u64(&r); /* id */
+		uint64_t n = cp_perf_u64(&r);
 		E.st.lost += n;
 		if (!E.use_read)
 			E.st.lost_ns += (uint64_t)((double)(n * E.period) * E.ns_per_unit);
@@ -950,24 +911,24 @@ static void on_record(const struct perf_event_header *h, int cpu, void *unused)
 		break;
 	case PERF_RECORD_FORK: {
 		uint32_t v[4]; /* pid, ppid, tid, ptid, then the time */
-		if (take(&r, v, sizeof v) && v[0] == v[1]) {
+		if (cp_perf_take(&r, v, sizeof v) && v[0] == v[1]) {
 			tinfo_get((pid_t)v[2]);
 			cp_names_inherit((pid_t)v[2], (pid_t)v[3]);
 			if (E.off_cpu)
-				sq_push(u64(&r), (pid_t)v[2], SWQ_BEGIN, 0, NULL);
+				sq_push(cp_perf_u64(&r), (pid_t)v[2], SWQ_BEGIN, 0, NULL);
 		}
 		break;
 	}
 	case PERF_RECORD_SWITCH: {
 		uint32_t v[2]; /* the sample_id: pid, tid, time */
-		if (E.off_cpu && take(&r, v, sizeof v))
-			sq_push(u64(&r), (pid_t)v[1], h->misc & PERF_RECORD_MISC_SWITCH_OUT ? SWQ_OUT : SWQ_IN,
+		if (E.off_cpu && cp_perf_take(&r, v, sizeof v))
+			sq_push(cp_perf_u64(&r), (pid_t)v[1], h->misc & PERF_RECORD_MISC_SWITCH_OUT ? SWQ_OUT : SWQ_IN,
 				(h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0, NULL);
 		break;
 	}
 	case PERF_RECORD_COMM: {
 		uint32_t v[2]; /* pid, tid */
-		if (take(&r, v, sizeof v)) {
+		if (cp_perf_take(&r, v, sizeof v)) {
 			char name[16];
 			size_t n = 0;
 			while (n < sizeof name - 1 && r.p + n < r.end && r.p[n])
@@ -981,8 +942,8 @@ static void on_record(const struct perf_event_header *h, int cpu, void *unused)
 	case PERF_RECORD_READ: {
 		/* An inherited thread's final count on this CPU (inherit_stat). */
 		uint32_t v[2];
-		if (take(&r, v, sizeof v)) {
-			uint64_t value = u64(&r);
+		if (cp_perf_take(&r, v, sizeof v)) {
+			uint64_t value = cp_perf_u64(&r);
 			uint64_t tail = cp_perf_counts_tail(&E.counts, (pid_t)v[1], cpu, value);
 			struct tinfo *t = tinfo_get((pid_t)v[1]);
 			if (t) {
@@ -994,13 +955,13 @@ static void on_record(const struct perf_event_header *h, int cpu, void *unused)
 	}
 	case PERF_RECORD_EXIT: {
 		uint32_t v[4]; /* pid, ppid, tid, ptid, then the time */
-		if (!take(&r, v, sizeof v))
+		if (!cp_perf_take(&r, v, sizeof v))
 			break;
 		struct tinfo *t = tinfo_get((pid_t)v[2]);
 		if (t)
 			t->exited = 1;
 		if (E.off_cpu)
-			sq_push(u64(&r), (pid_t)v[2], SWQ_END, 0, NULL);
+			sq_push(cp_perf_u64(&r), (pid_t)v[2], SWQ_END, 0, NULL);
 		break;
 	}
 	}

@@ -136,6 +136,41 @@ uint64_t cp_perf_ring_used(const struct cp_perf_ring *r)
 	return head - r->page->data_tail;
 }
 
+int cp_perf_take(struct cp_perf_rec *r, void *out, size_t n)
+{
+	if ((size_t)(r->end - r->p) < n)
+		return 0;
+	memcpy(out, r->p, n);
+	r->p += n;
+	return 1;
+}
+
+uint64_t cp_perf_u64(struct cp_perf_rec *r)
+{
+	uint64_t v = 0;
+	cp_perf_take(r, &v, sizeof v);
+	return v;
+}
+
+int cp_perf_take_user(struct cp_perf_rec *r, uint64_t *regs, size_t nregs, const uint8_t **stack, uint64_t *dyn)
+{
+	uint64_t abi = cp_perf_u64(r);
+	if (abi != PERF_SAMPLE_REGS_ABI_NONE && !cp_perf_take(r, regs, nregs * sizeof regs[0]))
+		return -1;
+	uint64_t size = cp_perf_u64(r);
+	*stack = r->p;
+	*dyn = 0;
+	if (size) {
+		if ((uint64_t)(r->end - r->p) < size + 8)
+			return -1;
+		r->p += size;
+		*dyn = cp_perf_u64(r);
+		if (*dyn > size)
+			*dyn = size;
+	}
+	return abi != PERF_SAMPLE_REGS_ABI_NONE;
+}
+
 void cp_perf_ring_drain(struct cp_perf_ring *rg, uint8_t *bounce, size_t bounce_size, cp_perf_record_fn *fn,
 			void *arg)
 {

@@ -66,6 +66,20 @@ typedef void cp_perf_record_fn(const struct perf_event_header *h, int cpu, void 
 void cp_perf_ring_drain(struct cp_perf_ring *r, uint8_t *bounce, size_t bounce_size, cp_perf_record_fn *fn,
 			void *arg);
 
+/* A record being read: its bytes and where the cursor is. */
+struct cp_perf_rec {
+	const uint8_t *p, *end;
+};
+/* Copies the next n bytes into out: 1, or 0 if the record is short. */
+int cp_perf_take(struct cp_perf_rec *r, void *out, size_t n);
+/* The next 8 bytes, or 0 if the record is short. */
+uint64_t cp_perf_u64(struct cp_perf_rec *r);
+/* A sample's user registers and stack copy (PERF_SAMPLE_REGS_USER with
+ * nregs registers, PERF_SAMPLE_STACK_USER): into regs, *stack and *dyn
+ * (the bytes the kernel copied).  1 if the sample has them, 0 if it caught
+ * no user context, -1 if the record is short. */
+int cp_perf_take_user(struct cp_perf_rec *r, uint64_t *regs, size_t nregs, const uint8_t **stack, uint64_t *dyn);
+
 /* The counts each thread's samples on each CPU accounted for so far: with
  * PERF_SAMPLE_READ a sample carries its event's count, and weighs what the
  * thread ran on that CPU since its previous sample there. */

@@ -32,43 +32,8 @@
 #define ST_TYPE(info) ((info) & 0xf)
 #define ST_BIND(info) ((info) >> 4)
 
-/* Where an ELF image is read from: a file descriptor or memory. */
-struct elf_src {
-	int fd;             /* used when mem is NULL */
-	const uint8_t *mem;
-	uint64_t size;
-};
-
-/* Copies [off, off + len) of the image into buf.  Returns 0, -ENOEXEC if
- * the range is outside the image, or a read error. */
-static int src_read(const struct elf_src *src, uint64_t off, void *buf,
-		    uint64_t len)
-{
-	if (off > src->size || len > src->size - off)
-		return -ENOEXEC;
-	if (src->mem) {
-		memcpy(buf, src->mem + off, len);
-		return 0;
-	}
-	uint8_t *p = buf;
-	while (len) {
-		size_t chunk = len > (1u << 30) ? (1u << 30) : (size_t)len;
-		ssize_t r = pread(src->fd, p, chunk, (off_t)off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return -errno;
-		if (r == 0)
-			return -ENOEXEC; /* the file shrank */
-		p += r;
-		off += (uint64_t)r;
-		len -= (uint64_t)r;
-	}
-	return 0;
-}
-
-/* Like src_read into a new malloc'd buffer stored in *out. */
-static int src_load(const struct elf_src *src, uint64_t off, uint64_t len,
+/* Like cp_elf_read into a new malloc'd buffer stored in *out. */
+static int src_load(const struct cp_elf *src, uint64_t off, uint64_t len,
 		    void **out)
 {
 	*out = NULL;
@@ -79,7 +44,7 @@ static int src_load(const struct elf_src *src, uint64_t off, uint64_t len,
 	void *p = malloc(len ? (size_t)len : 1);
 	if (!p)
 		return -ENOMEM;
-	int rc = src_read(src, off, p, len);
+	int rc = cp_elf_read(src, off, p, len);
 	if (rc) {
 		free(p);
 		return rc;
@@ -90,7 +55,7 @@ static int src_load(const struct elf_src *src, uint64_t off, uint64_t len,
 
 /* The build ID from the PT_NOTE segments of an image, into out ("" if
  * none or unreadable). */
-static void elf_build_id(const struct elf_src *src, const ElfW(Ehdr) *eh,
+static void elf_build_id(const struct cp_elf *src, const ElfW(Ehdr) *eh,
 			 char *out)
 {
 	out[0] = '\0';
@@ -99,7 +64,7 @@ static void elf_build_id(const struct elf_src *src, const ElfW(Ehdr) *eh,
 	for (unsigned i = 0; i < eh->e_phnum; i++) {
 		ElfW(Phdr) ph;
 		void *notes;
-		if (src_read(src, eh->e_phoff + (uint64_t)i * sizeof ph, &ph,
+		if (cp_elf_read(src, eh->e_phoff + (uint64_t)i * sizeof ph, &ph,
 			     sizeof ph) != 0)
 			return;
 		if (ph.p_type != PT_NOTE || ph.p_filesz > (1u << 16))
@@ -229,7 +194,7 @@ static int symtab_build(struct cp_symtab *out, const ElfW(Sym) *sy,
 
 /* Reads the symbols (and build ID) of the image src; see
  * cp_symbols_read_file. */
-static int elf_read(const struct elf_src *src, struct cp_symtab *out,
+static int elf_read(const struct cp_elf *src, struct cp_symtab *out,
 		    char *build_id)
 {
 	ElfW(Ehdr) eh;
@@ -241,7 +206,7 @@ static int elf_read(const struct elf_src *src, struct cp_symtab *out,
 	memset(out, 0, sizeof *out);
 	if (build_id)
 		build_id[0] = '\0';
-	if ((rc = src_read(src, 0, &eh, sizeof eh)) != 0)
+	if ((rc = cp_elf_read(src, 0, &eh, sizeof eh)) != 0)
 		return rc;
 	if (memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
 	    eh.e_ident[EI_CLASS] != ELF_CLASS_NATIVE ||
@@ -300,7 +265,7 @@ int cp_symbols_read_file(const char *path, struct cp_symtab *out,
 		return -errno;
 	int rc = -ENOEXEC;
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-		struct elf_src src = { .fd = fd, .size = (uint64_t)st.st_size };
+		struct cp_elf src = { .fd = fd, .size = (uint64_t)st.st_size };
 		rc = elf_read(&src, out, build_id);
 	}
 	close(fd);
@@ -310,7 +275,7 @@ int cp_symbols_read_file(const char *path, struct cp_symtab *out,
 int cp_symbols_read_image(const void *image, size_t size, struct cp_symtab *out,
 		       char *build_id)
 {
-	struct elf_src src = { .fd = -1, .mem = image, .size = size };
+	struct cp_elf src = { .fd = -1, .mem = image, .size = size };
 	return elf_read(&src, out, build_id);
 }
 
