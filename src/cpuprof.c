@@ -484,10 +484,16 @@ static int start(const char *path, int stream, int recorded, int whole, const st
 	cp_names_reset();
 	/* The objects are listed before the first sample can be taken, and
 	 * for a signal engine, whose handler walks the live stack once, their
-	 * unwind tables built (a perf engine's keeper builds a table when a
-	 * walk first needs it and walks the kernel's copy again); record
-	 * knows the objects before the first sample names one. */
-	cp_unwind_start(s.unwind, R->engine->signal_source != CP_SIG_NONE);
+	 * unwind tables built.  A perf engine's keeper builds a table when a
+	 * walk first needs it and walks the kernel's copy again: no cost at
+	 * start, but the rings are not drained while it builds (libc's table:
+	 * ~5 ms here, a sixth of a ring's room at 1 kHz; 0.3 s on the
+	 * emulated CPU of docs/vm.md, where 10-279 samples were lost).  Under
+	 * record -- the in-process path is taken where the kernel's timers
+	 * are tick-bound or perf events are refused, and record judges every
+	 * process's samples whole -- the tables are built at start too.
+	 * Record knows the objects before the first sample names one. */
+	cp_unwind_start(s.unwind, R->engine->signal_source != CP_SIG_NONE || recorded);
 	if (recorded)
 		cp_shm_objects(1);
 

@@ -200,6 +200,7 @@ int wl_run(const struct wl_config *c, struct wl_result *r)
 	struct worker w[WL_MAX_THREADS];
 	memset(r, 0, sizeof *r);
 	r->main_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	uint64_t self0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	W.c = c;
 	W.r = r;
 	pthread_mutex_init(&W.lock, NULL);
@@ -219,6 +220,7 @@ int wl_run(const struct wl_config *c, struct wl_result *r)
 		pthread_join(w[i].th, NULL);
 	r->wall_ns = clock_ns(CLOCK_MONOTONIC) - wall0;
 	r->process_ns = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+	r->own_ns = r->threads_ns + clock_ns(CLOCK_THREAD_CPUTIME_ID) - self0;
 	return 0;
 }
 
@@ -249,11 +251,11 @@ void wl_print(FILE *f, const struct wl_config *c, const struct wl_result *r)
 {
 	fprintf(f,
 		"truth threads=%d pattern=%s cpu_s=%g unit_us=%u sleep_us=%u wall_ns=%llu process_ns=%llu main_ns=%llu "
-		"threads_ns=%llu leaf_a_ns=%llu leaf_b_ns=%llu leaf_c_ns=%llu bursts=%llu sleeps=%llu eintr=%llu "
+		"threads_ns=%llu own_ns=%llu leaf_a_ns=%llu leaf_b_ns=%llu leaf_c_ns=%llu bursts=%llu sleeps=%llu eintr=%llu "
 		"sleep_wall_ns=%llu read_ns=%llu calib_ns=%llu iters_per_us=%.1f\n",
 		c->threads, c->sleepy ? "sleepy" : "busy", c->cpu_s, c->unit_us, c->sleep_us,
 		(unsigned long long)r->wall_ns, (unsigned long long)r->process_ns, (unsigned long long)r->main_ns,
-		(unsigned long long)r->threads_ns, (unsigned long long)r->leaf_ns[0],
+		(unsigned long long)r->threads_ns, (unsigned long long)r->own_ns, (unsigned long long)r->leaf_ns[0],
 		(unsigned long long)r->leaf_ns[1], (unsigned long long)r->leaf_ns[2],
 		(unsigned long long)r->bursts, (unsigned long long)r->sleeps, (unsigned long long)r->eintr,
 		(unsigned long long)r->sleep_wall_ns, (unsigned long long)W.read_ns, (unsigned long long)r->calib_ns, r->iters_per_us);

@@ -28,6 +28,8 @@ struct wl_config {
 struct wl_result {
 	uint64_t leaf_ns[WL_LEAVES]; /* CPU inside each leaf, all threads */
 	uint64_t threads_ns;         /* CPU of the workers, start to end */
+	uint64_t own_ns;             /* CPU of the program's own threads in wl_run():
+	                                the workers', and the calling thread's there */
 	uint64_t process_ns;         /* CPU of the process at the end of the run */
 	uint64_t main_ns;            /* CPU of the process when wl_run() began */
 	uint64_t wall_ns;            /* wall time of the run */
