@@ -288,8 +288,9 @@ static void child_run(int fd, const struct cp_lines_object *objs,
 			out_u32(&o, fr[k].line);
 			out_u32(&o, fr[k].start_line);
 		}
-		if ((int)obj == cp_lines_fault_object && cp_lines_fault_kind == 3) {
-			out_flush(&o); /* the parent has this answer, then the crash */
+		if ((int)obj == cp_lines_fault_object && cp_lines_fault_kind == 3 && st == 0 && n) {
+			/* The parent has an answer with lines, then the crash. */
+			out_flush(&o);
 			raise(SIGSEGV);
 		}
 	}
