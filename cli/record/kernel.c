@@ -614,7 +614,8 @@ static void on_mmap2(struct cp_kcollector *k, const struct perf_event_header *h,
 {
 	uint32_t pt[2];
 	uint64_t addr, len, pgoff;
-	if (!cp_perf_take(r, pt, sizeof pt) || !cp_perf_take(r, &addr, 8) || !cp_perf_take(r, &len, 8) || !cp_perf_take(r, &pgoff, 8))
+	if (!cp_perf_take(r, pt, sizeof pt) || !cp_perf_take(r, &addr, 8) || !cp_perf_take(r, &len, 8) ||
+	    !cp_perf_take(r, &pgoff, 8))
 		return;
 	char build_id[2 * CP_ELF_BUILD_ID_MAX + 1] = "";
 	uint64_t dev = 0, ino = 0;
@@ -887,7 +888,8 @@ static void handle(struct cp_kcollector *k, const uint8_t *at)
 	uint64_t time;
 	memcpy(&time, at + sizeof h, sizeof time); /* stored before the record */
 	memcpy(&cpu, at + sizeof h + sizeof(uint64_t), sizeof cpu);
-	struct cp_perf_rec r = { at + sizeof h + 2 * sizeof(uint64_t), at + sizeof h + 2 * sizeof(uint64_t) + h.size - sizeof h };
+	const uint8_t *body = at + sizeof h + 2 * sizeof(uint64_t);
+	struct cp_perf_rec r = { body, body + h.size - sizeof h };
 	switch (h.type) {
 	case PERF_RECORD_MMAP2: on_mmap2(k, &h, &r); break;
 	case PERF_RECORD_COMM: on_comm(k, &h, &r, time); break;
