@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "arch.h"
+#include "base/array.h"
 #include "base/elf.h"
 #include "kernel.h"
 #include "perf/events.h"
@@ -273,14 +274,8 @@ static size_t file_of(struct cp_kcollector *k, const char *path, const char *bui
 		if (vdso || (build_id[0] ? !strcmp(f->build_id, build_id) : (f->dev == dev && f->ino == ino)))
 			return i;
 	}
-	if (k->nfiles == k->capfiles) {
-		size_t cap = k->capfiles ? 2 * k->capfiles : 64;
-		struct kfile **n = realloc(k->files, cap * sizeof *n);
-		if (!n)
-			return SIZE_MAX;
-		k->files = n;
-		k->capfiles = cap;
-	}
+	if (cp_array_grow((void **)&k->files, &k->capfiles, k->nfiles + 1, sizeof *k->files, 64))
+		return SIZE_MAX;
 	struct kfile *f = calloc(1, sizeof *f);
 	if (!f || !(f->path = strdup(path))) {
 		free(f);
@@ -495,14 +490,8 @@ static struct kthread *thread_get(struct cp_kcollector *k, pid_t tid, pid_t pid)
 /* Names thread tid of image m. */
 static void name_thread(struct cp_image *m, pid_t tid, const char *name)
 {
-	if (m->nnames == m->capnames) {
-		size_t cap = m->capnames ? 2 * m->capnames : 16;
-		struct cp_image_name *n = realloc(m->names, cap * sizeof *n);
-		if (!n)
-			return;
-		m->names = n;
-		m->capnames = cap;
-	}
+	if (cp_array_grow((void **)&m->names, &m->capnames, m->nnames + 1, sizeof *m->names, 16))
+		return;
 	m->names[m->nnames].tid = tid;
 	snprintf(m->names[m->nnames].name, sizeof m->names[m->nnames].name, "%s", name);
 	m->nnames++;
@@ -588,14 +577,8 @@ static void add_mapping(struct cp_kcollector *k, struct kproc *p, size_t fi, uin
 		p->maps[w++] = *o;
 	}
 	p->nmaps = w;
-	if (p->nmaps == p->capmaps) {
-		size_t cap = p->capmaps ? 2 * p->capmaps : 16;
-		struct kmap *n = realloc(p->maps, cap * sizeof *n);
-		if (!n)
-			return;
-		p->maps = n;
-		p->capmaps = cap;
-	}
+	if (cp_array_grow((void **)&p->maps, &p->capmaps, p->nmaps + 1, sizeof *p->maps, 16))
+		return;
 	size_t at = p->nmaps;
 	while (at > 0 && p->maps[at - 1].lo > lo) {
 		p->maps[at] = p->maps[at - 1];
@@ -915,14 +898,8 @@ static void *queue_room(struct cp_kcollector *k, size_t n)
 		k->buf = b;
 		k->capbuf = cap;
 	}
-	if (k->nq == k->capq) {
-		size_t cap = k->capq ? 2 * k->capq : 1024;
-		struct qent *q = realloc(k->q, cap * sizeof *q);
-		if (!q)
-			return NULL;
-		k->q = q;
-		k->capq = cap;
-	}
+	if (cp_array_grow((void **)&k->q, &k->capq, k->nq + 1, sizeof *k->q, 1024))
+		return NULL;
 	void *p = k->buf + k->nbuf;
 	k->q[k->nq].off = k->nbuf;
 	k->nbuf += n;
@@ -1173,14 +1150,8 @@ static int open_one(struct cp_kcollector *k, pid_t pid, int cpu, int on_exec)
 
 static int keep_fd(struct cp_kcollector *k, int fd)
 {
-	if (k->nfds == k->capfds) {
-		size_t cap = k->capfds ? 2 * k->capfds : 16;
-		int *n = realloc(k->fds, cap * sizeof *n);
-		if (!n)
-			return -ENOMEM;
-		k->fds = n;
-		k->capfds = cap;
-	}
+	if (cp_array_grow((void **)&k->fds, &k->capfds, k->nfds + 1, sizeof *k->fds, 16))
+		return -ENOMEM;
 	k->fds[k->nfds++] = fd;
 	return 0;
 }
@@ -1192,16 +1163,9 @@ static void open_task_switches(struct cp_kcollector *k, pid_t pid, const struct 
 	int fd = open_switch(k, pid, r->cpu, on_exec, r->fd);
 	if (fd == -ESRCH)
 		return; /* the thread ended meanwhile: so did its CPU */
-	if (fd >= 0 && k->nswfds == k->capswfds) {
-		size_t cap = k->capswfds ? 2 * k->capswfds : 16;
-		int *n = realloc(k->swfds, cap * sizeof *n);
-		if (!n) {
-			close(fd);
-			fd = -ENOMEM;
-		} else {
-			k->swfds = n;
-			k->capswfds = cap;
-		}
+	if (fd >= 0 && cp_array_grow((void **)&k->swfds, &k->capswfds, k->nswfds + 1, sizeof *k->swfds, 16)) {
+		close(fd);
+		fd = -ENOMEM;
 	}
 	if (fd < 0) {
 		char what[64];

@@ -14,12 +14,6 @@
 
 #include "elf.h"
 
-#define ELF_CLASS_NATIVE (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define ELF_DATA_NATIVE ELFDATA2LSB
-#else
-#define ELF_DATA_NATIVE ELFDATA2MSB
-#endif
 
 static size_t align_up(size_t v, size_t a)
 {

@@ -12,6 +12,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* This machine's ELF class and byte order (<elf.h>'s ELFCLASS*, ELFDATA2*). */
+#define ELF_CLASS_NATIVE (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define ELF_DATA_NATIVE ELFDATA2LSB
+#else
+#define ELF_DATA_NATIVE ELFDATA2MSB
+#endif
+
 /* Longest build ID kept, in bytes (SHA-1 IDs are 20). */
 #define CP_ELF_BUILD_ID_MAX 64
 #define CP_ELF_MAX_SEGS 32

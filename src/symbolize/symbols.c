@@ -23,12 +23,6 @@
 #include "base/loader.h"
 #include "symbols.h"
 
-#define ELF_CLASS_NATIVE (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-#define ELF_DATA_NATIVE ELFDATA2LSB
-#else
-#define ELF_DATA_NATIVE ELFDATA2MSB
-#endif
 #define ST_TYPE(info) ((info) & 0xf)
 #define ST_BIND(info) ((info) >> 4)
 
