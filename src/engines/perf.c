@@ -785,6 +785,17 @@ static int hw_start(const struct cp_engine_conf *c)
 
 /* ---- draining ---- */
 
+/* The threads' CPU after their last samples, less what the kernel's
+ * lost-sample records are charged with in [lost]: without
+ * PERF_SAMPLE_READ (kernels before 6.12) a sample the kernel lost never
+ * reaches a thread's sampled_ns, so its period is in the thread's tail
+ * (its clock less its samples) as well as in lost_ns.  With it, the next
+ * sample's count carries the lost periods and lost_ns holds none. */
+static uint64_t unsampled_less_lost(uint64_t unsampled)
+{
+	return unsampled > E.st.lost_ns ? unsampled - E.st.lost_ns : 0;
+}
+
 /* The time since a thread's previous sample on cpu, in ns, from the
  * count `value` (or one period); accounts for it. */
 static uint64_t weigh(pid_t tid, int cpu, uint64_t value, int have_value)
@@ -1069,7 +1080,7 @@ static void perf_stop(void)
 	memset(&st, 0, sizeof st);
 	for (size_t i = 0; i < E.capti; i++)
 		st.unsampled_ns += E.ti[i].tid ? E.ti[i].tail_ns : 0;
-	E.st.unsampled_ns = st.unsampled_ns;
+	E.st.unsampled_ns = unsampled_less_lost(st.unsampled_ns);
 	if (!E.use_read && !E.k->count_kernel)
 		E.st.unsampled_what = UNSAMPLED_KERNEL;
 	if (E.off_cpu)
@@ -1102,7 +1113,7 @@ static void perf_stats(struct cp_engine_stats *s)
 			un += ended_tail(t);
 		}
 	}
-	s->unsampled_ns = un;
+	s->unsampled_ns = unsampled_less_lost(un);
 }
 
 static void perf_forget(void)
