@@ -94,6 +94,12 @@
  * the least.  The keeper drains a ring half full: what is left, half of
  * RING_MS, is how late it may wake without a sample lost. */
 #define RING_MS 25
+/* Internal, for tests (unit_lost_kernel): no PERF_SAMPLE_READ, as on
+ * kernels before 6.12; and, while cp_test_perf_stall is set, a keeper
+ * that leaves the rings alone, so that they fill and the kernel loses
+ * samples (its lost-sample record comes once there is room again). */
+int cp_test_perf_no_read, cp_test_perf_stall;
+
 /* The keeper's sleep, and its bounds (ms). */
 #define SLEEP_MIN_MS 1
 #define SLEEP_MAX_MS 100
@@ -743,7 +749,7 @@ static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
 		start_off_cpu();
 	/* PERF_SAMPLE_READ with inherit, where the kernel has it. */
 	int fd = open_event(k, 0, E.rings[0].cpu, E.period, k->count_kernel, 1, 1, E.ident);
-	E.use_read = fd >= 0;
+	E.use_read = fd >= 0 && !cp_test_perf_no_read;
 	if (fd >= 0)
 		close(fd);
 	uint64_t hz = c->period_ns ? 1000000000u / c->period_ns : 1000;
@@ -1020,6 +1026,11 @@ static int perf_drain(void)
 	return E.sleep_ms;
 }
 
+static int keeper_drain(void)
+{
+	return *(volatile int *)&cp_test_perf_stall ? SLEEP_MIN_MS : perf_drain();
+}
+
 /* Thread tid's CPU in the profile, by what weighs its samples and its
  * tail (perf_stop); -1 if it is not known. */
 static int64_t thread_cpu(void *arg, pid_t tid)
@@ -1135,7 +1146,7 @@ const struct cp_engine cp_engine_perf = {
 	.signal_source = CP_SIG_NONE,
 	.probe = perf_probe,
 	.start = perf_start,
-	.drain = perf_drain,
+	.drain = keeper_drain,
 	.stop = perf_stop,
 	.stats = perf_stats,
 	.forget = perf_forget,
@@ -1147,7 +1158,7 @@ const struct cp_engine cp_engine_hw = {
 	.user_only = 1,
 	.probe = hw_probe,
 	.start = hw_start,
-	.drain = perf_drain,
+	.drain = keeper_drain,
 	.stop = perf_stop,
 	.stats = perf_stats,
 	.forget = perf_forget,
