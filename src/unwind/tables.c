@@ -153,17 +153,25 @@ static int find_hdr(const struct dl_phdr_info *info, const ElfW(Phdr) **eh, cons
 	return 0;
 }
 
-/* FNV-1a of the .eh_frame_hdr: a library unloaded and another (or a
- * rebuilt one) loaded at the same address gets a new table. */
+/* FNV-1a of the .eh_frame_hdr, a word at a time (it is listed again at
+ * every load and unload, and a start lists every object): a library
+ * unloaded and another (or a rebuilt one) loaded at the same address gets
+ * a new table. */
 static uint64_t hdr_checksum(const struct dl_phdr_info *info)
 {
 	const ElfW(Phdr) *eh;
 	const uint8_t *hdr;
 	size_t size;
 	uint64_t h = 0xcbf29ce484222325ull;
-	if (find_hdr(info, &eh, &hdr, &size))
-		for (size_t i = 0; i < size; i++)
-			h = (h ^ hdr[i]) * 0x100000001b3ull;
+	if (!find_hdr(info, &eh, &hdr, &size))
+		return h;
+	size_t i = 0;
+	for (uint64_t w; i + sizeof w <= size; i += sizeof w) {
+		memcpy(&w, hdr + i, sizeof w);
+		h = (h ^ w) * 0x100000001b3ull;
+	}
+	for (; i < size; i++)
+		h = (h ^ hdr[i]) * 0x100000001b3ull;
 	return h;
 }
 
