@@ -868,13 +868,7 @@ void cp_session_facts_locked(struct cp_facts *f)
 		f->off_switches = R->tab.total_off_count;
 		f->off_stackless = ts.off_stackless;
 		f->off_unpaired = ts.off_unpaired;
-		f->acct_threads = ts.acct_threads;
-		f->acct_min = ts.acct_min;
-		f->acct_max = ts.acct_max;
-		f->acct_tid = ts.acct_tid;
-		f->acct_life_ns = ts.acct_life_ns;
-		f->acct_cpu_ns = ts.acct_cpu_ns;
-		f->acct_off_ns = ts.acct_off_ns;
+		f->acct = ts.acct;
 	}
 }
 
@@ -898,7 +892,11 @@ static const char *own_thread_name(const void *arg, uint32_t tid)
  * of it. */
 static int write_profile(const struct cp_stacktab *tab, const struct cp_facts *f)
 {
-	struct cp_comments *c = calloc(1, sizeof *c);
+	/* Not calloc: zeroing its 32 KiB buffer would touch pages a short
+	 * process's few comments never reach. */
+	struct cp_comments *c = malloc(sizeof *c);
+	if (c)
+		c->n = c->used = 0;
 	if (!c) {
 		fprintf(stderr, "cpuprof: cannot write %s: out of memory\n", cp_session.run.path);
 		return -ENOMEM;

@@ -848,18 +848,26 @@ static int write_all(int fd, const void *p, size_t n)
 	return 0;
 }
 
-/* Writes data[0..len) gzipped to fd.  Returns 0 or a negative errno. */
+/* Writes data[0..len) gzipped to fd.  Returns 0 or a negative errno.
+ * The window (a match cannot reach back past the input's start) and the
+ * hash are no bigger than the input needs, so that a short process's
+ * small profile does not allocate and clear zlib's full 256 KiB; from 32
+ * KiB of input on they are zlib's defaults. */
 static int write_gzip(int fd, const uint8_t *data, size_t len)
 {
 	enum { CHUNK = 1 << 16 };
+	int bits = 9;
+	while (bits < 15 && ((size_t)1 << bits) < len)
+		bits++;
 	z_stream z;
 	memset(&z, 0, sizeof z);
-	unsigned char *out = malloc(CHUNK);
-	if (!out)
+	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, bits + 16, bits - 7, Z_DEFAULT_STRATEGY) != Z_OK)
 		return -ENOMEM;
-	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK) {
-		free(out);
+	uLong bound = deflateBound(&z, (uLong)len);
+	uInt room = bound < CHUNK ? (uInt)bound : CHUNK;
+	unsigned char *out = malloc(room);
+	if (!out) {
+		deflateEnd(&z);
 		return -ENOMEM;
 	}
 	int rc = 0, flush;
@@ -872,9 +880,9 @@ static int write_gzip(int fd, const uint8_t *data, size_t len)
 		flush = off == len ? Z_FINISH : Z_NO_FLUSH;
 		do {
 			z.next_out = out;
-			z.avail_out = CHUNK;
+			z.avail_out = room;
 			deflate(&z, flush); /* cannot fail with valid state */
-			rc = write_all(fd, out, CHUNK - z.avail_out);
+			rc = write_all(fd, out, room - z.avail_out);
 		} while (rc == 0 && z.avail_out == 0);
 	} while (rc == 0 && flush != Z_FINISH);
 	deflateEnd(&z);
