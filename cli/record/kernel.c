@@ -1599,15 +1599,7 @@ static void image_off_cpu(struct cp_kcollector *k, struct cp_image *m)
 		f->off_unpaired = k->sw.unpaired;
 	}
 	struct image_check c = { k, m };
-	struct cp_switch_check r;
-	cp_switches_check(&k->sw, thread_cpu, &c, 10000000, &r);
-	f->acct_threads = r.threads;
-	f->acct_min = r.min;
-	f->acct_max = r.max;
-	f->acct_tid = r.worst;
-	f->acct_life_ns = r.life_ns;
-	f->acct_cpu_ns = r.cpu_ns;
-	f->acct_off_ns = r.off_ns;
+	cp_switches_check(&k->sw, thread_cpu, &c, 10000000, &f->acct);
 }
 
 void cp_kernel_finish(struct cp_kcollector *k)

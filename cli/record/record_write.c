@@ -129,7 +129,7 @@ static void add_facts(struct cp_facts *t, const struct cp_facts *f)
 	t->off_switches += f->off_switches;
 	t->off_stackless += f->off_stackless;
 	t->off_unpaired += f->off_unpaired;
-	cp_facts_add_check(t, f);
+	cp_switch_check_add(&t->acct, &f->acct);
 }
 
 /* Where --off-cpu was asked for and the profile has none, its facts say

@@ -63,14 +63,11 @@ struct cp_engine_stats {
 	/* Off-CPU time, when conf.off_cpu asked for it: CP_OFF_CPU_ON, or
 	 * CP_OFF_CPU_ABSENT and why (a static string); the switch-outs whose
 	 * stack was lost and the events out of step; the truth check of the
-	 * threads (facts.h's acct_*), once stopped. */
+	 * threads, once stopped. */
 	int off_cpu;
 	const char *off_cpu_why;
 	uint64_t off_stackless, off_unpaired, off_lost;
-	uint64_t acct_threads;
-	double acct_min, acct_max;
-	int32_t acct_tid;
-	uint64_t acct_life_ns, acct_cpu_ns, acct_off_ns;
+	struct cp_switch_check acct;
 };
 
 struct cp_engine {

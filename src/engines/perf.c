@@ -1048,17 +1048,9 @@ static void stop_off_cpu(uint64_t end)
 {
 	sq_flush(UINT64_MAX);
 	cp_switches_finish(&E.sw, end);
-	struct cp_switch_check c;
-	cp_switches_check(&E.sw, thread_cpu, NULL, 10000000, &c);
+	cp_switches_check(&E.sw, thread_cpu, NULL, 10000000, &E.st.acct);
 	E.st.off_stackless = E.sw.stackless;
 	E.st.off_unpaired = E.sw.unpaired;
-	E.st.acct_threads = c.threads;
-	E.st.acct_min = c.min;
-	E.st.acct_max = c.max;
-	E.st.acct_tid = c.worst;
-	E.st.acct_life_ns = c.life_ns;
-	E.st.acct_cpu_ns = c.cpu_ns;
-	E.st.acct_off_ns = c.off_ns;
 }
 
 static void perf_stop(void)

@@ -384,3 +384,22 @@ void cp_switches_check(const struct cp_switches *s, int64_t (*cpu_ns)(void *arg,
 		}
 	}
 }
+
+void cp_switch_check_add(struct cp_switch_check *a, const struct cp_switch_check *b)
+{
+	if (!b->threads)
+		return;
+	double da = a->max - 1 > 1 - a->min ? a->max - 1 : 1 - a->min;
+	double db = b->max - 1 > 1 - b->min ? b->max - 1 : 1 - b->min;
+	if (!a->threads || db > da) {
+		a->worst = b->worst;
+		a->life_ns = b->life_ns;
+		a->cpu_ns = b->cpu_ns;
+		a->off_ns = b->off_ns;
+	}
+	if (!a->threads || b->min < a->min)
+		a->min = b->min;
+	if (!a->threads || b->max > a->max)
+		a->max = b->max;
+	a->threads += b->threads;
+}

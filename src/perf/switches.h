@@ -153,5 +153,7 @@ struct cp_switch_check {
 };
 void cp_switches_check(const struct cp_switches *s, int64_t (*cpu_ns)(void *arg, pid_t tid), void *arg,
 		       uint64_t min_life_ns, struct cp_switch_check *out);
+/* Adds the check of b (another process, or image) into a. */
+void cp_switch_check_add(struct cp_switch_check *a, const struct cp_switch_check *b);
 
 #endif

@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+#include "perf/switches.h"
+
 /* How a process image ended, by its own word. */
 enum {
 	CP_END_NONE = 0,        /* still running, or it never said */
@@ -72,35 +74,11 @@ struct cp_facts {
 	 * that came out of step (a record lost). */
 	uint64_t off_stackless, off_unpaired;
 	/* The truth check (perf/switches.h): threads whose CPU plus off-CPU
-	 * time was held to their lifetime, the least and greatest ratio, and
-	 * the thread furthest from 1 with its numbers. */
-	uint64_t acct_threads;
-	double acct_min, acct_max;
-	int32_t acct_tid;
-	uint64_t acct_life_ns, acct_cpu_ns, acct_off_ns;
+	 * time was held to their lifetime. */
+	struct cp_switch_check acct;
 };
 
 /* facts.off_cpu */
 enum { CP_OFF_CPU_NO = 0, CP_OFF_CPU_ON = 1, CP_OFF_CPU_ABSENT = 2 };
-
-/* Adds the truth check of b (another process, or image) into a. */
-static inline void cp_facts_add_check(struct cp_facts *a, const struct cp_facts *b)
-{
-	if (!b->acct_threads)
-		return;
-	double da = a->acct_max - 1 > 1 - a->acct_min ? a->acct_max - 1 : 1 - a->acct_min;
-	double db = b->acct_max - 1 > 1 - b->acct_min ? b->acct_max - 1 : 1 - b->acct_min;
-	if (!a->acct_threads || db > da) {
-		a->acct_tid = b->acct_tid;
-		a->acct_life_ns = b->acct_life_ns;
-		a->acct_cpu_ns = b->acct_cpu_ns;
-		a->acct_off_ns = b->acct_off_ns;
-	}
-	if (!a->acct_threads || b->acct_min < a->acct_min)
-		a->acct_min = b->acct_min;
-	if (!a->acct_threads || b->acct_max > a->acct_max)
-		a->acct_max = b->acct_max;
-	a->acct_threads += b->acct_threads;
-}
 
 #endif

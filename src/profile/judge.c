@@ -81,11 +81,11 @@ static void cp_judge_off_cpu(const struct cp_facts *f, struct cp_warning *w)
 {
 	if (f->off_cpu != CP_OFF_CPU_ON)
 		return;
-	if (f->acct_threads && (f->acct_min < 0.9 || f->acct_max > 1.1))
+	if (f->acct.threads && (f->acct.min < 0.9 || f->acct.max > 1.1))
 		cp_warning_add(w, "thread %d's CPU and off-CPU time add up to %.1f%% of its lifetime (%.3f s of %.3f s): "
-		       "the profile's wall time is not the threads' (context-switch records lost?)", f->acct_tid,
-		       100.0 * (double)(f->acct_cpu_ns + f->acct_off_ns) / (double)(f->acct_life_ns ? f->acct_life_ns : 1),
-		       (double)(f->acct_cpu_ns + f->acct_off_ns) / 1e9, (double)f->acct_life_ns / 1e9);
+		       "the profile's wall time is not the threads' (context-switch records lost?)", f->acct.worst,
+		       100.0 * (double)(f->acct.cpu_ns + f->acct.off_ns) / (double)(f->acct.life_ns ? f->acct.life_ns : 1),
+		       (double)(f->acct.cpu_ns + f->acct.off_ns) / 1e9, (double)f->acct.life_ns / 1e9);
 	if (f->off_stackless * 100 > f->off_switches && f->off_switches)
 		cp_warning_add(w, "%llu of %llu switch-outs lost their stack (a ring was full): their off-CPU time is in "
 		       "[no stack]", (unsigned long long)f->off_stackless, (unsigned long long)f->off_switches);
@@ -180,11 +180,11 @@ static void cp_off_cpu_comments(struct cp_comments *c, const struct cp_facts *f)
 	if (f->off_stackless || f->off_unpaired)
 		cp_comment(c, "off_cpu_lost=%llu stacks, %llu switch records", (unsigned long long)f->off_stackless,
 			   (unsigned long long)f->off_unpaired);
-	if (f->acct_threads)
+	if (f->acct.threads)
 		cp_comment(c, "off_cpu_accounted=%.4f..%.4f over %llu threads: (cpu + off-CPU) / lifetime; furthest: "
-			   "thread %d, %llu + %llu ns of %llu ns", f->acct_min, f->acct_max,
-			   (unsigned long long)f->acct_threads, f->acct_tid, (unsigned long long)f->acct_cpu_ns,
-			   (unsigned long long)f->acct_off_ns, (unsigned long long)f->acct_life_ns);
+			   "thread %d, %llu + %llu ns of %llu ns", f->acct.min, f->acct.max,
+			   (unsigned long long)f->acct.threads, f->acct.worst, (unsigned long long)f->acct.cpu_ns,
+			   (unsigned long long)f->acct.off_ns, (unsigned long long)f->acct.life_ns);
 	else
 		cp_comment(c, "off_cpu_accounted=no thread whose lifetime and CPU are both known");
 }
