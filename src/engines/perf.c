@@ -88,12 +88,12 @@
  * deeper stacks end in [truncated]. */
 #define STACK_COPY 16384
 /* Data pages of each CPU's ring: room for RING_MS of samples at the rate
- * asked for (src/perf/events.h: at least 256 KiB, about 15 samples of 16
- * KiB, at most 4 MiB): 64 pages up to 1 kHz, 512 at 10 kHz.  A map the
+ * asked for (src/perf/ring.h: at least 512 KiB, about 31 samples of 16
+ * KiB, at most 4 MiB): 128 pages up to 1 kHz, 1024 at 10 kHz.  A map the
  * locked-memory limits refuse is tried again at half the size, down to
  * the least.  The keeper drains a ring half full: what is left, half of
  * RING_MS, is how late it may wake without a sample lost. */
-#define RING_MS 12
+#define RING_MS 25
 /* Internal, for tests (unit_lost_kernel): no PERF_SAMPLE_READ, as on
  * kernels before 6.12; and, while cp_test_perf_stall is set, a keeper
  * that leaves the rings alone, so that they fill and the kernel loses

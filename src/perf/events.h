@@ -16,12 +16,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* The least and most data pages of a ring (powers of two): 256 KiB, half
- * of what perf_event_mlock_kb lets any user map per CPU by default, and
- * 4 MiB.  The kernel allocates, zeroes and maps every page at mmap (and
- * frees them at munmap), per CPU: for a short process the biggest part
- * of what its profile costs. */
-#define CP_PERF_RING_PAGES_MIN 64
+/* The least and most data pages of a ring (powers of two): 512 KiB, as
+ * much as perf_event_mlock_kb lets any user map per CPU by default, and
+ * 4 MiB. */
+#define CP_PERF_RING_PAGES_MIN 128
 #define CP_PERF_RING_PAGES_MAX 1024
 
 struct cp_perf_ring {
