@@ -276,11 +276,14 @@ static inline void pprof_raw_totals(const char *text, long long *count, long lon
 	}
 }
 
-/* The cumulative CPU time (ns) of function `fn` in the profile, from
- * `go tool pprof -top`; -1 if it is not in the profile (or pprof failed). */
-static inline long long pprof_cum_ns(const char *file, const char *fn)
+/* The cumulative `index` time (ns: cpu, off_cpu, wall) of function `fn`
+ * in the profile, from `go tool pprof -top`; -1 if it is not in the
+ * profile (or pprof failed). */
+static inline long long pprof_cum_index_ns(const char *file, const char *index, const char *fn)
 {
-	char *out = pprof_run("-top -sample_index=cpu -unit=ns -nodecount=1000", file);
+	char args[128];
+	snprintf(args, sizeof args, "-top -sample_index=%s -unit=ns -nodecount=1000", index);
+	char *out = pprof_run(args, file);
 	if (!out)
 		return -1;
 	long long cum = -1;
@@ -295,6 +298,12 @@ static inline long long pprof_cum_ns(const char *file, const char *fn)
 	}
 	free(out);
 	return cum;
+}
+
+/* The cumulative CPU time (ns) of function `fn` in the profile. */
+static inline long long pprof_cum_ns(const char *file, const char *fn)
+{
+	return pprof_cum_index_ns(file, "cpu", fn);
 }
 
 /* The value of profile comment KEY=VALUE into val; 0 if present. */

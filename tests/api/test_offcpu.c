@@ -48,30 +48,10 @@ static void *sleeper(void *arg)
 }
 
 /* The `value` (sample index) of function fn, cumulative, in ns. */
-static long long cum_ns(const char *file, const char *value, const char *fn)
-{
-	char args[128];
-	snprintf(args, sizeof args, "-top -sample_index=%s -unit=ns -nodecount=1000", value);
-	char *out = pprof_run(args, file);
-	if (!out)
-		return -1;
-	long long cum = -1;
-	for (char *line = strstr(out, "flat%"); line && (line = strchr(line, '\n')) != NULL;) {
-		line++;
-		char f[64], fp[64], sp[64], c[64], cp[64], name[512];
-		if (sscanf(line, "%63s %63s %63s %63s %63s %511s", f, fp, sp, c, cp, name) == 6 && !strcmp(name, fn)) {
-			cum = strtoll(c, NULL, 10);
-			break;
-		}
-	}
-	free(out);
-	return cum;
-}
-
 /* api_sleep's off-CPU time in `file` is within 10% of what it measured. */
 static void check_sleep(const char *file, const char *what)
 {
-	long long off = cum_ns(file, "off_cpu", "api_sleep");
+	long long off = pprof_cum_index_ns(file, "off_cpu", "api_sleep");
 	double r = (double)off / (double)slept_ns;
 	printf("%s: api_sleep off the CPU %.1f ms, measured %.1f ms (%.3f)\n", what, off / 1e6, slept_ns / 1e6, r);
 	CHECK(r >= 0.9 && r <= 1.1, "%s: api_sleep's off-CPU time is not within 10%% of its own measure", what);
@@ -104,8 +84,8 @@ int main(void)
 	CHECK(pprof_comment(path, "off_cpu_accounted", val, sizeof val) == 0, "no off_cpu_accounted");
 	double lo = 0, hi = 0;
 	CHECK(sscanf(val, "%lf..%lf", &lo, &hi) == 2 && lo >= 0.95 && hi <= 1.05, "off_cpu_accounted=%s", val);
-	long long wall = cum_ns(path, "wall", "main"), cpu = cum_ns(path, "cpu", "main"),
-		  off = cum_ns(path, "off_cpu", "main");
+	long long wall = pprof_cum_index_ns(path, "wall", "main"), cpu = pprof_cum_index_ns(path, "cpu", "main"),
+		  off = pprof_cum_index_ns(path, "off_cpu", "main");
 	CHECK(wall == cpu + off, "main: wall %lld is not cpu %lld + off_cpu %lld", wall, cpu, off);
 
 	/* A signal engine: CPU only, and the profile says why. */
@@ -115,8 +95,8 @@ int main(void)
 	CHECK_EQ(cpuprof_stop(), 0);
 	CHECK(pprof_comment(path, "off_cpu", val, sizeof val) == 0 && strstr(val, "absent") && strstr(val, "timer"),
 	      "timer engine: off_cpu=%s", val);
-	CHECK(cum_ns(path, "off_cpu", "main") < 0, "timer engine: the profile has off_cpu");
-	CHECK(cum_ns(path, "cpu", "api_burn") > 0, "timer engine: no CPU profile");
+	CHECK(pprof_cum_index_ns(path, "off_cpu", "main") < 0, "timer engine: the profile has off_cpu");
+	CHECK(pprof_cum_index_ns(path, "cpu", "api_burn") > 0, "timer engine: no CPU profile");
 	unlink(path);
 	unlink(flushed);
 	rmdir(dir);
