@@ -97,8 +97,10 @@
 /* Internal, for tests (unit_lost_kernel): no PERF_SAMPLE_READ, as on
  * kernels before 6.12; and, while cp_test_perf_stall is set, a keeper
  * that leaves the rings alone, so that they fill and the kernel loses
- * samples (its lost-sample record comes once there is room again). */
-int cp_test_perf_no_read, cp_test_perf_stall;
+ * samples (its lost-sample record comes once there is room again).  And
+ * (unit_offcpu_order) a keeper that pauses this many ms after draining
+ * the first ring, as one preempted there would. */
+int cp_test_perf_no_read, cp_test_perf_stall, cp_test_perf_ring_pause_ms;
 
 /* The keeper's sleep, and its bounds (ms). */
 #define SLEEP_MIN_MS 1
@@ -1014,15 +1016,22 @@ static uint64_t ended_tail(const struct tinfo *t)
 
 static int perf_drain(void)
 {
-	for (size_t i = 0; i < E.nrings; i++)
+	/* The time before the rings: every record older than it (less the
+	 * slack) is in its ring by now, so none of them comes after the
+	 * queue has handed on younger ones.  Taken after, a pass that took
+	 * long (a table built, the keeper preempted between two rings) would
+	 * hand on records that a ring drained early had not yet been given. */
+	uint64_t now = mono_ns();
+	for (size_t i = 0; i < E.nrings; i++) {
 		cp_perf_ring_drain(&E.rings[i], E.bounce, E.bounce_size, on_record, NULL);
+		if (i == 0 && cp_test_perf_ring_pause_ms)
+			nanosleep(&(struct timespec){ 0, cp_test_perf_ring_pause_ms * 1000000L }, NULL);
+	}
 	/* After the rings: a thread's samples are in before its end. */
 	cp_threads_take_exit_clocks(note_end);
 	read_original_clocks();
-	if (E.off_cpu) {
-		uint64_t now = mono_ns();
+	if (E.off_cpu)
 		sq_flush(now > ORDER_SLACK_NS ? now - ORDER_SLACK_NS : 0);
-	}
 	return E.sleep_ms;
 }
 
