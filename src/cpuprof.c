@@ -895,12 +895,11 @@ static int write_profile(const struct cp_stacktab *tab, const struct cp_facts *f
 	/* Not calloc: zeroing its 32 KiB buffer would touch pages a short
 	 * process's few comments never reach. */
 	struct cp_comments *c = malloc(sizeof *c);
-	if (c)
-		c->n = c->used = 0;
 	if (!c) {
 		fprintf(stderr, "cpuprof: cannot write %s: out of memory\n", cp_session.run.path);
 		return -ENOMEM;
 	}
+	c->n = c->used = 0;
 	struct cp_warning warning;
 	cp_judge(f, &warning);
 	cp_facts_comments(c, f, warning.text);

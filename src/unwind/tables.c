@@ -153,10 +153,10 @@ static int find_hdr(const struct dl_phdr_info *info, const ElfW(Phdr) **eh, cons
 	return 0;
 }
 
-/* FNV-1a of the .eh_frame_hdr, a word at a time (it is listed again at
- * every load and unload, and a start lists every object): a library
- * unloaded and another (or a rebuilt one) loaded at the same address gets
- * a new table. */
+/* A hash of the .eh_frame_hdr (FNV-1a's steps, a word at a time: it is
+ * hashed again at every load and unload, and a start hashes every
+ * object's): a library unloaded and another (or a rebuilt one) loaded at
+ * the same address gets a new table. */
 static uint64_t hdr_checksum(const struct dl_phdr_info *info)
 {
 	const ElfW(Phdr) *eh;
