@@ -1398,7 +1398,8 @@ def markdown(res, figs, ext):
           {"full": "", "quick": " QUICK=1", "smoke": " (smoke)"}[mode], mode, m["date"]))
     w("")
     w("What off-CPU time (`record --off-cpu`) costs is measured apart, by `sh bench/offcpu/run.sh`: "
-      "[benchmarks-offcpu.md](benchmarks-offcpu.md).")
+      "[benchmarks-offcpu.md](benchmarks-offcpu.md).  Where an empty program's start and write go, and "
+      "what each change to them saved, library against library: [benchmarks-start.md](benchmarks-start.md).")
     w("")
     w("## Machine")
     w("")
