@@ -541,6 +541,14 @@ static inline double thread_cpu_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+/* CLOCK_MONOTONIC in nanoseconds. */
+static inline int64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 /* ---- files ---- */
 
 /* Reads the whole of path into memory (malloc'd). */

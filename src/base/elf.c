@@ -14,7 +14,6 @@
 
 #include "elf.h"
 
-
 static size_t align_up(size_t v, size_t a)
 {
 	return (v + a - 1) & ~(a - 1);

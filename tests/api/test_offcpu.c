@@ -24,20 +24,13 @@ DEFINE_BURNER(api_burn)
 static char dir[] = "/tmp/cpuprof-test-XXXXXX";
 static int64_t slept_ns;
 
-static int64_t mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 __attribute__((noinline)) static void api_sleep(void)
 {
 	for (int i = 0; i < 3; i++) {
-		int64_t t0 = mono();
+		int64_t t0 = mono_ns();
 		struct timespec ts = { 0, 100000000 };
 		nanosleep(&ts, NULL);
-		slept_ns += mono() - t0;
+		slept_ns += mono_ns() - t0;
 	}
 }
 

@@ -23,18 +23,11 @@
 
 extern int cp_test_perf_ring_pause_ms;
 
-static int64_t mono(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 __attribute__((noinline)) static int64_t order_sleep(void)
 {
-	int64_t t0 = mono();
+	int64_t t0 = mono_ns();
 	nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
-	return mono() - t0;
+	return mono_ns() - t0;
 }
 
 int main(void)
