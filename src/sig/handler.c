@@ -79,12 +79,18 @@ static int classify(int sig, const siginfo_t *si, struct cp_thread *t, uint64_t 
 		     mono_ns() < atomic_load_explicit(&cp_prog.itimer_grace_ns, memory_order_relaxed);
 	if (itimer && !(active && cp_sig.engine == CP_SIG_ITIMER))
 		return -1;
+	/* A timer_create timer's signals carry our cookie: one of them is
+	 * ours whatever engine samples now (a thread that blocked the signal
+	 * takes it when it unblocks, maybe in a later profile's itimer
+	 * engine or with none running), and dropped unless it is the timer
+	 * engine's while it runs. */
+	int timer = si->si_code == SI_TIMER && si->si_value.sival_ptr == TIMER_COOKIE;
+	if (timer && !(active && cp_sig.engine == CP_SIG_TIMER))
+		return -1;
 	switch (cp_sig.engine) {
 	case CP_SIG_TIMER:
-		if (si->si_code != SI_TIMER || si->si_value.sival_ptr != TIMER_COOKIE)
+		if (!timer)
 			return 0;
-		if (!active)
-			return -1;
 		/* The thread's CPU clock says exactly what this sample stands
 		 * for, however late the tick-driven timer fired; the overrun
 		 * count is the fallback for a thread we have no slot for. */
