@@ -80,10 +80,10 @@ static int classify(int sig, const siginfo_t *si, struct cp_thread *t, uint64_t 
 	if (itimer && !(active && cp_sig.engine == CP_SIG_ITIMER))
 		return -1;
 	/* A timer_create timer's signals carry our cookie: one of them is
-	 * ours whatever engine samples now (a thread that blocked the signal
-	 * takes it when it unblocks, maybe in a later profile's itimer
-	 * engine or with none running), and dropped unless it is the timer
-	 * engine's while it runs. */
+	 * ours whatever engine samples now, and dropped unless the timer
+	 * engine runs.  A thread preempted between the kernel's delivery and
+	 * this handler runs it late, maybe after the stop, under a later
+	 * profile's engine or none (unit_late_signal). */
 	int timer = si->si_code == SI_TIMER && si->si_value.sival_ptr == TIMER_COOKIE;
 	if (timer && !(active && cp_sig.engine == CP_SIG_TIMER))
 		return -1;
