@@ -11,16 +11,12 @@
  * where str is u16 length (0xffff: none), the bytes and a NUL; and last
  * u32 the CRC-32 of all before it.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
-#include <zlib.h>
-
+#include "base/cachefile.h"
 #include "lines_cache.h"
 
 #ifndef CP_LINES_CODE
@@ -58,45 +54,6 @@ static int source_id(const char *source, struct source_id *id)
 	return 0;
 }
 
-/* The cache's directory for build_id into dir[len], made if missing
- * (mode 0700).  0, or -1 if there is none. */
-static int cache_dir(char *dir, size_t len, int make)
-{
-	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-	int n;
-	if (xdg && xdg[0] == '/')
-		n = snprintf(dir, len, "%s/cpuprof/lines", xdg);
-	else if (home && home[0] == '/')
-		n = snprintf(dir, len, "%s/.cache/cpuprof/lines", home);
-	else
-		return -1;
-	if (n < 0 || (size_t)n >= len)
-		return -1;
-	struct stat st;
-	if (make) {
-		for (char *s = strchr(dir + 1, '/');; s = strchr(s + 1, '/')) {
-			if (s)
-				*s = '\0';
-			if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-				return -1;
-			if (!s)
-				break;
-			*s = '/';
-		}
-	}
-	if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
-		return -1;
-	return 0;
-}
-
-static int valid_build_id(const char *b)
-{
-	size_t n = strlen(b);
-	if (n < 2 || n > 128)
-		return 0;
-	return strspn(b, "0123456789abcdef") == n;
-}
-
 /* ---- Reading ------------------------------------------------------------ */
 
 struct rd {
@@ -131,54 +88,18 @@ static int rd_str(struct rd *r, const char **s)
 	return 0;
 }
 
-static char *read_file(const char *file, size_t *len)
-{
-	int fd = open(file, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return NULL;
-	struct stat st;
-	char *buf = NULL;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    st.st_size <= 0 || (uint64_t)st.st_size > MAX_FILE ||
-	    !(buf = malloc((size_t)st.st_size)))
-		goto fail;
-	size_t got = 0;
-	while (got < (size_t)st.st_size) {
-		ssize_t k = read(fd, buf + got, (size_t)st.st_size - got);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			goto fail;
-		got += (size_t)k;
-	}
-	close(fd);
-	*len = got;
-	return buf;
-fail:
-	free(buf);
-	close(fd);
-	return NULL;
-}
-
 struct cp_lines_cached *cp_lines_cache_load(const char *path, const char *build_id)
 {
-	char dir[4096], file[4096 + 160];
-	if (!build_id || !valid_build_id(build_id) || cache_dir(dir, sizeof dir, 0) != 0)
+	char dir[4096];
+	if (!build_id || !cp_cache_key_valid(build_id) || cp_cache_dir("lines", dir, sizeof dir, 0) != 0)
 		return NULL;
-	snprintf(file, sizeof file, "%s/%s", dir, build_id);
 	size_t len;
 	struct cp_lines_cached *c = calloc(1, sizeof *c);
-	if (!c || !(c->buf = read_file(file, &len))) {
+	if (!c || !(c->buf = cp_cache_read(dir, build_id, MAX_FILE, &len))) {
 		free(c);
 		return NULL;
 	}
-	uint32_t crc;
-	if (len < 4)
-		goto bad;
-	memcpy(&crc, c->buf + len - 4, 4);
-	if (crc != (uint32_t)crc32(0, (const Bytef *)c->buf, (uInt)(len - 4)))
-		goto bad;
-	struct rd r = { c->buf, c->buf + len - 4 };
+	struct rd r = { c->buf, c->buf + len };
 	char magic[8];
 	uint32_t order, code, n;
 	struct source_id want, now;
@@ -339,10 +260,10 @@ void cp_lines_cache_save(const char *path, const char *build_id, const char *sou
 			 const struct cp_lines_cached *c, const struct cp_lines_query *q,
 			 const struct cp_lines_chain *chains, const size_t *idx, size_t n)
 {
-	char dir[4096], file[4096 + 160], tmp[4096 + 200];
+	char dir[4096];
 	struct source_id id;
-	if (!n || !build_id || !valid_build_id(build_id) || !source || source_id(source, &id) ||
-	    cache_dir(dir, sizeof dir, 1) != 0)
+	if (!n || !build_id || !cp_cache_key_valid(build_id) || !source || source_id(source, &id) ||
+	    cp_cache_dir("lines", dir, sizeof dir, 1) != 0)
 		return;
 	if (c && c->n + n > MAX_ANSWERS)
 		c = NULL; /* start afresh */
@@ -397,27 +318,6 @@ void cp_lines_cache_save(const char *path, const char *build_id, const char *sou
 		return;
 	}
 	memcpy(w.buf + at_total, &total, 4);
-	uint32_t crc = (uint32_t)crc32(0, (const Bytef *)w.buf, (uInt)w.len);
-	wr(&w, &crc, 4);
-	if (w.failed) {
-		free(w.buf);
-		return;
-	}
-	snprintf(file, sizeof file, "%s/%s", dir, build_id);
-	snprintf(tmp, sizeof tmp, "%s/.%s.%d", dir, build_id, (int)getpid());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd >= 0) {
-		size_t done = 0;
-		while (done < w.len) {
-			ssize_t k = write(fd, w.buf + done, w.len - done);
-			if (k < 0 && errno == EINTR)
-				continue;
-			if (k <= 0)
-				break;
-			done += (size_t)k;
-		}
-		if (close(fd) != 0 || done != w.len || rename(tmp, file) != 0)
-			unlink(tmp);
-	}
+	cp_cache_write(dir, build_id, w.buf, w.len);
 	free(w.buf);
 }

@@ -1,0 +1,32 @@
+/*
+ * cachefile.h -- files of cpuprof's on-disk caches (the lines cache, the
+ * unwind table cache): where they live, and reading and writing one whole,
+ * with a CRC-32 that a damaged or cut file fails.  A cache lives in
+ * $XDG_CACHE_HOME/cpuprof/KIND/ (else ~/.cache/cpuprof/KIND/; none when
+ * neither is set, as under env -i), a directory of the user's own, mode
+ * 0700; a file is read only if it is a regular file of the user's, and
+ * replaced whole (written aside, then renamed).  Not for signal context.
+ */
+#ifndef CPUPROF_CACHEFILE_H
+#define CPUPROF_CACHEFILE_H
+
+#include <stddef.h>
+
+/* The directory of the cache `kind` into dir[len], made if missing and
+ * `make`.  0, or -1 if there is none. */
+int cp_cache_dir(const char *kind, char *dir, size_t len, int make);
+
+/* Is b a plausible file name for an object's cache: a GNU build ID, in
+ * lowercase hex? */
+int cp_cache_key_valid(const char *b);
+
+/* The file dir/name, at most max bytes, whose trailing CRC-32 holds:
+ * malloc'd, its length without the CRC in *len.  NULL if it is missing,
+ * not the user's regular file, too large, or damaged. */
+char *cp_cache_read(const char *dir, const char *name, size_t max, size_t *len);
+
+/* Writes buf[len] and its CRC-32 as dir/name.  Silent on failure: a
+ * cache. */
+void cp_cache_write(const char *dir, const char *name, const void *buf, size_t len);
+
+#endif
