@@ -149,6 +149,13 @@ $(B)/cli/%.o: cli/%.c
 LINES_CODE := $(firstword $(shell cksum src/symbolize/lines.c))
 %/src/symbolize/lines_cache.o: CFLAGS += -DCP_LINES_CODE=$(LINES_CODE)u
 $(B)/src/symbolize/lines_cache.o: src/symbolize/lines.c
+# The same for the unwind table cache (src/unwind/table_cache.c): tables
+# of the same parser and encoder, for the same architecture.
+UNWIND_CODE_SRCS := src/unwind/ehframe.c src/unwind/encode.c src/unwind/file.c src/sig/unwind_table.h \
+	src/arch/$(ARCH)/arch.h
+UNWIND_CODE := $(firstword $(shell cat $(UNWIND_CODE_SRCS) | cksum))
+%/src/unwind/table_cache.o: CFLAGS += -DCP_UNWIND_CODE=$(UNWIND_CODE)u
+$(B)/src/unwind/table_cache.o: $(UNWIND_CODE_SRCS)
 
 # The flame graph's page is built into the CLI (.incbin in cli/report/flame.c).
 $(B)/cli/report/flame.o: cli/report/flame.html
@@ -358,6 +365,7 @@ $(BB)/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LIBFLAGS) $(DEPFLAGS) -DCPUPROF_BENCH -c -o $@ $<
 $(BB)/src/symbolize/lines_cache.o: src/symbolize/lines.c
+$(BB)/src/unwind/table_cache.o: $(UNWIND_CODE_SRCS)
 
 $(BB)/libcpuprof.so: $(LIB_OBJS:$(B)/%=$(BB)/%)
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -Wl,-z,nodelete $(SOFLAGS) -o $@ $^ $(LDLIBS)

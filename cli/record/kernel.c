@@ -193,7 +193,7 @@ struct cp_kcollector {
 	pid_t *attached;              /* -p: the processes attached to */
 	size_t nattached;
 	int64_t counted_ns;
-	uint64_t tables, table_bytes;
+	uint64_t tables, table_bytes, tables_cached;
 	struct cp_facts base;         /* what every image's facts start as */
 	/* Our own vDSO, where another process's is the same image. */
 	uintptr_t vdso_lo, vdso_hi;
@@ -338,11 +338,13 @@ static void file_build(struct cp_kcollector *k, struct kfile *f)
 	f->state = CP_UR_NONE;
 	if (file_open(k, f, &e) < 0)
 		return;
-	f->tab = cp_unwind_table_of_elf(&e, &f->tab_bytes, &f->rejected, f->why, sizeof f->why);
+	int cached;
+	f->tab = cp_unwind_table_of_elf(&e, &f->tab_bytes, &f->rejected, &cached, f->why, sizeof f->why);
 	cp_elf_close(&e);
 	if (f->tab) {
 		f->state = CP_UR_TABLE;
 		k->tables++;
+		k->tables_cached += (uint64_t)cached;
 		k->table_bytes += f->tab_bytes;
 	}
 }
@@ -1646,6 +1648,7 @@ void cp_kernel_finish(struct cp_kcollector *k)
 		f->duration_ns = (int64_t)(k->mono1 - k->mono0);
 		f->unwind_tables = k->tables;
 		f->unwind_bytes = k->table_bytes;
+		f->unwind_cached = k->tables_cached;
 		f->throttled = i == 0 ? k->throttled : 0;
 		f->lost = i == 0 ? k->lost : 0;
 		image_off_cpu(k, m);

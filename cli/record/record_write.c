@@ -328,6 +328,7 @@ static void tree_facts(const struct cp_tree *c, pid_t root, struct cp_facts *tre
 	memcpy(tree->off_cpu_why, first->facts.off_cpu_why, sizeof tree->off_cpu_why);
 	tree->unwind_tables = first->facts.unwind_tables;
 	tree->unwind_bytes = first->facts.unwind_bytes;
+	tree->unwind_cached = first->facts.unwind_cached;
 	memcpy(tree->unwind_rejected, first->facts.unwind_rejected, sizeof tree->unwind_rejected);
 	tree->wall0_ns = first->facts.wall0_ns;
 }

@@ -57,9 +57,10 @@ struct cp_facts {
 	/* Its threads. */
 	uint64_t armed, unarmed, blocked, throttled;
 	int32_t first_error;
-	/* The unwind tables, and the objects whose .eh_frame was rejected
-	 * ("name: why"), the first few. */
-	uint64_t unwind_tables, unwind_bytes;
+	/* The unwind tables (how many of them read from the table cache:
+	 * unwind/table_cache.h), and the objects whose .eh_frame was
+	 * rejected ("name: why"), the first few. */
+	uint64_t unwind_tables, unwind_bytes, unwind_cached;
 	char unwind_rejected[4][256];
 	/* How it ended (shm.h). */
 	int32_t ended, exit_status, exec_pending;

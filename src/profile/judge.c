@@ -220,7 +220,11 @@ void cp_facts_comments(struct cp_comments *c, const struct cp_facts *f, const ch
 	cp_comment(c, "mean_run_ns=%lld", (long long)cp_facts_mean_run_ns(f));
 	cp_comment(c, "unwind=%s", cp_options[CP_OPT_UNWIND].choices[f->unwind]);
 	cp_off_cpu_comments(c, f);
-	if (f->unwind != CP_UNWIND_FP)
+	if (f->unwind != CP_UNWIND_FP && f->unwind_cached)
+		cp_comment(c, "unwind_tables=%llu objects, %llu bytes, %llu of them from the cache",
+			   (unsigned long long)f->unwind_tables, (unsigned long long)f->unwind_bytes,
+			   (unsigned long long)f->unwind_cached);
+	else if (f->unwind != CP_UNWIND_FP)
 		cp_comment(c, "unwind_tables=%llu objects, %llu bytes", (unsigned long long)f->unwind_tables,
 			   (unsigned long long)f->unwind_bytes);
 	for (size_t i = 0; i < sizeof f->unwind_rejected / sizeof f->unwind_rejected[0]; i++)

@@ -2,7 +2,8 @@
  * file.c -- unwind tables of ELF files and images (file.h): the
  * PT_GNU_EH_FRAME segment (.eh_frame_hdr) says where .eh_frame is and how
  * many FDEs it has; .eh_frame is read whole, up to the end of the segment
- * that holds it (the parser stops at its terminator), parsed and encoded.
+ * that holds it (the parser stops at its terminator), parsed and encoded,
+ * unless the table cache (table_cache.h) has the table already.
  */
 #include <elf.h>
 #include <stdio.h>
@@ -11,17 +12,19 @@
 #include "ehframe.h"
 #include "encode.h"
 #include "file.h"
+#include "table_cache.h"
 
 /* Most executable segments a table covers. */
 #define MAX_TEXT 8
 
-struct cp_utab *cp_unwind_table_of_elf(const struct cp_elf *e, size_t *bytes, int *rejected, char *why,
-				       size_t len)
+struct cp_utab *cp_unwind_table_of_elf(const struct cp_elf *e, size_t *bytes, int *rejected, int *cached,
+				       char *why, size_t len)
 {
 	const struct cp_elf_seg *hdr_seg = NULL;
 	struct ehf_range text[MAX_TEXT];
 	size_t ntext = 0;
 	*rejected = 0;
+	*cached = 0;
 	for (size_t i = 0; i < e->nseg; i++) {
 		const struct cp_elf_seg *s = &e->seg[i];
 		if (s->type == PT_GNU_EH_FRAME)
@@ -48,10 +51,17 @@ struct cp_utab *cp_unwind_table_of_elf(const struct cp_elf *e, size_t *bytes, in
 		return NULL;
 	}
 	int rc = cp_ehframe_hdr_parse(hdr, hdr_seg->filesz, hdr_seg->vaddr, &eh_frame, &fde_count, err, sizeof err);
-	free(hdr);
 	if (rc < 0) {
+		free(hdr);
 		snprintf(why, len, "%s", err);
 		return NULL;
+	}
+	struct cp_utab *t = cp_utab_cache_load(e->build_id, hdr, hdr_seg->filesz, bytes);
+	if (t) {
+		free(hdr);
+		*rejected = 0;
+		*cached = 1;
+		return t;
 	}
 	const struct cp_elf_seg *eh_seg = NULL;
 	for (size_t i = 0; i < e->nseg && !eh_seg; i++)
@@ -60,6 +70,7 @@ struct cp_utab *cp_unwind_table_of_elf(const struct cp_elf *e, size_t *bytes, in
 			eh_seg = &e->seg[i];
 	if (!eh_seg) {
 		snprintf(why, len, ".eh_frame outside its loaded segments");
+		free(hdr);
 		return NULL;
 	}
 	uint64_t size = eh_seg->vaddr + eh_seg->filesz - eh_frame;
@@ -67,19 +78,22 @@ struct cp_utab *cp_unwind_table_of_elf(const struct cp_elf *e, size_t *bytes, in
 	if (!data || cp_elf_read(e, eh_seg->offset + (eh_frame - eh_seg->vaddr), data, size) != 0) {
 		snprintf(why, len, data ? ".eh_frame unreadable" : ".eh_frame too large, or out of memory");
 		free(data);
+		free(hdr);
 		return NULL;
 	}
 	struct ehf_result r;
-	struct cp_utab *t = NULL;
 	if (cp_ehframe_parse(data, size, eh_frame, fde_count, text, ntext, &r, err, sizeof err) < 0) {
 		snprintf(why, len, "%s", err);
 	} else {
 		*rejected = 0;
 		t = cp_unwind_build(&r, bytes, err, sizeof err);
-		if (!t)
+		if (t)
+			cp_utab_cache_save(e->build_id, hdr, hdr_seg->filesz, t, *bytes);
+		else
 			snprintf(why, len, "%s", err);
 		cp_ehframe_free(&r);
 	}
 	free(data);
+	free(hdr);
 	return t;
 }

@@ -14,10 +14,11 @@
 #include "sig/unwind_table.h"
 
 /* The table of e from its .eh_frame_hdr and .eh_frame, covering its
- * executable PT_LOAD segments; its size in *bytes.  NULL with the reason
- * in why[len] (and *rejected set if the .eh_frame was malformed rather
- * than absent). */
-struct cp_utab *cp_unwind_table_of_elf(const struct cp_elf *e, size_t *bytes, int *rejected, char *why,
-				       size_t len);
+ * executable PT_LOAD segments; its size in *bytes, and *cached set if it
+ * came from the table cache (table_cache.h).  NULL with the reason in
+ * why[len] (and *rejected set if the .eh_frame was malformed rather than
+ * absent). */
+struct cp_utab *cp_unwind_table_of_elf(const struct cp_elf *e, size_t *bytes, int *rejected, int *cached,
+				       char *why, size_t len);
 
 #endif

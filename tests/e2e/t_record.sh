@@ -1,6 +1,7 @@
 #!/bin/sh
 # t_record.sh -- cpuprof record end to end with the real library and the
-# default engine: call chains (with --unwind auto and fp); exit statuses pass through (return, exit() from a
+# default engine: call chains (with --unwind auto, its tables built and
+# then read from the cache, and fp); exit statuses pass through (return, exit() from a
 # thread, death by signal); children with and without exec are in the one
 # profile, each under its own pid (and, under LD_PRELOAD without the CLI, a
 # program the profiled one starts writes FILE.<pid>); bad settings leave
@@ -71,7 +72,18 @@ chain() {
 			{ cat chains; fail "--unwind $1: no stack hot_leaf <- hot_top <- worker <- main"; }
 	fi
 }
+# The first run builds the unwind tables and keeps them on disk
+# (src/unwind/table_cache.h); the second reads them back, with the same
+# call chains.
+XDG_CACHE_HOME=$tmp/cache
+export XDG_CACHE_HOME
 chain auto
+case $(comment chain.pb.gz unwind_tables) in
+*cache*) fail "--unwind auto: tables from an empty cache: $(comment chain.pb.gz unwind_tables)" ;;
+esac
+chain auto
+comment chain.pb.gz unwind_tables | grep -q "of them from the cache" ||
+	fail "--unwind auto, again: no table from the cache: $(comment chain.pb.gz unwind_tables)"
 chain fp
 
 # Exit statuses pass through.
