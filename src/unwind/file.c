@@ -56,13 +56,6 @@ struct cp_utab *cp_unwind_table_of_elf(const struct cp_elf *e, size_t *bytes, in
 		snprintf(why, len, "%s", err);
 		return NULL;
 	}
-	struct cp_utab *t = cp_utab_cache_load(e->build_id, hdr, hdr_seg->filesz, bytes);
-	if (t) {
-		free(hdr);
-		*rejected = 0;
-		*cached = 1;
-		return t;
-	}
 	const struct cp_elf_seg *eh_seg = NULL;
 	for (size_t i = 0; i < e->nseg && !eh_seg; i++)
 		if (e->seg[i].type == PT_LOAD && eh_frame >= e->seg[i].vaddr &&
@@ -81,14 +74,19 @@ struct cp_utab *cp_unwind_table_of_elf(const struct cp_elf *e, size_t *bytes, in
 		free(hdr);
 		return NULL;
 	}
+	struct cp_utab_source src = { hdr, data, text, hdr_seg->filesz, size, ntext * sizeof text[0] };
+	struct cp_utab *t = cp_utab_cache_load(e->build_id, &src, bytes);
 	struct ehf_result r;
-	if (cp_ehframe_parse(data, size, eh_frame, fde_count, text, ntext, &r, err, sizeof err) < 0) {
+	if (t) {
+		*rejected = 0;
+		*cached = 1;
+	} else if (cp_ehframe_parse(data, size, eh_frame, fde_count, text, ntext, &r, err, sizeof err) < 0) {
 		snprintf(why, len, "%s", err);
 	} else {
 		*rejected = 0;
 		t = cp_unwind_build(&r, bytes, err, sizeof err);
 		if (t)
-			cp_utab_cache_save(e->build_id, hdr, hdr_seg->filesz, t, *bytes);
+			cp_utab_cache_save(e->build_id, &src, t, *bytes);
 		else
 			snprintf(why, len, "%s", err);
 		cp_ehframe_free(&r);

@@ -4,7 +4,8 @@
  * A file, in the machine's byte order:
  *   "CPUNWND\n", u32 0x01020304, u32 the encoder's checksum,
  *   char[16] the architecture (CP_ARCH_NAME, NUL-padded),
- *   u64 the .eh_frame_hdr's length, u32 its CRC-32, u32 0,
+ *   u64 the lengths of the .eh_frame_hdr, the .eh_frame and the code's
+ *   ranges, u32 their CRC-32s, u32 0,
  *   u64 start, u64 end, u32 nblocks, u32 npages, u32 code_size,
  *   u8 cfa, fp, ra, plt, i32 cfa_off, fp_off, ra_off (the initial rule),
  *   then the table's arrays as cp_unwind_build lays them out after its
@@ -35,23 +36,32 @@ struct head {
 	char magic[8];
 	uint32_t order, code;
 	char arch[16];
-	uint64_t hdr_len;
-	uint32_t hdr_crc, zero;
+	uint64_t hdr_len, eh_len, text_len;
+	uint32_t hdr_crc, eh_crc, text_crc, zero;
 	uint64_t start, end;
 	uint32_t nblocks, npages, code_size;
 	uint8_t cfa, fp, ra, plt;
 	int32_t cfa_off, fp_off, ra_off;
 };
 
-static void head_of(struct head *h, const void *hdr, size_t hdr_len)
+static uint32_t crc(const void *p, size_t n)
+{
+	return (uint32_t)crc32(0, (const Bytef *)p, (uInt)n);
+}
+
+static void head_of(struct head *h, const struct cp_utab_source *src)
 {
 	memset(h, 0, sizeof *h);
 	memcpy(h->magic, MAGIC, 8);
 	h->order = 0x01020304;
 	h->code = (uint32_t)CP_UNWIND_CODE;
 	snprintf(h->arch, sizeof h->arch, "%s", CP_ARCH_NAME);
-	h->hdr_len = hdr_len;
-	h->hdr_crc = (uint32_t)crc32(0, (const Bytef *)hdr, (uInt)hdr_len);
+	h->hdr_len = src->hdr_len;
+	h->eh_len = src->eh_len;
+	h->text_len = src->text_len;
+	h->hdr_crc = crc(src->hdr, src->hdr_len);
+	h->eh_crc = crc(src->eh, src->eh_len);
+	h->text_crc = crc(src->text, src->text_len);
 }
 
 /* Is t's index consistent: every block and page entry within the table,
@@ -76,7 +86,7 @@ static int consistent(const struct cp_utab *t)
 	return 1;
 }
 
-struct cp_utab *cp_utab_cache_load(const char *build_id, const void *hdr, size_t hdr_len, size_t *bytes)
+struct cp_utab *cp_utab_cache_load(const char *build_id, const struct cp_utab_source *src, size_t *bytes)
 {
 	char dir[4096];
 	if (!build_id || !cp_cache_key_valid(build_id) || cp_cache_dir("unwind", dir, sizeof dir, 0) != 0)
@@ -86,7 +96,7 @@ struct cp_utab *cp_utab_cache_load(const char *build_id, const void *hdr, size_t
 	if (!buf)
 		return NULL;
 	struct head want, h;
-	head_of(&want, hdr, hdr_len);
+	head_of(&want, src);
 	struct cp_utab *t = NULL;
 	if (len < sizeof h)
 		goto out;
@@ -122,7 +132,7 @@ out:
 	return t;
 }
 
-void cp_utab_cache_save(const char *build_id, const void *hdr, size_t hdr_len, const struct cp_utab *t,
+void cp_utab_cache_save(const char *build_id, const struct cp_utab_source *src, const struct cp_utab *t,
 			size_t bytes)
 {
 	char dir[4096];
@@ -134,7 +144,7 @@ void cp_utab_cache_save(const char *build_id, const void *hdr, size_t hdr_len, c
 	if (!buf)
 		return;
 	struct head h;
-	head_of(&h, hdr, hdr_len);
+	head_of(&h, src);
 	h.start = t->start;
 	h.end = t->end;
 	h.nblocks = t->nblocks;

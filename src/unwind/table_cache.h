@@ -6,11 +6,12 @@
  *
  * One file per object with a GNU build ID, in the cache "unwind"
  * (base/cachefile.h).  A file is believed only for the same build ID and
- * the same .eh_frame_hdr (its length and CRC-32: the search table lists
- * every FDE's start, so any change of the code's layout changes it), from
- * the same encoder (a checksum of its sources, compiled in) on the same
- * architecture; and only if the table's index is consistent (every offset
- * within the table).  Not signal context.
+ * the same bytes the table is made from (the lengths and CRC-32s of the
+ * .eh_frame_hdr, the .eh_frame and the code's ranges: a file changed
+ * after it was linked keeps its build ID), from the same encoder (a
+ * checksum of its sources, compiled in) on the same architecture; and only
+ * if the table's index is consistent (every offset within the table).
+ * Not signal context.
  */
 #ifndef CPUPROF_UNWIND_TABLE_CACHE_H
 #define CPUPROF_UNWIND_TABLE_CACHE_H
@@ -19,13 +20,20 @@
 
 #include "sig/unwind_table.h"
 
-/* The table kept for the object with build_id whose .eh_frame_hdr is
- * hdr[hdr_len] (one malloc'd block, as cp_unwind_build gives), its size in
- * *bytes; NULL if none holds. */
-struct cp_utab *cp_utab_cache_load(const char *build_id, const void *hdr, size_t hdr_len, size_t *bytes);
+/* What an object's table is made from: its .eh_frame_hdr, its .eh_frame
+ * and the ranges of its code the table covers. */
+struct cp_utab_source {
+	const void *hdr, *eh, *text;
+	size_t hdr_len, eh_len, text_len;
+};
+
+/* The table kept for the object with build_id made from src (one
+ * malloc'd block, as cp_unwind_build gives), its size in *bytes; NULL if
+ * none holds. */
+struct cp_utab *cp_utab_cache_load(const char *build_id, const struct cp_utab_source *src, size_t *bytes);
 
 /* Keeps t (bytes long) as that object's table.  Silent on failure. */
-void cp_utab_cache_save(const char *build_id, const void *hdr, size_t hdr_len, const struct cp_utab *t,
+void cp_utab_cache_save(const char *build_id, const struct cp_utab_source *src, const struct cp_utab *t,
 			size_t bytes);
 
 #endif

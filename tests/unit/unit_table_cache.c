@@ -1,11 +1,12 @@
 /*
  * unit_table_cache.c -- the unwind table cache (unwind/table_cache.h).
  * libc's table, built once, is kept; read back, it is the same table byte
- * for byte.  A kept table is not believed for another .eh_frame_hdr (one
- * bit changed, or one byte shorter), nor when its file is damaged, nor
- * when its index points outside the table although its CRC holds; then
- * the table is built again.  Without a cache directory (no
- * XDG_CACHE_HOME, no HOME, as under env -i) tables are built every time.
+ * for byte.  A kept table is not believed for a file with the same build
+ * ID whose .eh_frame or .eh_frame_hdr differ (a copy with one byte
+ * changed), nor when its cache file is damaged, nor when its index points
+ * outside the table although the file's CRC holds; then the table is
+ * built again.  Without a cache directory (no XDG_CACHE_HOME, no HOME, as
+ * under env -i) tables are built every time.
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -13,23 +14,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <zlib.h>
+
 #include "../check.h"
 #include "base/elf.h"
+#include "unwind/ehframe.h"
 #include "unwind/file.h"
-#include "unwind/table_cache.h"
 
-static struct cp_elf elf;
-static uint8_t *hdr;
-static size_t hdr_len;
-
-/* The table of libc as file.c gives it; *cached says whence. */
-static struct cp_utab *table(size_t *bytes, int *cached)
+/* The table of the object at path as file.c gives it; *cached says
+ * whence. */
+static struct cp_utab *table(const char *path, size_t *bytes, int *cached)
 {
+	struct cp_elf e;
 	int rejected;
 	char why[160];
-	struct cp_utab *t = cp_unwind_table_of_elf(&elf, bytes, &rejected, cached, why, sizeof why);
-	CHECK(t != NULL, "no table: %s", why);
+	CHECK(cp_elf_open(&e, path) == 0, "cp_elf_open %s", path);
+	struct cp_utab *t = cp_unwind_table_of_elf(&e, bytes, &rejected, cached, why, sizeof why);
+	cp_elf_close(&e);
+	CHECK(t != NULL, "%s: no table: %s", path, why);
 	return t;
+}
+
+/* Did the table of the copy at path come from the cache?  (The change
+ * may have made its .eh_frame malformed: no table then, which is no
+ * table from the cache either.) */
+static int copy_cached(const char *path)
+{
+	struct cp_elf e;
+	int rejected, cached;
+	size_t bytes;
+	char why[160];
+	CHECK(cp_elf_open(&e, path) == 0, "cp_elf_open %s", path);
+	struct cp_utab *t = cp_unwind_table_of_elf(&e, &bytes, &rejected, &cached, why, sizeof why);
+	cp_elf_close(&e);
+	free(t);
+	return t && cached;
 }
 
 static int same(const struct cp_utab *a, size_t na, const struct cp_utab *b, size_t nb)
@@ -39,19 +58,53 @@ static int same(const struct cp_utab *a, size_t na, const struct cp_utab *b, siz
 	       !memcmp(&a->init, &b->init, sizeof a->init) && !memcmp(a + 1, b + 1, na - sizeof *a);
 }
 
-/* A malloc'd copy of t (n bytes) with its pointers into the copy. */
-static struct cp_utab *copy(const struct cp_utab *t, size_t n)
+static unsigned char *slurp(const char *path, size_t *len)
 {
-	struct cp_utab *c = malloc(n);
-	CHECK(c != NULL, "malloc");
-	memcpy(c, t, n);
-	const uint8_t *from = (const uint8_t *)t;
-	uint8_t *to = (uint8_t *)c;
-	c->blk_pc = (const uint32_t *)(to + ((const uint8_t *)t->blk_pc - from));
-	c->blk_off = (const uint32_t *)(to + ((const uint8_t *)t->blk_off - from));
-	c->page_blk = (const uint16_t *)(to + ((const uint8_t *)t->page_blk - from));
-	c->code = to + (t->code - from);
-	return c;
+	FILE *f = fopen(path, "rb");
+	CHECK(f != NULL, "opening %s", path);
+	fseek(f, 0, SEEK_END);
+	*len = (size_t)ftell(f);
+	rewind(f);
+	unsigned char *b = malloc(*len);
+	CHECK(b && fread(b, 1, *len, f) == *len, "reading %s", path);
+	fclose(f);
+	return b;
+}
+
+static void spill(const char *path, const unsigned char *b, size_t len)
+{
+	FILE *f = fopen(path, "wb");
+	CHECK(f && fwrite(b, 1, len, f) == len && fclose(f) == 0, "writing %s", path);
+}
+
+/* Writes a copy of the file `from` as `to` with the byte at off flipped. */
+static void flipped_copy(const char *from, const char *to, size_t off)
+{
+	size_t len;
+	unsigned char *b = slurp(from, &len);
+	CHECK(off < len, "offset %zu beyond %s", off, from);
+	b[off] ^= 0x01;
+	spill(to, b, len);
+	free(b);
+}
+
+/* Rewrites the cache file with the u32 (or u16) at off set to v and the
+ * CRC-32 made good again. */
+static void forge(const char *file, size_t off, uint32_t v, size_t width)
+{
+	size_t len;
+	unsigned char *b = slurp(file, &len);
+	CHECK(off + width <= len - 4, "offset %zu beyond %s", off, file);
+	if (width == 4)
+		memcpy(b + off, &v, 4);
+	else {
+		uint16_t h = (uint16_t)v;
+		memcpy(b + off, &h, 2);
+	}
+	uint32_t crc = (uint32_t)crc32(0, b, (uInt)(len - 4));
+	memcpy(b + len - 4, &crc, 4);
+	spill(file, b, len);
+	free(b);
 }
 
 int main(void)
@@ -59,84 +112,96 @@ int main(void)
 	Dl_info info;
 	CHECK(dladdr((void *)printf, &info) && info.dli_fname, "dladdr(printf)");
 	const char *libc = info.dli_fname;
+	struct cp_elf elf;
 	CHECK(cp_elf_open(&elf, libc) == 0, "cp_elf_open %s", libc);
 	if (!elf.build_id[0])
 		SKIP("%s has no build ID", libc);
+	/* Where its .eh_frame_hdr and .eh_frame are in the file. */
+	size_t hdr_off = 0, hdr_len = 0, eh_off = 0;
 	for (size_t i = 0; i < elf.nseg; i++)
 		if (elf.seg[i].type == PT_GNU_EH_FRAME) {
+			hdr_off = elf.seg[i].offset;
 			hdr_len = elf.seg[i].filesz;
-			hdr = malloc(hdr_len);
-			CHECK(hdr && cp_elf_read(&elf, elf.seg[i].offset, hdr, hdr_len) == 0, "reading .eh_frame_hdr");
+			uint8_t *hdr = malloc(hdr_len);
+			uint64_t eh_frame;
+			size_t count;
+			char err[160];
+			CHECK(hdr && cp_elf_read(&elf, hdr_off, hdr, hdr_len) == 0 &&
+			      cp_ehframe_hdr_parse(hdr, hdr_len, elf.seg[i].vaddr, &eh_frame, &count, err, sizeof err) == 0,
+			      "%s: reading its .eh_frame_hdr", libc);
+			free(hdr);
+			for (size_t j = 0; j < elf.nseg; j++)
+				if (elf.seg[j].type == PT_LOAD && eh_frame >= elf.seg[j].vaddr &&
+				    eh_frame < elf.seg[j].vaddr + elf.seg[j].filesz)
+					eh_off = elf.seg[j].offset + (eh_frame - elf.seg[j].vaddr);
 		}
-	CHECK(hdr != NULL, "%s: no .eh_frame_hdr", libc);
+	CHECK(hdr_len && eh_off, "%s: no .eh_frame_hdr, or its .eh_frame not found", libc);
 
-	char dir[] = "/tmp/cpuprof-test-XXXXXX", file[600], cmd[700];
+	char dir[] = "/tmp/cpuprof-test-XXXXXX", file[600], copy[600], cmd[700];
 	CHECK(mkdtemp(dir), "mkdtemp");
 	setenv("XDG_CACHE_HOME", dir, 1);
 	snprintf(file, sizeof file, "%s/cpuprof/unwind/%s", dir, elf.build_id);
+	snprintf(copy, sizeof copy, "%s/libc-copy.so", dir);
 
 	/* Built, kept, read back the same. */
 	size_t n1, n2;
 	int cached;
-	struct cp_utab *built = table(&n1, &cached);
+	struct cp_utab *built = table(libc, &n1, &cached);
 	CHECK(!cached, "a table came from an empty cache");
 	FILE *f = fopen(file, "rb");
 	CHECK(f != NULL, "the table was not kept as %s", file);
 	fclose(f);
-	struct cp_utab *kept = table(&n2, &cached);
+	struct cp_utab *t = table(libc, &n2, &cached);
 	CHECK(cached, "the kept table was not read back");
-	CHECK(same(built, n1, kept, n2), "the table read back differs from the one built (%zu and %zu bytes)", n1, n2);
-	free(kept);
-	kept = cp_utab_cache_load(elf.build_id, hdr, hdr_len, &n2);
-	CHECK(kept && same(built, n1, kept, n2), "cp_utab_cache_load with libc's own .eh_frame_hdr");
-	free(kept);
+	CHECK(same(built, n1, t, n2), "the table read back differs from the one built (%zu and %zu bytes)", n1, n2);
+	free(t);
 
-	/* Another .eh_frame_hdr: not believed. */
-	hdr[hdr_len / 2] ^= 1;
-	CHECK(!cp_utab_cache_load(elf.build_id, hdr, hdr_len, &n2), "believed for an .eh_frame_hdr with a bit changed");
-	hdr[hdr_len / 2] ^= 1;
-	CHECK(!cp_utab_cache_load(elf.build_id, hdr, hdr_len - 1, &n2), "believed for a shorter .eh_frame_hdr");
+	/* The same build ID, another .eh_frame (a byte of an FDE's program,
+	 * well inside it) or .eh_frame_hdr (the last entry of its search
+	 * table): not believed.  Each copy's table, if it has one, is then
+	 * kept in libc's place, and libc's own is built again. */
+	flipped_copy(libc, copy, eh_off + 4096);
+	CHECK(!copy_cached(copy), "libc's table was believed for a copy whose .eh_frame differs");
+	flipped_copy(libc, copy, hdr_off + hdr_len - 1);
+	CHECK(!copy_cached(copy), "libc's table was believed for a copy whose .eh_frame_hdr differs");
+	t = table(libc, &n2, &cached);
+	CHECK(same(built, n1, t, n2), "libc's table differs after its copies' were kept");
+	free(t);
 
 	/* A damaged file: built again, and kept again. */
-	f = fopen(file, "r+b");
-	CHECK(f && fseek(f, 200, SEEK_SET) == 0, "opening %s", file);
-	int c = fgetc(f);
-	fseek(f, 200, SEEK_SET);
-	fputc(c ^ 0x10, f);
-	fclose(f);
-	kept = table(&n2, &cached);
+	flipped_copy(file, file, 200);
+	t = table(libc, &n2, &cached);
 	CHECK(!cached, "a damaged cache file was believed");
-	CHECK(same(built, n1, kept, n2), "the table built again differs");
-	free(kept);
-	kept = table(&n2, &cached);
-	CHECK(cached && same(built, n1, kept, n2), "the table built again was not kept");
-	free(kept);
+	CHECK(same(built, n1, t, n2), "the table built again differs");
+	free(t);
+	t = table(libc, &n2, &cached);
+	CHECK(cached && same(built, n1, t, n2), "the table built again was not kept");
+	free(t);
 
-	/* A table whose index points outside it, kept with a good CRC: not
-	 * believed. */
-	struct cp_utab *bad = copy(built, n1);
-	CHECK(bad->nblocks > 1, "libc's table has %u blocks", bad->nblocks);
-	((uint32_t *)bad->blk_off)[1] = bad->code_size + 5;
-	cp_utab_cache_save(elf.build_id, hdr, hdr_len, bad, n1);
-	CHECK(!cp_utab_cache_load(elf.build_id, hdr, hdr_len, &n2), "a block beyond the table's code was believed");
-	free(bad);
-	bad = copy(built, n1);
-	if (bad->npages) {
-		((uint16_t *)bad->page_blk)[bad->npages - 1] = (uint16_t)bad->nblocks;
-		cp_utab_cache_save(elf.build_id, hdr, hdr_len, bad, n1);
-		CHECK(!cp_utab_cache_load(elf.build_id, hdr, hdr_len, &n2), "a page beyond the table's blocks was believed");
-	}
-	free(bad);
+	/* An index that points outside the table, in a file whose CRC holds:
+	 * not believed.  The arrays follow the file's header and end 4 bytes
+	 * (the CRC) before its end: blk_pc[nblocks], blk_off[nblocks],
+	 * page_blk[npages], code[code_size]. */
+	size_t len;
+	free(slurp(file, &len));
+	size_t arrays = len - 4 - (n1 - sizeof *built);
+	CHECK(built->nblocks > 1 && built->npages > 0, "libc's table: %u blocks, %u pages", built->nblocks,
+	      built->npages);
+	forge(file, arrays + 4 * (size_t)built->nblocks + 4, built->code_size + 5, 4);
+	free(table(libc, &n2, &cached));
+	CHECK(!cached, "a block beyond the table's code was believed");
+	forge(file, arrays + 8 * (size_t)built->nblocks + 2 * (size_t)(built->npages - 1), built->nblocks, 2);
+	free(table(libc, &n2, &cached));
+	CHECK(!cached, "a page beyond the table's blocks was believed");
 
 	/* No cache directory: built every time. */
 	unsetenv("XDG_CACHE_HOME");
 	unsetenv("HOME");
-	kept = table(&n2, &cached);
-	CHECK(!cached && same(built, n1, kept, n2), "without a cache directory");
-	free(kept);
+	t = table(libc, &n2, &cached);
+	CHECK(!cached && same(built, n1, t, n2), "without a cache directory");
+	free(t);
 
 	free(built);
-	free(hdr);
 	cp_elf_close(&elf);
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	return system(cmd) != 0;
