@@ -40,6 +40,8 @@ LEAVES = ["leaf_a", "leaf_b", "leaf_c", "leaf_d"]
 # coverage to the ±3% band; two threads, as the main thread's CPU that its
 # samples miss lands in [unsampled: ...], where a wrong weight hides);
 # msteps: millions of LCG steps of one overhead run (about 1.3 ns each);
+# floor_rounds: rounds of the 48-deep workload at 1 kHz against the ring
+# floor, each round bare, profiled and the floor's two runs, interleaved;
 # scale: (paths, us of CPU per path, Hz); proc_runs: runs of /bin/true per
 # way of running it; tree: (processes in the shell loop, rounds); build:
 # the project, make's arguments beside -j2 and what they build, rounds;
@@ -48,7 +50,7 @@ LEAVES = ["leaf_a", "leaf_b", "leaf_c", "leaf_d"]
 # tests/e2e/t_names.sh, None for all of them.
 MODES = {
     "full": dict(acc_threads=[1, 4, 16], acc_rates=[100, 1000, 10000], patterns=["busy", "bursty"],
-                 cpu_ms=3000, ovh_threads=[1, 4], ovh_rates=[100, 1000, 10000], pairs=6, msteps=1000,
+                 cpu_ms=3000, ovh_threads=[1, 4], ovh_rates=[100, 1000, 10000], pairs=6, msteps=1000, floor_rounds=12,
                  scale=[(11000, 150, 10000), (110000, 150, 10000)],
                  proc_runs=200, tree=(100, 7),
                  build=dict(project="zstd", args=[], rounds=2,
@@ -56,7 +58,7 @@ MODES = {
                  attach=[("busy", 1, 3000), ("busy", 4, 3000), ("bursty", 4, 3000)],
                  lost=([1, 2, 4], 10000), names=None),
     "quick": dict(acc_threads=[1, 4], acc_rates=[1000, 10000], patterns=["busy", "bursty"],
-                  cpu_ms=1000, ovh_threads=[1, 4], ovh_rates=[1000, 10000], pairs=5, msteps=300,
+                  cpu_ms=1000, ovh_threads=[1, 4], ovh_rates=[1000, 10000], pairs=5, msteps=300, floor_rounds=6,
                   scale=[(20000, 150, 10000)],
                   proc_runs=30, tree=(100, 3),
                   build=dict(project="zstd", args=["-C", "lib", "libzstd.a", "ZSTD_LIB_COMPRESSION=0",
@@ -64,7 +66,7 @@ MODES = {
                              what="a subset: the static library's decompressor only"),
                   attach=[("busy", 4, 1500)], lost=([1, 4], 3000), names=None),
     "smoke": dict(acc_threads=[2], acc_rates=[1000], patterns=["busy"], cpu_ms=600,
-                  ovh_threads=[1], ovh_rates=[1000], pairs=1, msteps=60,
+                  ovh_threads=[1], ovh_rates=[1000], pairs=1, msteps=60, floor_rounds=1,
                   scale=[(500, 200, 10000)],
                   proc_runs=3, tree=(10, 1),
                   build=dict(project="tiny", args=[], rounds=1,
@@ -502,6 +504,38 @@ def sigfloor(cfg, runner, work):
                              cpu_ratio=spread([c / b[0] for (c, _), b in zip(runs[mode], runs["none"])])))
             log("[signal floor] %-5s %5d Hz: %d signals, %.2f us each, CPU x%.4f" % (
                 mode, hz, sig, rows[-1]["us_per_signal"][0], rows[-1]["cpu_ratio"][0]))
+    return rows
+
+
+def floor_rounds(cfg, runner, ps, work):
+    """The 48-deep workload at 1 kHz, 1 thread, over the ring floor, from
+    interleaved rounds: each round runs it bare and profiled and the floor
+    workload without and with its ring, so that the machine's drift, which
+    moves the separate overhead and floor tables by a percent or two
+    between them, cancels in each round's quotient."""
+    wl, fl = os.path.join(BB, "bench", "overhead"), os.path.join(BB, "bench", "sigfloor")
+    timeout = 120 + cfg["msteps"] / 10
+    mine = [p for p in ps if p.name in ("cpuprof auto", "cpuprof record") and not p.missing]
+    rows = []
+    for p in mine:
+        q = []
+        try:
+            out = os.path.join(work, "floor.prof")
+            for _ in range(cfg["floor_rounds"]):
+                base = runner.run([wl, "1", str(cfg["msteps"])], {}, timeout)
+                remove(out)
+                argv, env = p.command([wl, "1", str(cfg["msteps"])], 1000, out)
+                prof = runner.run(argv, env, timeout)
+                none = runner.run([fl, "none", "1000", str(cfg["msteps"])], {}, timeout)
+                ring = runner.run([fl, "ring", "1000", str(cfg["msteps"])], {}, timeout)
+                q.append((prof["cpu_ns"] / base["cpu_ns"]) / (ring["wl"]["work_cpu_ns"] / none["wl"]["work_cpu_ns"]))
+            rows.append(dict(profiler=p.name, rounds=len(q), over_floor=spread(q)))
+            log("[floor rounds] %-16s x%.4f [%.4f-%.4f] over the ring floor, %d rounds" % (
+                p.name, *rows[-1]["over_floor"], len(q)))
+        except Exception as e:  # noqa: BLE001
+            rows.append(dict(profiler=p.name, error=str(e)[:300]))
+            log("[floor rounds] %s: FAILED: %s" % (p.name, e))
+        remove(os.path.join(work, "floor.prof"))
     return rows
 
 
@@ -1217,7 +1251,14 @@ def judge_21_22(res):
     t = "48-deep workload at 1 kHz, 1 thread: CPU ratio over the ring mechanism's floor ≤ ×1.01"
     floor = next((f for f in res.get("sigfloor", []) if f.get("mode") == "ring" and f["hz"] == 1000), None)
     mine = [r for r in (cell("cpuprof auto", 1000), cell("cpuprof record", 1000)) if r]
-    if floor and mine:
+    rounds = [r for r in res.get("floor_rounds", []) if "error" not in r]
+    if rounds:
+        out.append((t, "; ".join("%s ×%.4f [%.4f–%.4f]" % (r["profiler"], *r["over_floor"]) for r in rounds) +
+                    " (median [min–max] of %d interleaved rounds, each the profiled run's CPU over the bare run's, "
+                    "over the ring floor's run with and without its ring: a task-clock event copying registers and "
+                    "16 KiB of stack into a ring nobody reads)" % rounds[0]["rounds"],
+                    "met" if all(r["over_floor"][0] <= 1.01 for r in rounds) else "not met"))
+    elif floor and mine:
         x = [(r, r["cpu_ratio"][0] / floor["cpu_ratio"][0]) for r in mine]
         out.append((t, "; ".join("%s ×%.4f (CPU ratio %.4f; its work phase alone %.4f, ×%.4f over the floor)" % (
             r["profiler"], v, r["cpu_ratio"][0], r["work_cpu_ratio"][0],
@@ -1555,6 +1596,19 @@ def markdown(res, figs, ext):
                  "ring": "perf task-clock event, ring (no signal)"}[r["mode"]], r["hz"],
                 r["signals"], *r["us_per_signal"], ratio(r["cpu_ratio"])))
         w("")
+    if res.get("floor_rounds"):
+        w("Against the ring floor, interleaved: the 48-deep workload (1 thread, 1 kHz) in %d rounds, each "
+          "running it bare and profiled and the floor workload without and with its ring, one after the other; "
+          "each round's figure is the profiled run's CPU over the bare run's (the profiler's own processes "
+          "included), over the ring's CPU over no timer's. The tables above come from separate phases, minutes "
+          "apart, between which this machine's speed drifts by more than the 1%% asked." % cfg["floor_rounds"])
+        w("")
+        w("| profiler | over the ring floor (median [min–max]) |")
+        w("|---|---|")
+        for r in res["floor_rounds"]:
+            w("| %s | %s |" % (r["profiler"], md_cell(r["error"]) if "error" in r else
+                              "×%.4f [%.4f–%.4f]" % tuple(r["over_floor"])))
+        w("")
 
     w("## Scale")
     w("")
@@ -1876,6 +1930,7 @@ def main():
     if "overhead" in parts:
         res["overhead"] = overhead(cfg, runner, ps, a.work)
         res["sigfloor"] = sigfloor(cfg, runner, a.work)
+        res["floor_rounds"] = floor_rounds(cfg, runner, ps, a.work)
         save()
     if "scale" in parts:
         res["scale"] = scale(cfg, runner, ps, a.work)
