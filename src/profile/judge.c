@@ -220,13 +220,13 @@ void cp_facts_comments(struct cp_comments *c, const struct cp_facts *f, const ch
 	cp_comment(c, "mean_run_ns=%lld", (long long)cp_facts_mean_run_ns(f));
 	cp_comment(c, "unwind=%s", cp_options[CP_OPT_UNWIND].choices[f->unwind]);
 	cp_off_cpu_comments(c, f);
-	if (f->unwind != CP_UNWIND_FP && f->unwind_cached)
-		cp_comment(c, "unwind_tables=%llu objects, %llu bytes, %llu of them from the cache",
-			   (unsigned long long)f->unwind_tables, (unsigned long long)f->unwind_bytes,
-			   (unsigned long long)f->unwind_cached);
-	else if (f->unwind != CP_UNWIND_FP)
-		cp_comment(c, "unwind_tables=%llu objects, %llu bytes", (unsigned long long)f->unwind_tables,
-			   (unsigned long long)f->unwind_bytes);
+	if (f->unwind != CP_UNWIND_FP) {
+		char cached[64] = "";
+		if (f->unwind_cached)
+			snprintf(cached, sizeof cached, ", %llu of them from the cache", (unsigned long long)f->unwind_cached);
+		cp_comment(c, "unwind_tables=%llu objects, %llu bytes%s", (unsigned long long)f->unwind_tables,
+			   (unsigned long long)f->unwind_bytes, cached);
+	}
 	for (size_t i = 0; i < sizeof f->unwind_rejected / sizeof f->unwind_rejected[0]; i++)
 		if (f->unwind_rejected[i][0])
 			cp_comment(c, "unwind_rejected=%.*s", (int)sizeof f->unwind_rejected[i], f->unwind_rejected[i]);
