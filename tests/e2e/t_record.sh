@@ -72,18 +72,24 @@ chain() {
 			{ cat chains; fail "--unwind $1: no stack hot_leaf <- hot_top <- worker <- main"; }
 	fi
 }
-# The first run builds the unwind tables and keeps them on disk
-# (src/unwind/table_cache.h); the second reads them back, with the same
-# call chains.
+# Where record profiles from outside (perf events), the first run builds
+# the unwind tables and keeps them on disk (src/unwind/table_cache.h); the
+# second reads them back, with the same call chains.  (Without perf
+# events, as under qemu-user, the library profiles inside each process and
+# builds its tables from its own memory, without the cache.)
 XDG_CACHE_HOME=$tmp/cache
 export XDG_CACHE_HOME
 chain auto
 case $(comment chain.pb.gz unwind_tables) in
 *cache*) fail "--unwind auto: tables from an empty cache: $(comment chain.pb.gz unwind_tables)" ;;
 esac
-chain auto
-comment chain.pb.gz unwind_tables | grep -q "of them from the cache" ||
-	fail "--unwind auto, again: no table from the cache: $(comment chain.pb.gz unwind_tables)"
+if [ -z "$EMU" ] && why=$("$ROOT/$B/tests/tool_engine" perf); then
+	chain auto
+	comment chain.pb.gz unwind_tables | grep -q "of them from the cache" ||
+		fail "--unwind auto, again: no table from the cache: $(comment chain.pb.gz unwind_tables)"
+else
+	echo "the unwind table cache not tested: record profiles inside each process here (${why:-under $EMU})"
+fi
 chain fp
 
 # Exit statuses pass through.
