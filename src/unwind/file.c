@@ -74,8 +74,9 @@ struct cp_utab *cp_unwind_table_of_elf(const struct cp_elf *e, size_t *bytes, in
 		free(hdr);
 		return NULL;
 	}
-	struct cp_utab_source src = { .hdr = hdr, .hdr_len = hdr_seg->filesz, .eh = data, .eh_len = size,
-				      .text = text, .text_len = ntext * sizeof text[0] };
+	struct cp_utab_source src;
+	cp_utab_source_init(&src, hdr, hdr_seg->filesz, data, size, text, ntext * sizeof text[0]);
+	free(hdr);
 	struct cp_utab *t = cp_utab_cache_load(e->build_id, &src, bytes);
 	struct ehf_result r;
 	if (t) {
@@ -93,6 +94,5 @@ struct cp_utab *cp_unwind_table_of_elf(const struct cp_elf *e, size_t *bytes, in
 		cp_ehframe_free(&r);
 	}
 	free(data);
-	free(hdr);
 	return t;
 }

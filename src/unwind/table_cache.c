@@ -49,6 +49,14 @@ static uint32_t crc(const void *p, size_t n)
 	return (uint32_t)crc32(0, (const Bytef *)p, (uInt)n);
 }
 
+void cp_utab_source_init(struct cp_utab_source *src, const void *hdr, size_t hdr_len, const void *eh,
+			 size_t eh_len, const void *text, size_t text_len)
+{
+	*src = (struct cp_utab_source){ .hdr_len = hdr_len, .eh_len = eh_len, .text_len = text_len,
+					.hdr_crc = crc(hdr, hdr_len), .eh_crc = crc(eh, eh_len),
+					.text_crc = crc(text, text_len) };
+}
+
 static void head_of(struct head *h, const struct cp_utab_source *src)
 {
 	memset(h, 0, sizeof *h);
@@ -59,9 +67,9 @@ static void head_of(struct head *h, const struct cp_utab_source *src)
 	h->hdr_len = src->hdr_len;
 	h->eh_len = src->eh_len;
 	h->text_len = src->text_len;
-	h->hdr_crc = crc(src->hdr, src->hdr_len);
-	h->eh_crc = crc(src->eh, src->eh_len);
-	h->text_crc = crc(src->text, src->text_len);
+	h->hdr_crc = src->hdr_crc;
+	h->eh_crc = src->eh_crc;
+	h->text_crc = src->text_crc;
 }
 
 /* Is t's index consistent: every block and page entry within the table,

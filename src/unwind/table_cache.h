@@ -18,15 +18,20 @@
 #define CPUPROF_UNWIND_TABLE_CACHE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "sig/unwind_table.h"
 
 /* What an object's table is made from: its .eh_frame_hdr, its .eh_frame
- * and the ranges of its code the table covers. */
+ * and the ranges of its code the table covers, by length and CRC-32. */
 struct cp_utab_source {
-	const void *hdr, *eh, *text;
-	size_t hdr_len, eh_len, text_len;
+	uint64_t hdr_len, eh_len, text_len;
+	uint32_t hdr_crc, eh_crc, text_crc;
 };
+
+/* Sets *src from those bytes (computed once for a load and a save). */
+void cp_utab_source_init(struct cp_utab_source *src, const void *hdr, size_t hdr_len, const void *eh,
+			 size_t eh_len, const void *text, size_t text_len);
 
 /* The table kept for the object with build_id made from src (one
  * malloc'd block, as cp_unwind_build gives), its size in *bytes; NULL if

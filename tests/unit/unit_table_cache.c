@@ -21,16 +21,23 @@
 #include "unwind/ehframe.h"
 #include "unwind/file.h"
 
-/* The table of the object at path as file.c gives it; *cached says
- * whence. */
-static struct cp_utab *table(const char *path, size_t *bytes, int *cached)
+static char why[160];
+
+/* The table of the object at path as file.c gives it, or NULL (why says
+ * why); *cached says whence. */
+static struct cp_utab *table_of(const char *path, size_t *bytes, int *cached)
 {
 	struct cp_elf e;
 	int rejected;
-	char why[160];
 	CHECK(cp_elf_open(&e, path) == 0, "cp_elf_open %s", path);
 	struct cp_utab *t = cp_unwind_table_of_elf(&e, bytes, &rejected, cached, why, sizeof why);
 	cp_elf_close(&e);
+	return t;
+}
+
+static struct cp_utab *table(const char *path, size_t *bytes, int *cached)
+{
+	struct cp_utab *t = table_of(path, bytes, cached);
 	CHECK(t != NULL, "%s: no table: %s", path, why);
 	return t;
 }
@@ -40,15 +47,12 @@ static struct cp_utab *table(const char *path, size_t *bytes, int *cached)
  * table from the cache either.) */
 static int copy_cached(const char *path)
 {
-	struct cp_elf e;
-	int rejected, cached;
 	size_t bytes;
-	char why[160];
-	CHECK(cp_elf_open(&e, path) == 0, "cp_elf_open %s", path);
-	struct cp_utab *t = cp_unwind_table_of_elf(&e, &bytes, &rejected, &cached, why, sizeof why);
-	cp_elf_close(&e);
+	int cached;
+	struct cp_utab *t = table_of(path, &bytes, &cached);
+	int from_cache = t && cached;
 	free(t);
-	return t && cached;
+	return from_cache;
 }
 
 static int same(const struct cp_utab *a, size_t na, const struct cp_utab *b, size_t nb)
@@ -58,33 +62,14 @@ static int same(const struct cp_utab *a, size_t na, const struct cp_utab *b, siz
 	       !memcmp(&a->init, &b->init, sizeof a->init) && !memcmp(a + 1, b + 1, na - sizeof *a);
 }
 
-static unsigned char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	CHECK(f != NULL, "opening %s", path);
-	fseek(f, 0, SEEK_END);
-	*len = (size_t)ftell(f);
-	rewind(f);
-	unsigned char *b = malloc(*len);
-	CHECK(b && fread(b, 1, *len, f) == *len, "reading %s", path);
-	fclose(f);
-	return b;
-}
-
-static void spill(const char *path, const unsigned char *b, size_t len)
-{
-	FILE *f = fopen(path, "wb");
-	CHECK(f && fwrite(b, 1, len, f) == len && fclose(f) == 0, "writing %s", path);
-}
-
 /* Writes a copy of the file `from` as `to` with the byte at off flipped. */
 static void flipped_copy(const char *from, const char *to, size_t off)
 {
 	size_t len;
-	unsigned char *b = slurp(from, &len);
+	unsigned char *b = read_file(from, &len);
 	CHECK(off < len, "offset %zu beyond %s", off, from);
 	b[off] ^= 0x01;
-	spill(to, b, len);
+	write_file(to, b, len);
 	free(b);
 }
 
@@ -93,7 +78,7 @@ static void flipped_copy(const char *from, const char *to, size_t off)
 static void forge(const char *file, size_t off, uint32_t v, size_t width)
 {
 	size_t len;
-	unsigned char *b = slurp(file, &len);
+	unsigned char *b = read_file(file, &len);
 	CHECK(off + width <= len - 4, "offset %zu beyond %s", off, file);
 	if (width == 4)
 		memcpy(b + off, &v, 4);
@@ -103,7 +88,7 @@ static void forge(const char *file, size_t off, uint32_t v, size_t width)
 	}
 	uint32_t crc = (uint32_t)crc32(0, b, (uInt)(len - 4));
 	memcpy(b + len - 4, &crc, 4);
-	spill(file, b, len);
+	write_file(file, b, len);
 	free(b);
 }
 
@@ -183,7 +168,7 @@ int main(void)
 	 * (the CRC) before its end: blk_pc[nblocks], blk_off[nblocks],
 	 * page_blk[npages], code[code_size]. */
 	size_t len;
-	free(slurp(file, &len));
+	free(read_file(file, &len));
 	size_t arrays = len - 4 - (n1 - sizeof *built);
 	CHECK(built->nblocks > 1 && built->npages > 0, "libc's table: %u blocks, %u pages", built->nblocks,
 	      built->npages);
