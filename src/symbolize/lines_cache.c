@@ -54,6 +54,16 @@ static int source_id(const char *source, struct source_id *id)
 	return 0;
 }
 
+/* Whether a and b name one file: the same path, or two (a symlinked
+ * directory: /lib and /usr/lib under usrmerge, where the loader and
+ * /proc/PID/maps name libc differently) with the same device and inode. */
+static int same_file(const char *a, const char *b)
+{
+	struct stat x, y;
+	return !strcmp(a, b) || (stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev &&
+				 x.st_ino == y.st_ino);
+}
+
 /* ---- Reading ------------------------------------------------------------ */
 
 struct rd {
@@ -107,7 +117,7 @@ struct cp_lines_cached *cp_lines_cache_load(const char *path, const char *build_
 	if (rd(&r, magic, 8) || memcmp(magic, MAGIC, 8) || rd(&r, &order, 4) || order != 0x01020304 ||
 	    rd(&r, &code, 4) || code != (uint32_t)CP_LINES_CODE || rd(&r, &want, sizeof want) ||
 	    rd(&r, &n, 4) || n > MAX_ANSWERS || rd_str(&r, &opath) || rd_str(&r, &source) ||
-	    !opath || !source || strcmp(opath, path) || source_id(source, &now) ||
+	    !opath || !source || !same_file(opath, path) || source_id(source, &now) ||
 	    memcmp(&want, &now, sizeof want))
 		goto bad;
 	/* Every answer needs 17 bytes at least: n is bounded by the file. */

@@ -10,7 +10,9 @@
  * BUILDID (else ~/.cache/...; no cache when neither is set, as under
  * env -i), holding the answers for the addresses asked so far.  A file is
  * believed only while everything its answers came from is unchanged: the
- * object's path, the DWARF file's identity (device, inode, size, mtime)
+ * object's file (its path, or another path to the same device and inode:
+ * record and the preloaded library name libc by different paths on a
+ * usrmerged system), the DWARF file's identity (device, inode, size, mtime)
  * and cpuprof's DWARF reader (a checksum of lines.c, compiled in).  Only
  * answers from a reading that met no trouble are kept.  Files are replaced
  * whole (written aside, then renamed), owned by the user and read only if

@@ -368,8 +368,9 @@ static void check_pristine(const struct cp_lines_result *r, const char *what)
 }
 
 /* The cache (lines_cache.h): what it keeps is what the DWARF said, and
- * it answers with no reader at all (one that would crash); a file changed
- * since, the same build at another path, a damaged or cut cache file, are
+ * it answers with no reader at all (one that would crash), also for the
+ * same file by another path; a file changed since, the same build in
+ * another file, a damaged or cut cache file, are
  * not believed; a query it does not hold goes to the reader, and keeps
  * the rest. */
 static void test_cache(void)
@@ -410,6 +411,17 @@ static void test_cache(void)
 	printf("a new address, the reader crashing: %s\n", r.why[0]);
 	cp_lines_result_free(&r);
 	free(q);
+
+	/* The same file by another path (a symlinked directory, as /lib
+	 * and /usr/lib under usrmerge): believed. */
+	char linked[160], via[200];
+	snprintf(linked, sizeof linked, "%s/linked", tmpdir);
+	snprintf(via, sizeof via, "%s/copy", linked);
+	CHECK(symlink(tmpdir, linked) == 0, "symlink: %s", strerror(errno));
+	resolve_as(via, 1, &r);
+	check_pristine(&r, "by a symlinked directory");
+	cp_lines_result_free(&r);
+	unlink(linked);
 
 	/* The same build at another path; the file changed since. */
 	write_file(moved, img, imglen);
