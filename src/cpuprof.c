@@ -800,6 +800,7 @@ static void summarise_object(const struct unwind_object *o, void *arg)
 	if (o->has_table) {
 		f->unwind_tables++;
 		f->unwind_bytes += o->table_bytes;
+		f->unwind_cached += (uint64_t)o->cached;
 	}
 	for (size_t i = 0; o->rejected && i < sizeof f->unwind_rejected / sizeof f->unwind_rejected[0]; i++)
 		if (!f->unwind_rejected[i][0]) {

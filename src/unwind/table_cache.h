@@ -1,7 +1,7 @@
 /*
- * table_cache.h -- unwind tables of files (file.h) kept on disk, so that
- * the next `cpuprof record` does not parse and encode the same .eh_frame
- * again: libc's is about 3,700 FDEs, 4 ms to build at best (6 ms in a
+ * table_cache.h -- unwind tables kept on disk, so that the next
+ * `cpuprof record` (file.h) or profiled process (tables.c) does not parse
+ * and encode the same .eh_frame again: libc's is about 3,700 FDEs, 4 ms to build at best (6 ms in a
  * record's first walk, with the page faults), where reading back its
  * 37 KB table, with the CRCs that check it, takes 0.26 ms.
  *
@@ -12,6 +12,8 @@
  * after it was linked keeps its build ID), from the same encoder (a
  * checksum of its sources, compiled in) on the same architecture; and only
  * if the table's index is consistent (every offset within the table).
+ * Tables are kept in the object's link-time addresses, as built from its
+ * file; tables.c moves them by the load bias both ways.
  * Not signal context.
  */
 #ifndef CPUPROF_UNWIND_TABLE_CACHE_H

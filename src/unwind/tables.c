@@ -22,7 +22,11 @@
  * pointer had already counted itself in.  The dlpi_adds / dlpi_subs
  * counters of dl_iterate_phdr say cheaply whether anything changed.
  * Tables outlive a profile: the next one reuses those of objects still
- * loaded (same name, address, headers and .eh_frame_hdr checksum).
+ * loaded (same name, address, headers and .eh_frame_hdr checksum).  And
+ * they outlive the process: an object with a build ID has its table kept
+ * on disk (table_cache.h, shared with `cpuprof record`, which builds from
+ * files), in the object's link-time addresses, so that the next process
+ * that needs libc's table reads 37 KB back instead of encoding 3,700 FDEs.
  */
 #include <elf.h>
 #include <errno.h>
@@ -37,10 +41,12 @@
 #include <unistd.h>
 
 #include "ehframe.h"
+#include "base/elf.h"
 #include "base/loader.h"
 #include "sig/sigstate.h"
 #include "tables.h"
 #include "encode.h"
+#include "table_cache.h"
 
 /* How often cp_unwind_tick() looks for objects loaded or unloaded, and how
  * soon after a sample whose pc no table covers. */
@@ -62,12 +68,16 @@ struct uobj {
 	uint64_t build_ns;
 	char why[192];
 	int rejected;
+	int cached;            /* its table came from the table cache */
+	char build_id[2 * CP_ELF_BUILD_ID_MAX + 1];
 
-	/* Where its .eh_frame is (CP_UR_LAZY), and its copy between the
-	 * copying (under the loader's lock) and the parse. */
-	uint8_t *eh_copy;
-	size_t eh_copy_size;
+	/* Where its .eh_frame and .eh_frame_hdr are (CP_UR_LAZY), and their
+	 * copies between the copying (under the loader's lock) and the
+	 * parse. */
+	uint8_t *eh_copy, *hdr_copy;
+	size_t eh_copy_size, hdr_size;
 	uintptr_t eh_addr;
+	const uint8_t *hdr_mem;
 	size_t fde_count;
 	struct ehf_range text[MAX_TEXT];
 	size_t ntext;
@@ -205,11 +215,14 @@ static void take_object(struct uobj *o, const struct dl_phdr_info *info)
 	size_t hdr_size;
 	for (int i = 0; i < info->dlpi_phnum; i++) {
 		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && o->ntext < MAX_TEXT) {
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && ph->p_memsz && o->ntext < MAX_TEXT) {
 			o->text[o->ntext].lo = info->dlpi_addr + ph->p_vaddr;
 			o->text[o->ntext].hi = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
 			o->ntext++;
 		}
+		if (ph->p_type == PT_NOTE && !o->build_id[0] && ph->p_filesz <= (1u << 16))
+			cp_elf_notes_build_id((const uint8_t *)(info->dlpi_addr + ph->p_vaddr), ph->p_filesz,
+					      ph->p_align == 8 ? 8 : 4, o->build_id);
 	}
 	o->state = CP_UR_NONE;
 	int have_hdr = find_hdr(info, &eh, &hdr_mem, &hdr_size);
@@ -246,20 +259,27 @@ static void take_object(struct uobj *o, const struct dl_phdr_info *info)
 	 * of its segment; the parser stops at its terminator. */
 	o->eh_copy_size = (size_t)(info->dlpi_addr + eh_seg->p_vaddr + eh_seg->p_filesz - eh_frame);
 	o->eh_addr = (uintptr_t)eh_frame;
+	o->hdr_mem = hdr_mem;
+	o->hdr_size = hdr_size;
 	o->state = CP_UR_LAZY;
 }
 
-/* Copies o's .eh_frame out of its memory.  Runs under the loader's lock,
- * while the object is listed there: copies only. */
+/* Copies o's .eh_frame and .eh_frame_hdr out of its memory.  Runs under
+ * the loader's lock, while the object is listed there: copies only. */
 static void copy_eh_frame(struct uobj *o)
 {
 	o->eh_copy = malloc(o->eh_copy_size ? o->eh_copy_size : 1);
-	if (!o->eh_copy) {
+	o->hdr_copy = malloc(o->hdr_size ? o->hdr_size : 1);
+	if (!o->eh_copy || !o->hdr_copy) {
+		free(o->eh_copy);
+		free(o->hdr_copy);
+		o->eh_copy = o->hdr_copy = NULL;
 		snprintf(o->why, sizeof o->why, "out of memory");
 		o->state = CP_UR_NONE;
 		return;
 	}
 	memcpy(o->eh_copy, (const void *)o->eh_addr, o->eh_copy_size);
+	memcpy(o->hdr_copy, o->hdr_mem, o->hdr_size);
 }
 
 /* dl_iterate_phdr callback: the counters, then one listing entry per
@@ -317,11 +337,17 @@ static void listing_free(struct listing *l)
 		free(l->objs[i].key);
 		free(l->objs[i].name);
 		free(l->objs[i].eh_copy);
+		free(l->objs[i].hdr_copy);
 	}
 	free(l->objs);
 }
 
-/* Parses and encodes the copied .eh_frame of o; frees the copy. */
+/* Parses and encodes the copied .eh_frame of o, or takes its table from
+ * the table cache; frees the copies.  The cache holds tables as built from
+ * the file, in link-time addresses, and made from the bytes and code
+ * ranges the file has there: o's are its run-time ones less its load
+ * bias.  Only the table's bounds are addresses; the rest is offsets from
+ * them. */
 static void build_object(struct uobj *o)
 {
 	if (!o->eh_copy)
@@ -329,8 +355,18 @@ static void build_object(struct uobj *o)
 	uint64_t t0 = now_ns();
 	struct ehf_result r;
 	char err[160];
+	struct ehf_range link[MAX_TEXT];
+	for (size_t k = 0; k < o->ntext; k++)
+		link[k] = (struct ehf_range){ o->text[k].lo - o->addr, o->text[k].hi - o->addr };
+	struct cp_utab_source src;
+	cp_utab_source_init(&src, o->hdr_copy, o->hdr_size, o->eh_copy, o->eh_copy_size, link,
+			    o->ntext * sizeof link[0]);
 	o->eh_bytes = o->eh_copy_size;
-	if (cp_ehframe_parse(o->eh_copy, o->eh_copy_size, o->eh_addr, o->fde_count, o->text, o->ntext, &r, err,
+	if (o->build_id[0] && (o->tab = cp_utab_cache_load(o->build_id, &src, &o->tab_bytes))) {
+		o->tab->start += o->addr;
+		o->tab->end += o->addr;
+		o->cached = 1;
+	} else if (cp_ehframe_parse(o->eh_copy, o->eh_copy_size, o->eh_addr, o->fde_count, o->text, o->ntext, &r, err,
 			  sizeof err) < 0) {
 		snprintf(o->why, sizeof o->why, "%s", err);
 		o->rejected = 1;
@@ -339,13 +375,21 @@ static void build_object(struct uobj *o)
 		o->fdes = r.nfdes;
 		o->rows = r.nrows;
 		o->tab = cp_unwind_build(&r, &o->tab_bytes, err, sizeof err);
-		if (!o->tab)
+		if (!o->tab) {
 			snprintf(o->why, sizeof o->why, "%s", err);
+		} else if (o->build_id[0]) {
+			o->tab->start -= o->addr; /* not published yet */
+			o->tab->end -= o->addr;
+			cp_utab_cache_save(o->build_id, &src, o->tab, o->tab_bytes);
+			o->tab->start += o->addr;
+			o->tab->end += o->addr;
+		}
 		cp_ehframe_free(&r);
 	}
 	o->state = o->tab ? CP_UR_TABLE : CP_UR_NONE;
 	free(o->eh_copy);
-	o->eh_copy = NULL;
+	free(o->hdr_copy);
+	o->eh_copy = o->hdr_copy = NULL;
 	o->build_ns = now_ns() - t0;
 }
 
@@ -641,6 +685,7 @@ void cp_unwind_each_object(void (*fn)(const struct unwind_object *o, void *arg),
 			.fdes = u->fdes,
 			.rows = u->rows,
 			.build_ns = u->build_ns,
+			.cached = u->cached,
 			.why = u->tab ? "" : u->why,
 			.rejected = u->rejected,
 		};

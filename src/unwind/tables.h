@@ -62,7 +62,8 @@ struct unwind_object {
 	size_t table_bytes;    /* memory of its table */
 	size_t eh_frame_bytes; /* size of its .eh_frame */
 	size_t fdes, rows;
-	uint64_t build_ns;     /* time to parse and encode */
+	uint64_t build_ns;     /* time to parse and encode, or read back */
+	int cached;            /* its table came from the table cache */
 	const char *why;       /* without a table: why ("" if it has one) */
 	int rejected;          /* its .eh_frame was malformed */
 };

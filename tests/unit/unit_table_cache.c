@@ -6,22 +6,38 @@
  * changed), nor when its cache file is damaged, nor when its index points
  * outside the table although the file's CRC holds; then the table is
  * built again.  Without a cache directory (no XDG_CACHE_HOME, no HOME, as
- * under env -i) tables are built every time.
+ * under env -i) tables are built every time.  The library's tables, built
+ * from this process's memory at run-time addresses, share the cache with
+ * record's, built from files: libc's, built from memory, is the file's
+ * table moved by its load bias, and is kept as the file's; and a process
+ * that finds it kept takes it instead of building it.
  */
 #include <dlfcn.h>
 #include <elf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <zlib.h>
 
 #include "../check.h"
 #include "base/elf.h"
+#include "sig/sigstate.h"
 #include "unwind/ehframe.h"
 #include "unwind/file.h"
+#include "unwind/tables.h"
 
 static char why[160];
+static const char *libc;
+
+/* cp_unwind_each_object: libc's `cached` into *arg. */
+static void note_cached(const struct unwind_object *o, void *arg)
+{
+	if (o->has_table && !strcmp(o->name, libc))
+		*(int *)arg = o->cached;
+}
 
 /* The table of the object at path as file.c gives it, or NULL (why says
  * why); *cached says whence. */
@@ -62,6 +78,34 @@ static int same(const struct cp_utab *a, size_t na, const struct cp_utab *b, siz
 	       !memcmp(&a->init, &b->init, sizeof a->init) && !memcmp(a + 1, b + 1, na - sizeof *a);
 }
 
+/* The library's table of the code at pc (all tables built now, from this
+ * process's memory or the cache), and whether it came from the cache. */
+static const struct cp_utab *mem_table(const void *pc, int *cached)
+{
+	cp_unwind_start(CP_UNWIND_AUTO, 1);
+	const struct cp_unwind_set *set = atomic_load(&cp_sig.unwind);
+	const struct cp_utab *t = NULL;
+	for (size_t i = 0; set && i < set->n; i++)
+		if ((uintptr_t)pc >= set->r[i].lo && (uintptr_t)pc < set->r[i].hi)
+			t = set->r[i].tab;
+	CHECK(t != NULL, "the library has no table for %p", pc);
+	*cached = -1;
+	cp_unwind_each_object(note_cached, cached);
+	return t;
+}
+
+/* Is t, the table of the object loaded at bias, the file's table f moved
+ * by bias? */
+static int moved(const struct cp_utab *t, uintptr_t bias, const struct cp_utab *f, size_t nf)
+{
+	struct cp_utab m = *t;
+	m.start -= bias;
+	m.end -= bias;
+	return m.start == f->start && m.end == f->end && m.nblocks == f->nblocks && m.npages == f->npages &&
+	       m.code_size == f->code_size && !memcmp(&m.init, &f->init, sizeof m.init) &&
+	       !memcmp(m.blk_pc, f + 1, nf - sizeof *f);
+}
+
 /* Writes a copy of the file `from` as `to` with the byte at off flipped. */
 static void flipped_copy(const char *from, const char *to, size_t off)
 {
@@ -96,7 +140,7 @@ int main(void)
 {
 	Dl_info info;
 	CHECK(dladdr((void *)printf, &info) && info.dli_fname, "dladdr(printf)");
-	const char *libc = info.dli_fname;
+	libc = info.dli_fname;
 	struct cp_elf elf;
 	CHECK(cp_elf_open(&elf, libc) == 0, "cp_elf_open %s", libc);
 	if (!elf.build_id[0])
@@ -178,6 +222,36 @@ int main(void)
 	forge(file, arrays + 8 * (size_t)built->nblocks + 2 * (size_t)(built->npages - 1), built->nblocks, 2);
 	free(table(libc, &n2, &cached));
 	CHECK(!cached, "a page beyond the table's blocks was believed");
+
+	/* The library's table of libc, from memory: the file's moved by the
+	 * load bias, and kept as the file's.  Then a child, which starts with
+	 * no tables, takes it from the cache. */
+	char dir2[] = "/tmp/cpuprof-test-XXXXXX";
+	CHECK(mkdtemp(dir2), "mkdtemp");
+	setenv("XDG_CACHE_HOME", dir2, 1);
+	uintptr_t bias = (uintptr_t)info.dli_fbase;
+	int mcached;
+	const struct cp_utab *m = mem_table((void *)printf, &mcached);
+	CHECK(mcached == 0, "libc's table from an empty cache: cached %d", mcached);
+	CHECK(moved(m, bias, built, n1), "libc's table from memory is not the file's moved by %#lx",
+	      (unsigned long)bias);
+	t = table(libc, &n2, &cached);
+	CHECK(cached && same(built, n1, t, n2), "the table the library kept is not the file's (cached %d)", cached);
+	free(t);
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		cp_unwind_after_fork();
+		const struct cp_utab *c = mem_table((void *)printf, &mcached);
+		_exit(mcached != 1 ? 10 : !moved(c, bias, built, n1) ? 11 : 0);
+	}
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid && WIFEXITED(st), "the child: status %#x", st);
+	CHECK(WEXITSTATUS(st) != 10, "the child built libc's table although it was kept");
+	CHECK(WEXITSTATUS(st) == 0, "the child's table of libc from the cache is not the file's moved");
+	cp_unwind_stop(1);
+	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir2);
+	CHECK(system(cmd) == 0, "%s", cmd);
 
 	/* No cache directory: built every time. */
 	unsetenv("XDG_CACHE_HOME");
