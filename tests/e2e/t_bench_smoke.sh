@@ -107,6 +107,14 @@ for n in ("(none)", "cpuprof auto"):
 for n, r in proc.items():
     if fine("one process", n, r) and n != "(none)" and not 0 < r["over_bare_ms"][0] < 500:
         bad.append("one process %s: %.2f ms over bare" % (n, r["over_bare_ms"][0]))
+# CPU per sample at 100 Hz: each cpuprof way ran and its profile has
+# samples (a run of the smoke mode is about 80 ms: 8 samples).
+spr = {r["profiler"]: r for r in res["sample_rounds"]}
+for n in ("cpuprof auto", "cpuprof record"):
+    if n not in spr:
+        bad.append("samples at 100 Hz: no row for %s" % n)
+    elif fine("samples at 100 Hz", n, spr[n]) and not spr[n]["samples"] > 0:
+        bad.append("samples at 100 Hz %s: %s samples" % (n, spr[n]["samples"]))
 tree = {r["profiler"]: r for r in res["tree"]}
 if "cpuprof record" not in tree:
     bad.append("trees: no row for cpuprof record")
