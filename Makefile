@@ -149,6 +149,11 @@ $(B)/cli/%.o: cli/%.c
 LINES_CODE := $(firstword $(shell cksum src/symbolize/lines.c))
 %/src/symbolize/lines_cache.o: CFLAGS += -DCP_LINES_CODE=$(LINES_CODE)u
 $(B)/src/symbolize/lines_cache.o: src/symbolize/lines.c
+# And the symbol table cache (src/symbolize/symtab_cache.c): tables read
+# by the same code.
+SYMBOLS_CODE := $(firstword $(shell cksum src/symbolize/symbols.c))
+%/src/symbolize/symtab_cache.o: CFLAGS += -DCP_SYMBOLS_CODE=$(SYMBOLS_CODE)u
+$(B)/src/symbolize/symtab_cache.o: src/symbolize/symbols.c
 # The same for the unwind table cache (src/unwind/table_cache.c): tables
 # of the same parser and encoder, for the same architecture.
 UNWIND_CODE_SRCS := src/unwind/ehframe.c src/unwind/encode.c src/unwind/file.c src/sig/unwind_table.h \
@@ -365,6 +370,7 @@ $(BB)/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(LIBFLAGS) $(DEPFLAGS) -DCPUPROF_BENCH -c -o $@ $<
 $(BB)/src/symbolize/lines_cache.o: src/symbolize/lines.c
+$(BB)/src/symbolize/symtab_cache.o: src/symbolize/symbols.c
 $(BB)/src/unwind/table_cache.o: $(UNWIND_CODE_SRCS)
 
 $(BB)/libcpuprof.so: $(LIB_OBJS:$(B)/%=$(BB)/%)

@@ -116,3 +116,13 @@ void cp_cache_write(const char *dir, const char *name, const void *buf, size_t l
 	if (close(fd) != 0 || bad || rename(tmp, file) != 0)
 		unlink(tmp);
 }
+
+int cp_cache_file_id(const char *path, struct cp_cache_file_id *id)
+{
+	struct stat st;
+	if (stat(path, &st) != 0)
+		return -1;
+	*id = (struct cp_cache_file_id){ st.st_dev, st.st_ino, (uint64_t)st.st_size,
+					 (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec };
+	return 0;
+}

@@ -40,20 +40,6 @@ struct cp_lines_cached {
 	struct cp_lines_frame *frames;
 };
 
-struct source_id {
-	uint64_t dev, ino, size, sec, nsec;
-};
-
-static int source_id(const char *source, struct source_id *id)
-{
-	struct stat st;
-	if (stat(source, &st) != 0)
-		return -1;
-	*id = (struct source_id){ st.st_dev, st.st_ino, (uint64_t)st.st_size,
-				  (uint64_t)st.st_mtim.tv_sec, (uint64_t)st.st_mtim.tv_nsec };
-	return 0;
-}
-
 /* Whether a and b name one file: the same path, or two (a symlinked
  * directory: /lib and /usr/lib under usrmerge, where the loader and
  * /proc/PID/maps name libc differently) with the same device and inode. */
@@ -112,12 +98,12 @@ struct cp_lines_cached *cp_lines_cache_load(const char *path, const char *build_
 	struct rd r = { c->buf, c->buf + len };
 	char magic[8];
 	uint32_t order, code, n;
-	struct source_id want, now;
+	struct cp_cache_file_id want, now;
 	const char *opath, *source;
 	if (rd(&r, magic, 8) || memcmp(magic, MAGIC, 8) || rd(&r, &order, 4) || order != 0x01020304 ||
 	    rd(&r, &code, 4) || code != (uint32_t)CP_LINES_CODE || rd(&r, &want, sizeof want) ||
 	    rd(&r, &n, 4) || n > MAX_ANSWERS || rd_str(&r, &opath) || rd_str(&r, &source) ||
-	    !opath || !source || !same_file(opath, path) || source_id(source, &now) ||
+	    !opath || !source || !same_file(opath, path) || cp_cache_file_id(source, &now) ||
 	    memcmp(&want, &now, sizeof want))
 		goto bad;
 	/* Every answer needs 17 bytes at least: n is bounded by the file. */
@@ -271,8 +257,8 @@ void cp_lines_cache_save(const char *path, const char *build_id, const char *sou
 			 const struct cp_lines_chain *chains, const size_t *idx, size_t n)
 {
 	char dir[4096];
-	struct source_id id;
-	if (!n || !build_id || !cp_cache_key_valid(build_id) || !source || source_id(source, &id) ||
+	struct cp_cache_file_id id;
+	if (!n || !build_id || !cp_cache_key_valid(build_id) || !source || cp_cache_file_id(source, &id) ||
 	    cp_cache_dir("lines", dir, sizeof dir, 1) != 0)
 		return;
 	if (c && c->n + n > MAX_ANSWERS)

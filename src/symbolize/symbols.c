@@ -22,6 +22,7 @@
 #include "base/elf.h"
 #include "base/loader.h"
 #include "symbols.h"
+#include "symtab_cache.h"
 
 #define ST_TYPE(info) ((info) & 0xf)
 #define ST_BIND(info) ((info) >> 4)
@@ -424,6 +425,21 @@ static int seg_cmp(const void *a, const void *b)
 	return x->start < y->start ? -1 : x->start > y->start;
 }
 
+/* cp_symbols_read_file through the symbol table cache (symtab_cache.h):
+ * the table of the object whose build ID is want ("" if none), from the
+ * file at path; kept when read from a file with that build ID. */
+static int read_file_kept(const char *path, const char *want, struct cp_symtab *t, char *bid)
+{
+	if (want[0] && cp_symtab_cache_load(want, path, t) == 0) {
+		snprintf(bid, 2 * SYMBOLS_BUILD_ID_MAX + 1, "%s", want);
+		return 0;
+	}
+	int rc = cp_symbols_read_file(path, t, bid);
+	if (rc == 0 && want[0] && !strcmp(bid, want))
+		cp_symtab_cache_save(want, path, t);
+	return rc;
+}
+
 /* Reads o's symbols from its separate debug file, found by build ID where
  * distributions install them (Debian's *-dbg and -dbgsym packages): it has
  * the full .symtab that the shipped object was stripped of.  0 if found
@@ -436,7 +452,7 @@ static int read_debug_file(const struct cp_object *o, struct cp_symtab *t)
 	if (len < 4)
 		return -ENOENT;
 	snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug", o->build_id, o->build_id + 2);
-	int rc = cp_symbols_read_file(path, t, bid);
+	int rc = read_file_kept(path, o->build_id, t, bid);
 	if (rc == 0 && (strcmp(bid, o->build_id) != 0 || t->n == 0)) {
 		cp_symbols_symtab_free(t);
 		rc = -ENOENT;
@@ -461,7 +477,7 @@ static void read_symtab(const struct cp_object *o, struct cp_symtab *t)
 	} else if (read_debug_file(o, t) == 0) {
 		return;
 	} else {
-		rc = cp_symbols_read_file(o->self_exe ? "/proc/self/exe" : o->path, t, bid);
+		rc = read_file_kept(o->self_exe ? "/proc/self/exe" : o->path, o->build_id, t, bid);
 	}
 	if (rc == 0 && o->build_id[0] && bid[0] && strcmp(o->build_id, bid) != 0)
 		cp_symbols_symtab_free(t);
