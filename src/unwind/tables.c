@@ -356,11 +356,13 @@ static void build_object(struct uobj *o)
 	struct ehf_result r;
 	char err[160];
 	struct ehf_range link[MAX_TEXT];
-	for (size_t k = 0; k < o->ntext; k++)
-		link[k] = (struct ehf_range){ o->text[k].lo - o->addr, o->text[k].hi - o->addr };
 	struct cp_utab_source src;
-	cp_utab_source_init(&src, o->hdr_copy, o->hdr_size, o->eh_copy, o->eh_copy_size, link,
-			    o->ntext * sizeof link[0]);
+	if (o->build_id[0]) {
+		for (size_t k = 0; k < o->ntext; k++)
+			link[k] = (struct ehf_range){ o->text[k].lo - o->addr, o->text[k].hi - o->addr };
+		cp_utab_source_init(&src, o->hdr_copy, o->hdr_size, o->eh_copy, o->eh_copy_size, link,
+				    o->ntext * sizeof link[0]);
+	}
 	o->eh_bytes = o->eh_copy_size;
 	if (o->build_id[0] && (o->tab = cp_utab_cache_load(o->build_id, &src, &o->tab_bytes))) {
 		o->tab->start += o->addr;
