@@ -17,7 +17,6 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include <zlib.h>
 
 #include "../check.h"
 #include "symbolize/symbols.h"
@@ -41,20 +40,6 @@ static int believed(const char *bid, const char *path)
 	int ok = cp_symtab_cache_load(bid, path, &t) == 0;
 	cp_symbols_symtab_free(&t);
 	return ok;
-}
-
-/* Rewrites the kept file with buf[off..off+n) replaced by v, its CRC-32
- * made good again. */
-static void forge(const char *file, size_t off, const void *v, size_t n)
-{
-	size_t len;
-	unsigned char *b = read_file(file, &len);
-	CHECK(off + n <= len - 4, "offset %zu beyond %s", off, file);
-	memcpy(b + off, v, n);
-	uint32_t crc = (uint32_t)crc32(0, b, (uInt)(len - 4));
-	memcpy(b + len - 4, &crc, 4);
-	write_file(file, b, len);
-	free(b);
 }
 
 int main(void)
@@ -104,11 +89,11 @@ int main(void)
 	CHECK(p != NULL, "the path is not in %s", file);
 	size_t entries = (size_t)(p - kept) + strlen(copy) + 1;
 	uint64_t v = 0;
-	forge(file, entries + 24, &v, 8);
+	forge_cache_file(file, entries + 24, &v, 8);
 	CHECK(!believed(bid, copy), "believed with its starts out of order");
 	write_file(file, kept, len);
 	v = len;
-	forge(file, entries + 16, &v, 8);
+	forge_cache_file(file, entries + 16, &v, 8);
 	CHECK(!believed(bid, copy), "believed with a name outside its names");
 	write_file(file, kept, len);
 	CHECK(believed(bid, copy), "restored");
@@ -136,7 +121,7 @@ int main(void)
 	char up[sizeof was];
 	for (size_t i = 0; was[i]; i++)
 		up[i] = was[i] >= 'a' && was[i] <= 'z' ? (char)(was[i] - 32) : was[i];
-	forge(file, (size_t)(p - kept) + 1, up, strlen(was));
+	forge_cache_file(file, (size_t)(p - kept) + 1, up, strlen(was));
 	free(kept);
 	s = cp_symbols_load();
 	name = s ? cp_symbols_name_for(s, (uintptr_t)printf, &start) : NULL;

@@ -20,7 +20,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <zlib.h>
 
 #include "../check.h"
 #include "base/elf.h"
@@ -117,25 +116,6 @@ static void flipped_copy(const char *from, const char *to, size_t off)
 	free(b);
 }
 
-/* Rewrites the cache file with the u32 (or u16) at off set to v and the
- * CRC-32 made good again. */
-static void forge(const char *file, size_t off, uint32_t v, size_t width)
-{
-	size_t len;
-	unsigned char *b = read_file(file, &len);
-	CHECK(off + width <= len - 4, "offset %zu beyond %s", off, file);
-	if (width == 4)
-		memcpy(b + off, &v, 4);
-	else {
-		uint16_t h = (uint16_t)v;
-		memcpy(b + off, &h, 2);
-	}
-	uint32_t crc = (uint32_t)crc32(0, b, (uInt)(len - 4));
-	memcpy(b + len - 4, &crc, 4);
-	write_file(file, b, len);
-	free(b);
-}
-
 int main(void)
 {
 	Dl_info info;
@@ -216,10 +196,12 @@ int main(void)
 	size_t arrays = len - 4 - (n1 - sizeof *built);
 	CHECK(built->nblocks > 1 && built->npages > 0, "libc's table: %u blocks, %u pages", built->nblocks,
 	      built->npages);
-	forge(file, arrays + 4 * (size_t)built->nblocks + 4, built->code_size + 5, 4);
+	uint32_t beyond = built->code_size + 5;
+	forge_cache_file(file, arrays + 4 * (size_t)built->nblocks + 4, &beyond, 4);
 	free(table(libc, &n2, &cached));
 	CHECK(!cached, "a block beyond the table's code was believed");
-	forge(file, arrays + 8 * (size_t)built->nblocks + 2 * (size_t)(built->npages - 1), built->nblocks, 2);
+	uint16_t blk = (uint16_t)built->nblocks;
+	forge_cache_file(file, arrays + 8 * (size_t)built->nblocks + 2 * (size_t)(built->npages - 1), &blk, 2);
 	free(table(libc, &n2, &cached));
 	CHECK(!cached, "a page beyond the table's blocks was believed");
 
