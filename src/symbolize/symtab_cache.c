@@ -3,7 +3,8 @@
  *
  * A file, in the machine's byte order: struct head (the magic
  * "CPSYMS\n", u32 0x01020304, u32 the reader's checksum, the source file's
- * identity, the counts), the source's path and a NUL, n x struct entry,
+ * identity, the counts), the source's path (for people) and a NUL,
+ * n x struct entry,
  * the names (each NUL-terminated); and last (base/cachefile.c) the CRC-32
  * of all before it.
  */
@@ -61,11 +62,14 @@ int cp_symtab_cache_load(const char *build_id, const char *path, struct cp_symta
 	if (len < sizeof h)
 		goto out;
 	memcpy(&h, buf, sizeof h);
-	/* Everything up to the counts as now, and the same path. */
-	if (memcmp(&h, &want, offsetof(struct head, n)) || h.path_len != want.path_len ||
-	    h.n == 0 || h.n > len / sizeof(struct entry) || h.names_len > len ||
+	/* Everything up to the counts as now: the same file, whatever path
+	 * named it (the loader and /proc/PID/maps name a library by /lib
+	 * and /usr/lib on a usrmerged system; the library names its program
+	 * /proc/self/exe). */
+	if (memcmp(&h, &want, offsetof(struct head, n)) || h.n == 0 || h.n > len / sizeof(struct entry) ||
+	    h.names_len > len || h.path_len > len ||
 	    len != sizeof h + h.path_len + 1 + h.n * sizeof(struct entry) + h.names_len ||
-	    memcmp(buf + sizeof h, path, h.path_len + 1))
+	    buf[sizeof h + h.path_len] != '\0')
 		goto out;
 	const char *at = buf + sizeof h + h.path_len + 1, *names = at + h.n * sizeof(struct entry);
 	if (h.names_len == 0 || names[h.names_len - 1] != '\0')

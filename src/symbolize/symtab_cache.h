@@ -8,8 +8,8 @@
  * One file per object with a GNU build ID, in the cache "symbols"
  * (base/cachefile.h), holding the table as cp_symbols_read_file built it
  * from one file (the object's separate debug file, or the object itself).
- * It is believed only for the same file (its path and its device, inode,
- * size and mtime), read by the same code (a checksum of symbols.c,
+ * It is believed only for the same file (its device, inode, size and
+ * mtime, by whatever path), read by the same code (a checksum of symbols.c,
  * compiled in), and only if the table is what a build gives: starts
  * strictly increasing, every name inside the names.  Only tables whose
  * file had the object's build ID are kept.  Not for signal context.

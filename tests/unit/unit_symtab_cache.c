@@ -1,8 +1,8 @@
 /*
  * unit_symtab_cache.c -- the symbol table cache (symbolize/symtab_cache.h).
- * A table kept is read back the same, symbol for symbol.  It is not
- * believed for another file with the same build ID (a copy at another
- * path), nor once its file changed (mtime), nor when the kept table is not
+ * A table kept is read back the same, symbol for symbol, also for the
+ * same file by another path.  It is not believed for another file with
+ * the same build ID (a copy), nor once its file changed (mtime), nor when the kept table is not
  * one a build gives (starts out of order, a name outside the names) though
  * its CRC holds.  And the symbolizer uses it: a snapshot of this process
  * names printf from the kept table of libc (a name changed in the kept
@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 
 #include "../check.h"
@@ -73,7 +74,15 @@ int main(void)
 	cp_symbols_symtab_free(&t);
 	printf("libc: %zu symbols kept\n", t0.n);
 
-	/* Another file with the same build ID; the file changed since. */
+	/* The same file by another path (a symlinked directory, as /lib and
+	 * /usr/lib under usrmerge): believed.  Another file with the same
+	 * build ID; the file changed since: not. */
+	char linked[600], via[700];
+	snprintf(linked, sizeof linked, "%s/linked", dir);
+	snprintf(via, sizeof via, "%s/libc-copy.so", linked);
+	CHECK(symlink(dir, linked) == 0, "symlink");
+	CHECK(believed(bid, via), "not believed for the same file by another path");
+	unlink(linked);
 	CHECK(!believed(bid, other), "believed for another file with the same build ID");
 	struct timespec later[2] = { { 0, UTIME_OMIT }, { time(NULL) + 100, 0 } };
 	CHECK(utimensat(AT_FDCWD, copy, later, 0) == 0, "utimensat");
