@@ -1670,7 +1670,7 @@ def markdown(res, figs, ext):
         w("|---|---:|---:|---:|---:|")
         for r in res["sample_rounds"]:
             if "error" in r:
-                w("| %s | failed: %s | | |" % (r["profiler"], md_cell(r["error"])))
+                w("| %s | failed: %s | | | |" % (r["profiler"], md_cell(r["error"])))
                 continue
             v = r.get("vs_gperftools")
             w("| %s | %.1f | %.1f–%.1f | %.1f–%.1f | %s |" % (
