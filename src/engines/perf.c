@@ -289,6 +289,22 @@ static int perf_probe(int signo, uint64_t period_ns, char *why, size_t len)
 /* The shortest period in cycles: a few microseconds on any CPU. */
 #define MIN_PERIOD_CYCLES 10000
 
+/* User-mode work on the calling thread (tid self) between rare clock
+ * reads, so that the system calls' time, whose cycles are not counted,
+ * hardly weighs, until its CPU clock is CALIBRATE_NS past t0; *t1 is the
+ * last reading.  0, or -1 if the clock could not be read. */
+static int spin(pid_t self, uint64_t t0, uint64_t *t1)
+{
+	volatile uint64_t sink = 1;
+	do {
+		for (int i = 0; i < 20000; i++)
+			sink = sink * 6364136223846793005ull + 1;
+		if (cp_thread_cpu_ns(self, t1) < 0)
+			return -1;
+	} while (*t1 - t0 < CALIBRATE_NS);
+	return 0;
+}
+
 /* Counts the calling thread's user-mode cycles over CALIBRATE_NS of its
  * CPU time: *count (0 if it could not be measured) and *ns.  Returns 0 or
  * a negative errno with the reason in why[len]. */
@@ -305,17 +321,10 @@ static int count_cycles(uint64_t *count, uint64_t *ns, char *why, size_t len)
 		close(fd);
 		return -ENODEV;
 	}
-	/* User-mode work between rare clock reads, so that the system
-	 * calls' time, whose cycles are not counted, hardly weighs. */
-	volatile uint64_t sink = 1;
-	do {
-		for (int i = 0; i < 20000; i++)
-			sink = sink * 6364136223846793005ull + 1;
-		if (cp_thread_cpu_ns(self, &t1) < 0) {
-			close(fd);
-			return 0;
-		}
-	} while (t1 - t0 < CALIBRATE_NS);
+	if (spin(self, t0, &t1) < 0) {
+		close(fd);
+		return 0;
+	}
 	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
 	/* With the times the event was enabled and on the PMU: a PMU shared
 	 * with other users counts only part of the time. */
@@ -328,21 +337,76 @@ static int count_cycles(uint64_t *count, uint64_t *ns, char *why, size_t len)
 	return 0;
 }
 
+/* Whether a cycles event sampling every `period` user-mode cycles of the
+ * calling thread raises a sample in CALIBRATE_NS of its CPU time (about
+ * OVERFLOWS_EXPECTED are due): counting is not enough, the PMU's overflow
+ * interrupt must come.  1, 0, or -1 if that could not be tried. */
+#define OVERFLOWS_EXPECTED 16
+static int raises_samples(uint64_t period)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof a);
+	a.size = sizeof a;
+	a.type = cycles.type;
+	a.config = cycles.config;
+	a.sample_period = period;
+	a.sample_type = PERF_SAMPLE_IP;
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	a.disabled = 1;
+	a.watermark = 1;
+	a.wakeup_watermark = 1u << 30; /* nobody polls */
+	int fd = cp_perf_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	long page = sysconf(_SC_PAGESIZE);
+	/* The control page and one data page: a sample of its IP is 16
+	 * bytes, and the head counts on past the page's end. */
+	struct perf_event_mmap_page *m = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		close(fd);
+		return -1;
+	}
+	pid_t self = (pid_t)syscall(SYS_gettid);
+	uint64_t t0 = 0, t1 = 0;
+	int rc = -1;
+	if (ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) == 0 && cp_thread_cpu_ns(self, &t0) == 0 && spin(self, t0, &t1) == 0) {
+		ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+		rc = __atomic_load_n(&m->data_head, __ATOMIC_ACQUIRE) > 0;
+	}
+	munmap(m, 2 * (size_t)page);
+	close(fd);
+	return rc;
+}
+
 static int hw_probe(int signo, uint64_t period_ns, char *why, size_t len)
 {
 	uint64_t count = 0, ns = 0;
 	double rate = 0;
+	int raises = 0;
 	/* QEMU's emulated PMU has been seen to count nothing once in about
-	 * ten boots, and a fresh event then counted. */
-	for (int i = 0; i < CALIBRATE_TRIES && (rate < MIN_CYCLES_PER_NS || rate > MAX_CYCLES_PER_NS); i++) {
+	 * ten boots, and a fresh event then counted.  A PMU whose overflow
+	 * interrupt never comes would count and give no sample.  (A
+	 * sampling event that could not be tried, -1, is no reason to
+	 * refuse.) */
+	for (int i = 0; i < CALIBRATE_TRIES && raises == 0; i++) {
 		int e = count_cycles(&count, &ns, why, len);
 		if (e < 0)
 			return e;
 		rate = ns ? (double)count / (double)ns : 0;
+		if (rate < MIN_CYCLES_PER_NS || rate > MAX_CYCLES_PER_NS)
+			continue;
+		raises = raises_samples((uint64_t)(rate * CALIBRATE_NS / OVERFLOWS_EXPECTED));
 	}
 	if (rate < MIN_CYCLES_PER_NS || rate > MAX_CYCLES_PER_NS) {
 		snprintf(why, len, "the cycles event counted %llu cycles in %llu ns of CPU, %d times out of %d",
 			 (unsigned long long)count, (unsigned long long)ns, CALIBRATE_TRIES, CALIBRATE_TRIES);
+		return -ENODEV;
+	}
+	if (raises == 0) {
+		snprintf(why, len, "the cycles event counted (%.2f cycles/ns) but raised no sample in %d ms of CPU, "
+			 "where %d were due: the PMU's overflow interrupt does not come", rate, CALIBRATE_NS / 1000000,
+			 OVERFLOWS_EXPECTED);
 		return -ENODEV;
 	}
 	cycles.units_per_ns = rate;
