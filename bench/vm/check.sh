@@ -9,11 +9,23 @@
 #    profile warns that the threads ran less than a tick between sleeps,
 #    and that its samples are few when it took fewer than an eighth of
 #    those asked for;
-#  - if auto took the hw engine, it delivered at least an eighth of the
-#    samples asked for (the tick allows about a twentieth here) and put
-#    each leaf within 15 percentage points of its true share (2-7
-#    measured; the timer engine 12-49);
+#  - if auto took the hw engine, its profile holds a sample for every
+#    overflow interrupt the PMU raised during the cell (at least 0.8 of
+#    them: the engine's probe raises a few of its own, up to 16; the
+#    samples were equal to the interrupts in 41 cells before the probe
+#    raised any), those are at least a sixteenth of
+#    the samples asked for, and it put each leaf within 15 percentage
+#    points of its true share (2-7 measured; the timer engine 12-49).  The
+#    hw engine counts user mode only, and under TCG the workload's system
+#    calls take most of its CPU, more so when the host is busy: its
+#    samples were 0.17-0.51 of those asked for on a quiet host (34 boots)
+#    and 0.105-0.34 with two processes burning the host's two CPUs (8
+#    boots), which an eighth, the bound before, failed 3 times of 8;
 #  - on aarch64 (QEMU's -cpu max has a PMU) auto took the hw engine.
+# QEMU's emulated PMU has raised no overflow interrupt at all in about one
+# boot of 30-40: when auto's probe says so and took another engine, or
+# the hw engine's profile has no sample and the PMU raised no interrupt
+# in the cell, the VM is booted once more (and the check says so).
 # Coverage and shares are vmprof's, against the workload's own clocks, not
 # the profile's claims (printed beside them).
 #
@@ -29,15 +41,29 @@ for arch in "$@"; do
 	mkdir -p $b/vm
 	start=$(date +%s)
 	bad() { echo "check-vm $arch: FAIL: $*" >&2; fail=1; }
-	if ! VM_ARCH=$arch VM_LOG=$b/vm/check.log sh bench/vm/run.sh @check > $b/vm/check.md; then
+	field() { echo "$row" | awk -F'|' -v i="$1" '{ gsub(/^ +| +$/, "", $i); print $i }'; }
+	ran=
+	for boot in 1 2; do
+		ran=
+		VM_ARCH=$arch VM_LOG=$b/vm/check.log sh bench/vm/run.sh @check > $b/vm/check.md || break
+		ran=1
+		cat $b/vm/check.md
+		row=$(grep '^| auto | sleepy |' $b/vm/check.md || true)
+		samples=$(field 6) pmu=$(field 16)
+		if [ "$arch" = aarch64 ] && [ $boot -eq 1 ] &&
+			{ echo "$row" | grep -q 'overflow interrupt does not come' ||
+				{ echo "$row" | grep -q 'engine=hw;' && [ "$samples" = 0 ] && [ "$pmu" = 0 ]; }; }; then
+			echo "check-vm $arch: the emulated PMU raised no overflow interrupt in this boot: booting again"
+			continue
+		fi
+		break
+	done
+	if [ -z "$ran" ]; then
 		bad "the VM did not run its cell (bench/vm/run.sh failed; see $b/vm/check.log)"
 		continue
 	fi
 	end=$(date +%s)
-	cat $b/vm/check.md
-	row=$(grep '^| auto | sleepy |' $b/vm/check.md || true)
-	field() { echo "$row" | awk -F'|' -v i="$1" '{ gsub(/^ +| +$/, "", $i); print $i }'; }
-	samples=$(field 6) expected=$(field 7) cov=$(field 8) err=$(field 10)
+	samples=$(field 6) expected=$(field 7) cov=$(field 8) err=$(field 10) pmu=$(field 16)
 	echo "check-vm $arch: auto, sleepy, 2 threads, 1 kHz: coverage ${cov:-none} (need $MIN to 1.1)," \
 		"attributed $(field 9), err ${err:-none} pp, ${samples:-no} samples of ${expected:-?} expected; $((end - start)) s"
 	case "$samples:$expected" in
@@ -49,7 +75,11 @@ for arch in "$@"; do
 		continue
 	fi
 	if echo "$row" | grep -q 'engine=hw;'; then
-		[ $((samples * 8)) -ge "$expected" ] || bad "$samples samples of $expected: not above the tick"
+		case $pmu in
+		[0-9]*) [ $((samples * 10)) -ge $((pmu * 8)) ] || bad "$samples samples for $pmu overflow interrupts of the PMU" ;;
+		*) bad "the VM did not count the PMU's interrupts" ;;
+		esac
+		[ $((samples * 16)) -ge "$expected" ] || bad "$samples samples of $expected: fewer than a sixteenth"
 		awk -v e="$err" 'BEGIN { exit !(e != "" && e + 0 <= 15) }' </dev/null || bad "a leaf's share is $err pp off"
 	else
 		[ "$arch" != aarch64 ] || bad "auto did not take the hw engine"

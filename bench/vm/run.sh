@@ -222,6 +222,10 @@ grep -E '^ *\.resolution' /proc/timer_list | sort | uniq -c | sed 's/^ */timer_l
 grep -E 'event_handler' /proc/timer_list | sort | uniq -c | sed 's/^ */timer_list /'
 echo "=== END VMINFO"
 GPERF=$(ls /usr/lib/*/libprofiler.so.0 2>/dev/null)
+# The PMU's overflow interrupts so far, all CPUs (nothing without a PMU).
+pmu_irqs() {
+	awk '/arm-pmu/ { s = 0; for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i; print s; exit }' /proc/interrupts
+}
 while read -r cell; do
 	IFS=: read -r prof pat thr hz cpus <<CELL
 $cell
@@ -231,6 +235,7 @@ CELL
 	echo "=== CELL $cell"
 	rm -f /tmp/p.pb.gz /tmp/g.prof /tmp/truth
 	t0=$(cut -d' ' -f1 /proc/uptime)
+	pmu0=$(pmu_irqs)
 	loc0=$(awk '$1 == "LOC:" || /arch_timer/ { s = 0; for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i; print s, i - 2; exit }' /proc/interrupts)
 	case $prof in
 	none)
@@ -254,6 +259,7 @@ CELL
 	loc1=$(awk '$1 == "LOC:" || /arch_timer/ { s = 0; for (i = 2; i <= NF && $i ~ /^[0-9]+$/; i++) s += $i; print s; exit }' /proc/interrupts)
 	echo "cellwall $t0 $t1"
 	echo "cellticks $loc0 $loc1"
+	echo "cellpmu $pmu0 $(pmu_irqs)"
 	echo "=== END CELL"
 done < /cells
 echo "=== DONE"

@@ -16,7 +16,9 @@
 # part found inside the sleep call);
 # EINTR = sleeps the program saw cut short; wall = the cell's wall seconds;
 # ticks/s = local timer interrupts per second per CPU during the cell (250
-# when the emulation keeps up; fewer when the host starves the VM).
+# when the emulation keeps up; fewer when the host starves the VM); PMU
+# irqs = the PMU's overflow interrupts during the cell, all CPUs (aarch64;
+# "-" where the VM has no PMU): each is a hw engine's sample.
 set -e
 [ $# -eq 1 ] || { echo "usage: table.sh CONSOLE_LOG" >&2; exit 2; }
 awk '
@@ -33,7 +35,7 @@ function kv(line, key,    n, i, a, p) {
 /^=== VMINFO/ { info = 1; next }
 /^=== END VMINFO/ { info = 0; next }
 info { vminfo[++nv] = $0; next }
-/^=== CELL / { cell = $3; truth = judged = probe = comments = tps = ""; next }
+/^=== CELL / { cell = $3; truth = judged = probe = comments = tps = ""; pmu = "-"; next }
 /^truth / { truth = $0; next }
 /^judged / { judged = $0; next }
 /^probe / { probe = $0; next }
@@ -56,6 +58,7 @@ info { vminfo[++nv] = $0; next }
 /^ticks / { ticks[++nt] = substr($0, 7); next }
 /^cellwall / { wall = sprintf("%.1f", $3 - $2); wallf = $3 - $2; next }
 /^cellticks / { tps = ($2 != "" && $4 != "" && wallf > 0 && $3 > 0) ? sprintf("%.0f", ($4 - $2) / $3 / wallf) : "?"; next }
+/^cellpmu / { if (NF == 3) pmu = $3 - $2; next }
 /^=== END CELL/ {
 	split(cell, f, ":")
 	prof = f[1]; pat = f[2]; thr = f[3]; hz = f[4]
@@ -77,15 +80,15 @@ info { vminfo[++nv] = $0; next }
 		next
 	}
 	if (prof == "none") {
-		row[++nr] = sprintf("| none | %s | %s | - | - | - | - | - | - | - | - | %s | %s | %s | CPU %.2f s |", pat, thr, eintr, wall, tps, pns / 1e9)
+		row[++nr] = sprintf("| none | %s | %s | - | - | - | - | - | - | - | - | %s | %s | %s | %s | CPU %.2f s |", pat, thr, eintr, wall, tps, pmu, pns / 1e9)
 		next
 	}
 	if (judged == "") {
-		row[++nr] = sprintf("| %s | %s | %s | %s | no profile | | | | | | | %s | %s | %s | |", prof, pat, thr, hz, eintr, wall, tps)
+		row[++nr] = sprintf("| %s | %s | %s | %s | no profile | | | | | | | %s | %s | %s | %s | |", prof, pat, thr, hz, eintr, wall, tps, pmu)
 		next
 	}
 	expect = sprintf("%.0f", hz * pns / 1e9)
-	row[++nr] = sprintf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", prof, pat, thr, hz, kv(judged, "samples"), expect, kv(judged, "coverage"), kv(judged, "attributed"), kv(judged, "err_pp"), kv(judged, "err_leaves_pp"), sprintf("%.0f / %.0f", kv(judged, "other_true_pp"), kv(judged, "other_prof_pp")), eintr, wall, tps, comments)
+	row[++nr] = sprintf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", prof, pat, thr, hz, kv(judged, "samples"), expect, kv(judged, "coverage"), kv(judged, "attributed"), kv(judged, "err_pp"), kv(judged, "err_leaves_pp"), sprintf("%.0f / %.0f", kv(judged, "other_true_pp"), kv(judged, "other_prof_pp")), eintr, wall, tps, pmu, comments)
 	next
 }
 END {
@@ -93,8 +96,8 @@ END {
 		print "    " vminfo[i]
 	print ""
 	if (nr) {
-		print "| profiler | pattern | threads | Hz | samples | expected | coverage | attributed | err pp | err/leaves pp | outside leaves %: true / profile | EINTR | wall s | ticks/s | profile says |"
-		print "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+		print "| profiler | pattern | threads | Hz | samples | expected | coverage | attributed | err pp | err/leaves pp | outside leaves %: true / profile | EINTR | wall s | ticks/s | PMU irqs | profile says |"
+		print "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 		for (i = 1; i <= nr; i++)
 			print row[i]
 		print ""
