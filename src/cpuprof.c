@@ -232,6 +232,21 @@ static void *keeper_main(void *unused)
 	pthread_mutex_lock(&cp_tab_lock);
 	R->engine->stop();
 	R->engine->stats(&R->stats);
+	/* A file's samples, all in now, are held to their threads' CPU
+	 * clocks (record holds those it was sent by the engine's ahead_ns,
+	 * and those it took from outside to the processes' CPU). */
+	if (R->engine->clock_factor && !R->recorded && !R->stream) {
+		cp_session_drain_locked();
+		R->stats.ahead_ns = cp_stacktab_scale_down(&R->tab, R->engine->clock_factor);
+		/* The samples lost weigh the same clock: held to all threads'. */
+		double f = R->engine->clock_factor(0);
+		uint64_t lost = atomic_load(&cp_sig.lost_ns) + R->stats.lost_ns, kept = (uint64_t)((double)lost * f + 0.5);
+		if (kept < lost) {
+			atomic_store(&cp_sig.lost_ns, (uint64_t)((double)atomic_load(&cp_sig.lost_ns) * f + 0.5));
+			R->stats.lost_ns = (uint64_t)((double)R->stats.lost_ns * f + 0.5);
+			R->stats.ahead_ns += lost - kept;
+		}
+	}
 	pthread_mutex_unlock(&cp_tab_lock);
 	R->keeper_cpu_ns = (uint64_t)cp_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	return NULL;
@@ -857,6 +872,7 @@ void cp_session_facts_locked(struct cp_facts *f)
 	f->unarmed = ts.unarmed;
 	f->blocked = ts.blocked;
 	f->throttled = ts.throttled;
+	f->ahead_ns = ts.ahead_ns;
 	f->first_error = ts.first_error;
 	if (R->unwind != CP_UNWIND_FP)
 		cp_unwind_each_object(summarise_object, f);

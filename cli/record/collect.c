@@ -311,6 +311,15 @@ void cp_collect_finish(struct cp_collector *c)
 			drain(c, m, s, 0);
 		}
 	}
+	/* A perf engine's samples that held more than their threads' CPU
+	 * clocks: the library took nothing off (they were ours already) and
+	 * says how much was too much. */
+	for (size_t i = 0; i < c->tree.nimages; i++) {
+		struct cp_image *m = c->tree.images[i];
+		uint64_t held = m->sampled_ns + m->dropped_ns;
+		if (m->have_facts && m->facts.ahead_ns && held)
+			cp_image_scale(m, m->facts.ahead_ns < held ? 1.0 - (double)m->facts.ahead_ns / (double)held : 0.0);
+	}
 }
 
 void cp_collect_free(struct cp_collector *c)

@@ -72,6 +72,14 @@ int cp_kernel_all_ended(const struct cp_kcollector *k);
  * run on unchanged.  wall_ns: the wall time the tree ran. */
 void cp_kernel_finish(struct cp_kcollector *k);
 
+/* After the finish: where the tree's samples and counts hold more CPU than
+ * cpu_ns, what the kernel charged to it (CMD's rusage and the orphans'),
+ * every image's are scaled down to it and its facts say by how much
+ * (ahead_ns).  The task clock runs on while a virtual machine's host has
+ * taken its CPU (steal time), and the kernel's charge does not.  Not while
+ * a process of the tree still runs: cpu_ns has none of its CPU. */
+void cp_kernel_hold_to(struct cp_kcollector *k, int64_t cpu_ns);
+
 /* What was collected; the CPU the events counted in all (-p's measure of
  * the window); what record itself used. */
 struct cp_tree *cp_kernel_tree(struct cp_kcollector *k);

@@ -588,9 +588,10 @@ static int run(const struct record_opts *o, const struct cp_kernel_conf *kc, str
 	/* CMD is gone; orphans it left that already ended are reaped, and the
 	 * rest of the tree is taken as it is. */
 	reap(c, rs);
-	if (c->kernel)
+	if (c->kernel) {
 		cp_kernel_finish(c->kernel);
-	else
+		cp_kernel_hold_to(c->kernel, rs->tree_cpu_ns);
+	} else
 		cp_collect_finish(&c->shm);
 	close(sfd);
 	sigprocmask(SIG_SETMASK, &old, NULL);

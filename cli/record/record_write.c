@@ -120,6 +120,7 @@ static void add_facts(struct cp_facts *t, const struct cp_facts *f)
 	t->unarmed += f->unarmed;
 	t->blocked += f->blocked;
 	t->throttled += f->throttled;
+	t->ahead_ns += f->ahead_ns;
 	if (!t->first_error)
 		t->first_error = f->first_error;
 	if (f->duration_ns > t->duration_ns)

@@ -85,3 +85,22 @@ void cp_tree_free(struct cp_tree *t)
 	free(t->images);
 	memset(t, 0, sizeof *t);
 }
+
+static double image_factor;
+
+static double constant_factor(uint32_t tid)
+{
+	(void)tid;
+	return image_factor;
+}
+
+void cp_image_scale(struct cp_image *m, double f)
+{
+	if (!(f < 1.0))
+		return;
+	image_factor = f < 0 ? 0 : f;
+	for (size_t e = 0; e < m->nepochs; e++)
+		cp_stacktab_scale_down(&m->epochs[e].tab, constant_factor);
+	m->sampled_ns = (uint64_t)((double)m->sampled_ns * image_factor + 0.5);
+	m->dropped_ns = (uint64_t)((double)m->dropped_ns * image_factor + 0.5);
+}

@@ -71,6 +71,9 @@ struct cp_tree {
 struct cp_image *cp_tree_new_image(struct cp_tree *t);
 /* Adds an epoch for the objects of generation gen to m.  0 or -1. */
 int cp_image_add_epoch(struct cp_image *m, uint32_t gen);
+/* Multiplies what image m's samples hold (its stack tables, sampled_ns
+ * and dropped_ns) by f, at most 1. */
+void cp_image_scale(struct cp_image *m, double f);
 /* The epoch of a sample of object generation gen. */
 struct cp_epoch *cp_image_epoch_for(struct cp_image *m, uint32_t gen);
 /* How process pid ended, from a wait (status, and the CPU of its

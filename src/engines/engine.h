@@ -56,6 +56,9 @@ struct cp_engine_stats {
 	const char *unsampled_what; /* the frame that holds it (NULL: the usual one) */
 	uint64_t lost, lost_ns; /* samples the kernel had no room for */
 	uint64_t throttled;     /* times the kernel throttled sampling */
+	/* Perf engines: what the samples held beyond their threads' CPU
+	 * clocks, and took off (cp_engine.clock_factor). */
+	uint64_t ahead_ns;
 	/* Signal engines: threads that had the sampling signal blocked when
 	 * the profile started, out of the interposed calls' reach: no sample
 	 * comes from them until they unblock it. */
@@ -94,6 +97,14 @@ struct cp_engine {
 	int (*drain)(void);
 	/* Stops sampling; no sample of this profile follows it. */
 	void (*stop)(void);
+	/* Perf engines, once stopped (NULL for the signal engines, whose
+	 * samples weigh the thread CPU clock itself): what thread tid's
+	 * samples are to be multiplied by so that they hold no more than its
+	 * CPU clock says it used, 1 where they do not or it is not known.
+	 * The task clock and the cycle counter run on while a virtual
+	 * machine's CPU is taken away by its host (the steal time of
+	 * /proc/stat), and the thread CPU clocks do not. */
+	double (*clock_factor)(uint32_t tid);
 	/* The profile's counts so far. */
 	void (*stats)(struct cp_engine_stats *s);
 	/* In a child after fork(): forgets the parent's state without

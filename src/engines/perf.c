@@ -101,6 +101,10 @@
  * (unit_offcpu_order) a keeper that pauses this many ms after draining
  * the first ring, as one preempted there would. */
 int cp_test_perf_no_read, cp_test_perf_stall, cp_test_perf_ring_pause_ms;
+/* And (unit_clock_ahead; t_clock_ahead.sh through record --preload, with
+ * CPUPROF_TEST_CLOCK_AHEAD_PCT) samples weighing this many percent more
+ * than their counts say, as when a virtual machine's host takes its CPU. */
+int cp_test_perf_ahead_pct;
 
 /* The keeper's sleep, and its bounds (ms). */
 #define SLEEP_MIN_MS 1
@@ -791,9 +795,47 @@ static void start_off_cpu(void)
 	E.st.off_cpu = CP_OFF_CPU_ON;
 }
 
+/* The threads whose samples held more than their CPU clocks at the last
+ * stop, and what to multiply them by (perf_clock_factor), by tid. */
+static struct clock_scale {
+	uint32_t tid;
+	double factor;
+} *scales;
+static size_t nscales;
+/* The same for all the threads whose clocks are known, together: for
+ * samples of no thread in particular (tid 0), and those lost. */
+static double all_factor = 1.0;
+
+static void forget_scales(void)
+{
+	free(scales);
+	scales = NULL;
+	nscales = 0;
+	all_factor = 1.0;
+}
+
+static int by_tid(const void *a, const void *b)
+{
+	uint32_t x = ((const struct clock_scale *)a)->tid, y = ((const struct clock_scale *)b)->tid;
+	return x < y ? -1 : x > y;
+}
+
+static double perf_clock_factor(uint32_t tid)
+{
+	if (tid == 0)
+		return all_factor;
+	struct clock_scale key = { tid, 1.0 };
+	const struct clock_scale *s = nscales ? bsearch(&key, scales, nscales, sizeof *scales, by_tid) : NULL;
+	return s ? s->factor : 1.0;
+}
+
 static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
 {
+	forget_scales();
 	memset(&E, 0, sizeof E);
+	const char *ahead = getenv("CPUPROF_TEST_CLOCK_AHEAD_PCT");
+	if (ahead && !cp_test_perf_ahead_pct)
+		cp_test_perf_ahead_pct = atoi(ahead) > 0 && atoi(ahead) <= 1000 ? atoi(ahead) : 0;
 	E.k = k;
 	E.keeper = c->keeper_tid;
 	E.ns_per_unit = 1.0 / k->units_per_ns;
@@ -873,7 +915,7 @@ static uint64_t unsampled_less_lost(uint64_t unsampled)
 static uint64_t weigh(pid_t tid, int cpu, uint64_t value, int have_value)
 {
 	return (uint64_t)((double)cp_perf_counts_weigh(&E.counts, tid, cpu, value, have_value, E.period) *
-			  E.ns_per_unit);
+			  E.ns_per_unit * (1.0 + cp_test_perf_ahead_pct / 100.0));
 }
 
 /* Walks the stack copy of a sample (its registers regs, dyn bytes at
@@ -1137,21 +1179,44 @@ static void perf_stop(void)
 	uint64_t end = mono_ns();
 	perf_drain();
 	cp_threads_exit_clocks(0);
+	scales = calloc(E.nti ? E.nti : 1, sizeof *scales);
+	double held = 0, clocked = 0;
 	for (size_t i = 0; i < E.capti; i++) {
 		struct tinfo *t = &E.ti[i];
 		if (!t->tid)
 			continue;
+		/* What its CPU clock says it used in the profile, if known. */
+		uint64_t used = 0;
+		int known = 0;
 		if ((t->exited || t->end_ns) && !t->original) {
 			t->tail_ns = ended_tail(t);
+			used = t->end_ns;
+			known = t->end_ns != 0;
 		} else if (t->original) {
-			uint64_t used = t->seen_ns > t->cpu0_ns ? t->seen_ns - t->cpu0_ns : 0;
+			used = t->seen_ns > t->cpu0_ns ? t->seen_ns - t->cpu0_ns : 0;
 			t->tail_ns = used > t->sampled_ns ? used - t->sampled_ns : 0;
+			known = 1;
 		} else if (!t->exited) {
-			uint64_t now = 0;
-			if (cp_thread_cpu_ns(t->tid, &now) == 0 && now > t->sampled_ns)
-				t->tail_ns = now - t->sampled_ns;
+			known = cp_thread_cpu_ns(t->tid, &used) == 0;
+			if (known && used > t->sampled_ns)
+				t->tail_ns = used - t->sampled_ns;
+		}
+		/* Samples that hold more than that: the task clock (or the
+		 * cycle counter) ran on while the thread did not, its virtual
+		 * CPU taken away by the host. */
+		if (known) {
+			held += (double)t->sampled_ns;
+			clocked += (double)(used < t->sampled_ns ? used : t->sampled_ns);
+		}
+		if (known && used > 0 && t->sampled_ns > used && scales && nscales < E.nti) {
+			scales[nscales++] = (struct clock_scale){ (uint32_t)t->tid, (double)used / (double)t->sampled_ns };
+			E.st.ahead_ns += t->sampled_ns - used;
 		}
 	}
+	if (nscales)
+		qsort(scales, nscales, sizeof *scales, by_tid);
+	if (held > 0 && clocked < held)
+		all_factor = clocked / held;
 	struct cp_engine_stats st;
 	memset(&st, 0, sizeof st);
 	for (size_t i = 0; i < E.capti; i++)
@@ -1204,6 +1269,7 @@ static void perf_forget(void)
 	free(E.ti);
 	free_off_cpu();
 	memset(&E, 0, sizeof E);
+	forget_scales();
 }
 
 const struct cp_engine cp_engine_perf = {
@@ -1213,6 +1279,7 @@ const struct cp_engine cp_engine_perf = {
 	.start = perf_start,
 	.drain = keeper_drain,
 	.stop = perf_stop,
+	.clock_factor = perf_clock_factor,
 	.stats = perf_stats,
 	.forget = perf_forget,
 };
@@ -1225,6 +1292,7 @@ const struct cp_engine cp_engine_hw = {
 	.start = hw_start,
 	.drain = keeper_drain,
 	.stop = perf_stop,
+	.clock_factor = perf_clock_factor,
 	.stats = perf_stats,
 	.forget = perf_forget,
 };

@@ -56,6 +56,9 @@ struct cp_facts {
 	int64_t cpu0_ns;       /* the process's CPU clock at the start */
 	/* Its threads. */
 	uint64_t armed, unarmed, blocked, throttled;
+	/* Perf engines: CPU the samples held beyond their threads' CPU
+	 * clocks (a virtual machine's steal time), taken off them. */
+	uint64_t ahead_ns;
 	int32_t first_error;
 	/* The unwind tables (how many of them read from the table cache:
 	 * unwind/table_cache.h), and the objects whose .eh_frame was

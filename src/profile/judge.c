@@ -234,6 +234,9 @@ void cp_facts_comments(struct cp_comments *c, const struct cp_facts *f, const ch
 	cp_comment(c, "threads=%llu", (unsigned long long)f->armed);
 	if (f->throttled)
 		cp_comment(c, "throttled=%llu", (unsigned long long)f->throttled);
+	if (f->ahead_ns)
+		cp_comment(c, "clock_ahead_ns=%llu (taken off the samples: the task clock ran on where the kernel "
+			   "charged no CPU, as while a VM's host takes its CPU)", (unsigned long long)f->ahead_ns);
 	if (f->unarmed)
 		cp_comment(c, "unarmed_threads=%llu (%s)", (unsigned long long)f->unarmed, strerror(-f->first_error));
 	if (f->blocked)

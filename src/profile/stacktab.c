@@ -180,3 +180,19 @@ int cp_stacktab_copy(struct cp_stacktab *dst, const struct cp_stacktab *src)
 	}
 	return 0;
 }
+
+uint64_t cp_stacktab_scale_down(struct cp_stacktab *t, double (*factor)(uint32_t tid))
+{
+	uint64_t before = t->total_ns;
+	t->total_ns = 0;
+	for (size_t i = 0; i < t->len; i++) {
+		struct cp_stack *s = t->items[i];
+		if (s->flags & CP_STACK_OFF_CPU)
+			continue;
+		double f = factor(s->tid);
+		if (f < 1.0)
+			s->ns = (uint64_t)((double)s->ns * f + 0.5);
+		t->total_ns += s->ns;
+	}
+	return before > t->total_ns ? before - t->total_ns : 0;
+}

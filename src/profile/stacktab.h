@@ -63,5 +63,8 @@ int cp_stacktab_add(struct cp_stacktab *t, const uintptr_t *pcs, uint32_t n,
 /* Makes dst (not initialised) a copy of src.  0 or -ENOMEM (dst is then
  * empty). */
 int cp_stacktab_copy(struct cp_stacktab *dst, const struct cp_stacktab *src);
+/* Multiplies the ns of each CPU stack by factor(tid) of its thread where
+ * that is below 1, and returns how many ns that took off. */
+uint64_t cp_stacktab_scale_down(struct cp_stacktab *t, double (*factor)(uint32_t tid));
 
 #endif
