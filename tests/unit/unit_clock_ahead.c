@@ -2,8 +2,9 @@
  * unit_clock_ahead.c -- a perf engine's samples hold no more CPU than
  * their threads' CPU clocks say they used.  The task clock runs on while a
  * virtual machine's host has taken its CPU away (steal time), and the
- * thread CPU clocks do not: on a 2-CPU VM whose host took 7-20% of it, a
- * 500 ms thread's samples held up to 22% more than its clock.  Here the
+ * thread CPU clocks do not: on a 2-CPU VM whose host took 4-35% of its
+ * time (/proc/stat's steal, 10 s windows), a 500 ms process's profile
+ * held up to 22% more CPU than the process used.  Here the
  * test makes every sample weigh half as much again as its count
  * (cp_test_perf_ahead_pct), on two threads, and the profile must still
  * hold the process's CPU and say how much it took off: once with every
