@@ -348,24 +348,13 @@ static int count_cycles(uint64_t *count, uint64_t *ns, char *why, size_t len)
 #define OVERFLOWS_EXPECTED 16
 static int raises_samples(uint64_t period)
 {
-	struct perf_event_attr a;
-	memset(&a, 0, sizeof a);
-	a.size = sizeof a;
-	a.type = cycles.type;
-	a.config = cycles.config;
-	a.sample_period = period;
-	a.sample_type = PERF_SAMPLE_IP;
-	a.exclude_kernel = 1;
-	a.exclude_hv = 1;
-	a.disabled = 1;
-	a.watermark = 1;
-	a.wakeup_watermark = 1u << 30; /* nobody polls */
-	int fd = cp_perf_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	int fd = open_event(&cycles, 0, -1, period, 0, 0, 0, 0);
 	if (fd < 0)
 		return -1;
 	long page = sysconf(_SC_PAGESIZE);
-	/* The control page and one data page: a sample of its IP is 16
-	 * bytes, and the head counts on past the page's end. */
+	/* The control page and one data page: a sample with nothing asked
+	 * of it is its 8-byte header, and the head counts on past the
+	 * page's end. */
 	struct perf_event_mmap_page *m = mmap(NULL, 2 * (size_t)page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED) {
 		close(fd);
