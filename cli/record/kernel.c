@@ -77,20 +77,6 @@
 /* The most file descriptors record keeps for processes' exit statuses. */
 #define MAX_PIDFDS 4096
 
-/* For tests (t_clock_ahead.sh): samples weighing this many percent more
- * than their counts, as when a virtual machine's host takes its CPU. */
-static unsigned test_ahead_pct(void)
-{
-	static int pct = -1;
-	if (pct < 0) {
-		const char *v = getenv("CPUPROF_TEST_CLOCK_AHEAD_PCT");
-		pct = v ? atoi(v) : 0;
-		if (pct < 0 || pct > 1000)
-			pct = 0;
-	}
-	return (unsigned)pct;
-}
-
 /* pidfd's PIDFD_GET_INFO (Linux 6.13) and its exit status (6.15), which
  * Debian 12's headers lack. */
 struct pidfd_exit_info {
@@ -850,7 +836,6 @@ static void on_sample(struct cp_kcollector *k, const struct ksample *s)
 	if (k->off_cpu)
 		cp_switches_sample(&k->sw, (pid_t)s->tid, s->time);
 	uint64_t weight = cp_perf_counts_weigh(&k->counts, (pid_t)s->tid, (int)s->cpu, s->value, k->use_read, k->period);
-	weight += weight * (uint64_t)test_ahead_pct() / 100;
 	struct kproc *p = proc_get(k, (pid_t)s->pid);
 	if (!p)
 		p = proc_new(k, (pid_t)s->pid, NULL);

@@ -101,10 +101,6 @@
  * (unit_offcpu_order) a keeper that pauses this many ms after draining
  * the first ring, as one preempted there would. */
 int cp_test_perf_no_read, cp_test_perf_stall, cp_test_perf_ring_pause_ms;
-/* And (unit_clock_ahead; t_clock_ahead.sh through record --preload, with
- * CPUPROF_TEST_CLOCK_AHEAD_PCT) samples weighing this many percent more
- * than their counts say, as when a virtual machine's host takes its CPU. */
-int cp_test_perf_ahead_pct;
 
 /* The keeper's sleep, and its bounds (ms). */
 #define SLEEP_MIN_MS 1
@@ -822,9 +818,6 @@ static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
 {
 	forget_scales();
 	memset(&E, 0, sizeof E);
-	const char *ahead = getenv("CPUPROF_TEST_CLOCK_AHEAD_PCT");
-	if (ahead && !cp_test_perf_ahead_pct)
-		cp_test_perf_ahead_pct = atoi(ahead) > 0 && atoi(ahead) <= 1000 ? atoi(ahead) : 0;
 	E.k = k;
 	E.keeper = c->keeper_tid;
 	E.ns_per_unit = 1.0 / k->units_per_ns;
@@ -904,7 +897,7 @@ static uint64_t unsampled_less_lost(uint64_t unsampled)
 static uint64_t weigh(pid_t tid, int cpu, uint64_t value, int have_value)
 {
 	return (uint64_t)((double)cp_perf_counts_weigh(&E.counts, tid, cpu, value, have_value, E.period) *
-			  E.ns_per_unit * (1.0 + cp_test_perf_ahead_pct / 100.0));
+			  E.ns_per_unit);
 }
 
 /* Walks the stack copy of a sample (its registers regs, dyn bytes at

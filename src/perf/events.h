@@ -93,7 +93,10 @@ struct cp_perf_counts {
 
 /* The units a sample of thread tid on cpu stands for: the count `value`
  * less what that thread's samples there accounted for (have_value), else
- * one period; and accounts for them.  One period if out of memory. */
+ * one period; and accounts for them.  One period if out of memory.  For
+ * tests (unit_clock_ahead, t_clock_ahead.sh), CPUPROF_TEST_CLOCK_AHEAD_PCT
+ * (read once) makes them that many percent more than that, as when a
+ * virtual machine's host takes its CPU and the task clock runs on. */
 uint64_t cp_perf_counts_weigh(struct cp_perf_counts *c, pid_t tid, int cpu, uint64_t value, int have_value,
 			      uint64_t period);
 /* Thread tid's final count on cpu (a PERF_RECORD_READ as it exits): the

@@ -6,8 +6,8 @@
 # took 4-35% of its time (/proc/stat's steal, 10 s windows), a 500 ms
 # process's profile held up to 22% more CPU than the process used.  Here
 # every sample weighs half as much again as
-# its count (CPUPROF_TEST_CLOCK_AHEAD_PCT=50, a test hook of record's and
-# the library's perf engines), and
+# its count (CPUPROF_TEST_CLOCK_AHEAD_PCT=50, a test hook of the
+# weigher record and the library's perf engines share, src/perf/events.c), and
 # the profile must still hold the process's CPU and say what it took off;
 # also with the library's perf engine inside the process (--preload),
 # which holds its samples to the threads' CPU clocks.  (A profile the

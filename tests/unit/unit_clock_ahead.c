@@ -6,7 +6,8 @@
  * time (/proc/stat's steal, 10 s windows), a 500 ms process's profile
  * held up to 22% more CPU than the process used.  Here the
  * test makes every sample weigh half as much again as its count
- * (cp_test_perf_ahead_pct), on two threads, and the profile must still
+ * (CPUPROF_TEST_CLOCK_AHEAD_PCT, read by the weigher both share with
+ * record), on two threads, and the profile must still
  * hold the process's CPU and say how much it took off: once with every
  * sample kept, once with most of them lost (a ring of 64 cells that
  * nobody drains), which weigh the same clock.
@@ -21,7 +22,6 @@
 
 DEFINE_BURNER(ahead_work)
 
-extern int cp_test_perf_ahead_pct;
 extern size_t cp_test_ring_cells;
 extern int cp_test_no_drain;
 
@@ -40,7 +40,7 @@ int main(void)
 	char dir[] = "/tmp/cpuprof-test-XXXXXX", path[600], val[256];
 	CHECK(mkdtemp(dir), "mkdtemp");
 	snprintf(path, sizeof path, "%s/ahead.pb.gz", dir);
-	cp_test_perf_ahead_pct = 50;
+	setenv("CPUPROF_TEST_CLOCK_AHEAD_PCT", "50", 1);
 	for (int lose = 0; lose < 2; lose++) {
 		cp_test_ring_cells = lose ? 64 : 0;
 		cp_test_no_drain = lose;
