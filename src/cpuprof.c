@@ -839,7 +839,7 @@ void cp_session_facts_locked(struct cp_facts *f)
 	f->depth = (int32_t)R->depth;
 	f->unwind = R->unwind;
 	f->tick_driven = R->engine->tick_driven;
-	f->user_only = R->engine->user_only;
+	f->user_only = R->engine->user_only || ts.user_only;
 	f->timer_res_ns = R->timer_res_ns;
 	f->period_ns = cp_sig.period_ns;
 	f->wall0_ns = R->wall0;
@@ -865,6 +865,8 @@ void cp_session_facts_locked(struct cp_facts *f)
 	f->lost = atomic_load(&cp_sig.lost) + ts.lost + R->dropped;
 	f->lost_ns = atomic_load(&cp_sig.lost_ns) + ts.lost_ns + R->dropped_ns;
 	f->unsampled_ns = ts.unsampled_ns;
+	f->kernel_ns = ts.kernel_ns;
+	f->wakeup_ns = ts.wakeup_ns;
 	if (ts.unsampled_what)
 		snprintf(f->unsampled_what, sizeof f->unsampled_what, "%s", ts.unsampled_what);
 	f->profiler_ns = cp_session_keeper_cpu_ns();

@@ -165,6 +165,7 @@ struct cp_kcollector {
 	struct cp_tree tree;
 	uint64_t period;              /* ns of task clock */
 	int use_read, build_id;       /* what the kernel takes (open_one) */
+	int kernel;                   /* samples are taken in kernel mode too (open_one) */
 	struct cp_perf_ring *rings;
 	size_t nrings;
 	unsigned ring_pages;
@@ -190,6 +191,8 @@ struct cp_kcollector {
 	int npidfds;
 	pid_t first;                  /* the command's process, or the first attached to */
 	int64_t sched0, sched1;       /* -p: the scheduler's count of their live threads' CPU, at both ends */
+	int64_t switches0, switches1; /* ... and their context switches */
+	int thread_ended;             /* -p: a thread ended in the window */
 	pid_t *attached;              /* -p: the processes attached to */
 	size_t nattached;
 	int64_t counted_ns;
@@ -712,6 +715,7 @@ static void on_task_exit(struct cp_kcollector *k, struct cp_perf_rec *r)
 	struct kthread *t = thread_get(k, (pid_t)v[2], (pid_t)v[0]);
 	if (t)
 		t->exited = 1;
+	k->thread_ended = 1;
 	struct kproc *p = proc_get(k, (pid_t)v[0]);
 	if (p && v[0] == v[2])
 		p->exited = 1;
@@ -835,12 +839,15 @@ static void on_sample(struct cp_kcollector *k, const struct ksample *s)
 	}
 	if (k->off_cpu)
 		cp_switches_sample(&k->sw, (pid_t)s->tid, s->time);
-	uint64_t weight = cp_perf_counts_weigh(&k->counts, (pid_t)s->tid, (int)s->cpu, s->value, k->use_read, k->period);
+	uint64_t kernel = 0;
+	uint64_t weight = cp_perf_counts_weigh(&k->counts, (pid_t)s->tid, (int)s->cpu, s->value, k->use_read, k->period,
+					       k->kernel ? NULL : &kernel);
 	struct kproc *p = proc_get(k, (pid_t)s->pid);
 	if (!p)
 		p = proc_new(k, (pid_t)s->pid, NULL);
 	if (!p || !p->img)
 		return; /* before its exec: record's own child */
+	p->img->facts.kernel_ns += kernel;
 	struct kthread *t = thread_get(k, (pid_t)s->tid, (pid_t)s->pid);
 	if (t) {
 		t->img = p->img;
@@ -1057,7 +1064,7 @@ static void attr_for(const struct cp_kcollector *k, struct perf_event_attr *a, i
 			 (k->ident ? PERF_SAMPLE_IDENTIFIER : 0);
 	a->sample_regs_user = CP_PERF_REGS_MASK;
 	a->sample_stack_user = STACK_COPY;
-	a->exclude_kernel = 1;
+	a->exclude_kernel = (unsigned)!k->kernel;
 	a->exclude_hv = 1;
 	a->inherit = 1;
 	a->inherit_stat = 1;
@@ -1122,11 +1129,15 @@ static void off_cpu_fails(struct cp_kcollector *k, int e, const char *what)
 		 strerror(-e));
 }
 
-/* Opens an event on pid and cpu with what this kernel supports, best
- * first: PERF_SAMPLE_READ under inherit (Linux 6.12: each sample weighs
- * the CPU since the thread's previous one) and build IDs in the mmap
- * records (5.12); what it did not take is not tried again.  The fd, or a
- * negative errno. */
+/* Opens an event on pid and cpu with what this kernel and its settings
+ * allow, best first: samples in kernel mode too (root, CAP_PERFMON or
+ * perf_event_paranoid <= 1: a sample taken in a system call, a page fault
+ * or a wake-up carries the user registers and stack of where the thread
+ * entered the kernel, so that time is charged to the code that entered
+ * it, not to the user code that runs next); PERF_SAMPLE_READ under
+ * inherit (Linux 6.12: each sample weighs the CPU since the thread's
+ * previous one) and build IDs in the mmap records (5.12).  What it did not
+ * take is not tried again.  The fd, or a negative errno. */
 static int open_one(struct cp_kcollector *k, pid_t pid, int cpu, int on_exec)
 {
 	static const int tries[4][2] = { { 1, 1 }, { 1, 0 }, { 0, 1 }, { 0, 0 } };
@@ -1139,6 +1150,11 @@ static int open_one(struct cp_kcollector *k, pid_t pid, int cpu, int on_exec)
 		a.disabled = (unsigned)on_exec;
 		a.enable_on_exec = (unsigned)on_exec;
 		fd = cp_perf_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		if ((fd == -EACCES || fd == -EPERM) && k->kernel) {
+			k->kernel = 0; /* user mode only, as an unprivileged user may */
+			i--;
+			continue;
+		}
 		if (fd >= 0) {
 			k->use_read = tries[i][0];
 			k->build_id = tries[i][1];
@@ -1222,7 +1238,7 @@ static int setup(struct cp_kcollector **out, const struct cp_kernel_conf *c)
 	k->off_cpu = k->ident = c->off_cpu != 0;
 	int hz = c->hz > 10000 ? 10000 : c->hz;
 	k->period = 1000000000u / (unsigned)hz;
-	k->use_read = k->build_id = 1;
+	k->use_read = k->build_id = k->kernel = 1;
 	k->bounce_size = STACK_COPY + 4096;
 	k->bounce = malloc(k->bounce_size);
 	k->cache = calloc(1, sizeof *k->cache);
@@ -1418,10 +1434,12 @@ static void synthesize(struct cp_kcollector *k, pid_t pid)
 }
 
 /* The CPU the live threads of processes pids[0..n) have run, by the
- * scheduler's own count (/proc/PID/task/TID/schedstat, ns). */
-static int64_t scheduler_cpu(const pid_t *pids, size_t n)
+ * scheduler's own count (/proc/PID/task/TID/schedstat, ns), and into
+ * *switches their context switches (.../status). */
+static int64_t scheduler_cpu(const pid_t *pids, size_t n, int64_t *switches)
 {
 	int64_t sum = 0;
+	*switches = 0;
 	for (size_t i = 0; i < n; i++) {
 		char path[64];
 		snprintf(path, sizeof path, "/proc/%d/task", (int)pids[i]);
@@ -1434,6 +1452,11 @@ static int64_t scheduler_cpu(const pid_t *pids, size_t n)
 			snprintf(file, sizeof file, "/proc/%d/task/%s/schedstat", (int)pids[i], de->d_name);
 			if (read_small(file, buf, sizeof buf) > 0)
 				sum += strtoll(buf, NULL, 10);
+			char status[4096];
+			snprintf(file, sizeof file, "/proc/%d/task/%s/status", (int)pids[i], de->d_name);
+			if (read_small(file, status, sizeof status) > 0)
+				for (const char *at = status; (at = strstr(at, "_ctxt_switches:")) != NULL; at++)
+					*switches += strtoll(at + strlen("_ctxt_switches:"), NULL, 10);
 		}
 		if (d)
 			closedir(d);
@@ -1495,7 +1518,7 @@ int cp_kernel_attach(struct cp_kcollector **out, const struct cp_kernel_conf *c,
 		snprintf(why, len, "out of memory");
 		return -ENOMEM;
 	}
-	k->sched0 = scheduler_cpu(pids, n);
+	k->sched0 = scheduler_cpu(pids, n, &k->switches0);
 	for (size_t i = 0; i < n; i++) {
 		char what[64];
 		snprintf(what, sizeof what, "process %d", (int)pids[i]);
@@ -1604,13 +1627,61 @@ static void image_off_cpu(struct cp_kcollector *k, struct cp_image *m)
 	cp_switches_check(&k->sw, thread_cpu, &c, 10000000, &f->acct);
 }
 
+/* The switches' time no task clock counted (cp_perf_unseen), `unseen`
+ * ns, shared by the images of tree t as their CPU is (`counted` in all):
+ * the kernel does not say whose switches they were. */
+static void share_unseen(struct cp_tree *t, double counted, uint64_t unseen)
+{
+	for (size_t i = 0; i < t->nimages && counted > 0; i++) {
+		struct cp_facts *f = &t->images[i]->facts;
+		f->wakeup_ns = (uint64_t)((double)unseen * (double)f->cpu_ns / counted + 0.5);
+		f->cpu_ns += (int64_t)f->wakeup_ns;
+	}
+}
+
+/* Image m's CPU by the task clock: its samples, kept or dropped, its
+ * threads' tails and the periods that ended in the kernel. */
+static int64_t image_counted_ns(const struct cp_image *m)
+{
+	return (int64_t)(m->sampled_ns + m->dropped_ns + m->facts.unsampled_ns + m->facts.kernel_ns);
+}
+
+/* The images' CPU held to the kernel's charge cpu_ns (cp_kernel_hold_to),
+ * with `switches` context switches for what no task clock counted. */
+static void hold(struct cp_kcollector *k, int64_t cpu_ns, int64_t switches)
+{
+	struct cp_tree *t = &k->tree;
+	double counted = 0;
+	for (size_t i = 0; i < t->nimages; i++)
+		counted += (double)t->images[i]->facts.cpu_ns;
+	if (cpu_ns <= 0 || counted <= 0)
+		return;
+	/* Short of the kernel's charge: the switches' time no task clock
+	 * counted. */
+	if (counted < (double)cpu_ns) {
+		share_unseen(t, counted, cp_perf_unseen(cpu_ns - (int64_t)counted, switches));
+		return;
+	}
+	double factor = (double)cpu_ns / counted;
+	for (size_t i = 0; i < t->nimages; i++) {
+		struct cp_image *m = t->images[i];
+		struct cp_facts *f = &m->facts;
+		cp_image_scale(m, factor);
+		f->unsampled_ns = (uint64_t)((double)f->unsampled_ns * factor + 0.5);
+		f->kernel_ns = (uint64_t)((double)f->kernel_ns * factor + 0.5);
+		int64_t before = f->cpu_ns;
+		f->cpu_ns = image_counted_ns(m);
+		f->ahead_ns = before > f->cpu_ns ? (uint64_t)(before - f->cpu_ns) : 0;
+	}
+}
+
 void cp_kernel_finish(struct cp_kcollector *k)
 {
 	/* Disabling an event disables its inherited copies; what they wrote
 	 * stays in the rings.  Each event's count is then all its task and
 	 * every task it was inherited by ran, ended or not. */
 	if (k->nattached)
-		k->sched1 = scheduler_cpu(k->attached, k->nattached);
+		k->sched1 = scheduler_cpu(k->attached, k->nattached, &k->switches1);
 	for (size_t i = 0; i < k->nswfds; i++)
 		ioctl(k->swfds[i], PERF_EVENT_IOC_DISABLE, 0);
 	for (size_t i = 0; i < k->nfds; i++) {
@@ -1642,9 +1713,9 @@ void cp_kernel_finish(struct cp_kcollector *k)
 	for (size_t i = 0; i < k->tree.nimages; i++) {
 		struct cp_image *m = k->tree.images[i];
 		struct cp_facts *f = &m->facts;
-		f->cpu_ns = (int64_t)(m->sampled_ns + m->dropped_ns + f->unsampled_ns);
+		f->cpu_ns = image_counted_ns(m);
 		m->counted = 1;
-		f->user_ns = f->cpu_ns;
+		f->user_only = !k->kernel; /* its user time: the tree's rusage (record_write) */
 		f->duration_ns = (int64_t)(k->mono1 - k->mono0);
 		f->unwind_tables = k->tables;
 		f->unwind_bytes = k->table_bytes;
@@ -1663,6 +1734,13 @@ void cp_kernel_finish(struct cp_kcollector *k)
 				snprintf(f->unwind_rejected[r++], sizeof f->unwind_rejected[0], "%s: %s",
 					 base ? base + 1 : k->files[j]->path, k->files[j]->why);
 			}
+	}
+	/* Attached: the scheduler's count of the window is the kernel's
+	 * charge, where no thread ended in it (an ended thread's count is
+	 * gone from it). */
+	if (k->nattached && !k->thread_ended) {
+		hold(k, k->sched1 - k->sched0, k->switches1 - k->switches0);
+		k->counted_ns = k->sched1 - k->sched0;
 	}
 	for (size_t i = 0; i < k->procs.cap; i++) {
 		struct kproc *p = k->procs.e[i].key ? k->procs.e[i].val : NULL;
@@ -1685,29 +1763,12 @@ void cp_kernel_finish(struct cp_kcollector *k)
 	k->nswfds = 0;
 }
 
-void cp_kernel_hold_to(struct cp_kcollector *k, int64_t cpu_ns)
+void cp_kernel_hold_to(struct cp_kcollector *k, int64_t cpu_ns, int64_t switches)
 {
-	struct cp_tree *t = &k->tree;
-	double counted = 0;
-	for (size_t i = 0; i < t->nimages; i++) {
-		const struct cp_image *m = t->images[i];
-		if (!m->dead && !m->have_status)
+	for (size_t i = 0; i < k->tree.nimages; i++)
+		if (!k->tree.images[i]->dead && !k->tree.images[i]->have_status)
 			return;
-		counted += (double)m->facts.cpu_ns;
-	}
-	if (cpu_ns <= 0 || counted <= (double)cpu_ns)
-		return;
-	double factor = (double)cpu_ns / counted;
-	for (size_t i = 0; i < t->nimages; i++) {
-		struct cp_image *m = t->images[i];
-		struct cp_facts *f = &m->facts;
-		cp_image_scale(m, factor);
-		f->unsampled_ns = (uint64_t)((double)f->unsampled_ns * factor + 0.5);
-		int64_t before = f->cpu_ns;
-		f->cpu_ns = (int64_t)(m->sampled_ns + m->dropped_ns + f->unsampled_ns);
-		f->user_ns = f->cpu_ns;
-		f->ahead_ns = before > f->cpu_ns ? (uint64_t)(before - f->cpu_ns) : 0;
-	}
+	hold(k, cpu_ns, switches);
 }
 
 struct cp_tree *cp_kernel_tree(struct cp_kcollector *k)

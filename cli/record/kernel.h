@@ -76,9 +76,11 @@ void cp_kernel_finish(struct cp_kcollector *k);
  * cpu_ns, what the kernel charged to it (CMD's rusage and the orphans'),
  * every image's are scaled down to it and its facts say by how much
  * (ahead_ns).  The task clock runs on while a virtual machine's host has
- * taken its CPU (steal time), and the kernel's charge does not.  Not while
- * a process of the tree still runs: cpu_ns has none of its CPU. */
-void cp_kernel_hold_to(struct cp_kcollector *k, int64_t cpu_ns);
+ * taken its CPU (steal time), and the kernel's charge does not.  Where
+ * they hold less, the part its `switches` context switches explain
+ * (cp_perf_unseen) is the images' wakeup_ns, shared as their CPU is.  Not
+ * while a process of the tree still runs: cpu_ns has none of its CPU. */
+void cp_kernel_hold_to(struct cp_kcollector *k, int64_t cpu_ns, int64_t switches);
 
 /* What was collected; the CPU the events counted in all (-p's measure of
  * the window); what record itself used. */

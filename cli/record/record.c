@@ -374,6 +374,8 @@ struct run_state {
 	int status;
 	bool root_done;
 	int64_t tree_cpu_ns;   /* the kernel's: CMD's rusage, and orphans' */
+	int64_t tree_user_ns;  /* ... of it in user mode */
+	int64_t tree_switches; /* ... and its context switches */
 	int64_t kill_at;       /* CLOCK_MONOTONIC ms to kill CMD at, or 0 */
 	int forwarded;         /* signals passed on */
 	int told_to_stop;      /* the signal that did (0: none) */
@@ -401,6 +403,8 @@ static void reap(struct collector *c, struct run_state *rs)
 		if (!WIFEXITED(st) && !WIFSIGNALED(st))
 			continue;
 		rs->tree_cpu_ns += rusage_ns(&ru);
+		rs->tree_user_ns += (int64_t)ru.ru_utime.tv_sec * 1000000000 + (int64_t)ru.ru_utime.tv_usec * 1000;
+		rs->tree_switches += ru.ru_nvcsw + ru.ru_nivcsw;
 		if (c->kernel)
 			cp_kernel_status(c->kernel, p, st, rusage_ns(&ru));
 		else
@@ -590,7 +594,7 @@ static int run(const struct record_opts *o, const struct cp_kernel_conf *kc, str
 	reap(c, rs);
 	if (c->kernel) {
 		cp_kernel_finish(c->kernel);
-		cp_kernel_hold_to(c->kernel, rs->tree_cpu_ns);
+		cp_kernel_hold_to(c->kernel, rs->tree_cpu_ns, rs->tree_switches);
 	} else
 		cp_collect_finish(&c->shm);
 	close(sfd);
@@ -872,6 +876,7 @@ int cmd_record(int argc, char **argv)
 		.cmd = o.cmd[0],
 		.status = status,
 		.tree_cpu_ns = rs.tree_cpu_ns,
+		.tree_user_ns = rs.tree_user_ns,
 		.root = rs.root,
 		.per_process = o.per_process,
 		.told_to_stop = rs.told_to_stop,

@@ -94,13 +94,51 @@ static int is_running(const struct cp_image *m)
 	return !m->dead && !m->have_status;
 }
 
-/* Whether any image of process pid is running (its last one, then). */
-static int still_running(const struct cp_tree *c, pid_t pid)
+/* The tree's images by process ID (the last image of each), to follow
+ * processes to their parents. */
+struct by_pid {
+	const struct cp_image **v;
+	size_t n;
+};
+
+static int pid_order(const void *a, const void *b)
 {
-	for (size_t k = 0; k < c->nimages; k++)
-		if (c->images[k]->pid == pid && is_running(c->images[k]))
+	const struct cp_image *x = *(const struct cp_image *const *)a, *y = *(const struct cp_image *const *)b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+/* Where the images of process pid end in ix (one past its last), or 0. */
+static size_t pid_end(const struct by_pid *ix, pid_t pid)
+{
+	size_t lo = 0, hi = ix->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ix->v[mid]->pid <= pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo > 0 && ix->v[lo - 1]->pid == pid ? lo : 0;
+}
+
+/* Whether the CPU of process pid is in record's rusage of the tree:
+ * record reaped it, or it ended and its parent's CPU is there (a parent
+ * that reaps a child holds the child's CPU in its own rusage; a child
+ * whose parent ended first was given to record, which reaped it if it
+ * ended).  A process still running, or reaped by one still running, is
+ * not. */
+static int in_rusage(const struct by_pid *ix, pid_t pid, int depth)
+{
+	size_t end = pid_end(ix, pid);
+	if (!end || depth > 256 || is_running(ix->v[end - 1]))
+		return 0;
+	for (size_t i = end; i-- > 0 && ix->v[i]->pid == pid;)
+		if (ix->v[i]->wait_cpu_ns >= 0)
 			return 1;
-	return 0;
+	pid_t parent = ix->v[end - 1]->ppid;
+	return parent > 0 && parent != pid && in_rusage(ix, parent, depth + 1);
 }
 
 /* Adds image facts f into the tree's t. */
@@ -114,6 +152,8 @@ static void add_facts(struct cp_facts *t, const struct cp_facts *f)
 	t->lost += f->lost;
 	t->lost_ns += f->lost_ns;
 	t->unsampled_ns += f->unsampled_ns;
+	t->kernel_ns += f->kernel_ns;
+	t->wakeup_ns += f->wakeup_ns;
 	t->profiler_ns += f->profiler_ns;
 	t->before_ns += f->before_ns;
 	t->armed += f->armed;
@@ -334,9 +374,8 @@ static void tree_facts(const struct cp_tree *c, pid_t root, struct cp_facts *tre
 	tree->wall0_ns = first->facts.wall0_ns;
 }
 
-/* What could not be profiled, by name, one clause each, into *w; returns
- * how many processes were still running when CMD ended. */
-static unsigned unprofiled_clauses(const struct cp_tree *c, const struct record_run *r, struct cp_warning *w)
+/* What could not be profiled, by name, one clause each, into *w. */
+static void unprofiled_clauses(const struct cp_tree *c, const struct record_run *r, struct cp_warning *w)
 {
 	w->text[0] = '\0';
 	int root_seen = 0;
@@ -373,7 +412,6 @@ static unsigned unprofiled_clauses(const struct cp_tree *c, const struct record_
 	if (c->no_slot)
 		cp_warning_add(w, "%u processes found no room in record's shared memory and were not profiled",
 			       c->no_slot);
-	return running;
 }
 
 /* How the tree was recorded, in the comments: from outside (the kernel's
@@ -405,7 +443,7 @@ static void tree_warning(const struct cp_facts *f, const struct cp_warning *unpr
  * thread, its comments adding up the tree and describing each process.
  * 0 or -1. */
 static int write_merged(const struct cp_tree *c, const char *path, const char *shown,
-			const struct record_run *r, const struct cp_warning *unprofiled, unsigned running)
+			const struct record_run *r, const struct cp_warning *unprofiled)
 {
 	struct cp_facts tree;
 	tree_facts(c, r->root, &tree);
@@ -426,17 +464,28 @@ static int write_merged(const struct cp_tree *c, const char *path, const char *s
 		fprintf(stderr, "cpuprof: cannot write %s: out of memory\n", shown);
 		goto out;
 	}
-	/* The kernel's count for the whole tree, where record has one.  A
-	 * process still running when CMD ended was reaped by nobody, so that
-	 * count has none of its CPU: its images' own counts are added (each
-	 * image's pid looked up only if any runs: a tree may have thousands of
-	 * images).  Attached (-p), the count is the events' over the window,
-	 * running processes and all. */
+	/* The kernel's count for the whole tree, where record has one: its
+	 * rusage, which has the CPU of every process reaped by record or by
+	 * a process whose CPU it has; the others' (still running, or reaped
+	 * by one still running) are their images' own counts.  Attached
+	 * (-p), the count is the events' over the window, or the
+	 * scheduler's. */
 	if (r->tree_cpu_ns > 0) {
 		tree.cpu_ns = r->tree_cpu_ns;
-		for (size_t k = 0; k < c->nimages && running && strcmp(r->mode, "attached") != 0; k++)
-			if (still_running(c, c->images[k]->pid))
-				tree.cpu_ns += facts[k].cpu_ns;
+		if (r->tree_user_ns > 0)
+			tree.user_ns = r->tree_user_ns;
+		struct by_pid ix = { calloc(c->nimages ? c->nimages : 1, sizeof *ix.v), c->nimages };
+		for (size_t k = 0; k < ix.n && ix.v; k++)
+			ix.v[k] = c->images[k];
+		if (ix.v && strcmp(r->mode, "attached") != 0) {
+			qsort(ix.v, ix.n, sizeof *ix.v, pid_order);
+			for (size_t k = 0; k < c->nimages; k++)
+				if (!in_rusage(&ix, c->images[k]->pid, 0)) {
+					tree.cpu_ns += facts[k].cpu_ns;
+					tree.user_ns += r->tree_user_ns > 0 ? facts[k].user_ns : 0;
+				}
+		}
+		free(ix.v);
 	}
 	off_cpu_absent(&tree, r);
 	tree_warning(&tree, unprofiled, &warning);
@@ -544,7 +593,7 @@ int record_write(const struct cp_tree *all, const char *path, const char *shown,
 		if (!all->images[k]->unprofiled)
 			view.images[view.nimages++] = all->images[k];
 	const struct cp_tree *c = &view;
-	unsigned running = unprofiled_clauses(c, r, &unprofiled);
+	unprofiled_clauses(c, r, &unprofiled);
 	for (size_t k = 0; k < all->nimages; k++) {
 		const struct cp_image *m = all->images[k];
 		if (!m->unprofiled)
@@ -563,7 +612,7 @@ int record_write(const struct cp_tree *all, const char *path, const char *shown,
 		rc = -1;
 	} else {
 		rc = r->per_process ? write_per_process(c, path, shown, r, &unprofiled)
-				    : write_merged(c, path, shown, r, &unprofiled, running);
+				    : write_merged(c, path, shown, r, &unprofiled);
 	}
 	free(view.images);
 	return rc;

@@ -20,6 +20,7 @@ struct record_run {
 	const char *cmd;     /* CMD's name, for messages */
 	int status;          /* CMD's wait status */
 	int64_t tree_cpu_ns; /* what the kernel charged to CMD and every process it reaped, and to orphans */
+	int64_t tree_user_ns; /* ... of it in user mode (0: not known) */
 	pid_t root;
 	int per_process;     /* one file per process image */
 	int told_to_stop;    /* the signal that told record to stop, or 0 */

@@ -56,6 +56,12 @@ struct cp_engine_stats {
 	const char *unsampled_what; /* the frame that holds it (NULL: the usual one) */
 	uint64_t lost, lost_ns; /* samples the kernel had no room for */
 	uint64_t throttled;     /* times the kernel throttled sampling */
+	/* Its samples are taken in user mode only (perf without the
+	 * privileges kernel-mode samples need), and the time in the kernel
+	 * that no sample could stand for. */
+	int user_only;
+	uint64_t kernel_ns;     /* ... the periods that ended in the kernel (cp_perf_counts_weigh) */
+	uint64_t wakeup_ns;     /* perf engines: the switches' CPU no task clock counted (cp_perf_unseen) */
 	/* Perf engines: what the samples held beyond their threads' CPU
 	 * clocks, and took off (cp_engine.clock_factor). */
 	uint64_t ahead_ns;

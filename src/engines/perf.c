@@ -893,11 +893,17 @@ static uint64_t unsampled_less_lost(uint64_t unsampled)
 }
 
 /* The time since a thread's previous sample on cpu, in ns, from the
- * count `value` (or one period); accounts for it. */
-static uint64_t weigh(pid_t tid, int cpu, uint64_t value, int have_value)
+ * count `value` (or one period); accounts for it.  A task clock without
+ * kernel-mode samples: the periods that ended in the kernel are not the
+ * sample's, but *kernel_ns. */
+static uint64_t weigh(pid_t tid, int cpu, uint64_t value, int have_value, uint64_t *kernel_ns)
 {
-	return (uint64_t)((double)cp_perf_counts_weigh(&E.counts, tid, cpu, value, have_value, E.period) *
-			  E.ns_per_unit);
+	uint64_t kernel = 0;
+	int user_only = E.k == &task_clock && !E.k->count_kernel;
+	uint64_t units = cp_perf_counts_weigh(&E.counts, tid, cpu, value, have_value, E.period,
+					      user_only ? &kernel : NULL);
+	*kernel_ns = (uint64_t)((double)kernel * E.ns_per_unit);
+	return (uint64_t)((double)units * E.ns_per_unit);
 }
 
 /* Walks the stack copy of a sample (its registers regs, dyn bytes at
@@ -965,10 +971,12 @@ static void on_sample(struct cp_perf_rec *r, int cpu)
 		cp_perf_u64(r); /* its time */
 	pid_t tid = (pid_t)pid_tid[1];
 	uint64_t value = E.use_read ? cp_perf_u64(r) : 0;
-	uint64_t weight = weigh(tid, cpu, value, E.use_read);
+	uint64_t kernel;
+	uint64_t weight = weigh(tid, cpu, value, E.use_read, &kernel);
 	struct tinfo *t = tinfo_get(tid);
 	if (t)
-		t->sampled_ns += weight;
+		t->sampled_ns += weight + kernel;
+	E.st.kernel_ns += kernel;
 
 	uint64_t regs[CP_PERF_NREGS] = { 0 };
 	const uint8_t *stack;
@@ -1199,11 +1207,20 @@ static void perf_stop(void)
 		qsort(scales, nscales, sizeof *scales, by_tid);
 	if (held > 0 && clocked < held)
 		all_factor = clocked / held;
-	struct cp_engine_stats st;
-	memset(&st, 0, sizeof st);
-	for (size_t i = 0; i < E.capti; i++)
-		st.unsampled_ns += E.ti[i].tid ? E.ti[i].tail_ns : 0;
-	E.st.unsampled_ns = unsampled_less_lost(st.unsampled_ns);
+	uint64_t tails = 0, threads = 0;
+	for (size_t i = 0; i < E.capti; i++) {
+		tails += E.ti[i].tid ? E.ti[i].tail_ns : 0;
+		threads += E.ti[i].tid != 0;
+	}
+	tails = unsampled_less_lost(tails);
+	/* By the threads' clocks, what no sample stands for holds the
+	 * switches' time no task clock counts (cp_perf_unseen) beside the
+	 * true tails, which are at most a period per thread and CPU. */
+	uint64_t most_tails = (uint64_t)((double)(threads * E.nrings * E.period) * E.ns_per_unit);
+	struct rusage ru;
+	if (E.k == &task_clock && tails > most_tails && getrusage(RUSAGE_SELF, &ru) == 0)
+		E.st.wakeup_ns = cp_perf_unseen((int64_t)(tails - most_tails), ru.ru_nvcsw + ru.ru_nivcsw);
+	E.st.unsampled_ns = tails - E.st.wakeup_ns;
 	if (!E.use_read && !E.k->count_kernel)
 		E.st.unsampled_what = UNSAMPLED_KERNEL;
 	if (E.off_cpu)
@@ -1216,6 +1233,8 @@ static void perf_stop(void)
 static void perf_stats(struct cp_engine_stats *s)
 {
 	*s = E.st;
+	if (E.k && !E.k->count_kernel)
+		s->user_only = 1;
 	if (!E.use_read && E.k && !E.k->count_kernel)
 		s->unsampled_what = UNSAMPLED_KERNEL;
 	if (!E.ti)

@@ -266,7 +266,7 @@ static uint64_t test_ahead_pct(void)
 }
 
 uint64_t cp_perf_counts_weigh(struct cp_perf_counts *c, pid_t tid, int cpu, uint64_t value, int have_value,
-			      uint64_t period)
+			      uint64_t period, uint64_t *kernel)
 {
 	struct cp_perf_count *e = count_get(c, tid, cpu);
 	uint64_t units = period;
@@ -278,7 +278,16 @@ uint64_t cp_perf_counts_weigh(struct cp_perf_counts *c, pid_t tid, int cpu, uint
 			e->accounted += period;
 		}
 	}
-	return units + units * test_ahead_pct() / 100;
+	units += units * test_ahead_pct() / 100;
+	if (kernel) {
+		/* The clock fires a little late, and a period that began
+		 * before a thread's first sample on this CPU is whole: only
+		 * whole periods beyond the first half are the kernel's. */
+		uint64_t missed = have_value && period && units > period ? (units - period / 2) / period : 0;
+		*kernel = missed * period;
+		units -= *kernel;
+	}
+	return units;
 }
 
 uint64_t cp_perf_counts_tail(struct cp_perf_counts *c, pid_t tid, int cpu, uint64_t value)
@@ -289,6 +298,14 @@ uint64_t cp_perf_counts_tail(struct cp_perf_counts *c, pid_t tid, int cpu, uint6
 	uint64_t tail = value - e->accounted;
 	e->accounted = value;
 	return tail;
+}
+
+uint64_t cp_perf_unseen(int64_t gap_ns, int64_t switches)
+{
+	if (gap_ns <= 0 || switches <= 0)
+		return 0;
+	uint64_t most = (uint64_t)switches * CP_PERF_SWITCH_UNSEEN_MAX_NS;
+	return (uint64_t)gap_ns < most ? (uint64_t)gap_ns : most;
 }
 
 void cp_perf_counts_free(struct cp_perf_counts *c)

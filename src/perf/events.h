@@ -96,12 +96,36 @@ struct cp_perf_counts {
  * one period; and accounts for them.  One period if out of memory.  For
  * tests (unit_clock_ahead, t_clock_ahead.sh), CPUPROF_TEST_CLOCK_AHEAD_PCT
  * (read once) makes them that many percent more than that, as when a
- * virtual machine's host takes its CPU and the task clock runs on. */
+ * virtual machine's host takes its CPU and the task clock runs on.
+ *
+ * With kernel non-NULL, the event takes samples in user mode only (an
+ * unprivileged user's): its clock fires every period of the thread's CPU,
+ * and each firing that found the thread in the kernel raised no sample, so
+ * the units since the previous sample hold that many more whole periods.
+ * Those periods go to *kernel, not to this sample's user stack: the
+ * kernel time was spent by whatever entered the kernel since the previous
+ * sample, which the sample does not know. */
 uint64_t cp_perf_counts_weigh(struct cp_perf_counts *c, pid_t tid, int cpu, uint64_t value, int have_value,
-			      uint64_t period);
+			      uint64_t period, uint64_t *kernel);
 /* Thread tid's final count on cpu (a PERF_RECORD_READ as it exits): the
  * units after its last sample there, and accounts for them. */
 uint64_t cp_perf_counts_tail(struct cp_perf_counts *c, pid_t tid, int cpu, uint64_t value);
 void cp_perf_counts_free(struct cp_perf_counts *c);
+
+/* The most CPU one context switch may cost a thread unseen by its task
+ * clock (cp_perf_unseen): measured here 1-20 us (a virtual machine, where
+ * leaving idle is slow), taken with room to spare. */
+#define CP_PERF_SWITCH_UNSEEN_MAX_NS 50000
+/* The part of `gap_ns` -- CPU the scheduler charged threads beyond what
+ * their task clocks counted -- that `switches` context switches explain.
+ * The scheduler's charge of a thread starts before its task clock does at
+ * every switch-in: it runs from a clock read before the switch (on a CPU
+ * that was idle, before leaving idle), the task clock from when perf's
+ * context is switched in, once the switch is done.  No perf event counts
+ * the time in between, so a thread that wakes often loses that much at
+ * each wake-up (measured here: none without switches, about 20 us a
+ * voluntary switch on this virtual machine).  Beyond what the switches
+ * explain, a gap is something else, and stays a gap. */
+uint64_t cp_perf_unseen(int64_t gap_ns, int64_t switches);
 
 #endif

@@ -47,6 +47,11 @@ struct cp_facts {
 	uint64_t lost, lost_ns;
 	uint64_t unsampled_ns;
 	char unsampled_what[96]; /* its frame */
+	/* Perf engines.  kernel_ns: with user-mode samples only, the periods
+	 * that ended in the kernel (cp_perf_counts_weigh), in no user stack.
+	 * wakeup_ns: CPU the kernel charged the threads beyond what their
+	 * task clocks counted, as many switches explain (cp_perf_unseen). */
+	uint64_t kernel_ns, wakeup_ns;
 	uint64_t profiler_ns;  /* cpuprof's own thread's CPU */
 	/* Under `cpuprof record` and LD_PRELOAD, whose CPU count is the
 	 * process's whole life: what it used before its profile started (the

@@ -50,12 +50,15 @@ size_t cp_facts_pseudo(const struct cp_facts *f, struct cp_pseudo_sample out[CP_
 	out[1] = (struct cp_pseudo_sample){ cp_facts_unsampled_frame(f), 0, f->unsampled_ns };
 	out[2] = (struct cp_pseudo_sample){ "[profiler: cpuprof's own thread]", 0, f->profiler_ns };
 	out[3] = (struct cp_pseudo_sample){ "[unsampled: before the profile started]", 0, f->before_ns };
+	out[4] = (struct cp_pseudo_sample){ CP_FRAME_KERNEL_UNSAMPLED, 0, f->kernel_ns };
+	out[5] = (struct cp_pseudo_sample){ CP_FRAME_WAKEUP, 0, f->wakeup_ns };
 	return CP_FACTS_PSEUDO;
 }
 
 uint64_t cp_facts_profile_ns(const struct cp_facts *f)
 {
-	return f->sampled_ns + f->lost_ns + f->unsampled_ns + f->profiler_ns + f->before_ns;
+	return f->sampled_ns + f->lost_ns + f->unsampled_ns + f->profiler_ns + f->before_ns + f->kernel_ns +
+	       f->wakeup_ns;
 }
 
 double cp_facts_coverage(const struct cp_facts *f)
@@ -142,10 +145,15 @@ void cp_judge(const struct cp_facts *f, struct cp_warning *w)
 		       "kernel's clocks, but each function's share rests on those samples",
 		       (unsigned long long)(f->samples + f->lost), f->hz, (unsigned long long)expected, cause);
 	}
-	if (f->user_only && (f->cpu_ns - f->user_ns) * 4 > f->cpu_ns)
-		cp_warning_add(w, "about %.0f%% of the CPU time was spent in the kernel (its own estimate), where "
-		       "the %s engine counts no cycles: that time is charged to the user code each thread ran next",
-		       100.0 * (double)(f->cpu_ns - f->user_ns) / (double)f->cpu_ns, f->engine);
+	if (f->user_only && strcmp(f->engine, CP_ENGINE_HW) == 0 && (f->cpu_ns - f->user_ns) * 4 > f->cpu_ns)
+		cp_warning_add(w, "about %.0f%% of the CPU time was spent in the kernel (its own estimate), where the hw "
+		       "engine counts no cycles: that time is charged to the user code each thread ran next",
+		       100.0 * (double)(f->cpu_ns - f->user_ns) / (double)f->cpu_ns);
+	if (f->user_only && f->kernel_ns * 20 > (uint64_t)f->cpu_ns)
+		cp_warning_add(w, "%.1f%% of the CPU time was spent in the kernel (system calls, page faults), where no "
+		       "sample is taken without root, CAP_PERFMON or perf_event_paranoid <= 1: it is in %s, not charged "
+		       "to the code that entered the kernel", 100.0 * (double)f->kernel_ns / (double)f->cpu_ns,
+		       CP_FRAME_KERNEL_UNSAMPLED);
 	/* On a tick-bound kernel a sleep also ends at a tick: threads that
 	 * work less than a tick between sleeps run in step with it, and the
 	 * samples, taken at ticks too (all engines but hw), see the same
@@ -211,6 +219,14 @@ void cp_facts_comments(struct cp_comments *c, const struct cp_facts *f, const ch
 	cp_comment(c, "profile_cpu_ns=%llu", (unsigned long long)cp_facts_profile_ns(f));
 	cp_comment(c, "process_cpu_ns=%lld", (long long)f->cpu_ns);
 	cp_comment(c, "unsampled_cpu_ns=%llu", (unsigned long long)f->unsampled_ns);
+	if (f->user_ns > 0 && f->user_ns < f->cpu_ns)
+		cp_comment(c, "kernel_cpu_ns=%lld (the kernel's estimate; %s)", (long long)(f->cpu_ns - f->user_ns),
+			   f->user_only ? "user-mode samples only" : "sampled, charged to the user stack that entered it");
+	if (f->user_only && f->kernel_ns)
+		cp_comment(c, "kernel_unsampled_cpu_ns=%llu", (unsigned long long)f->kernel_ns);
+	if (f->wakeup_ns)
+		cp_comment(c, "switch_unseen_cpu_ns=%llu (charged by the scheduler to threads as they were switched in, "
+			   "not counted by perf's task clock)", (unsigned long long)f->wakeup_ns);
 	cp_comment(c, "profiler_cpu_ns=%llu", (unsigned long long)f->profiler_ns);
 	if (f->before_ns)
 		cp_comment(c, "before_start_cpu_ns=%llu", (unsigned long long)f->before_ns);

@@ -43,7 +43,11 @@ void cp_facts_comments(struct cp_comments *c, const struct cp_facts *f, const ch
 /* The frames that are not code (lost samples, CPU no sample saw, cpuprof's
  * own thread, what ran before the profile), as samples of the profile;
  * returns how many (CP_FACTS_PSEUDO). */
-#define CP_FACTS_PSEUDO 4
+#define CP_FACTS_PSEUDO 6
+/* Two of them: the kernel's time where only user-mode samples are
+ * allowed, and the switches' time the task clock does not count. */
+#define CP_FRAME_KERNEL_UNSAMPLED "[kernel: unsampled, user-mode samples only]"
+#define CP_FRAME_WAKEUP "[kernel: switching threads in, not counted by perf's clock]"
 size_t cp_facts_pseudo(const struct cp_facts *f, struct cp_pseudo_sample out[CP_FACTS_PSEUDO]);
 const char *cp_facts_unsampled_frame(const struct cp_facts *f);
 

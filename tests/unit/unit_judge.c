@@ -130,6 +130,19 @@ int main(void)
 	f.user_only = 0;
 	SILENT(f, "spent in the kernel");
 
+	/* perf with user-mode samples only: the periods that ended in the
+	 * kernel, over a twentieth of the CPU, are named where they are. */
+	f = good();
+	f.user_only = 1;
+	f.kernel_ns = 49 * MS;
+	SILENT(f, "spent in the kernel");
+	f.kernel_ns = 51 * MS;
+	WARNS(f, "5.1% of the CPU time was spent in the kernel (system calls, page faults), where no sample is taken "
+		 "without root, CAP_PERFMON or perf_event_paranoid <= 1: it is in [kernel: unsampled, user-mode samples "
+		 "only]");
+	f.user_only = 0;
+	SILENT(f, "spent in the kernel");
+
 	/* Runs shorter than the tick of a tick-bound kernel. */
 	f = good();
 	f.timer_res_ns = 4 * MS;
@@ -193,6 +206,7 @@ int main(void)
 	CHECK(len + 1 < sizeof warning.text, "the warning filled its %zu bytes: it may have been cut", sizeof warning.text);
 	CHECK(len > 1024, "every clause at once is only %zu bytes: the check above proves little", len);
 	WARNS(f, "threads used it after their last sample");
+	strcpy(f.engine, "hw");
 	f.user_only = 1;
 	f.user_ns = 1 * MS;
 	f.timer_res_ns = 1;
@@ -218,6 +232,8 @@ int main(void)
 	f.lost = 3;
 	f.lost_ns = 3 * MS;
 	f.before_ns = 2 * MS;
+	f.kernel_ns = 5 * MS;
+	f.wakeup_ns = 4 * MS;
 	struct cp_pseudo_sample p[CP_FACTS_PSEUDO];
 	size_t n = cp_facts_pseudo(&f, p);
 	int seen = 0;
@@ -235,10 +251,16 @@ int main(void)
 		} else if (!strcmp(p[i].name, "[unsampled: before the profile started]")) {
 			seen |= 8;
 			CHECK_EQ(p[i].ns, 2 * MS);
+		} else if (!strcmp(p[i].name, "[kernel: unsampled, user-mode samples only]")) {
+			seen |= 16;
+			CHECK_EQ(p[i].ns, 5 * MS);
+		} else if (!strcmp(p[i].name, "[kernel: switching threads in, not counted by perf's clock]")) {
+			seen |= 32;
+			CHECK_EQ(p[i].ns, 4 * MS);
 		}
 	}
-	CHECK(seen == 15, "frames that are not code: %#x of 0xf", seen);
-	CHECK_EQ(cp_facts_profile_ns(&f), (990 + 3 + 9 + 1 + 2) * MS);
+	CHECK(seen == 63, "frames that are not code: %#x of 0x3f", seen);
+	CHECK_EQ(cp_facts_profile_ns(&f), (990 + 3 + 9 + 1 + 2 + 5 + 4) * MS);
 	printf("# every clause of the warning at its threshold, the comments and the frames that are not code\n");
 	return 0;
 }
