@@ -391,7 +391,7 @@ $(BB)/bench/spawn: bench/spawn.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -static -o $@ $<
 
-bench-build: all $(BB)/libcpuprof.so $(BENCH_BINS)
+bench-build: all $(BB)/libcpuprof.so $(BENCH_BINS) $(B)/tests/work_kernel
 	@NM='$(NM)' sh tests/tools/sigsafe.sh $(SIG_SRCS:%.c=$(BB)/%.o) >/dev/null
 
 # What `make bench` installs (as root): python3 runs it, gnuplot-nox draws

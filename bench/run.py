@@ -49,7 +49,9 @@ LEAVES = ["leaf_a", "leaf_b", "leaf_c", "leaf_d"]
 # the project, make's arguments beside -j2 and what they build, rounds;
 # attach: (pattern, threads, CPU ms) of each attached run; lost: (threads
 # of each run, CPU ms of each); names: (paths, workloads) of
-# tests/e2e/t_names.sh, None for all of them.
+# tests/e2e/t_names.sh, None for all of them; kernel: the cells of the part
+# of that name (workload, threads, Hz, CPU ms per thread), its runs per
+# cell and paths.
 MODES = {
     "full": dict(acc_threads=[1, 4, 16], acc_rates=[100, 1000, 10000], patterns=["busy", "bursty"],
                  cpu_ms=3000, ovh_threads=[1, 4], ovh_rates=[100, 1000, 10000], pairs=6, msteps=1000, floor_rounds=12, sample_rounds=30,
@@ -58,7 +60,10 @@ MODES = {
                  build=dict(project="zstd", args=[], rounds=2,
                             what="the default target: libzstd, static and shared, and the zstd program"),
                  attach=[("busy", 1, 3000), ("busy", 4, 3000), ("bursty", 4, 3000)],
-                 lost=([1, 2, 4], 10000), names=None),
+                 lost=([1, 2, 4], 10000), names=None,
+                 kernel=dict(cells=[("syscalls", 1, 1000, 2000)] +
+                             [("bursty", t, hz, 1000) for t in (2, 4) for hz in (1000, 2000, 10000)] +
+                             [("bursty", 64, 1000, 60)], runs=3)),
     "quick": dict(acc_threads=[1, 4], acc_rates=[1000, 10000], patterns=["busy", "bursty"],
                   cpu_ms=1000, ovh_threads=[1, 4], ovh_rates=[1000, 10000], pairs=5, msteps=300, floor_rounds=6, sample_rounds=6,
                   scale=[(20000, 150, 10000)],
@@ -66,16 +71,19 @@ MODES = {
                   build=dict(project="zstd", args=["-C", "lib", "libzstd.a", "ZSTD_LIB_COMPRESSION=0",
                                                    "ZSTD_LIB_DICTBUILDER=0"], rounds=1,
                              what="a subset: the static library's decompressor only"),
-                  attach=[("busy", 4, 1500)], lost=([1, 4], 3000), names=None),
+                  attach=[("busy", 4, 1500)], lost=([1, 4], 3000), names=None,
+                  kernel=dict(cells=[("syscalls", 1, 1000, 1000), ("bursty", 2, 2000, 1000), ("bursty", 4, 10000, 500),
+                                     ("bursty", 64, 1000, 30)], runs=1)),
     "smoke": dict(acc_threads=[2], acc_rates=[1000], patterns=["busy"], cpu_ms=600,
                   ovh_threads=[1], ovh_rates=[1000], pairs=1, msteps=60, floor_rounds=1, sample_rounds=1,
                   scale=[(500, 200, 10000)],
                   proc_runs=3, tree=(10, 1),
                   build=dict(project="tiny", args=[], rounds=1,
                              what="a stand-in: five generated C files, not zstd"),
-                  attach=[("busy", 2, 300)], lost=([1], 300), names=("record", "names_cxx")),
+                  attach=[("busy", 2, 300)], lost=([1], 300), names=("record", "names_cxx"),
+                  kernel=dict(cells=[("bursty", 2, 2000, 300)], runs=1)),
 }
-PARTS = ["accuracy", "overhead", "samples", "scale", "process", "tree", "build", "attach", "lost", "names"]
+PARTS = ["accuracy", "overhead", "samples", "scale", "process", "tree", "build", "attach", "lost", "names", "kernel"]
 
 
 def log(msg):
@@ -995,6 +1003,123 @@ def lost(cfg, runner, ps, work):
     return rows
 
 
+KERNEL_FUNCS = dict(syscalls=["sys_pipe", "user_spin"], bursty=["burst_a", "burst_b", "burst_c"])
+KERNEL_FRAME = "[kernel: unsampled, user-mode samples only]"
+
+
+def kernel_run(path, workload, threads, hz, ms, out, work, unprivileged=False):
+    """One run of tests' work_kernel under `cpuprof record` by `path`
+    ("outside", "preload" or "attach"), as root or as nobody; returns the
+    workload's "truth NAME NS" lines and its process_cpu_ns."""
+    wl = os.path.join(B, "tests", "work_kernel")
+    rec = [os.path.join(B, "cpuprof"), "record", "-F", str(hz), "-o", out]
+    who = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] if unprivileged else []
+    argv = [wl, workload] + ([str(threads)] if workload == "bursty" else []) + [str(ms)]
+    wl_out, err = os.path.join(work, "kernel.out"), os.path.join(work, "kernel.err")
+    if path != "attach":
+        with open(wl_out, "w") as o, open(err, "w") as e:
+            rc = subprocess.call(who + rec + (["--preload", "--engine", "perf"] if path == "preload" else []) +
+                                 ["--"] + argv, stdout=o, stderr=e, env=clean_env(), timeout=600)
+        if rc != 0:
+            raise RuntimeError("record exited %d: %s" % (rc, open(err).read().strip()[-300:]))
+        return open(wl_out).read()
+    ready = os.path.join(work, "kernel.ready")
+    remove(ready)
+    env = clean_env()
+    env["READY"] = ready
+    w = r = None
+    try:
+        with open(wl_out, "w") as o:
+            w = subprocess.Popen(who + argv, stdout=o, env=env)
+        wait_for("the workload's READY file", lambda: os.path.exists(ready) or w.poll() is not None)
+        pid = int(open(ready).read())
+        with open(err, "w") as e:
+            r = subprocess.Popen(who + rec[:2] + ["-p", str(pid)] + rec[2:], stdout=subprocess.DEVNULL, stderr=e,
+                                 env=clean_env())
+        seen = []
+
+        def attached():
+            if r.poll() is not None:
+                raise RuntimeError("record ended: " + open(err).read().strip()[-300:])
+            seen.append(perf_fds(r.pid))
+            return seen[-1] >= len(os.listdir("/proc/%d/task" % pid)) and seen[-5:] == [seen[-1]] * 5
+        wait_for("record's events on every thread", attached)
+        os.kill(pid, signal.SIGUSR1)
+        wait_for("the end of the work", lambda: "process_cpu_ns" in open(wl_out).read() or w.poll() is not None, 600)
+        r.send_signal(signal.SIGINT)
+        if r.wait(600) != 0:
+            raise RuntimeError("record exited %d: %s" % (r.returncode, open(err).read().strip()[-300:]))
+        os.kill(pid, signal.SIGUSR1)
+        if w.wait(60) != 0:
+            raise RuntimeError("the workload exited %d" % w.returncode)
+        return open(wl_out).read()
+    finally:
+        for p in (r, w):
+            if p and p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def kernel_time(cfg, work):
+    """Time in the kernel and threads that wake often (issue 34): tests'
+    work_kernel, whose functions time their own CPU, under `record` from
+    outside, attached (-p) and preloaded; each function's share of the
+    profile against its CPU over the process's, and the profile's
+    coverage.  As root (kernel-mode samples) and, for the system calls, as
+    an unprivileged user where perf_event_paranoid is 2 (user-mode samples
+    only: the kernel's part is then in its own frame, judged as stated)."""
+    k = cfg["kernel"]
+    rows = []
+    try:
+        paranoid = int(open("/proc/sys/kernel/perf_event_paranoid").read())
+    except (OSError, ValueError):
+        paranoid = None
+    work_u = os.path.join(work, "kernel-u")
+    os.makedirs(work_u, exist_ok=True)
+    os.chmod(work_u, 0o777)
+    for workload, threads, hz, ms in k["cells"]:
+        who = [False]
+        if workload == "syscalls" and os.geteuid() == 0 and paranoid == 2 and shutil.which("setpriv"):
+            who.append(True)
+        for unpriv in who:
+            for path in ("outside", "attach", "preload"):
+                for run in range(k["runs"]):
+                    row = dict(workload=workload, threads=threads, hz=hz, path=path, unprivileged=unpriv, run=run)
+                    out = os.path.join(work_u if unpriv else work, "kernel.pb.gz")
+                    try:
+                        text = kernel_run(path, workload, threads, hz, ms, out, work_u if unpriv else work, unpriv)
+                        truth = {}
+                        cpu = 0
+                        for line in text.splitlines():
+                            f = line.split()
+                            if len(f) == 3 and f[0] == "truth":
+                                truth[f[1]] = int(f[2])
+                            elif len(f) == 2 and f[0] == "process_cpu_ns":
+                                cpu = int(f[1])
+                        prof = read_pprof(out)
+                        n, total = prof["samples"], max(prof["cpu_ns"], 1)
+                        errs, sig = {}, 0.0
+                        for fn in KERNEL_FUNCS[workload]:
+                            got = sum(read_pprof(out, fn)["root_ns"].values()) / total
+                            want = truth.get(fn, 0) / max(cpu, 1)
+                            errs[fn] = 100 * (got - want)
+                            sig = max(sig, 100 * (want * (1 - want) / max(n, 1)) ** 0.5)
+                        c = prof["comments"]
+                        row.update(samples=n, coverage=float(c.get("coverage", 0)), errs=errs, sigma=sig,
+                                   err=max(abs(v) for v in errs.values()),
+                                   kernel_frame=prof["leaf_ns"].get(KERNEL_FRAME, 0) / total,
+                                   switch_unseen=int(c.get("switch_unseen_cpu_ns", "0").split()[0]) / total)
+                        log("[kernel] %s %d thr %5d Hz %-7s%s: coverage %.3f, share error %.2f pp (3 sigma %.2f)" % (
+                            workload, threads, hz, path, " unprivileged" if unpriv else "", row["coverage"],
+                            row["err"], 3 * sig))
+                    except Exception as e:  # noqa: BLE001
+                        row["error"] = str(e)[:300]
+                        log("[kernel] %s %d %d %s: FAILED: %s" % (workload, threads, hz, path, e))
+                    remove(out)
+                    rows.append(row)
+    return rows
+
+
 # What tests/e2e/t_names.sh prints for each cell it measures.
 NAMES_LINE = re.compile(r"^(\S+) (\S+): (\d+) of (\d+) names agree with addr2line -C -f -i: ([0-9.]+) \((\d+) unnamed")
 
@@ -1245,7 +1370,50 @@ def judge(res):
         most = max(sc, key=lambda r: r.get("stacks") or 0, default=None)
         out.append(("100k stacks written ≤ 1 s", "this run wrote at most %s distinct stacks (%s s)" % (
             most.get("stacks") if most else "no", fmt(most.get("exit_s")) if most else "–"), "not measured"))
-    return out + judge_21_22(res)
+    return out + judge_21_22(res) + judge_34(res)
+
+
+def kernel_cell(r):
+    return "%s %d thr %d Hz %s%s" % (r["workload"], r["threads"], r["hz"], r["path"],
+                                     " unprivileged" if r.get("unprivileged") else "")
+
+
+def judge_34(res):
+    """The targets of issue 34 (time in the kernel, threads that wake
+    often): (target, what was measured, verdict)."""
+    out = []
+    rows = [r for r in res.get("kernel", []) if "error" not in r]
+    failed = [r for r in res.get("kernel", []) if "error" in r]
+    if not rows:
+        t = "kernel-mode time and bursts: coverage 0.99–1.01, shares ≤ max(1 pp, 3σ)"
+        out.append((t, failed[0]["error"] if failed else "not run", "not measured"))
+        return out
+    for title, pick, lo, hi in (
+            ("busy of nothing but bursts (2–4 threads): coverage 0.99–1.01, each share ≤ max(1 pp, 3σ), every path",
+             lambda r: r["workload"] == "bursty" and r["threads"] <= 4, 0.99, 1.01),
+            ("64 bursty threads at 1 kHz: coverage 0.98–1.02", lambda r: r["threads"] == 64, 0.98, 1.02),
+            ("system calls as root: the call's share ≤ max(1 pp, 3σ) off, coverage 0.99–1.01",
+             lambda r: r["workload"] == "syscalls" and not r["unprivileged"], 0.99, 1.01)):
+        cells = [r for r in rows if pick(r)]
+        if not cells:
+            continue
+        shares = r"σ" in title
+        bad = [r for r in cells if not lo <= r["coverage"] <= hi or
+               (shares and r["err"] > max(1.0, 3 * r["sigma"]))]
+        out.append((title, "%d run(s): coverage %.3f–%.3f, largest share error %.2f pp; outside: %s" % (
+            len(cells), min(r["coverage"] for r in cells), max(r["coverage"] for r in cells),
+            max(r["err"] for r in cells), ", ".join("%s (%.3f, %.2f pp)" % (kernel_cell(r), r["coverage"], r["err"])
+                                                     for r in bad) or "none"), "met" if not bad else "not met"))
+    un = [r for r in rows if r["unprivileged"]]
+    if un:
+        stated = [r for r in un if r["kernel_frame"] > 0]
+        out.append(("system calls unprivileged (user-mode samples only): the kernel's part stated in the profile",
+                    "%d of %d run(s) have [kernel: unsampled ...], %.1f–%.1f%% of their CPU; the user function's "
+                    "share error %.2f pp at most" % (len(stated), len(un), 100 * min(r["kernel_frame"] for r in un),
+                                                     100 * max(r["kernel_frame"] for r in un),
+                                                     max(abs(r["errs"].get("user_spin", 0)) for r in un)),
+                    "met" if len(stated) == len(un) else "not met"))
+    return out
 
 
 def judge_21_22(res):
@@ -1878,6 +2046,8 @@ def md_processes(res, w):
         w("| (not run this time) | | | | | |")
     w("")
 
+    md_kernel(res, w)
+
     w("## Names")
     w("")
     w("`tests/e2e/t_names.sh`, run by the benchmark (with NAMES_MIN=0, so that it measures every cell however "
@@ -1903,6 +2073,36 @@ def md_processes(res, w):
             w("(%s)" % md_cell(r["error"]))
     if not res.get("names"):
         w("| (not run this time) | | | |")
+    w("")
+
+
+def md_kernel(res, w):
+    w("## Time in the kernel, and threads that wake often")
+    w("")
+    w("Tests' `work_kernel`, whose functions time their own CPU with the thread's clock: *syscalls*, one thread "
+      "alternating `sys_pipe` (32 KiB written into a pipe and read back, twice: almost all in the kernel) with "
+      "`user_spin` (about 50 µs in user mode); *bursty*, threads working 100, 200 or 300 µs in `burst_a`, `burst_b` "
+      "or `burst_c` between 100 µs sleeps. Under `cpuprof record` from outside, attached (`-p`, the threads kept "
+      "until record detaches) and with `--preload`; as root (kernel-mode samples) and, for the system calls where "
+      "`perf_event_paranoid` is 2, as an unprivileged user (user-mode samples only). **share error**: the largest "
+      "|function's share of the profile (cumulative) − its CPU over the process's| in percentage points; σ: the "
+      "sampling error of that share at the profile's samples. *kernel frame*: `[kernel: unsampled, user-mode "
+      "samples only]`'s share; *switches*: `[kernel: switching threads in, not counted by perf's clock]`'s.")
+    w("")
+    w("| workload | threads | Hz | path | user | coverage | samples | share error (pp) | 3σ (pp) | kernel frame | switches |")
+    w("|---|---:|---:|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in res.get("kernel", []):
+        if "error" in r:
+            w("| %s | %d | %d | %s | %s | failed: %s | | | | | |" % (r["workload"], r["threads"], r["hz"], r["path"],
+                                                                 "nobody" if r["unprivileged"] else "root",
+                                                                 md_cell(r["error"])))
+            continue
+        w("| %s | %d | %d | %s | %s | %.3f | %d | %.2f | %.2f | %.1f%% | %.1f%% |" % (
+            r["workload"], r["threads"], r["hz"], r["path"], "nobody" if r["unprivileged"] else "root",
+            r["coverage"], r["samples"], r["err"], 3 * r["sigma"], 100 * r["kernel_frame"],
+            100 * r["switch_unseen"]))
+    if not res.get("kernel"):
+        w("| (not run this time) | | | | | | | | | | |")
     w("")
 
 
@@ -1967,7 +2167,7 @@ def main():
     books = CpuBooks()
     runner = Runner(a.work)
     res = dict(mode=mode, machine=machine_info(runner), accuracy=[], overhead=[], sigfloor=[], scale=[],
-               process=[], tree=[], build=[], attach=[], lost=[], names=[])
+               process=[], tree=[], build=[], attach=[], lost=[], names=[], kernel=[])
     ps = probe_profilers(runner, a.work)
     if a.profilers:
         want = [x.strip() for x in a.profilers.split(",")]
@@ -2023,6 +2223,9 @@ def main():
         save()
     if "names" in parts:
         res["names"] = names(cfg, a.work)
+        save()
+    if "kernel" in parts:
+        res["kernel"] = kernel_time(cfg, a.work)
         save()
     ext = []
     if mode != "smoke" and not a.profilers and set(parts) == set(PARTS):

@@ -22,7 +22,7 @@
  *                      outlive_main and exits without waiting for it.
  *                      Prints only process_cpu_ns, the command's own.
  * Prints "truth FUNCTION NS" per function, then "process_cpu_ns NS", the
- * process's CPU at the end.  With READY set in the environment, for
+ * process's CPU at the end of the work.  With READY set in the environment, for
  * `cpuprof record -p`: writes the process's ID to the file it names
  * (whole, by a rename), works only once it gets SIGUSR1, and when the work
  * is done and reported keeps every thread until a second SIGUSR1 (the
@@ -275,6 +275,8 @@ int main(int argc, char **argv)
 		wait_for_go();
 		syscalls(atol(argv[2]));
 		report_cpu();
+		if (getenv("READY"))
+			wait_for_signal();
 	} else if (argc == 3 && strcmp(argv[1], "outlive") == 0) {
 		outlive(atol(argv[2]));
 		report_cpu();
