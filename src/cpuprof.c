@@ -246,6 +246,12 @@ static void *keeper_main(void *unused)
 			R->stats.lost_ns = (uint64_t)((double)R->stats.lost_ns * f + 0.5);
 			R->stats.ahead_ns += lost - kept;
 		}
+		/* ... and so do the periods that ended in the kernel. */
+		uint64_t kernel = (uint64_t)((double)R->stats.kernel_ns * f + 0.5);
+		if (kernel < R->stats.kernel_ns) {
+			R->stats.ahead_ns += R->stats.kernel_ns - kernel;
+			R->stats.kernel_ns = kernel;
+		}
 	}
 	pthread_mutex_unlock(&cp_tab_lock);
 	R->keeper_cpu_ns = (uint64_t)cp_clock_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -681,6 +687,16 @@ int cpuprof_flush(void)
 		cp_session_drain_locked();
 		cp_session_facts_locked(&f);
 		int copied = cp_stacktab_copy(&copy, &cp_session.run.tab) == 0;
+		/* The copy held to the threads' CPU clocks as they are now, as
+		 * the file written at the stop is. */
+		const struct cp_engine *e = cp_session.run.engine;
+		if (copied && e->clocks_now && e->clock_factor && !cp_session.run.recorded) {
+			e->clocks_now(1);
+			uint64_t ahead = cp_stacktab_scale_down(&copy, e->clock_factor);
+			e->clocks_now(0);
+			f.sampled_ns -= ahead < f.sampled_ns ? ahead : f.sampled_ns;
+			f.ahead_ns += ahead;
+		}
 		if (!copied)
 			rc = write_profile(&cp_session.run.tab, &f);
 		pthread_mutex_unlock(&cp_tab_lock);

@@ -94,8 +94,8 @@ static int is_running(const struct cp_image *m)
 	return !m->dead && !m->have_status;
 }
 
-/* The tree's images by process ID (the last image of each), to follow
- * processes to their parents. */
+/* The tree's images sorted by process ID, then exec order: a process's
+ * last image is its current one, whose parent is followed. */
 struct by_pid {
 	const struct cp_image **v;
 	size_t n;

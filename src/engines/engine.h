@@ -111,6 +111,10 @@ struct cp_engine {
 	 * machine's CPU is taken away by its host (the steal time of
 	 * /proc/stat), and the thread CPU clocks do not. */
 	double (*clock_factor)(uint32_t tid);
+	/* Perf engines, while running (a flush): with on, has clock_factor
+	 * answer from the threads' CPU clocks as they are now; with 0,
+	 * forgets that again. */
+	void (*clocks_now)(int on);
 	/* The profile's counts so far. */
 	void (*stats)(struct cp_engine_stats *s);
 	/* In a child after fork(): forgets the parent's state without

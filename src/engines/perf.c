@@ -1158,6 +1158,60 @@ static void stop_off_cpu(uint64_t end)
 	E.st.off_unpaired = E.sw.unpaired;
 }
 
+/* What thread t's CPU clock says it used in the profile, into *used;
+ * whether that is known. */
+static int thread_used(const struct tinfo *t, uint64_t *used)
+{
+	*used = 0;
+	if ((t->exited || t->end_ns) && !t->original) {
+		*used = t->end_ns;
+		return t->end_ns != 0;
+	}
+	if (t->original) {
+		*used = t->seen_ns > t->cpu0_ns ? t->seen_ns - t->cpu0_ns : 0;
+		return 1;
+	}
+	return !t->exited && cp_thread_cpu_ns(t->tid, used) == 0;
+}
+
+/* What perf_clock_factor answers, from the threads' clocks as they are:
+ * each thread whose samples hold more than its clock says (the task clock,
+ * or the cycle counter, ran on while the thread did not, its virtual CPU
+ * taken away by the host), and all the threads whose clocks are known
+ * together.  Returns what the samples hold beyond the clocks. */
+static uint64_t make_scales(void)
+{
+	forget_scales();
+	scales = calloc(E.nti ? E.nti : 1, sizeof *scales);
+	double held = 0, clocked = 0;
+	uint64_t ahead = 0;
+	for (size_t i = 0; i < E.capti; i++) {
+		const struct tinfo *t = &E.ti[i];
+		uint64_t used;
+		if (!t->tid || !thread_used(t, &used))
+			continue;
+		held += (double)t->sampled_ns;
+		clocked += (double)(used < t->sampled_ns ? used : t->sampled_ns);
+		if (used > 0 && t->sampled_ns > used && scales && nscales < E.nti) {
+			scales[nscales++] = (struct clock_scale){ (uint32_t)t->tid, (double)used / (double)t->sampled_ns };
+			ahead += t->sampled_ns - used;
+		}
+	}
+	if (nscales)
+		qsort(scales, nscales, sizeof *scales, by_tid);
+	if (held > 0 && clocked < held)
+		all_factor = clocked / held;
+	return ahead;
+}
+
+static void perf_clocks_now(int on)
+{
+	if (on)
+		make_scales();
+	else
+		forget_scales();
+}
+
 static void perf_stop(void)
 {
 	/* Closing disables every event and, with them, their inherited
@@ -1169,44 +1223,16 @@ static void perf_stop(void)
 	uint64_t end = mono_ns();
 	perf_drain();
 	cp_threads_exit_clocks(0);
-	scales = calloc(E.nti ? E.nti : 1, sizeof *scales);
-	double held = 0, clocked = 0;
 	for (size_t i = 0; i < E.capti; i++) {
 		struct tinfo *t = &E.ti[i];
-		if (!t->tid)
-			continue;
-		/* What its CPU clock says it used in the profile, if known. */
-		uint64_t used = 0;
-		int known = 0;
-		if ((t->exited || t->end_ns) && !t->original) {
+		uint64_t used;
+		int known = t->tid && thread_used(t, &used);
+		if (t->tid && (t->exited || t->end_ns) && !t->original)
 			t->tail_ns = ended_tail(t);
-			used = t->end_ns;
-			known = t->end_ns != 0;
-		} else if (t->original) {
-			used = t->seen_ns > t->cpu0_ns ? t->seen_ns - t->cpu0_ns : 0;
+		else if (known)
 			t->tail_ns = used > t->sampled_ns ? used - t->sampled_ns : 0;
-			known = 1;
-		} else if (!t->exited) {
-			known = cp_thread_cpu_ns(t->tid, &used) == 0;
-			if (known && used > t->sampled_ns)
-				t->tail_ns = used - t->sampled_ns;
-		}
-		/* Samples that hold more than that: the task clock (or the
-		 * cycle counter) ran on while the thread did not, its virtual
-		 * CPU taken away by the host. */
-		if (known) {
-			held += (double)t->sampled_ns;
-			clocked += (double)(used < t->sampled_ns ? used : t->sampled_ns);
-		}
-		if (known && used > 0 && t->sampled_ns > used && scales && nscales < E.nti) {
-			scales[nscales++] = (struct clock_scale){ (uint32_t)t->tid, (double)used / (double)t->sampled_ns };
-			E.st.ahead_ns += t->sampled_ns - used;
-		}
 	}
-	if (nscales)
-		qsort(scales, nscales, sizeof *scales, by_tid);
-	if (held > 0 && clocked < held)
-		all_factor = clocked / held;
+	E.st.ahead_ns += make_scales();
 	uint64_t tails = 0, threads = 0;
 	for (size_t i = 0; i < E.capti; i++) {
 		tails += E.ti[i].tid ? E.ti[i].tail_ns : 0;
@@ -1281,6 +1307,7 @@ const struct cp_engine cp_engine_perf = {
 	.drain = keeper_drain,
 	.stop = perf_stop,
 	.clock_factor = perf_clock_factor,
+	.clocks_now = perf_clocks_now,
 	.stats = perf_stats,
 	.forget = perf_forget,
 };
@@ -1294,6 +1321,7 @@ const struct cp_engine cp_engine_hw = {
 	.drain = keeper_drain,
 	.stop = perf_stop,
 	.clock_factor = perf_clock_factor,
+	.clocks_now = perf_clocks_now,
 	.stats = perf_stats,
 	.forget = perf_forget,
 };

@@ -10,7 +10,8 @@
  * record), on two threads, and the profile must still
  * hold the process's CPU and say how much it took off: once with every
  * sample kept, once with most of them lost (a ring of 64 cells that
- * nobody drains), which weigh the same clock.
+ * nobody drains), which weigh the same clock.  A flush while the profile
+ * runs is held to the clocks as they are then, as the stop is.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -53,6 +54,23 @@ int main(void)
 		ahead_work(300);
 		CHECK_EQ(pthread_join(t, NULL), 0);
 		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+		if (!lose) {
+			CHECK_EQ(cpuprof_flush(), 0);
+			struct timespec c2;
+			clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c2);
+			char *flushed = pprof_run("-raw", path);
+			CHECK(flushed, "pprof -raw");
+			long long count, ns;
+			long nsamples;
+			pprof_raw_totals(flushed, &count, &ns, &nsamples);
+			free(flushed);
+			double at = (c2.tv_sec - c0.tv_sec) * 1e9 + (c2.tv_nsec - c0.tv_nsec);
+			CHECK(pprof_comment(path, "clock_ahead_ns", val, sizeof val) == 0, "no clock_ahead_ns after a flush");
+			fprintf(stderr, "flushed: the profile holds %.1f ms, the process's clock says %.1f ms; %.1f ms taken "
+				"off\n", ns / 1e6, at / 1e6, atoll(val) / 1e6);
+			CHECK(ns < at * 1.05, "a flush holds %lld ns where the clock says %.0f", ns, at);
+			CHECK(atoll(val) > at * 0.25, "a flush took %s ns off samples weighing 1.5 times %.0f ns", val, at);
+		}
 		CHECK_EQ(cpuprof_stop(), 0);
 
 		char *text = pprof_run("-raw", path);
