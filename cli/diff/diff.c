@@ -242,6 +242,8 @@ int cmd_diff(int argc, char **argv)
 	struct diff d;
 	memset(&ss, 0, sizeof ss);
 	memset(&d, 0, sizeof d);
+	if (report_output_is_input(da.out, "diff", da.files, da.nfiles))
+		goto out;
 	if (!p) {
 		fprintf(stderr, "cpuprof diff: out of memory\n");
 		goto out;

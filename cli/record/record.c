@@ -106,14 +106,15 @@ void record_usage(FILE *f)
 
 /* If argv[*i] is option `shortname` (e.g. "-o", may be NULL) or `longname`
  * (e.g. "--output") in any of the forms "-o V", "-oV", "--output V" and
- * "--output=V", stores V in *val (NULL if it is missing), advances *i past
- * it and returns true. */
+ * "--output=V", stores V in *val (NULL if it is missing: "-o -- CMD" is
+ * a missing value, not a file named "--"), advances *i past it and
+ * returns true. */
 static bool match_opt(int argc, char **argv, int *i, const char *shortname, const char *longname, const char **val)
 {
 	const char *a = argv[*i];
 	size_t sl = shortname ? strlen(shortname) : 0, ll = strlen(longname);
 	if ((shortname && strcmp(a, shortname) == 0) || strcmp(a, longname) == 0) {
-		*val = *i + 1 < argc ? argv[++*i] : NULL;
+		*val = *i + 1 < argc && strcmp(argv[*i + 1], "--") != 0 ? argv[++*i] : NULL;
 		if (!*val)
 			++*i;
 		return true;
@@ -802,12 +803,9 @@ int cmd_record(int argc, char **argv)
 		parse_int_arg(o.hz, 1, cp_options[CP_OPT_HZ].max, &hz);
 	if (o.unwind)
 		cp_option_parse(&cp_options[CP_OPT_UNWIND], o.unwind, &unwind, why, sizeof why);
-	/* A stale profile is not left for this run's: only a regular file is
-	 * removed (-o /dev/null, or a FIFO, is written into). */
-	if (stat(abs, &st) == 0 && S_ISREG(st.st_mode) && unlink(abs) < 0) {
-		fprintf(stderr, "cpuprof record: cannot remove the old %s: %s\n", output, strerror(errno));
-		goto out;
-	}
+	/* An earlier profile at FILE stays until this run's replaces it
+	 * (written beside it and renamed over it): a command that cannot run
+	 * or a refused -p loses nothing. */
 	/* The shared symbol tables of files: the tree's processes load the
 	 * same libraries. */
 	cp_symbols_share_files();

@@ -606,9 +606,13 @@ int record_write(const struct cp_tree *all, const char *path, const char *shown,
 	}
 	int rc;
 	if (c->nimages == 0) {
-		/* Nothing to write, and an empty file would pass for a profile. */
-		fprintf(stderr, "cpuprof: no profile written: %s\n",
-			unprofiled.text[0] ? unprofiled.text : "no process of the command was profiled");
+		/* Nothing to write, and an empty file would pass for a profile;
+		 * an earlier one is not this run's. */
+		struct stat st;
+		int earlier = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+		fprintf(stderr, "cpuprof: no profile written: %s%s%s%s\n",
+			unprofiled.text[0] ? unprofiled.text : "no process of the command was profiled",
+			earlier ? "; " : "", earlier ? shown : "", earlier ? " is an earlier profile, left as it was" : "");
 		rc = -1;
 	} else {
 		rc = r->per_process ? write_per_process(c, path, shown, r, &unprofiled)

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -223,7 +224,7 @@ int report_output(const char *path, const char *cmd,
 			return EXIT_USAGE;
 		}
 		if (!(out = fopen(tmp, "w"))) {
-			fprintf(stderr, "cpuprof %s: cannot write %s: %m\n", cmd, tmp);
+			fprintf(stderr, "cpuprof %s: cannot write %s: %m\n", cmd, path);
 			free(tmp);
 			return EXIT_USAGE;
 		}
@@ -250,6 +251,20 @@ int report_output(const char *path, const char *cmd,
 	return status;
 }
 
+bool report_output_is_input(const char *path, const char *cmd, const char *const *files, size_t n)
+{
+	struct stat o, s;
+	if (!path || strcmp(path, "-") == 0 || stat(path, &o) != 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (stat(files[i], &s) == 0 && s.st_dev == o.st_dev && s.st_ino == o.st_ino) {
+			fprintf(stderr, "cpuprof %s: -o %s is %s, a profile it reads: it would be overwritten\n", cmd, path,
+				files[i]);
+			return true;
+		}
+	return false;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	struct report_args ra;
@@ -266,6 +281,8 @@ int cmd_report(int argc, char **argv)
 	int status = EXIT_USAGE;
 	struct stackset ss;
 	memset(&ss, 0, sizeof ss);
+	if (report_output_is_input(ra.out, "report", ra.files, ra.nfiles))
+		goto out;
 	if (!p) {
 		fprintf(stderr, "cpuprof report: out of memory\n");
 		goto out;

@@ -118,5 +118,8 @@ int list_write(FILE *out, const struct report_input *in,
  * be written. */
 int report_output(const char *path, const char *cmd,
 		  int (*fn)(FILE *out, void *arg), void *arg);
+/* Whether `path` (-o's) is one of files[0..n), the profiles read (the
+ * same file by any name): says so, as command `cmd`, if it is. */
+bool report_output_is_input(const char *path, const char *cmd, const char *const *files, size_t n);
 
 #endif

@@ -78,11 +78,16 @@ record 3 -o p.pb.gz -- sh -c 'exit 3'
 record 143 -o p.pb.gz -- sh -c 'kill -TERM $$'
 record 137 -o p.pb.gz -- sh -c 'kill -KILL $$' 
 
-# --- a stale profile is removed before the command starts ---
-echo stale >p.pb.gz
-record 0 -o p.pb.gz -- sh -c 'test ! -e p.pb.gz || echo still there >seen'
-[ -e seen ] && fail "the stale profile was still there when the command ran"
-[ "$(cat p.pb.gz 2>/dev/null)" = stale ] && fail "the stale profile is still there"
+# --- an earlier profile stays until the new one replaces it ---
+echo earlier >p.pb.gz
+record 127 -o p.pb.gz -- ./no-such-command
+[ "$(cat p.pb.gz 2>/dev/null)" = earlier ] || fail "a command that could not run took the earlier profile"
+record 2 -o p.pb.gz -p 999999999 -d 1
+[ "$(cat p.pb.gz 2>/dev/null)" = earlier ] || fail "a refused -p took the earlier profile"
+record 143 -o p.pb.gz --engine timer -- sh -c 'kill -TERM $$'
+grep -q 'p.pb.gz is an earlier profile, left as it was' err || { cat err; fail "no word of the earlier profile"; }
+record 0 -o p.pb.gz -- true
+[ "$(cat p.pb.gz 2>/dev/null)" = earlier ] && fail "the new profile did not replace the earlier one"
 
 # --- an unwritable output fails before the command runs ---
 mkdir ro && chmod 555 ro

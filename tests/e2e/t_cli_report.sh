@@ -150,4 +150,13 @@ if ! touch "$tmp/ro/probe" 2>/dev/null; then # root writes anywhere
 	[ $rc -eq 2 ] && [ -z "$(ls "$tmp/ro")" ] ||
 		{ cat "$tmp/err" >&2; fail "report -o into a read-only directory: exit $rc, expected 2"; }
 fi
+# The message names the file asked for, not the temporary one beside it.
+$EMU "$CP" report -o "$tmp/no-such-dir/out.txt" "$tmp/p.pb.gz" 2>"$tmp/err"
+grep -q "cannot write $tmp/no-such-dir/out.txt: " "$tmp/err" || { cat "$tmp/err" >&2; fail "-o's message"; }
+# -o onto a profile it reads (by any name) is refused, the profile whole.
+cp "$tmp/p.pb.gz" "$tmp/keep.pb.gz"
+$EMU "$CP" report -o "$tmp/./keep.pb.gz" "$tmp/keep.pb.gz" 2>"$tmp/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "a profile it reads" "$tmp/err" && cmp -s "$tmp/p.pb.gz" "$tmp/keep.pb.gz" ||
+	{ cat "$tmp/err" >&2; fail "report -o onto its input: exit $rc"; }
 echo "ok"

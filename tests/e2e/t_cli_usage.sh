@@ -99,6 +99,9 @@ grep -q 'cpuprof record' out || fail "record --help"
 bad "no command" record
 bad "no command" record -F 100 --
 bad "needs a value" record -o
+# "-o -- CMD" is a missing value, not a profile named "--".
+bad "needs a value" record -o -- touch marker
+[ -e -- ] && fail "record -o -- CMD wrote a file named --"
 bad "from 1 to 100000" record -F 0 -- touch marker
 bad "from 1 to 100000" record -F 100001 -- touch marker
 bad "from 1 to 100000" record -F abc -- touch marker

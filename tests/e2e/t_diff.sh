@@ -190,6 +190,9 @@ dif 2 f1.pb no-such.pb
 grep -q 'no-such.pb' err || fail "a missing file"
 dif 2 f1.pb f2.pb -o no-such-dir/x.txt
 ls | grep -q '\.tmp' && fail "-o: a temporary file was left"
+cp f2.pb f2.keep
+dif 2 -o f2.pb f1.pb f2.pb
+grep -q 'a profile it reads' err && cmp -s f2.pb f2.keep || { cat err; fail "diff -o onto its NEW profile"; }
 # Two NEW files are merged, and so are BASE files given with --base.
 dif 0 --format folded f1.pb f2.pb f2.pb
 grep -qx 'main;a 1200 800' out || { cat out; fail "two NEW files are not merged"; }

