@@ -1389,7 +1389,7 @@ def judge_34(res):
         out.append((t, failed[0]["error"] if failed else "not run", "not measured"))
         return out
     for title, pick, lo, hi in (
-            ("busy of nothing but bursts (2–4 threads): coverage 0.99–1.01, each share ≤ max(1 pp, 3σ), every path",
+            ("bursts of 2–4 threads at 1–10 kHz: coverage 0.99–1.01, each share ≤ max(1 pp, 3σ), every path",
              lambda r: r["workload"] == "bursty" and r["threads"] <= 4, 0.99, 1.01),
             ("64 bursty threads at 1 kHz: coverage 0.98–1.02", lambda r: r["threads"] == 64, 0.98, 1.02),
             ("system calls as root: the call's share ≤ max(1 pp, 3σ) off, coverage 0.99–1.01",
