@@ -192,7 +192,8 @@ struct cp_kcollector {
 	pid_t first;                  /* the command's process, or the first attached to */
 	int64_t sched0, sched1;       /* -p: the scheduler's count of their live threads' CPU, at both ends */
 	int64_t switches0, switches1; /* ... and their context switches */
-	int thread_ended;             /* -p: a thread ended in the window */
+	int sched_partial;            /* -p: the scheduler's count misses some of the window's CPU (a thread
+	                                 ended in it, or a new process began) */
 	pid_t *attached;              /* -p: the processes attached to */
 	size_t nattached;
 	int64_t counted_ns;
@@ -681,6 +682,7 @@ static void on_fork(struct cp_kcollector *k, struct cp_perf_rec *r)
 		return;
 	struct kproc *parent = proc_get(k, (pid_t)v[1]);
 	if (v[0] != v[1]) {
+		k->sched_partial = 1; /* a new process: not among those -p counts */
 		struct kproc *p = proc_get(k, (pid_t)v[0]);
 		if (!p)
 			p = proc_new(k, (pid_t)v[0], parent);
@@ -715,7 +717,7 @@ static void on_task_exit(struct cp_kcollector *k, struct cp_perf_rec *r)
 	struct kthread *t = thread_get(k, (pid_t)v[2], (pid_t)v[0]);
 	if (t)
 		t->exited = 1;
-	k->thread_ended = 1;
+	k->sched_partial = 1; /* its count is gone from the scheduler's */
 	struct kproc *p = proc_get(k, (pid_t)v[0]);
 	if (p && v[0] == v[2])
 		p->exited = 1;
@@ -1736,9 +1738,10 @@ void cp_kernel_finish(struct cp_kcollector *k)
 			}
 	}
 	/* Attached: the scheduler's count of the window is the kernel's
-	 * charge, where no thread ended in it (an ended thread's count is
-	 * gone from it). */
-	if (k->nattached && !k->thread_ended) {
+	 * charge, where it has all of the window's CPU: no thread ended in it
+	 * (an ended thread's count is gone) and no process began (it counts
+	 * the processes attached to). */
+	if (k->nattached && !k->sched_partial) {
 		hold(k, k->sched1 - k->sched0, k->switches1 - k->switches0);
 		k->counted_ns = k->sched1 - k->sched0;
 	}

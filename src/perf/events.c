@@ -280,9 +280,9 @@ uint64_t cp_perf_counts_weigh(struct cp_perf_counts *c, pid_t tid, int cpu, uint
 	}
 	units += units * test_ahead_pct() / 100;
 	if (kernel) {
-		/* The clock fires a little late, and a period that began
-		 * before a thread's first sample on this CPU is whole: only
-		 * whole periods beyond the first half are the kernel's. */
+		/* The clock fires a little late, so a sample holds a little
+		 * more than its period: only whole periods past the first
+		 * half are ones that found the thread in the kernel. */
 		uint64_t missed = have_value && period && units > period ? (units - period / 2) / period : 0;
 		*kernel = missed * period;
 		units -= *kernel;
