@@ -113,6 +113,12 @@ void cp_judge(const struct cp_facts *f, struct cp_warning *w)
 		cp_warning_add(w, "%llu threads had signal %d blocked when the profile started: the %s engine samples "
 		       "them only once they unblock it (the perf engines sample every thread, whatever its mask)",
 		       (unsigned long long)f->blocked, f->signo, f->engine);
+	/* A rate so low that no sample came: nothing says where the CPU
+	 * went, however little of it there was. */
+	if (f->samples + f->lost == 0 && f->cpu_ns >= 10000000 && f->period_ns)
+		cp_warning_add(w, "no sample in %.0f ms of CPU: at %d Hz a thread is sampled once every %.0f ms of its "
+		       "CPU, so no function is shown; ask for a higher rate (-F)", (double)f->cpu_ns / 1e6, f->hz,
+		       (double)f->period_ns / 1e6);
 	if (f->cpu_ns < (int64_t)(32 * unit))
 		return;
 	if (cov < 0.9) {

@@ -130,6 +130,19 @@ int main(void)
 	f.user_only = 0;
 	SILENT(f, "spent in the kernel");
 
+	/* No sample at all (-F 1 on a short run): said, however short. */
+	f = good();
+	f.hz = f.hz_asked = 1;
+	f.period_ns = 1000 * MS;
+	f.cpu_ns = 500 * MS;
+	f.samples = 0;
+	f.sampled_ns = 0;
+	f.unsampled_ns = 500 * MS;
+	WARNS(f, "no sample in 500 ms of CPU: at 1 Hz a thread is sampled once every 1000 ms of its CPU");
+	f.cpu_ns = 9 * MS;
+	f.unsampled_ns = 9 * MS;
+	SILENT(f, "no sample in");
+
 	/* perf with user-mode samples only: the periods that ended in the
 	 * kernel, over a twentieth of the CPU, are named where they are. */
 	f = good();
