@@ -1411,6 +1411,13 @@ static void synthesize(struct cp_kcollector *k, pid_t pid)
 		closedir(d);
 	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
 	FILE *f = fopen(path, "re");
+	/* Without its map nothing of its code is known (the finish would
+	 * take that for a secure exec): say what it is. */
+	if (!f)
+		m->unprofiled = errno == EACCES || errno == EPERM
+					? "its memory map (/proc/PID/maps) may not be read here, even by root (another "
+					  "PID namespace, or a security module), so none of its code could be named"
+					: "its memory map (/proc/PID/maps) could not be read, so none of its code could be named";
 	char line[4096 + 128];
 	while (f && fgets(line, sizeof line, f)) {
 		unsigned long lo, hi, off, ino;
