@@ -995,6 +995,14 @@ err:
 
 /* ---- public entry points ------------------------------------------------ */
 
+/* Whether bytes[0..n) start as gperftools' own CPU profile does: the
+ * header words 0, 3, 0 (then the period and 0), in 64- or 32-bit words. */
+static bool is_gperftools(const uint8_t *bytes, size_t n)
+{
+	static const uint8_t w64[24] = { [8] = 3 }, w32[12] = { [4] = 3 };
+	return (n >= 40 && memcmp(bytes, w64, sizeof w64) == 0) || (n >= 20 && memcmp(bytes, w32, sizeof w32) == 0);
+}
+
 int profile_parse(const void *data, size_t len, struct profile **out,
 		  char *err, size_t errlen)
 {
@@ -1036,7 +1044,10 @@ int profile_parse(const void *data, size_t len, struct profile **out,
 	*out = p;
 	return 0;
 err:
-	if (p && p->nstrings == 0 && errlen > 0) {
+	if (p && p->nstrings == 0 && errlen > 0 && is_gperftools(bytes, plen)) {
+		snprintf(err, errlen, "a gperftools CPU profile (its own binary format, not pprof's protobuf): "
+			 "`google-pprof --text PROGRAM FILE` or `go tool pprof PROGRAM FILE` reads it");
+	} else if (p && p->nstrings == 0 && errlen > 0) {
 		/* Failed before the string table: most likely not a profile
 		 * at all, so say that first. */
 		char why[256];

@@ -153,6 +153,13 @@ fi
 # The message names the file asked for, not the temporary one beside it.
 $EMU "$CP" report -o "$tmp/no-such-dir/out.txt" "$tmp/p.pb.gz" 2>"$tmp/err"
 grep -q "cannot write $tmp/no-such-dir/out.txt: " "$tmp/err" || { cat "$tmp/err" >&2; fail "-o's message"; }
+# gperftools' own binary profile (header words 0, 3, 0, period, 0) is named
+# as such, with what reads it.
+printf '\0\0\0\0\0\0\0\0\003\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\020\047\0\0\0\0\0\0\0\0\0\0\0\0\0\0' >"$tmp/gperf.prof"
+$EMU "$CP" report "$tmp/gperf.prof" >/dev/null 2>"$tmp/err"
+rc=$?
+[ $rc -eq 2 ] && grep -q "a gperftools CPU profile.*google-pprof" "$tmp/err" ||
+	{ cat "$tmp/err" >&2; fail "report of a gperftools profile: exit $rc"; }
 # -o onto a profile it reads (by any name) is refused, the profile whole.
 cp "$tmp/p.pb.gz" "$tmp/keep.pb.gz"
 $EMU "$CP" report -o "$tmp/./keep.pb.gz" "$tmp/keep.pb.gz" 2>"$tmp/err"
