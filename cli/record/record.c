@@ -203,6 +203,16 @@ static int parse_args(int argc, char **argv, struct record_opts *o)
 			o->engine ? "--engine" : o->signal ? "--signal" : "--preload");
 		return -1;
 	}
+	if (o->pids && o->grace) {
+		fprintf(stderr, "cpuprof record: --grace is the time CMD has to end once record passes it a signal; -p "
+			"sends its processes none: it does not apply\n");
+		return -1;
+	}
+	if (o->signal && (!o->engine || (strcmp(o->engine, "timer") != 0 && strcmp(o->engine, "itimer") != 0))) {
+		fprintf(stderr, "cpuprof record: --signal is the timer engines' sampling signal: it goes with --engine "
+			"timer or itimer (the perf engines send none)\n");
+		return -1;
+	}
 	o->cmd = o->pids ? NULL : argv + i;
 	if (o->duration && !parse_int_arg(o->duration, 1, 86400 * 365, &v)) {
 		fprintf(stderr, "cpuprof record: -d %s: the seconds to record must be an integer from 1\n", o->duration);

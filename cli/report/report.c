@@ -73,6 +73,7 @@ struct report_args {
 	double min_share;
 	const char *out, *list, *value;
 	bool lines, intervals;
+	bool format_set, top_set, min_share_set; /* given, not defaults */
 	enum stack_group group;
 	const char **files;
 	size_t nfiles;
@@ -111,6 +112,7 @@ static int parse_args(int argc, char **argv, struct report_args *ra)
 					"number of rows (0 for all)\n");
 				return -1;
 			}
+			ra->top_set = true;
 		} else if ((v = opt_value(argc, argv, &i, "--format", &missing))) {
 			size_t k = 0;
 			while (k < 4 && strcmp(v, format_names[k]) != 0)
@@ -121,6 +123,7 @@ static int parse_args(int argc, char **argv, struct report_args *ra)
 				return -1;
 			}
 			ra->format = (enum format)k;
+			ra->format_set = true;
 		} else if ((v = opt_value(argc, argv, &i, "-o", &missing))) {
 			if (missing || !*v) {
 				fprintf(stderr, "cpuprof report: -o needs a file name\n");
@@ -133,6 +136,7 @@ static int parse_args(int argc, char **argv, struct report_args *ra)
 					"percentage from 0 to 100\n");
 				return -1;
 			}
+			ra->min_share_set = true;
 		} else if ((v = opt_value(argc, argv, &i, "--value", &missing))) {
 			if (missing || !*v) {
 				fprintf(stderr, "cpuprof report: --value needs a "
@@ -170,6 +174,23 @@ static int parse_args(int argc, char **argv, struct report_args *ra)
 	}
 	if (ra->nfiles == 0) {
 		fprintf(stderr, "cpuprof report: no FILE given\n");
+		return -1;
+	}
+	/* An option its format does not use is refused, not ignored. */
+	const char *unused = NULL, *of = format_names[ra->format];
+	if (ra->list && ra->format_set)
+		unused = "--format", of = "--list (a format of its own)";
+	else if (ra->list && ra->group)
+		unused = "--group-by", of = "--list";
+	else if (ra->group && ra->format == FORMAT_TOP)
+		unused = "--group-by";
+	else if ((ra->top_set || ra->intervals) && (ra->list || ra->format != FORMAT_TOP))
+		unused = ra->top_set ? "--top" : "--intervals", of = ra->list ? "--list" : of;
+	else if (ra->min_share_set && (ra->list || ra->format != FORMAT_TREE))
+		unused = "--min-share", of = ra->list ? "--list" : of;
+	if (unused) {
+		fprintf(stderr, "cpuprof report: %s does not apply to %s (--top and --intervals: top; --min-share: tree; "
+			"--group-by: tree, folded and html)\n", unused, of);
 		return -1;
 	}
 	if (ra->format == FORMAT_HTML && !ra->out && isatty(STDOUT_FILENO)) {

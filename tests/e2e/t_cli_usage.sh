@@ -99,6 +99,15 @@ grep -q 'cpuprof record' out || fail "record --help"
 bad "no command" record
 bad "no command" record -F 100 --
 bad "needs a value" record -o
+# An option that would be ignored is refused.
+bad "goes with --engine timer or itimer" record --signal 40 -- touch marker
+bad "goes with --engine timer or itimer" record --engine perf --signal 40 -- touch marker
+bad "--grace is the time CMD has" record -p 1 --grace 3
+bad "--group-by does not apply to top" report --group-by process x.pb.gz
+bad "--format does not apply to --list" report --format tree --list main x.pb.gz
+bad "--min-share does not apply to top" report --min-share 5 x.pb.gz
+bad "--top does not apply to tree" report --format tree --top 3 x.pb.gz
+bad "--intervals does not apply to folded" report --format folded --intervals x.pb.gz
 # "-o -- CMD" is a missing value, not a profile named "--".
 bad "needs a value" record -o -- touch marker
 [ -e -- ] && fail "record -o -- CMD wrote a file named --"
@@ -112,12 +121,12 @@ bad "use one of auto, perf, hw, timer, itimer" record --engine bogus -- touch ma
 bad "use one of auto, perf, hw, timer, itimer" record --engine= -- touch marker
 bad "from 1 to 1024" record --depth 0 -- touch marker
 bad "from 1 to 1024" record --depth 1025 -- touch marker
-bad "not a signal number" record --signal 0 -- touch marker
-bad "not a signal number" record --signal 65 -- touch marker
-bad "not a signal number" record --signal PROF -- touch marker
+bad "not a signal number" record --engine timer --signal 0 -- touch marker
+bad "not a signal number" record --engine timer --signal 65 -- touch marker
+bad "not a signal number" record --engine timer --signal PROF -- touch marker
 # The library would refuse these too (src/profile/options.c: one description).
 for s in 1 2 9 11 13 14 15 19; do
-	bad "cannot sample" record --signal $s -- touch marker
+	bad "cannot sample" record --engine timer --signal $s -- touch marker
 done
 bad "use one of auto, dwarf, fp" record --unwind frames -- touch marker
 bad "use one of auto, dwarf, fp" record --unwind= -- touch marker
