@@ -1312,6 +1312,28 @@ int cp_kernel_probe(const struct cp_kernel_conf *c, char *why, size_t len)
 	return fd < 0 ? fd : 0;
 }
 
+int cp_kernel_pmu(char *why, size_t len)
+{
+	struct perf_event_attr a;
+	memset(&a, 0, sizeof a);
+	a.size = sizeof a;
+	a.type = PERF_TYPE_HARDWARE;
+	a.config = PERF_COUNT_HW_CPU_CYCLES;
+	a.disabled = 1;
+	a.exclude_kernel = 1;
+	a.exclude_hv = 1;
+	int fd = cp_perf_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (fd == -ENOENT || fd == -EOPNOTSUPP || fd == -ENODEV)
+		snprintf(why, len, "no PMU counts CPU cycles here (perf_event_open: %s)", strerror(-fd));
+	else
+		refused(fd, "the cycles event", why, len);
+	return fd;
+}
+
 int cp_kernel_probe_off_cpu(const struct cp_kernel_conf *c, char *why, size_t len)
 {
 	struct cp_kcollector *k;

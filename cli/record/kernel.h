@@ -38,6 +38,10 @@ struct cp_kcollector;
  * would allow it in why[len]. */
 int cp_kernel_probe(const struct cp_kernel_conf *c, char *why, size_t len);
 
+/* Whether a PMU counts CPU cycles here (what the hw engine inside each
+ * process needs first).  0, or a negative errno with why in why[len]. */
+int cp_kernel_pmu(char *why, size_t len);
+
 /* Whether this process may open the context-switch samples off-CPU time
  * needs (their samples are taken in the kernel as a thread leaves the
  * CPU: root, CAP_PERFMON or perf_event_paranoid <= 1).  0, or a negative

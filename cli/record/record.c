@@ -816,6 +816,13 @@ int cmd_record(int argc, char **argv)
 	/* An earlier profile at FILE stays until this run's replaces it
 	 * (written beside it and renamed over it): a command that cannot run
 	 * or a refused -p loses nothing. */
+	/* The hw engine runs inside each process: where no PMU counts
+	 * cycles, each would only say so and run unprofiled. */
+	if (o.engine && strcmp(o.engine, CP_ENGINE_HW) == 0 && cp_kernel_pmu(why, sizeof why) < 0) {
+		fprintf(stderr, "cpuprof record: --engine hw: %s; the default engine (perf) samples with the task clock "
+			"instead\n", why);
+		goto out;
+	}
 	/* The shared symbol tables of files: the tree's processes load the
 	 * same libraries. */
 	cp_symbols_share_files();

@@ -51,6 +51,18 @@ static int env_option(enum cp_option_id id, long *out, const char **text)
 	return 0;
 }
 
+/* Why the start failed, in words: where no engine could sample, each
+ * engine's own reason (the engine asked for, or every one auto tried). */
+static const char *start_failure(int rc)
+{
+	static char why[600];
+	if (rc == -ENODEV && cp_session.run.engine_reason[0]) {
+		snprintf(why, sizeof why, "no sampling engine works here: %s", cp_session.run.engine_reason);
+		return why;
+	}
+	return cpuprof_strerror(rc);
+}
+
 __attribute__((constructor)) static void preload_start(void)
 {
 	const char *path = getenv("CPUPROF"), *shm = getenv(CP_SHM_ENV);
@@ -79,7 +91,7 @@ __attribute__((constructor)) static void preload_start(void)
 		int rc = cp_session_start_recorded(&o);
 		if (rc < 0) {
 			fprintf(stderr, "cpuprof: cannot start profiling: %s; profiling disabled\n",
-				rc == -ENOSPC ? "cpuprof record has no room for another process" : cpuprof_strerror(rc));
+				rc == -ENOSPC ? "cpuprof record has no room for another process" : start_failure(rc));
 			return;
 		}
 		preload_started = 1;
@@ -103,7 +115,7 @@ __attribute__((constructor)) static void preload_start(void)
 
 	int rc = cp_session_start_preloaded(path, &o);
 	if (rc < 0) {
-		fprintf(stderr, "cpuprof: cannot start profiling: %s; profiling disabled\n", cpuprof_strerror(rc));
+		fprintf(stderr, "cpuprof: cannot start profiling: %s; profiling disabled\n", start_failure(rc));
 		return;
 	}
 	preload_started = 1;

@@ -128,6 +128,12 @@ bad "not a signal number" record --engine timer --signal PROF -- touch marker
 for s in 1 2 9 11 13 14 15 19; do
 	bad "cannot sample" record --engine timer --signal $s -- touch marker
 done
+# The hw engine where no PMU counts cycles (most virtual machines): refused
+# before the command runs, not run unprofiled in each process.
+TE=${CP%/cpuprof}/tests/tool_engine
+if [ -x "$TE" ] && ! $EMU "$TE" hw >/dev/null 2>&1; then
+	bad "record: --engine hw: " record --engine hw -- touch marker
+fi
 bad "use one of auto, dwarf, fp" record --unwind frames -- touch marker
 bad "use one of auto, dwarf, fp" record --unwind= -- touch marker
 bad "unknown option" record --bogus -- touch marker
