@@ -32,6 +32,7 @@ void diff_usage(FILE *f)
 {
 	fputs("  cpuprof diff [--format top|folded|html] [-o OUT] [--threshold PCT]\n"
 	      "               [--alpha A] [--top N] [--lines] [--value cpu|samples|off-cpu|wall]\n"
+	      "               [--other-programs]\n"
 	      "               BASE NEW... | --base BASE [--base BASE...] NEW...\n"
 	      "      which functions' shares of the CPU changed from BASE to NEW\n"
 	      "      beyond the noise of sampling (several NEW files, or BASE files\n"
@@ -51,6 +52,8 @@ void diff_usage(FILE *f)
 	      "      --top N   top: the functions shown (default 20, 0 for all;\n"
 	      "                every one that changed is shown)\n"
 	      "      --lines, --value, -o OUT  as for report\n"
+	      "      --other-programs  compare profiles of programs of other names\n"
+	      "                (their main files: refused without it)\n"
 	      "      Says so when the samples are too few to see a change of the\n"
 	      "      threshold.  Exits 0 when nothing changed beyond the noise, 1\n"
 	      "      when something did, 2 for bad usage, a FILE missing or corrupt,\n"
@@ -64,7 +67,7 @@ struct diff_args {
 	long top;
 	double threshold, alpha;
 	const char *out, *value;
-	bool lines;
+	bool lines, other_programs;
 	const char **files; /* the BASE files, then the NEW files */
 	size_t nfiles, nbase;
 	const char **bases; /* --base FILE, in order */
@@ -165,6 +168,8 @@ static int parse_args(int argc, char **argv, struct diff_args *da)
 			da->value = v;
 		} else if (strcmp(a, "--lines") == 0) {
 			da->lines = true;
+		} else if (strcmp(a, "--other-programs") == 0) {
+			da->other_programs = true;
 		} else {
 			fprintf(stderr, "cpuprof diff: unknown option '%s'\n", a);
 			return -1;
@@ -195,6 +200,32 @@ struct diff_job {
 	const struct diff_input *in;
 	const struct diff *d;
 };
+
+/* The program profile p is of: the base name of its first mapping's file
+ * (pprof's main binary), or "" if it has none. */
+static const char *program_of(const struct profile *p)
+{
+	const char *f = p->nmappings && p->mappings[0].filename ? p->mappings[0].filename : "";
+	const char *slash = strrchr(f, '/');
+	return slash ? slash + 1 : f;
+}
+
+/* Whether the profiles are of one program (by their main files' names: a
+ * new build of it has another build ID and is what diff is for); says
+ * which differ if not. */
+static bool same_program(struct profile *const *p, const char *const *files, size_t n)
+{
+	for (size_t i = 1; i < n; i++) {
+		const char *a = program_of(p[0]), *b = program_of(p[i]);
+		if (*a && *b && strcmp(a, b) != 0) {
+			fprintf(stderr, "cpuprof diff: %s is a profile of %s, %s of %s: other programs, whose functions "
+				"are not the same code (--other-programs compares them anyway)\n", files[0], a, files[i],
+				b);
+			return false;
+		}
+	}
+	return true;
+}
 
 /* report_output's writer of a diff_job. */
 static int write_diff(FILE *out, void *arg)
@@ -255,6 +286,8 @@ int cmd_diff(int argc, char **argv)
 			goto out;
 		}
 	}
+	if (!da.other_programs && !same_program(p, da.files, da.nfiles))
+		goto out;
 	/* CPU by default, also where the profiles' own default is wall
 	 * (profiles of off-CPU time). */
 	const char *value = da.value;

@@ -190,6 +190,15 @@ dif 2 f1.pb no-such.pb
 grep -q 'no-such.pb' err || fail "a missing file"
 dif 2 f1.pb f2.pb -o no-such-dir/x.txt
 ls | grep -q '\.tmp' && fail "-o: a temporary file was left"
+# Profiles of other programs (their main files' names) are refused unless
+# asked for; a rebuild of one program (another build ID) is what diff is for.
+for prog in prog_a prog_b; do
+	printf 'type samples count\ntype cpu nanoseconds\nmapping 1 /opt/%s\nfunction 1 main\nlocation 1 1 0x1100 1\nsample 5 5000 : 1\n' \
+		$prog | $EMU "$MK" $prog.pb || fail "tool_mkprof $prog"
+done
+dif 2 prog_a.pb prog_b.pb
+grep -q 'prog_a.pb is a profile of prog_a, prog_b.pb of prog_b: other programs' err || { cat err; fail "other programs"; }
+dif 0 --other-programs prog_a.pb prog_b.pb
 cp f2.pb f2.keep
 dif 2 -o f2.pb f1.pb f2.pb
 grep -q 'a profile it reads' err && cmp -s f2.pb f2.keep || { cat err; fail "diff -o onto its NEW profile"; }
