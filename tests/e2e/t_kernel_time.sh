@@ -10,7 +10,7 @@
 #   allows samples in kernel mode (root here), a sample taken in a system
 #   call carries the user stack that made it: that function's share must
 #   be its true share, within 5 points.  Events that took user-mode samples
-#   only gave it a tenth of that, and its time to the function after it.
+#   only gave it 0.4% for 26%, and its time to the function after it.
 # - Unprivileged (perf_event_paranoid 2: user-mode samples only), the
 #   kernel's time cannot be placed: it must be in the profile's
 #   [kernel: unsampled ...] frame and its warning, not in the user code
