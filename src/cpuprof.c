@@ -570,9 +570,9 @@ int cpuprof_start_stream(const char *path, const struct cpuprof_options *opts)
 	return start(path, 1, 0, 0, opts);
 }
 
-int cp_session_start_preloaded(const char *path, const struct cpuprof_options *opts)
+int cp_session_start_preloaded(const char *path, int whole, const struct cpuprof_options *opts)
 {
-	return start(path, 0, 0, 1, opts);
+	return start(path, 0, 0, whole, opts);
 }
 
 int cp_session_start_recorded(const struct cpuprof_options *opts)

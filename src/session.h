@@ -112,10 +112,11 @@ void cp_session_exec_failed(void);
 void cp_session_stop_at_exit(void);
 /* Before _exit(status): as at exit(), the profile is written. */
 void cp_session_exit_now(int status);
-/* Starts LD_PRELOAD's profile into path: as cpuprof_start(), but the
- * profile accounts for the process's whole life (its CPU before the start
- * under [unsampled: before the profile started]).  0 or a negative errno. */
-int cp_session_start_preloaded(const char *path, const struct cpuprof_options *opts);
+/* Starts LD_PRELOAD's profile into path: as cpuprof_start(), but with
+ * `whole`, the profile accounts for the process's whole life (its CPU
+ * before the start under [unsampled: before the profile started]).  0 or
+ * a negative errno. */
+int cp_session_start_preloaded(const char *path, int whole, const struct cpuprof_options *opts);
 /* Starts a profile whose samples go to `cpuprof record`'s shared memory
  * (cp_shm_attach() done).  0 or a negative errno. */
 int cp_session_start_recorded(const struct cpuprof_options *opts);

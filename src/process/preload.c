@@ -99,21 +99,36 @@ __attribute__((constructor)) static void preload_start(void)
 	}
 
 	/* The first profiled process of a run owns FILE; its descendants
-	 * write FILE.<pid>. */
-	char own[32], file[PATH_MAX];
+	 * write FILE.<pid>; the program a process exec'd, FILE.<pid>.<n> after
+	 * its n-th exec (as `record --per-process` names them), so that what
+	 * ran before the exec, written at it, is kept.  CPUPROF_IMAGE, "pid.n"
+	 * of the last image that started, tells an image that follows an exec
+	 * of the same process (where the program passed its environment on)
+	 * from a new process. */
+	char own[32], file[PATH_MAX], image[48];
 	snprintf(own, sizeof own, "%d", (int)getpid());
-	const char *owner = getenv("CPUPROF_OWNER");
-	if (owner && strcmp(owner, own) != 0) {
-		if (snprintf(file, sizeof file, "%s.%s", path, own) >= (int)sizeof file) {
-			fprintf(stderr, "cpuprof: CPUPROF path too long; profiling disabled\n");
-			return;
-		}
-		path = file;
-	} else {
+	const char *owner = getenv("CPUPROF_OWNER"), *last = getenv("CPUPROF_IMAGE");
+	size_t ownlen = strlen(own);
+	long n = last && strncmp(last, own, ownlen) == 0 && last[ownlen] == '.' ? atol(last + ownlen + 1) + 1 : 0;
+	snprintf(image, sizeof image, "%s.%ld", own, n);
+	setenv("CPUPROF_IMAGE", image, 1);
+	int len = 0;
+	if (n > 0)
+		len = snprintf(file, sizeof file, "%s.%s.%ld", path, own, n);
+	else if (owner && strcmp(owner, own) != 0)
+		len = snprintf(file, sizeof file, "%s.%s", path, own);
+	else
 		setenv("CPUPROF_OWNER", own, 1);
+	if (len >= (int)sizeof file) {
+		fprintf(stderr, "cpuprof: CPUPROF path too long; profiling disabled\n");
+		return;
 	}
+	if (len > 0)
+		path = file;
 
-	int rc = cp_session_start_preloaded(path, &o);
+	/* After an exec the process's CPU clock holds the images before it,
+	 * whose files have their CPU: this one's starts with its profile. */
+	int rc = cp_session_start_preloaded(path, n == 0, &o);
 	if (rc < 0) {
 		fprintf(stderr, "cpuprof: cannot start profiling: %s; profiling disabled\n", start_failure(rc));
 		return;

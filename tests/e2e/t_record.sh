@@ -139,6 +139,20 @@ else
 	go tool pprof -traces pl.pb.gz 2>/dev/null | grep -q "\[unsampled: before the profile started\]" ||
 		fail "LD_PRELOAD: no [unsampled: before the profile started] frame"
 	echo "LD_PRELOAD: $before ns before the profile started, in the profile"
+	# An exec: what ran before it stays in FILE, written at the exec; the
+	# programs exec'd write FILE.<pid>.<n> after the n-th, each with its
+	# own CPU (not the images' before it again).
+	env LD_PRELOAD="$ROOT/$B/libcpuprof.so" CPUPROF="$tmp/ex.pb.gz" "$ROOT/$B/tests/work_robust" exec-self 2 \
+		>out 2>err || { cat err; fail "LD_PRELOAD, exec: status $?"; }
+	set -- ex.pb.gz.*
+	[ $# -eq 2 ] && [ -s "${1%.[0-9]*}.1" ] && [ -s "${1%.[0-9]*}.2" ] ||
+		fail "LD_PRELOAD, exec: expected FILE.<pid>.1 and .2, found $*"
+	for f in ex.pb.gz "$@"; do
+		[ "$(leader "$f")" = exec_work ] || { go tool pprof -top "$f"; fail "LD_PRELOAD, exec: $f has not exec_work"; }
+		before=$(go tool pprof -comments "$f" 2>/dev/null | sed -n 's/^ *before_start_cpu_ns=//p')
+		[ "${before:-0}" -lt 100000000 ] || fail "LD_PRELOAD, exec: $f holds $before ns from before its start"
+	done
+	echo "LD_PRELOAD, exec: ex.pb.gz, $*"
 fi
 $EMU "$CP" record -o fk.pb.gz -- $EMU ./work 1 100 0 fork >out 2>err || { cat err; fail "fork: status $?"; }
 [ "$(grep -c 'work_hot done' out)" -eq 1 ] || fail "fork: output changed"
