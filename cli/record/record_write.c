@@ -510,25 +510,21 @@ out:
 	return rc;
 }
 
-/* The file of image m, and its name for messages: CMD's primary image in
- * FILE, the others in FILE.<pid>, or FILE.<pid>.<n> for the n-th more of
- * the same process (after an exec).  0, or -1 if out of memory. */
-static int image_file(const struct cp_tree *c, size_t k, const struct cp_image *primary,
-		      const char *path, const char *shown, const struct record_run *r, char **file, char **name)
+/* The file of image m, and its name for messages, by its place alone (the
+ * same every run): CMD's primary image in FILE, the others in FILE.<pid>,
+ * or FILE.<pid>.<n> after their process's n-th exec.  0, or -1 if out of
+ * memory. */
+static int image_file(const struct cp_tree *c, size_t k, const struct cp_image *primary, const char *path,
+		      const char *shown, char **file, char **name)
 {
 	const struct cp_image *m = c->images[k];
-	unsigned nth = 0;
-	for (size_t j = 0; j < k; j++)
-		nth += c->images[j]->pid == m->pid && c->images[j] != primary && c->images[j]->samples;
-	if (m->pid == r->root && m != primary && primary && primary->order < m->order)
-		nth++;
 	*file = *name = NULL;
 	int ok;
 	if (m == primary)
 		ok = (*file = strdup(path)) && (*name = strdup(shown));
-	else if (nth)
-		ok = asprintf(file, "%s.%d.%u", path, m->pid, nth) >= 0 &&
-		     asprintf(name, "%s.%d.%u", shown, m->pid, nth) >= 0;
+	else if (m->order)
+		ok = asprintf(file, "%s.%d.%u", path, m->pid, m->order) >= 0 &&
+		     asprintf(name, "%s.%d.%u", shown, m->pid, m->order) >= 0;
 	else
 		ok = asprintf(file, "%s.%d", path, m->pid) >= 0 && asprintf(name, "%s.%d", shown, m->pid) >= 0;
 	return ok ? 0 : -1;
@@ -539,11 +535,12 @@ static int image_file(const struct cp_tree *c, size_t k, const struct cp_image *
 static int write_per_process(const struct cp_tree *c, const char *path, const char *shown,
 			     const struct record_run *r, const struct cp_warning *unprofiled)
 {
-	/* CMD's own file holds its first image with samples (env, sh -c and
-	 * nice exec the program that works), else its last. */
+	/* CMD's own file holds its last image: the program it ended as (env,
+	 * sh -c and nice exec the program that works), whatever sampled the
+	 * images before it. */
 	const struct cp_image *primary = NULL;
 	for (size_t k = 0; k < c->nimages; k++)
-		if (c->images[k]->pid == r->root && (!primary || !primary->samples))
+		if (c->images[k]->pid == r->root && (!primary || c->images[k]->order > primary->order))
 			primary = c->images[k];
 	int rc = 0;
 	for (size_t k = 0; k < c->nimages; k++) {
@@ -566,7 +563,7 @@ static int write_per_process(const struct cp_tree *c, const char *path, const ch
 		record_comments(&cm, r);
 		ended(m, how, sizeof how);
 		cp_comment(&cm, "process=%d %s ended=%s", m->pid, image_name(m), how);
-		if (image_file(c, k, primary, path, shown, r, &file, &name) < 0 ||
+		if (image_file(c, k, primary, path, shown, &file, &name) < 0 ||
 		    image_parts(m, &f, pseudo, &parts, &nparts, &cap) < 0 ||
 		    write_one(file, name, parts, nparts, &f, &cm, &warning, 1) < 0)
 			rc = -1;

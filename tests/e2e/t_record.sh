@@ -123,6 +123,18 @@ else
 	[ $# -eq 1 ] && [ -s "$1" ] || fail "--per-process: expected one FILE.<pid>, found $*"
 	grep -q "wrote $1" err || { cat err; fail "--per-process: record did not list $1"; }
 	[ "$(leader "$1")" = hot_leaf ] && [ "$(leader fp.pb.gz)" = hot_leaf ] || fail "--per-process: profiles wrong"
+	# Names by place, the same every run: CMD's last image (after env and
+	# an exec) is FILE, its image after the first exec FILE.<pid>.1.
+	"$CP" record --per-process -o fe.pb.gz -- env "$ROOT/$B/tests/work_robust" exec-self 1 >out 2>err ||
+		{ cat err; fail "--per-process, exec: status $?"; }
+	set -- fe.pb.gz.*.1
+	[ $# -eq 1 ] && [ -s "$1" ] && [ -s fe.pb.gz ] && [ ! -e "${1%.1}.2" ] ||
+		{ ls fe.pb.gz*; fail "--per-process, exec: expected FILE and FILE.<pid>.1"; }
+	[ "$(leader "$1")" = exec_work ] && [ "$(leader fe.pb.gz)" = exec_work ] ||
+		fail "--per-process, exec: profiles wrong"
+	go tool pprof -comments fe.pb.gz 2>/dev/null | grep -q "ended=exit:0" &&
+		go tool pprof -comments "$1" 2>/dev/null | grep -q "ended=exec" ||
+		fail "--per-process, exec: FILE is not the image CMD ended as, or $1 not the one it exec'd from"
 	# Without the CLI: the program a profiled one starts writes FILE.<pid>.
 	env LD_PRELOAD="$ROOT/$B/libcpuprof.so" CPUPROF="$tmp/pl.pb.gz" ./work 1 100 0 fork-exec >out 2>err ||
 		{ cat err; fail "LD_PRELOAD, fork-exec: status $?"; }
