@@ -52,11 +52,6 @@
  * them. */
 #define PUBLISH_INTERVAL_NS 200000000ll
 #define RECORDED_SLEEP_MS 10
-/* The highest rate sampled at: at 10 kHz the kernel's part of a perf
- * sample (timer interrupt, stack copy) already costs a tenth of the
- * thread's CPU on the machines measured (docs/benchmarks.md); above the
- * tick, the timer engines fire at the tick whatever is asked. */
-#define MAX_SAMPLING_HZ 10000
 
 struct cp_session cp_session;
 pthread_mutex_t cp_tab_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -445,7 +440,7 @@ static int start(const char *path, int stream, int recorded, int whole, const st
 	if (recorded && s.depth > cp_shm_depth())
 		s.depth = cp_shm_depth();
 	R->hz_asked = s.hz;
-	R->hz = s.hz > MAX_SAMPLING_HZ ? MAX_SAMPLING_HZ : s.hz;
+	R->hz = s.hz > CP_HZ_SAMPLED_MAX ? CP_HZ_SAMPLED_MAX : s.hz;
 	R->depth = s.depth;
 	R->unwind = s.unwind;
 	R->timer_res_ns = timer_resolution_ns();

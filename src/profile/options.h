@@ -16,6 +16,15 @@ enum cp_option_id { CP_OPT_HZ, CP_OPT_ENGINE, CP_OPT_SIGNAL, CP_OPT_DEPTH, CP_OP
 enum cp_option_kind { CP_OPT_INT, CP_OPT_CHOICE, CP_OPT_SIGNO };
 
 /* The engines' names (each engine's `name`, and the choices of --engine). */
+/* The highest rate sampled at, whatever -F or CPUPROF_HZ asks (up to the
+ * option's own limit, 100,000, with a warning): at 10 kHz the kernel's part
+ * of a perf sample (timer interrupt, stack copy) already costs a tenth of
+ * the thread's CPU on the machines measured (docs/benchmarks.md); above
+ * the tick, the timer engines fire at the tick whatever is asked.  The
+ * library and record's events from outside alike. */
+#define CP_HZ_SAMPLED_MAX 10000
+#define CP_HZ_SAMPLED_MAX_TEXT "10000"
+
 #define CP_ENGINE_PERF "perf"
 #define CP_ENGINE_HW "hw"
 #define CP_ENGINE_TIMER "timer"
