@@ -1392,12 +1392,13 @@ static ssize_t read_small(const char *path, char *buf, size_t len)
 }
 
 /* Process pid as it is now: an image with its program, name and threads'
- * names, and its executable mappings. */
-static void synthesize(struct cp_kcollector *k, pid_t pid)
+ * names, and its executable mappings.  0, or a negative errno if its
+ * memory map cannot be read (none of its code could be named). */
+static int synthesize(struct cp_kcollector *k, pid_t pid)
 {
 	struct kproc *p = proc_get(k, pid);
 	if (!p && !(p = proc_new(k, pid, NULL)))
-		return;
+		return -ENOMEM;
 	char path[64], name[64];
 	snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
 	if (read_small(path, name, sizeof name) <= 0)
@@ -1405,7 +1406,7 @@ static void synthesize(struct cp_kcollector *k, pid_t pid)
 	name[strcspn(name, "\n")] = '\0';
 	struct cp_image *m = new_image(k, p, name);
 	if (!m)
-		return;
+		return -ENOMEM;
 	snprintf(path, sizeof path, "/proc/%d/exe", (int)pid);
 	ssize_t n = readlink(path, m->exe, sizeof m->exe - 1);
 	m->exe[n > 0 ? n : 0] = '\0';
@@ -1433,13 +1434,8 @@ static void synthesize(struct cp_kcollector *k, pid_t pid)
 		closedir(d);
 	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
 	FILE *f = fopen(path, "re");
-	/* Without its map nothing of its code is known (the finish would
-	 * take that for a secure exec): say what it is. */
 	if (!f)
-		m->unprofiled = errno == EACCES || errno == EPERM
-					? "its memory map (/proc/PID/maps) may not be read here, even by root (another "
-					  "PID namespace, or a security module), so none of its code could be named"
-					: "its memory map (/proc/PID/maps) could not be read, so none of its code could be named";
+		return errno == ENOENT ? -ESRCH : -errno; /* gone: open_threads says so */
 	char line[4096 + 128];
 	while (f && fgets(line, sizeof line, f)) {
 		unsigned long lo, hi, off, ino;
@@ -1460,8 +1456,8 @@ static void synthesize(struct cp_kcollector *k, pid_t pid)
 		if (fi != SIZE_MAX)
 			add_mapping(k, p, fi, lo, hi, off);
 	}
-	if (f)
-		fclose(f);
+	fclose(f);
+	return 0;
 }
 
 /* The CPU the live threads of processes pids[0..n) have run, by the
@@ -1549,14 +1545,18 @@ int cp_kernel_attach(struct cp_kcollector **out, const struct cp_kernel_conf *c,
 		snprintf(why, len, "out of memory");
 		return -ENOMEM;
 	}
-	k->sched0 = scheduler_cpu(pids, n, &k->switches0);
 	for (size_t i = 0; i < n; i++) {
 		char what[64];
 		snprintf(what, sizeof what, "process %d", (int)pids[i]);
 		/* What it has mapped first: code it maps from now on comes in
 		 * the events' records. */
-		synthesize(k, pids[i]);
-		rc = open_threads(k, pids[i]);
+		int maps = synthesize(k, pids[i]);
+		/* The scheduler's count as its events open, not before the
+		 * map was read: CPU between the two is the scheduler's only. */
+		int64_t sw;
+		k->sched0 += scheduler_cpu(&pids[i], 1, &sw);
+		k->switches0 += sw;
+		rc = maps < 0 && maps != -ESRCH ? maps : open_threads(k, pids[i]);
 		if (rc == -ESRCH) {
 			snprintf(why, len, "process %d: no such process", (int)pids[i]);
 		} else if (rc == -EACCES || rc == -EPERM) {
@@ -1566,8 +1566,14 @@ int cp_kernel_attach(struct cp_kcollector **out, const struct cp_kernel_conf *c,
 			if (stat(proc, &st) == 0 && st.st_uid != geteuid() && geteuid() != 0)
 				snprintf(why, len, "process %d belongs to another user (uid %u): profiling it needs root, "
 					 "CAP_PERFMON, or CAP_SYS_PTRACE", (int)pids[i], (unsigned)st.st_uid);
+			else if (maps < 0)
+				snprintf(why, len, "process %d: its memory map (/proc/%d/maps) may not be read here, even by "
+					 "this user (another PID namespace, or a security module): none of its code could be "
+					 "named", (int)pids[i], (int)pids[i]);
 			else
 				refused(rc, what, why, len);
+		} else if (rc < 0 && maps < 0) {
+			snprintf(why, len, "process %d: /proc/%d/maps: %s", (int)pids[i], (int)pids[i], strerror(-rc));
 		} else if (rc < 0) {
 			refused(rc, what, why, len);
 		}
