@@ -3,8 +3,8 @@
 # empty stand-in for libcpuprof.so (via CPUPROF_LIB) so it needs nothing
 # from the library where it preloads it (--engine timer; from outside,
 # the default, nothing is preloaded): the environment the command gets,
-# exit statuses, the
-# removal of a stale profile, what record says when nothing was profiled
+# exit statuses, an
+# earlier profile kept until a new one replaces it, what record says when nothing was profiled
 # (and that it then writes nothing), an unwritable output refused before
 # the command runs, signals the command sends record, and the command's
 # own signal dispositions and mask.  Skips without cc.
@@ -86,8 +86,12 @@ record 2 -o p.pb.gz -p 999999999 -d 1
 [ "$(cat p.pb.gz 2>/dev/null)" = earlier ] || fail "a refused -p took the earlier profile"
 record 143 -o p.pb.gz --engine timer -- sh -c 'kill -TERM $$'
 grep -q 'p.pb.gz is an earlier profile, left as it was' err || { cat err; fail "no word of the earlier profile"; }
-record 0 -o p.pb.gz -- true
-[ "$(cat p.pb.gz 2>/dev/null)" = earlier ] && fail "the new profile did not replace the earlier one"
+# (From outside: the stand-in library profiles nothing, and under
+# qemu-user there is no outside.)
+if [ -z "${EMU:-}" ]; then
+	record 0 -o p.pb.gz -- true
+	[ "$(cat p.pb.gz 2>/dev/null)" = earlier ] && fail "the new profile did not replace the earlier one"
+fi
 
 # --- an unwritable output fails before the command runs ---
 mkdir ro && chmod 555 ro
