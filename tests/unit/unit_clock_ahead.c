@@ -26,6 +26,23 @@ DEFINE_BURNER(ahead_work)
 extern size_t cp_test_ring_cells;
 extern int cp_test_no_drain;
 
+/* The CPU the profile at path holds, in ns. */
+static long long held_ns(const char *path)
+{
+	char *text = pprof_run("-raw", path);
+	CHECK(text, "pprof -raw");
+	long long count, ns;
+	long nsamples;
+	pprof_raw_totals(text, &count, &ns, &nsamples);
+	free(text);
+	return ns;
+}
+
+static double ns_between(const struct timespec *a, const struct timespec *b)
+{
+	return (b->tv_sec - a->tv_sec) * 1e9 + (b->tv_nsec - a->tv_nsec);
+}
+
 static void *worker(void *unused)
 {
 	ahead_work(300);
@@ -58,13 +75,8 @@ int main(void)
 			CHECK_EQ(cpuprof_flush(), 0);
 			struct timespec c2;
 			clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c2);
-			char *flushed = pprof_run("-raw", path);
-			CHECK(flushed, "pprof -raw");
-			long long count, ns;
-			long nsamples;
-			pprof_raw_totals(flushed, &count, &ns, &nsamples);
-			free(flushed);
-			double at = (c2.tv_sec - c0.tv_sec) * 1e9 + (c2.tv_nsec - c0.tv_nsec);
+			long long ns = held_ns(path);
+			double at = ns_between(&c0, &c2);
 			CHECK(pprof_comment(path, "clock_ahead_ns", val, sizeof val) == 0, "no clock_ahead_ns after a flush");
 			fprintf(stderr, "flushed: the profile holds %.1f ms, the process's clock says %.1f ms; %.1f ms taken "
 				"off\n", ns / 1e6, at / 1e6, atoll(val) / 1e6);
@@ -73,13 +85,8 @@ int main(void)
 		}
 		CHECK_EQ(cpuprof_stop(), 0);
 
-		char *text = pprof_run("-raw", path);
-		CHECK(text, "pprof -raw");
-		long long count, ns;
-		long nsamples;
-		pprof_raw_totals(text, &count, &ns, &nsamples);
-		free(text);
-		double cpu = (c1.tv_sec - c0.tv_sec) * 1e9 + (c1.tv_nsec - c0.tv_nsec);
+		long long ns = held_ns(path);
+		double cpu = ns_between(&c0, &c1);
 		CHECK(pprof_comment(path, "clock_ahead_ns", val, sizeof val) == 0, "no clock_ahead_ns comment");
 		long long ahead = atoll(val), lost = pprof_cum_ns(path, "[lost]");
 		fprintf(stderr, "%s: the profile holds %.1f ms ([lost] %.1f ms), the process's clock says %.1f ms; "
