@@ -688,8 +688,16 @@ int cpuprof_flush(void)
 		if (copied && e->clocks_now && e->clock_factor && !cp_session.run.recorded) {
 			e->clocks_now(1);
 			uint64_t ahead = cp_stacktab_scale_down(&copy, e->clock_factor);
+			double all = e->clock_factor(0);
 			e->clocks_now(0);
 			f.sampled_ns -= ahead < f.sampled_ns ? ahead : f.sampled_ns;
+			/* The lost samples and the kernel's periods weigh the same
+			 * clocks, as at the stop. */
+			uint64_t lost = (uint64_t)((double)f.lost_ns * all + 0.5),
+				 kernel = (uint64_t)((double)f.kernel_ns * all + 0.5);
+			ahead += (f.lost_ns - lost) + (f.kernel_ns - kernel);
+			f.lost_ns = lost;
+			f.kernel_ns = kernel;
 			f.ahead_ns += ahead;
 		}
 		if (!copied)

@@ -316,9 +316,14 @@ void cp_collect_finish(struct cp_collector *c)
 	 * says how much was too much. */
 	for (size_t i = 0; i < c->tree.nimages; i++) {
 		struct cp_image *m = c->tree.images[i];
-		uint64_t held = m->sampled_ns + m->dropped_ns;
-		if (m->have_facts && m->facts.ahead_ns && held)
-			cp_image_scale(m, m->facts.ahead_ns < held ? 1.0 - (double)m->facts.ahead_ns / (double)held : 0.0);
+		/* The periods that ended in the kernel (user-mode samples only)
+		 * are in the engine's count of what the threads' samples held. */
+		uint64_t held = m->sampled_ns + m->dropped_ns + m->facts.kernel_ns;
+		if (m->have_facts && m->facts.ahead_ns && held) {
+			double f = m->facts.ahead_ns < held ? 1.0 - (double)m->facts.ahead_ns / (double)held : 0.0;
+			cp_image_scale(m, f);
+			m->facts.kernel_ns = (uint64_t)((double)m->facts.kernel_ns * f + 0.5);
+		}
 	}
 }
 

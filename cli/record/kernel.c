@@ -1479,7 +1479,7 @@ static int64_t scheduler_cpu(const pid_t *pids, size_t n, int64_t *switches)
 			snprintf(file, sizeof file, "/proc/%d/task/%s/schedstat", (int)pids[i], de->d_name);
 			if (read_small(file, buf, sizeof buf) > 0)
 				sum += strtoll(buf, NULL, 10);
-			char status[4096];
+			char status[16384];
 			snprintf(file, sizeof file, "/proc/%d/task/%s/status", (int)pids[i], de->d_name);
 			if (read_small(file, status, sizeof status) > 0)
 				for (const char *at = status; (at = strstr(at, "_ctxt_switches:")) != NULL; at++)

@@ -820,9 +820,11 @@ int cmd_record(int argc, char **argv)
 	 * or a refused -p loses nothing. */
 	/* The hw engine runs inside each process: where no PMU counts
 	 * cycles, each would only say so and run unprofiled. */
-	if (o.engine && strcmp(o.engine, CP_ENGINE_HW) == 0 && cp_kernel_pmu(why, sizeof why) < 0) {
-		fprintf(stderr, "cpuprof record: --engine hw: %s; the default engine (perf) samples with the task clock "
-			"instead\n", why);
+	int pmu;
+	if (o.engine && strcmp(o.engine, CP_ENGINE_HW) == 0 && (pmu = cp_kernel_pmu(why, sizeof why)) < 0) {
+		fprintf(stderr, "cpuprof record: --engine hw: %s%s\n", why,
+			pmu == -ENOENT || pmu == -EOPNOTSUPP || pmu == -ENODEV
+				? "; the default engine (perf) samples with the task clock instead" : "");
 		goto out;
 	}
 	/* The shared symbol tables of files: the tree's processes load the

@@ -477,14 +477,19 @@ static int write_merged(const struct cp_tree *c, const char *path, const char *s
 		struct by_pid ix = { calloc(c->nimages ? c->nimages : 1, sizeof *ix.v), c->nimages };
 		for (size_t k = 0; k < ix.n && ix.v; k++)
 			ix.v[k] = c->images[k];
+		int user_known = r->tree_user_ns > 0;
 		if (ix.v && strcmp(r->mode, "attached") != 0) {
 			qsort(ix.v, ix.n, sizeof *ix.v, pid_order);
 			for (size_t k = 0; k < c->nimages; k++)
 				if (!in_rusage(&ix, c->images[k]->pid, 0)) {
 					tree.cpu_ns += facts[k].cpu_ns;
-					tree.user_ns += r->tree_user_ns > 0 ? facts[k].user_ns : 0;
+					tree.user_ns += facts[k].user_ns;
+					/* Counted from outside: its user time is not known. */
+					user_known &= facts[k].user_ns > 0 || facts[k].cpu_ns == 0;
 				}
 		}
+		if (!user_known)
+			tree.user_ns = 0;
 		free(ix.v);
 	}
 	off_cpu_absent(&tree, r);
@@ -512,19 +517,24 @@ out:
 
 /* The file of image m, and its name for messages, by its place alone (the
  * same every run): CMD's primary image in FILE, the others in FILE.<pid>,
- * or FILE.<pid>.<n> after their process's n-th exec.  0, or -1 if out of
- * memory. */
+ * or FILE.<pid>.<n> after their process's n-th exec (or for the n-th
+ * image of a pid used again).  0, or -1 if out of memory. */
 static int image_file(const struct cp_tree *c, size_t k, const struct cp_image *primary, const char *path,
 		      const char *shown, char **file, char **name)
 {
 	const struct cp_image *m = c->images[k];
+	/* Its place among the images of its pid, in the order they began:
+	 * its exec count, and past it where the pid was used again. */
+	unsigned nth = 0;
+	for (size_t j = 0; j < k; j++)
+		nth += c->images[j]->pid == m->pid;
 	*file = *name = NULL;
 	int ok;
 	if (m == primary)
 		ok = (*file = strdup(path)) && (*name = strdup(shown));
-	else if (m->order)
-		ok = asprintf(file, "%s.%d.%u", path, m->pid, m->order) >= 0 &&
-		     asprintf(name, "%s.%d.%u", shown, m->pid, m->order) >= 0;
+	else if (nth)
+		ok = asprintf(file, "%s.%d.%u", path, m->pid, nth) >= 0 &&
+		     asprintf(name, "%s.%d.%u", shown, m->pid, nth) >= 0;
 	else
 		ok = asprintf(file, "%s.%d", path, m->pid) >= 0 && asprintf(name, "%s.%d", shown, m->pid) >= 0;
 	return ok ? 0 : -1;

@@ -162,6 +162,10 @@ static struct {
 	size_t nti, capti;
 	struct cp_engine_stats st;
 	int sleep_ms;
+	/* The task clock fires only at the kernel's tick here: a sample
+	 * holds about a tick whatever the period, so the periods it holds
+	 * beyond one do not say the thread was in the kernel. */
+	int tick_bound;
 	unsigned ring_pages;  /* asked for each ring */
 	/* Off-CPU time: on (ident: samples lead with their event's id and
 	 * carry their time), the context-switch events, the pairing, the
@@ -826,6 +830,8 @@ static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
 		E.period = MIN_PERIOD_CYCLES;
 	if (E.period == 0)
 		E.period = 1;
+	struct timespec res;
+	E.tick_bound = clock_getres(CLOCK_MONOTONIC, &res) == 0 && (res.tv_sec > 0 || res.tv_nsec > 1000000);
 	E.bounce_size = STACK_COPY + 4096;
 	struct rlimit rl;
 	E.fd_budget = 256;
@@ -899,7 +905,7 @@ static uint64_t unsampled_less_lost(uint64_t unsampled)
 static uint64_t weigh(pid_t tid, int cpu, uint64_t value, int have_value, uint64_t *kernel_ns)
 {
 	uint64_t kernel = 0;
-	int user_only = E.k == &task_clock && !E.k->count_kernel;
+	int user_only = E.k == &task_clock && !E.k->count_kernel && !E.tick_bound;
 	uint64_t units = cp_perf_counts_weigh(&E.counts, tid, cpu, value, have_value, E.period,
 					      user_only ? &kernel : NULL);
 	*kernel_ns = (uint64_t)((double)kernel * E.ns_per_unit);

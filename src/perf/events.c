@@ -278,7 +278,6 @@ uint64_t cp_perf_counts_weigh(struct cp_perf_counts *c, pid_t tid, int cpu, uint
 			e->accounted += period;
 		}
 	}
-	units += units * test_ahead_pct() / 100;
 	if (kernel) {
 		/* The clock fires a little late, so a sample holds a little
 		 * more than its period: only whole periods past the first
@@ -286,8 +285,9 @@ uint64_t cp_perf_counts_weigh(struct cp_perf_counts *c, pid_t tid, int cpu, uint
 		uint64_t missed = have_value && period && units > period ? (units - period / 2) / period : 0;
 		*kernel = missed * period;
 		units -= *kernel;
+		*kernel += *kernel * test_ahead_pct() / 100;
 	}
-	return units;
+	return units + units * test_ahead_pct() / 100;
 }
 
 uint64_t cp_perf_counts_tail(struct cp_perf_counts *c, pid_t tid, int cpu, uint64_t value)

@@ -56,7 +56,7 @@ static int env_option(enum cp_option_id id, long *out, const char **text)
 static const char *start_failure(int rc)
 {
 	static char why[600];
-	if (rc == -ENODEV && cp_session.run.engine_reason[0]) {
+	if (rc == -ENODEV && !cp_session.run.engine && cp_session.run.engine_reason[0]) {
 		snprintf(why, sizeof why, "no sampling engine works here: %s", cp_session.run.engine_reason);
 		return why;
 	}

@@ -115,7 +115,7 @@ void cp_judge(const struct cp_facts *f, struct cp_warning *w)
 		       (unsigned long long)f->blocked, f->signo, f->engine);
 	/* A rate so low that no sample came: nothing says where the CPU
 	 * went, however little of it there was. */
-	if (f->samples + f->lost == 0 && f->cpu_ns >= 10000000 && f->period_ns)
+	if (f->samples + f->lost == 0 && f->cpu_ns >= 10000000 && f->period_ns && expected < 2 && !f->unarmed)
 		cp_warning_add(w, "no sample in %.0f ms of CPU: at %d Hz a thread is sampled once every %.0f ms of its "
 		       "CPU, so no function is shown; ask for a higher rate (-F)", (double)f->cpu_ns / 1e6, f->hz,
 		       (double)f->period_ns / 1e6);
