@@ -171,6 +171,18 @@ static void private_descriptors(void)
 		close((int)fd);
 }
 
+/* Holds *ns to the threads' CPU clocks: multiplies it by f (a
+ * clock_factor, at most 1); returns what that took off. */
+static uint64_t hold_ns(uint64_t *ns, double f)
+{
+	uint64_t kept = (uint64_t)((double)*ns * f + 0.5);
+	if (kept >= *ns)
+		return 0;
+	uint64_t off = *ns - kept;
+	*ns = kept;
+	return off;
+}
+
 static void *keeper_main(void *unused)
 {
 	struct cp_run *R = &cp_session.run;
@@ -233,20 +245,12 @@ static void *keeper_main(void *unused)
 	if (R->engine->clock_factor && !R->recorded && !R->stream) {
 		cp_session_drain_locked();
 		R->stats.ahead_ns = cp_stacktab_scale_down(&R->tab, R->engine->clock_factor);
-		/* The samples lost weigh the same clock: held to all threads'. */
+		/* The samples lost and the periods that ended in the kernel
+		 * weigh the same clock: held to all threads'. */
 		double f = R->engine->clock_factor(0);
-		uint64_t lost = atomic_load(&cp_sig.lost_ns) + R->stats.lost_ns, kept = (uint64_t)((double)lost * f + 0.5);
-		if (kept < lost) {
-			atomic_store(&cp_sig.lost_ns, (uint64_t)((double)atomic_load(&cp_sig.lost_ns) * f + 0.5));
-			R->stats.lost_ns = (uint64_t)((double)R->stats.lost_ns * f + 0.5);
-			R->stats.ahead_ns += lost - kept;
-		}
-		/* ... and so do the periods that ended in the kernel. */
-		uint64_t kernel = (uint64_t)((double)R->stats.kernel_ns * f + 0.5);
-		if (kernel < R->stats.kernel_ns) {
-			R->stats.ahead_ns += R->stats.kernel_ns - kernel;
-			R->stats.kernel_ns = kernel;
-		}
+		uint64_t lost = atomic_load(&cp_sig.lost_ns);
+		R->stats.ahead_ns += hold_ns(&lost, f) + hold_ns(&R->stats.lost_ns, f) + hold_ns(&R->stats.kernel_ns, f);
+		atomic_store(&cp_sig.lost_ns, lost);
 	}
 	pthread_mutex_unlock(&cp_tab_lock);
 	R->keeper_cpu_ns = (uint64_t)cp_clock_ns(CLOCK_THREAD_CPUTIME_ID);
@@ -693,11 +697,7 @@ int cpuprof_flush(void)
 			f.sampled_ns -= ahead < f.sampled_ns ? ahead : f.sampled_ns;
 			/* The lost samples and the kernel's periods weigh the same
 			 * clocks, as at the stop. */
-			uint64_t lost = (uint64_t)((double)f.lost_ns * all + 0.5),
-				 kernel = (uint64_t)((double)f.kernel_ns * all + 0.5);
-			ahead += (f.lost_ns - lost) + (f.kernel_ns - kernel);
-			f.lost_ns = lost;
-			f.kernel_ns = kernel;
+			ahead += hold_ns(&f.lost_ns, all) + hold_ns(&f.kernel_ns, all);
 			f.ahead_ns += ahead;
 		}
 		if (!copied)

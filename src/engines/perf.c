@@ -1231,11 +1231,16 @@ static void perf_stop(void)
 	cp_threads_exit_clocks(0);
 	for (size_t i = 0; i < E.capti; i++) {
 		struct tinfo *t = &E.ti[i];
+		if (!t->tid)
+			continue;
+		/* A thread still running: its CPU now is its end, as an ended
+		 * one's (read once, for its tail and make_scales alike). */
+		if (!t->original && !t->exited && !t->end_ns)
+			cp_thread_cpu_ns(t->tid, &t->end_ns);
 		uint64_t used;
-		int known = t->tid && thread_used(t, &used);
-		if (t->tid && (t->exited || t->end_ns) && !t->original)
+		if (!t->original)
 			t->tail_ns = ended_tail(t);
-		else if (known)
+		else if (thread_used(t, &used))
 			t->tail_ns = used > t->sampled_ns ? used - t->sampled_ns : 0;
 	}
 	E.st.ahead_ns += make_scales();
