@@ -276,6 +276,15 @@ static inline void pprof_raw_totals(const char *text, long long *count, long lon
 	}
 }
 
+/* pprof_raw_totals of the profile at path, read with `go tool pprof -raw`. */
+static inline void pprof_file_totals(const char *path, long long *count, long long *ns, long *nsamples)
+{
+	char *raw = pprof_run("-raw", path);
+	CHECK(raw, "pprof -raw %s", path);
+	pprof_raw_totals(raw, count, ns, nsamples);
+	free(raw);
+}
+
 /* The cumulative `index` time (ns: cpu, off_cpu, wall) of function `fn`
  * in the profile, from `go tool pprof -top`; -1 if it is not in the
  * profile (or pprof failed). */

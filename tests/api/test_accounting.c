@@ -87,12 +87,9 @@ static void short_threads(const char *engine, const char *dir)
 	CHECK(top && strstr(top, UNSAMPLED), "%s: no %s frame in:\n%s", engine, UNSAMPLED, top ? top : "");
 	free(top);
 	/* The pprof total is what profile_cpu_ns says. */
-	char *raw = pprof_run("-raw", path);
-	CHECK(raw, "%s: pprof -raw failed", engine);
 	long long count, total;
 	long n;
-	pprof_raw_totals(raw, &count, &total, &n);
-	free(raw);
+	pprof_file_totals(path, &count, &total, &n);
 	uint64_t prof = comment_u64(path, "profile_cpu_ns");
 	CHECK((uint64_t)total == prof, "%s: samples sum to %lld ns, profile_cpu_ns=%llu", engine, total,
 	      (unsigned long long)prof);

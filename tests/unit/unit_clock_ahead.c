@@ -29,12 +29,9 @@ extern int cp_test_no_drain;
 /* The CPU the profile at path holds, in ns. */
 static long long held_ns(const char *path)
 {
-	char *text = pprof_run("-raw", path);
-	CHECK(text, "pprof -raw");
 	long long count, ns;
 	long nsamples;
-	pprof_raw_totals(text, &count, &ns, &nsamples);
-	free(text);
+	pprof_file_totals(path, &count, &ns, &nsamples);
 	return ns;
 }
 
