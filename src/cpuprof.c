@@ -97,13 +97,6 @@ void cp_process_usage(long *waits, int64_t *user_ns)
 	*user_ns = (int64_t)ru.ru_utime.tv_sec * 1000000000 + (int64_t)ru.ru_utime.tv_usec * 1000;
 }
 
-int64_t cp_clock_ns(clockid_t c)
-{
-	struct timespec ts = { 0, 0 };
-	clock_gettime(c, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 const char *cpuprof_strerror(int code)
 {
 	switch (code) {

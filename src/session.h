@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "sig/clock.h"
 #include "engines/engine.h"
 #include "profile/facts.h"
 #include "profile/stacktab.h"
@@ -76,7 +77,6 @@ extern struct cp_session cp_session;
  * table and the stream. */
 extern pthread_mutex_t cp_tab_lock;
 
-int64_t cp_clock_ns(clockid_t c);
 /* The whole process's voluntary context switches so far (each a thread
  * going to sleep) and its user-mode CPU. */
 void cp_process_usage(long *waits, int64_t *user_ns);

@@ -83,6 +83,8 @@
 #include "profile/names.h"
 #include "threads.h"
 #include "unwind/tables.h"
+#include "base/hash.h"
+#include "sig/clock.h"
 
 /* Bytes of each sample's stack copied (a multiple of 8 below 64 KiB):
  * deeper stacks end in [truncated]. */
@@ -191,13 +193,6 @@ struct swq {
 	uintptr_t *pcs;
 };
 enum { SWQ_BEGIN, SWQ_END, SWQ_STACK, SWQ_OUT, SWQ_IN };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Opens k's event on thread tid (0: the calling thread) and CPU cpu (-1:
  * any), sampling every `period` counts (0: counting only), with the
@@ -412,14 +407,6 @@ static int hw_probe(int signo, uint64_t period_ns, char *why, size_t len)
 
 /* ---- per-thread and per-CPU accounting ---- */
 
-static size_t hash64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return (size_t)k;
-}
-
 /* Grows an open-addressing table of `size`-byte entries whose first
  * field is a non-zero key (0 = empty), rehashing by key_of.  0 or -1. */
 static int grow(void **tab, size_t *cap, size_t n, size_t size, uint64_t (*key_of)(const void *))
@@ -435,7 +422,7 @@ static int grow(void **tab, size_t *cap, size_t n, size_t size, uint64_t (*key_o
 		uint64_t key = key_of(e);
 		if (!key)
 			continue;
-		size_t j = hash64(key) & (ncap - 1);
+		size_t j = cp_hash64(key) & (ncap - 1);
 		while (key_of(t + j * size))
 			j = (j + 1) & (ncap - 1);
 		memcpy(t + j * size, e, size);
@@ -457,7 +444,7 @@ static struct tinfo *tinfo_get(pid_t tid)
 {
 	if (tid <= 0 || grow((void **)&E.ti, &E.capti, E.nti, sizeof *E.ti, tinfo_key) < 0)
 		return NULL;
-	size_t i = hash64((unsigned)tid) & (E.capti - 1);
+	size_t i = cp_hash64((unsigned)tid) & (E.capti - 1);
 	while (E.ti[i].tid && E.ti[i].tid != tid)
 		i = (i + 1) & (E.capti - 1);
 	if (!E.ti[i].tid) {
@@ -586,7 +573,7 @@ static void arm_all(void)
 			long tid = strtol(de->d_name, &end, 10);
 			if (*end || tid <= 0 || tid == E.keeper)
 				continue;
-			size_t i = E.capti ? hash64((unsigned)tid) & (E.capti - 1) : 0;
+			size_t i = E.capti ? cp_hash64((unsigned)tid) & (E.capti - 1) : 0;
 			int known = 0;
 			while (E.capti && E.ti[i].tid) {
 				if (E.ti[i].tid == (pid_t)tid) {
@@ -603,7 +590,7 @@ static void arm_all(void)
 			/* Its life in the profile starts now, on the CPU or
 			 * not: its first switch event says which. */
 			if (E.off_cpu)
-				cp_switches_begin(&E.sw, (pid_t)tid, mono_ns(), 0);
+				cp_switches_begin(&E.sw, (pid_t)tid, cp_mono_ns(), 0);
 			int e = arm_thread((pid_t)tid);
 			if (e < 0) {
 				E.st.unarmed++;
@@ -1123,7 +1110,7 @@ static int perf_drain(void)
 	 * queue has handed on younger ones.  Taken after, a pass that took
 	 * long (a table built, the keeper preempted between two rings) would
 	 * hand on records that a ring drained early had not yet been given. */
-	uint64_t now = mono_ns();
+	uint64_t now = cp_mono_ns();
 	for (size_t i = 0; i < E.nrings; i++) {
 		cp_perf_ring_drain(&E.rings[i], E.bounce, E.bounce_size, on_record, NULL);
 		if (i == 0 && cp_test_perf_ring_pause_ms)
@@ -1146,7 +1133,7 @@ static int keeper_drain(void)
  * tail (perf_stop); -1 if it is not known. */
 static int64_t thread_cpu(void *arg, pid_t tid)
 {
-	for (size_t i = E.capti ? hash64((unsigned)tid) & (E.capti - 1) : 0; E.capti && E.ti[i].tid;
+	for (size_t i = E.capti ? cp_hash64((unsigned)tid) & (E.capti - 1) : 0; E.capti && E.ti[i].tid;
 	     i = (i + 1) & (E.capti - 1))
 		if (E.ti[i].tid == tid)
 			return (int64_t)(E.ti[i].sampled_ns + E.ti[i].tail_ns);
@@ -1226,7 +1213,7 @@ static void perf_stop(void)
 		ioctl(E.swfds[i], PERF_EVENT_IOC_DISABLE, 0);
 	for (size_t i = 0; i < E.nfds; i++)
 		ioctl(E.fds[i], PERF_EVENT_IOC_DISABLE, 0);
-	uint64_t end = mono_ns();
+	uint64_t end = cp_mono_ns();
 	perf_drain();
 	cp_threads_exit_clocks(0);
 	for (size_t i = 0; i < E.capti; i++) {

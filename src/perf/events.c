@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "events.h"
+#include "base/hash.h"
 
 #define MAX_CPUS 4096
 
@@ -211,14 +212,6 @@ void cp_perf_ring_drain(struct cp_perf_ring *rg, uint8_t *bounce, size_t bounce_
 	__atomic_store_n(&rg->page->data_tail, head - tail > rg->size ? head : tail, __ATOMIC_RELEASE);
 }
 
-static size_t hash64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return (size_t)k;
-}
-
 /* The entry of thread tid on cpu, made if new; NULL if out of memory. */
 static struct cp_perf_count *count_get(struct cp_perf_counts *c, pid_t tid, int cpu)
 {
@@ -233,7 +226,7 @@ static struct cp_perf_count *count_get(struct cp_perf_counts *c, pid_t tid, int 
 		for (size_t i = 0; i < c->cap; i++) {
 			if (!c->e[i].key)
 				continue;
-			size_t j = hash64(c->e[i].key) & (ncap - 1);
+			size_t j = cp_hash64(c->e[i].key) & (ncap - 1);
 			while (t[j].key)
 				j = (j + 1) & (ncap - 1);
 			t[j] = c->e[i];
@@ -242,7 +235,7 @@ static struct cp_perf_count *count_get(struct cp_perf_counts *c, pid_t tid, int 
 		c->e = t;
 		c->cap = ncap;
 	}
-	size_t i = hash64(key) & (c->cap - 1);
+	size_t i = cp_hash64(key) & (c->cap - 1);
 	while (c->e[i].key && c->e[i].key != key)
 		i = (i + 1) & (c->cap - 1);
 	if (!c->e[i].key) {

@@ -17,6 +17,7 @@
 
 #include "events.h"
 #include "switches.h"
+#include "base/hash.h"
 
 void cp_switches_attr(struct perf_event_attr *a, uint64_t more, uint64_t regs_mask, uint32_t stack_bytes)
 {
@@ -69,14 +70,6 @@ void cp_switches_free(struct cp_switches *s)
 	memset(s, 0, sizeof *s);
 }
 
-static size_t hash64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return (size_t)k;
-}
-
 int cp_switches_add_id(struct cp_switches *s, uint64_t id)
 {
 	if (cp_switches_is_switch(s, id))
@@ -119,7 +112,7 @@ int cp_switches_is_switch(const struct cp_switches *s, uint64_t id)
 /* The slot of tid: its own, or the empty one where it would go. */
 static struct cp_switch_thread *slot(const struct cp_switches *s, pid_t tid)
 {
-	size_t i = hash64((uint64_t)(unsigned)tid) & (s->cap - 1);
+	size_t i = cp_hash64((uint64_t)(unsigned)tid) & (s->cap - 1);
 	while (s->t[i].tid && s->t[i].tid != tid)
 		i = (i + 1) & (s->cap - 1);
 	return &s->t[i];
@@ -146,7 +139,7 @@ static struct cp_switch_thread *get(struct cp_switches *s, pid_t tid, uint64_t t
 		for (size_t i = 0; i < s->cap; i++) {
 			if (!s->t[i].tid)
 				continue;
-			size_t j = hash64((uint64_t)(unsigned)s->t[i].tid) & (cap - 1);
+			size_t j = cp_hash64((uint64_t)(unsigned)s->t[i].tid) & (cap - 1);
 			while (n[j].tid)
 				j = (j + 1) & (cap - 1);
 			n[j] = s->t[i];

@@ -35,6 +35,7 @@
 #include "protobuf.h"
 #include "symbolize/demangle.h"
 #include "symbolize/symbols.h"
+#include "base/hash.h"
 
 /* Longest the DWARF reader may take for a whole profile, and most objects
  * the comments name for having no lines. */
@@ -50,19 +51,11 @@ struct idmap {
 	size_t cap, len; /* cap is 0 or a power of two */
 };
 
-static size_t hash64(uint64_t k)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdull;
-	k ^= k >> 33;
-	return (size_t)k;
-}
-
 static uint32_t idmap_get(const struct idmap *m, uint64_t key)
 {
 	if (m->cap == 0)
 		return 0;
-	for (size_t i = hash64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1))
+	for (size_t i = cp_hash64(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1))
 		if (m->vals[i] == 0 || m->keys[i] == key)
 			return m->vals[i];
 }
@@ -82,7 +75,7 @@ static int idmap_put(struct idmap *m, uint64_t key, uint32_t val)
 		for (size_t j = 0; j < m->cap; j++) {
 			if (m->vals[j] == 0)
 				continue;
-			size_t i = hash64(m->keys[j]) & (cap - 1);
+			size_t i = cp_hash64(m->keys[j]) & (cap - 1);
 			while (vals[i] != 0)
 				i = (i + 1) & (cap - 1);
 			keys[i] = m->keys[j];
@@ -94,7 +87,7 @@ static int idmap_put(struct idmap *m, uint64_t key, uint32_t val)
 		m->vals = vals;
 		m->cap = cap;
 	}
-	size_t i = hash64(key) & (m->cap - 1);
+	size_t i = cp_hash64(key) & (m->cap - 1);
 	while (m->vals[i] != 0)
 		i = (i + 1) & (m->cap - 1);
 	m->keys[i] = key;
@@ -241,7 +234,7 @@ static size_t hash_fn(const struct function *f)
 {
 	uint64_t k = (uint64_t)f->name * 0x9e3779b97f4a7c15ull ^ f->system_name;
 	k = k * 0xff51afd7ed558ccdull ^ f->filename;
-	return hash64(k * 0xc4ceb9fe1a85ec53ull ^ f->start_line);
+	return cp_hash64(k * 0xc4ceb9fe1a85ec53ull ^ f->start_line);
 }
 
 /* The id of the Function with these fields (string indexes), adding it

@@ -22,6 +22,7 @@
 #include "writer.h"
 #include "sig/sigstate.h"
 #include "symbolize/symbols.h"
+#include "sig/clock.h"
 
 static struct cp_shm_header *hdr;
 static size_t map_size;
@@ -67,13 +68,6 @@ int cp_shm_attached(void)
 	return hdr != NULL;
 }
 
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 int cp_shm_claim(void)
 {
 	if (!hdr)
@@ -92,7 +86,7 @@ int cp_shm_claim(void)
 	/* What record needs to know the image by, before anything else. */
 	slot->pid = (int32_t)getpid();
 	slot->ppid = (int32_t)getppid();
-	slot->start_ns = mono_ns();
+	slot->start_ns = cp_clock_ns(CLOCK_MONOTONIC);
 	ssize_t n = readlink("/proc/self/exe", slot->exe, sizeof slot->exe - 1);
 	slot->exe[n > 0 ? n : 0] = '\0';
 	memset(slot->comm, 0, sizeof slot->comm);

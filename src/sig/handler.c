@@ -19,6 +19,7 @@
 #include "arch.h"
 #include "sigstate.h"
 #include "sigprog.h"
+#include "clock.h"
 
 /* The value the timer engine attaches to its signals. */
 #define TIMER_COOKIE ((void *)&cp_sig)
@@ -57,14 +58,6 @@ static int take_cpu(struct cp_thread *t, uint64_t *weight)
 	return 1;
 }
 
-/* Signal context.  CLOCK_MONOTONIC in ns (a vDSO call). */
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Is this signal one the engine sent?  Returns 1 and the sample's weight
  * if so, 0 if it is the program's, -1 if it is ours but must be dropped
  * (sent before the profile stopped, or to a thread without a slot). */
@@ -76,7 +69,7 @@ static int classify(int sig, const siginfo_t *si, struct cp_thread *t, uint64_t 
 	 * SIGPROF from the kernel is ours; later ones are the program's own
 	 * timer's. */
 	int itimer = sig == SIGPROF && si->si_code == SI_KERNEL &&
-		     mono_ns() < atomic_load_explicit(&cp_prog.itimer_grace_ns, memory_order_relaxed);
+		     cp_mono_ns() < atomic_load_explicit(&cp_prog.itimer_grace_ns, memory_order_relaxed);
 	if (itimer && !(active && cp_sig.engine == CP_SIG_ITIMER))
 		return -1;
 	/* A timer_create timer's signals carry our cookie: one of them is
@@ -148,7 +141,7 @@ static void sample(const ucontext_t *uc, struct cp_thread *t, pid_t tid, uint64_
 /* Signal context.  The benchmark build times the handler. */
 static uint64_t bench_now(void)
 {
-	return mono_ns();
+	return cp_mono_ns();
 }
 #endif
 

@@ -47,6 +47,7 @@
 #include "tables.h"
 #include "encode.h"
 #include "table_cache.h"
+#include "sig/clock.h"
 
 /* How often cp_unwind_tick() looks for objects loaded or unloaded, and how
  * soon after a sample whose pc no table covers. */
@@ -99,14 +100,6 @@ static struct {
  * (CLOCK_MONOTONIC ns): the first miss is looked into at once, later ones
  * at most every MISS_CHECK_NS. */
 static _Atomic uint64_t last_check, last_miss_check;
-
-/* CLOCK_MONOTONIC in ns. */
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* Queues p to be freed once no handler can see it; frees it now if the
  * queue cannot grow (after waiting for the handlers). */
@@ -352,7 +345,7 @@ static void build_object(struct uobj *o)
 {
 	if (!o->eh_copy)
 		return;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = cp_mono_ns();
 	struct ehf_result r;
 	char err[160];
 	struct ehf_range link[MAX_TEXT];
@@ -392,7 +385,7 @@ static void build_object(struct uobj *o)
 	free(o->eh_copy);
 	free(o->hdr_copy);
 	o->eh_copy = o->hdr_copy = NULL;
-	o->build_ns = now_ns() - t0;
+	o->build_ns = cp_mono_ns() - t0;
 }
 
 /* qsort order of ranges: by start address. */
@@ -565,7 +558,7 @@ void cp_unwind_start(int mode, int eager)
 	cp_sig.unwind_mode = mode;
 	U.eager = eager;
 	atomic_store(&cp_sig.unwind_miss, 0);
-	atomic_store(&last_check, now_ns());
+	atomic_store(&last_check, cp_mono_ns());
 	atomic_store(&last_miss_check, 0);
 	if (mode != CP_UNWIND_FP) {
 		/* Without the cache (no memory) every lookup searches. */
@@ -606,7 +599,7 @@ void cp_unwind_reclaim(void)
 int cp_unwind_tick(void)
 {
 	int changed = 0;
-	uint64_t now = now_ns();
+	uint64_t now = cp_mono_ns();
 	int periodic = now - atomic_load(&last_check) >= CHECK_NS;
 	int missed = atomic_load(&cp_sig.unwind_miss) && now - atomic_load(&last_miss_check) >= MISS_CHECK_NS;
 	if (periodic || missed) {
@@ -627,7 +620,7 @@ int cp_unwind_timeout_ms(int max)
 {
 	if (!atomic_load(&cp_sig.unwind_miss))
 		return max;
-	int64_t left = (int64_t)(atomic_load(&last_miss_check) + MISS_CHECK_NS - now_ns());
+	int64_t left = (int64_t)(atomic_load(&last_miss_check) + MISS_CHECK_NS - cp_mono_ns());
 	int ms = left > 0 ? (int)(left / 1000000) + 1 : 0;
 	return ms < max ? ms : max;
 }
