@@ -60,8 +60,10 @@
 #include "base/elf.h"
 #include "kernel.h"
 #include "perf/events.h"
+#include "perf/records.h"
 #include "perf/switches.h"
 #include "profile/options.h"
+#include "sig/clock.h"
 #include "sig/sigstate.h"
 #include "unwind/file.h"
 
@@ -71,9 +73,6 @@
 /* Each CPU's ring holds this long of samples at the rate asked for (as
  * far as the locked-memory limits allow); the reader wakes a quarter full. */
 #define RING_MS 250
-/* Records younger than this wait for the next pass: an older one of
- * another CPU may not be in its ring yet. */
-#define ORDER_SLACK_NS 2000000
 /* The most file descriptors record keeps for processes' exit statuses. */
 #define MAX_PIDFDS 4096
 
@@ -140,26 +139,6 @@ struct pidmap {
 	size_t n, cap;
 };
 
-/* A record waiting its turn: its time, its order of arrival, where its
- * copy is in the queue's buffer. */
-struct qent {
-	uint64_t time;
-	uint64_t seq;
-	size_t off;
-};
-
-/* A sample as queued: what the walk and the weight need, and the stack
- * bytes the kernel copied. */
-struct ksample {
-	uint32_t pid, tid, cpu;
-	int have_regs;
-	int is_switch;                /* of the context-switch event: a switch-out */
-	uint64_t time, value;
-	uint64_t regs[CP_PERF_NREGS];
-	uint64_t dyn;
-	uint8_t stack[];
-};
-
 struct cp_kcollector {
 	struct cp_kernel_conf conf;
 	struct cp_tree tree;
@@ -169,8 +148,7 @@ struct cp_kcollector {
 	struct cp_perf_ring *rings;
 	size_t nrings;
 	unsigned ring_pages;
-	int *fds;
-	size_t nfds, capfds;
+	struct cp_perf_fds fds;
 	uint8_t *bounce;
 	size_t bounce_size;
 	struct kfile **files;
@@ -180,11 +158,7 @@ struct cp_kcollector {
 	_Atomic uint64_t want[CP_UNWIND_WANT_WORDS];
 	struct cp_ucache *cache;
 	uint64_t set_gen;
-	struct qent *q;
-	size_t nq, capq;
-	uint8_t *buf;
-	size_t nbuf, capbuf;
-	uint64_t seq;
+	struct cp_perf_queue queue;   /* the records in time order */
 	uint64_t lost, throttled;
 	int64_t wall0_ns;
 	uint64_t mono0, mono1;
@@ -204,20 +178,11 @@ struct cp_kcollector {
 	char vdso_build_id[2 * CP_ELF_BUILD_ID_MAX + 1];
 	/* Off-CPU time: asked for and opened (off_cpu), or why not. */
 	int off_cpu;
-	int ident;                    /* samples start with their event's id */
 	char off_why[384];
 	struct cp_switches sw;
-	int *swfds;                   /* the context-switch events */
-	size_t nswfds, capswfds;
+	struct cp_perf_fds swfds;     /* the context-switch events */
 	uint64_t t_end;               /* when the events were disabled */
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- tables of pids ---- */
 
@@ -416,7 +381,7 @@ static struct cp_image *new_image(struct cp_kcollector *k, struct kproc *p, cons
 	snprintf(m->comm, sizeof m->comm, "%s", comm);
 	m->facts = k->base;
 	m->have_facts = 1;
-	m->start_ns = (int64_t)mono_ns();
+	m->start_ns = (int64_t)cp_mono_ns();
 	p->gen++;
 	cp_image_add_epoch(m, p->gen);
 	m->facts.armed = 1; /* the thread that exec'd, or the first one found */
@@ -464,7 +429,7 @@ static struct kproc *proc_new(struct cp_kcollector *k, pid_t pid, struct kproc *
 	memcpy(m->comm, pm->comm, sizeof m->comm);
 	m->facts = k->base;
 	m->have_facts = 1;
-	m->start_ns = (int64_t)mono_ns();
+	m->start_ns = (int64_t)cp_mono_ns();
 	if (pm->nobjs && (m->objs = malloc(pm->nobjs * sizeof *m->objs))) {
 		memcpy(m->objs, pm->objs, pm->nobjs * sizeof *m->objs);
 		m->nobjs = pm->nobjs;
@@ -599,8 +564,9 @@ static void add_mapping(struct cp_kcollector *k, struct kproc *p, size_t fi, uin
 
 /* ---- records ---- */
 
-static void on_mmap2(struct cp_kcollector *k, const struct perf_event_header *h, struct cp_perf_rec *r)
+static void on_mmap2(struct cp_kcollector *k, const struct cp_perf_event *ev)
 {
+	struct cp_perf_rec rec = cp_perf_event_body(ev), *r = &rec;
 	uint32_t pt[2];
 	uint64_t addr, len, pgoff;
 	if (!cp_perf_take(r, pt, sizeof pt) || !cp_perf_take(r, &addr, 8) || !cp_perf_take(r, &len, 8) ||
@@ -611,7 +577,7 @@ static void on_mmap2(struct cp_kcollector *k, const struct perf_event_header *h,
 	uint8_t ids[24];
 	if (!cp_perf_take(r, ids, sizeof ids))
 		return;
-	if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
+	if (ev->misc & PERF_RECORD_MISC_MMAP_BUILD_ID) {
 		unsigned n = ids[0] <= 20 ? ids[0] : 20;
 		for (unsigned i = 0; i < n; i++)
 			snprintf(build_id + 2 * i, 3, "%02x", ids[4 + i]);
@@ -626,11 +592,7 @@ static void on_mmap2(struct cp_kcollector *k, const struct perf_event_header *h,
 	if (!cp_perf_take(r, prot_flags, sizeof prot_flags) || !(prot_flags[0] & PROT_EXEC))
 		return;
 	char path[CP_SHM_PATH_MAX];
-	size_t n = 0;
-	while (n < sizeof path - 1 && r->p + n < r->end && r->p[n])
-		n++;
-	memcpy(path, r->p, n);
-	path[n] = '\0';
+	cp_perf_take_name(r, path, sizeof path);
 	if (path[0] != '/' && strcmp(path, "[vdso]") != 0)
 		return; /* anonymous code (a JIT's): frame pointers only */
 	struct kproc *p = proc_get(k, (pid_t)pt[0]);
@@ -643,21 +605,16 @@ static void on_mmap2(struct cp_kcollector *k, const struct perf_event_header *h,
 		add_mapping(k, p, fi, addr, addr + len, pgoff);
 }
 
-static void on_comm(struct cp_kcollector *k, const struct perf_event_header *h, struct cp_perf_rec *r, uint64_t time)
+static void on_comm(struct cp_kcollector *k, const struct cp_perf_event *ev)
 {
-	uint32_t pt[2];
-	if (!cp_perf_take(r, pt, sizeof pt))
-		return;
+	struct cp_perf_rec r = cp_perf_event_body(ev);
 	char name[16];
-	size_t n = 0;
-	while (n < sizeof name - 1 && r->p + n < r->end && r->p[n])
-		n++;
-	memcpy(name, r->p, n);
-	name[n] = '\0';
-	struct kproc *p = proc_get(k, (pid_t)pt[0]);
-	if (h->misc & PERF_RECORD_MISC_COMM_EXEC) {
+	r.p += 2 * sizeof(uint32_t); /* pid, tid */
+	cp_perf_take_name(&r, name, sizeof name);
+	struct kproc *p = proc_get(k, ev->pid);
+	if (ev->misc & PERF_RECORD_MISC_COMM_EXEC) {
 		if (!p)
-			p = proc_new(k, (pid_t)pt[0], NULL);
+			p = proc_new(k, ev->pid, NULL);
 		if (!p)
 			return;
 		/* The old program's mappings are gone with it. */
@@ -668,86 +625,75 @@ static void on_comm(struct cp_kcollector *k, const struct perf_event_header *h, 
 		/* The command's first thread starts at its exec, as its
 		 * events do (a thread known already is not started again). */
 		if (k->off_cpu)
-			cp_switches_begin(&k->sw, (pid_t)pt[1], time, 0);
+			cp_switches_begin(&k->sw, ev->tid, ev->time, 0);
 	}
 	if (p && p->img)
-		name_thread(p->img, (pid_t)pt[1], name);
+		name_thread(p->img, ev->tid, name);
 }
 
-static void on_fork(struct cp_kcollector *k, struct cp_perf_rec *r)
+static void on_fork(struct cp_kcollector *k, const struct cp_perf_event *ev)
 {
-	uint32_t v[4]; /* pid, ppid, tid, ptid */
-	uint64_t time;
-	if (!cp_perf_take(r, v, sizeof v) || !cp_perf_take(r, &time, 8))
-		return;
-	struct kproc *parent = proc_get(k, (pid_t)v[1]);
-	if (v[0] != v[1]) {
+	struct kproc *parent = proc_get(k, ev->ppid);
+	if (ev->pid != ev->ppid) {
 		k->sched_partial = 1; /* a new process: not among those -p counts */
-		struct kproc *p = proc_get(k, (pid_t)v[0]);
+		struct kproc *p = proc_get(k, ev->pid);
 		if (!p)
-			p = proc_new(k, (pid_t)v[0], parent);
+			p = proc_new(k, ev->pid, parent);
 		if (p) {
-			p->start_time = time;
+			p->start_time = ev->time;
 			if (p->img && parent && parent->img)
-				name_thread(p->img, (pid_t)v[2], cp_image_thread_name(parent->img, (int32_t)v[3]));
+				name_thread(p->img, ev->tid, cp_image_thread_name(parent->img, ev->ptid));
 		}
 	} else if (parent && parent->img) {
-		name_thread(parent->img, (pid_t)v[2], cp_image_thread_name(parent->img, (int32_t)v[3]));
+		name_thread(parent->img, ev->tid, cp_image_thread_name(parent->img, ev->ptid));
 	}
-	struct kthread *t = thread_get(k, (pid_t)v[2], (pid_t)v[0]);
+	struct kthread *t = thread_get(k, ev->tid, ev->pid);
 	if (t) {
-		struct kproc *p = proc_get(k, (pid_t)v[0]);
+		struct kproc *p = proc_get(k, ev->pid);
 		t->img = p ? p->img : NULL;
 		if (t->img)
 			t->img->facts.armed++;
 	}
 	/* A new thread: it waits for a CPU until its first switch-in. */
 	if (k->off_cpu)
-		cp_switches_begin(&k->sw, (pid_t)v[2], time, 1);
+		cp_switches_record(&k->sw, ev);
 }
 
-static void on_task_exit(struct cp_kcollector *k, struct cp_perf_rec *r)
+static void on_task_exit(struct cp_kcollector *k, const struct cp_perf_event *ev)
 {
-	uint32_t v[4];
-	uint64_t time;
-	if (!cp_perf_take(r, v, sizeof v) || !cp_perf_take(r, &time, 8))
-		return;
 	if (k->off_cpu)
-		cp_switches_end(&k->sw, (pid_t)v[2], time);
-	struct kthread *t = thread_get(k, (pid_t)v[2], (pid_t)v[0]);
+		cp_switches_record(&k->sw, ev);
+	struct kthread *t = thread_get(k, ev->tid, ev->pid);
 	if (t)
 		t->exited = 1;
 	k->sched_partial = 1; /* its count is gone from the scheduler's */
-	struct kproc *p = proc_get(k, (pid_t)v[0]);
-	if (p && v[0] == v[2])
+	struct kproc *p = proc_get(k, ev->pid);
+	if (p && ev->pid == ev->tid)
 		p->exited = 1;
 }
 
-static void on_read(struct cp_kcollector *k, struct cp_perf_rec *r, int cpu)
+/* An inherited thread's final count on its CPU (inherit_stat). */
+static void on_read(struct cp_kcollector *k, const struct cp_perf_event *ev)
 {
-	uint32_t pt[2];
-	if (!cp_perf_take(r, pt, sizeof pt))
-		return;
-	uint64_t value = cp_perf_u64(r);
-	uint64_t tail = cp_perf_counts_tail(&k->counts, (pid_t)pt[1], cpu, value);
-	struct kthread *t = thread_get(k, (pid_t)pt[1], (pid_t)pt[0]);
+	uint64_t tail = cp_perf_counts_tail(&k->counts, ev->tid, ev->cpu, ev->value);
+	struct kthread *t = thread_get(k, ev->tid, ev->pid);
 	if (!t)
 		return;
 	t->exited = 1;
 	t->tail_units += tail;
 	t->got_read = 1;
-	struct kproc *p = proc_get(k, (pid_t)pt[0]);
+	struct kproc *p = proc_get(k, ev->pid);
 	struct cp_image *m = t->img ? t->img : p ? p->img : NULL;
 	if (m)
 		m->facts.unsampled_ns += tail;
 }
 
 /* Walks sample s of process p into pcs; returns how many, *flags. */
-static unsigned walk(struct cp_kcollector *k, struct kproc *p, const struct ksample *s, uintptr_t *pcs,
+static unsigned walk(struct cp_kcollector *k, struct kproc *p, const struct cp_perf_event *s, uintptr_t *pcs,
 		     uint32_t *flags)
 {
 	*flags = 0;
-	if (!s->have_regs)
+	if (!s->user)
 		return 0; /* no user context: a stretch in the kernel */
 	struct cp_regs regs;
 	CP_PERF_REGS(s->regs, &regs);
@@ -758,13 +704,13 @@ static unsigned walk(struct cp_kcollector *k, struct kproc *p, const struct ksam
 	struct cp_stackmem m = {
 		.beyond = &beyond,
 		.lo = regs.sp,
-		.hi = regs.sp + s->dyn,
-		.delta = (intptr_t)((uintptr_t)s->stack - regs.sp),
+		.hi = regs.sp + s->len,
+		.delta = (intptr_t)((uintptr_t)s->data - regs.sp),
 		.copy = 1,
 	};
 	if (k->conf.unwind == CP_UNWIND_FP) {
 		unsigned n = cp_unwind_fp(&regs, &m, pcs, k->conf.depth, flags);
-		*flags |= beyond && s->dyn == whole ? CP_SAMPLE_TRUNCATED : 0;
+		*flags |= beyond && s->len == whole ? CP_SAMPLE_TRUNCATED : 0;
 		return n;
 	}
 	for (int again = 0;; again = 1) {
@@ -773,7 +719,7 @@ static unsigned walk(struct cp_kcollector *k, struct kproc *p, const struct ksam
 		beyond = 0;
 		unsigned n = cp_unwind_dwarf(&u, &regs, &m, k->conf.unwind == CP_UNWIND_AUTO, pcs, k->conf.depth,
 					     &truncated, &complete);
-		*flags = truncated || (beyond && s->dyn == whole) ? CP_SAMPLE_TRUNCATED : 0;
+		*flags = truncated || (beyond && s->len == whole) ? CP_SAMPLE_TRUNCATED : 0;
 		if (complete || again || !build_wanted(k))
 			return n;
 	}
@@ -781,7 +727,7 @@ static unsigned walk(struct cp_kcollector *k, struct kproc *p, const struct ksam
 
 /* The sample of a switch-out: its stack, which the thread's next
  * switch-in charges with the time in between (on_off). */
-static void on_switch_sample(struct cp_kcollector *k, const struct ksample *s)
+static void on_switch_sample(struct cp_kcollector *k, const struct cp_perf_event *s)
 {
 	struct kproc *p = proc_get(k, (pid_t)s->pid);
 	if (!k->off_cpu || !p || !p->img)
@@ -798,7 +744,7 @@ static void on_switch_sample(struct cp_kcollector *k, const struct ksample *s)
 /* An off-CPU interval of thread tid (switches.h): into the stack table of
  * the image whose stack it is (ctx, its objects' generation in gen), or,
  * without a stack, of the thread's image. */
-static void on_off(void *arg, void *ctx, uint64_t gen, pid_t tid, const uintptr_t *pcs, uint32_t n,
+static void off_into_image(void *arg, void *ctx, uint64_t gen, pid_t tid, const uintptr_t *pcs, uint32_t n,
 		   uint32_t stack_flags, uint32_t kind, uint64_t ns)
 {
 	struct cp_kcollector *k = arg;
@@ -821,19 +767,7 @@ static void on_off(void *arg, void *ctx, uint64_t gen, pid_t tid, const uintptr_
 		m->facts.runnable_ns += ns;
 }
 
-/* A switch record: PERF_RECORD_SWITCH of the thread in its sample_id. */
-static void on_switch(struct cp_kcollector *k, const struct perf_event_header *h, struct cp_perf_rec *r, uint64_t time)
-{
-	uint32_t pt[2];
-	if (!k->off_cpu || !cp_perf_take(r, pt, sizeof pt))
-		return;
-	if (h->misc & PERF_RECORD_MISC_SWITCH_OUT)
-		cp_switches_out(&k->sw, (pid_t)pt[1], time, (h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0);
-	else
-		cp_switches_in(&k->sw, (pid_t)pt[1], time);
-}
-
-static void on_sample(struct cp_kcollector *k, const struct ksample *s)
+static void on_sample(struct cp_kcollector *k, const struct cp_perf_event *s)
 {
 	if (s->is_switch) {
 		on_switch_sample(k, s);
@@ -842,7 +776,7 @@ static void on_sample(struct cp_kcollector *k, const struct ksample *s)
 	if (k->off_cpu)
 		cp_switches_sample(&k->sw, (pid_t)s->tid, s->time);
 	uint64_t kernel = 0;
-	uint64_t weight = cp_perf_counts_weigh(&k->counts, (pid_t)s->tid, (int)s->cpu, s->value, k->use_read, k->period,
+	uint64_t weight = cp_perf_counts_weigh(&k->counts, s->tid, s->cpu, s->value, k->use_read, k->period,
 					       k->kernel ? NULL : &kernel);
 	struct kproc *p = proc_get(k, (pid_t)s->pid);
 	if (!p)
@@ -860,7 +794,7 @@ static void on_sample(struct cp_kcollector *k, const struct ksample *s)
 	unsigned n = walk(k, p, s, pcs, &flags);
 	struct cp_image *m = p->img;
 	struct cp_epoch *e = m->epochs ? cp_image_epoch_for(m, p->gen) : NULL;
-	if (!e || cp_stacktab_add_tid(&e->tab, s->tid, pcs, n, flags, 1, weight) < 0) {
+	if (!e || cp_stacktab_add_tid(&e->tab, (uint32_t)s->tid, pcs, n, flags, 1, weight) < 0) {
 		m->dropped++;
 		m->dropped_ns += weight;
 		return;
@@ -869,187 +803,51 @@ static void on_sample(struct cp_kcollector *k, const struct ksample *s)
 	m->sampled_ns += weight;
 }
 
-/* Handles one queued record. */
-static void handle(struct cp_kcollector *k, const uint8_t *at)
+/* A record handed on in time order. */
+static void handle(void *arg, const struct cp_perf_event *ev)
 {
-	struct perf_event_header h;
-	memcpy(&h, at, sizeof h);
-	if (h.type == PERF_RECORD_SAMPLE) {
-		on_sample(k, (const struct ksample *)(at + sizeof h));
-		return;
-	}
-	int cpu;
-	uint64_t time;
-	memcpy(&time, at + sizeof h, sizeof time); /* stored before the record */
-	memcpy(&cpu, at + sizeof h + sizeof(uint64_t), sizeof cpu);
-	const uint8_t *body = at + sizeof h + 2 * sizeof(uint64_t);
-	struct cp_perf_rec r = { body, body + h.size - sizeof h };
-	switch (h.type) {
-	case PERF_RECORD_MMAP2: on_mmap2(k, &h, &r); break;
-	case PERF_RECORD_COMM: on_comm(k, &h, &r, time); break;
-	case PERF_RECORD_SWITCH: on_switch(k, &h, &r, time); break;
-	case PERF_RECORD_FORK: on_fork(k, &r); break;
-	case PERF_RECORD_EXIT: on_task_exit(k, &r); break;
-	case PERF_RECORD_READ: on_read(k, &r, cpu); break;
+	struct cp_kcollector *k = arg;
+	switch (ev->type) {
+	case PERF_RECORD_SAMPLE: on_sample(k, ev); break;
+	case PERF_RECORD_MMAP2: on_mmap2(k, ev); break;
+	case PERF_RECORD_COMM: on_comm(k, ev); break;
+	case PERF_RECORD_SWITCH:
+		if (k->off_cpu)
+			cp_switches_record(&k->sw, ev);
+		break;
+	case PERF_RECORD_FORK: on_fork(k, ev); break;
+	case PERF_RECORD_EXIT: on_task_exit(k, ev); break;
+	case PERF_RECORD_READ: on_read(k, ev); break;
 	}
 }
 
-/* ---- the queue ---- */
-
-static void *queue_room(struct cp_kcollector *k, size_t n)
-{
-	n = (n + 7) & ~(size_t)7;
-	if (k->nbuf + n > k->capbuf) {
-		size_t cap = k->capbuf ? k->capbuf : 1u << 20;
-		while (cap < k->nbuf + n)
-			cap *= 2;
-		uint8_t *b = realloc(k->buf, cap);
-		if (!b)
-			return NULL;
-		k->buf = b;
-		k->capbuf = cap;
-	}
-	if (cp_array_grow((void **)&k->q, &k->capq, k->nq + 1, sizeof *k->q, 1024))
-		return NULL;
-	void *p = k->buf + k->nbuf;
-	k->q[k->nq].off = k->nbuf;
-	k->nbuf += n;
-	return p;
-}
-
-/* A ring's record into the queue: a sample as a struct ksample with the
- * stack bytes the kernel copied, anything else as it is (after its CPU). */
+/* A ring's record: counted if it says what was lost, else queued. */
 static void enqueue(const struct perf_event_header *h, int cpu, void *arg)
 {
 	struct cp_kcollector *k = arg;
-	const uint8_t *body = (const uint8_t *)(h + 1);
-	struct cp_perf_rec r = { body, (const uint8_t *)h + h->size };
-	uint64_t time = 0;
-	switch (h->type) {
-	case PERF_RECORD_SAMPLE: {
-		uint32_t pt[2], cr[2];
-		int is_switch = k->ident && cp_switches_is_switch(&k->sw, cp_perf_u64(&r));
-		if (!cp_perf_take(&r, pt, sizeof pt) || !cp_perf_take(&r, &time, 8) || !cp_perf_take(&r, cr, sizeof cr))
-			return;
-		uint64_t value = k->use_read && !is_switch ? cp_perf_u64(&r) : 0;
-		uint64_t regs[CP_PERF_NREGS] = { 0 };
-		const uint8_t *stack;
-		uint64_t dyn;
-		int user = cp_perf_take_user(&r, regs, CP_PERF_NREGS, &stack, &dyn);
-		if (user < 0)
-			return;
-		struct perf_event_header hh = { PERF_RECORD_SAMPLE, 0, 0 };
-		uint8_t *at = queue_room(k, sizeof hh + sizeof(struct ksample) + dyn);
-		if (!at)
-			return;
-		memcpy(at, &hh, sizeof hh);
-		struct ksample *s = (struct ksample *)(at + sizeof hh);
-		s->pid = pt[0];
-		s->tid = pt[1];
-		s->cpu = cr[0];
-		s->time = time;
-		s->value = value;
-		s->have_regs = user;
-		s->is_switch = is_switch;
-		memcpy(s->regs, regs, sizeof regs);
-		s->dyn = dyn;
-		memcpy(s->stack, stack, dyn);
-		break;
-	}
-	case PERF_RECORD_LOST:
-		cp_perf_u64(&r);
-		k->lost += cp_perf_u64(&r);
+	struct cp_perf_event ev;
+	if (!cp_perf_decode(h, cpu, k->use_read, k->off_cpu ? &k->sw : NULL, &ev))
 		return;
-	case PERF_RECORD_THROTTLE:
+	if (ev.type == PERF_RECORD_LOST)
+		k->lost += ev.lost;
+	else if (ev.type == PERF_RECORD_THROTTLE)
 		k->throttled++;
-		return;
-	case PERF_RECORD_MMAP2:
-	case PERF_RECORD_COMM:
-	case PERF_RECORD_FORK:
-	case PERF_RECORD_EXIT:
-	case PERF_RECORD_READ:
-	case PERF_RECORD_SWITCH: {
-		/* sample_id_all: ... time, cpu at the end (and the event's
-		 * id after them, with PERF_SAMPLE_IDENTIFIER). */
-		size_t trail = k->ident ? 24 : 16;
-		if (h->size < sizeof *h + trail)
-			return;
-		memcpy(&time, (const uint8_t *)h + h->size - trail, 8);
-		uint8_t *at = queue_room(k, h->size + 2 * sizeof(uint64_t));
-		if (!at)
-			return;
-		memcpy(at, h, sizeof *h);
-		uint64_t c = (uint64_t)(unsigned)cpu;
-		memcpy(at + sizeof *h, &time, 8);
-		memcpy(at + sizeof *h + 8, &c, 8);
-		memcpy(at + sizeof *h + 16, body, h->size - sizeof *h);
-		break;
-	}
-	default:
-		return;
-	}
-	k->q[k->nq].time = time;
-	k->q[k->nq].seq = k->seq++;
-	k->nq++;
+	else if (cp_perf_queue_push(&k->queue, &ev) < 0 && ev.type == PERF_RECORD_SAMPLE)
+		k->lost++;
 }
 
-static int qent_cmp(const void *a, const void *b)
+/* Reads every ring, and handles what is older than `until`. */
+static void drain(struct cp_kcollector *k, uint64_t until)
 {
-	const struct qent *x = a, *y = b;
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* Handles the queued records older than `until`, in time order, and
- * keeps the rest. */
-static void flush_queue(struct cp_kcollector *k, uint64_t until)
-{
-	if (!k->nq)
-		return;
-	qsort(k->q, k->nq, sizeof *k->q, qent_cmp);
-	size_t i = 0;
-	for (; i < k->nq && k->q[i].time < until; i++)
-		handle(k, k->buf + k->q[i].off);
-	if (i == k->nq) {
-		k->nq = k->nbuf = 0;
-		return;
-	}
-	/* What is left moves to the front, in order. */
-	size_t n = k->nq - i, bytes = 0;
-	uint8_t *nb = malloc(k->capbuf);
-	if (!nb) {
-		for (; i < k->nq; i++)
-			handle(k, k->buf + k->q[i].off);
-		k->nq = k->nbuf = 0;
-		return;
-	}
-	for (size_t j = 0; j < n; j++) {
-		struct qent *e = &k->q[i + j];
-		const uint8_t *at = k->buf + e->off;
-		struct perf_event_header h;
-		memcpy(&h, at, sizeof h);
-		size_t len = h.type == PERF_RECORD_SAMPLE
-				     ? sizeof h + sizeof(struct ksample) + ((const struct ksample *)(at + sizeof h))->dyn
-				     : h.size + 2 * sizeof(uint64_t);
-		len = (len + 7) & ~(size_t)7;
-		memcpy(nb + bytes, at, len);
-		k->q[j] = *e;
-		k->q[j].off = bytes;
-		bytes += len;
-	}
-	free(k->buf);
-	k->buf = nb;
-	k->nbuf = bytes;
-	k->nq = n;
+	for (size_t i = 0; i < k->nrings; i++)
+		cp_perf_ring_drain(&k->rings[i], k->bounce, k->bounce_size, enqueue, k);
+	cp_perf_queue_flush(&k->queue, until, handle, k);
 }
 
 void cp_kernel_poll(struct cp_kcollector *k)
 {
-	uint64_t now = mono_ns();
-	for (size_t i = 0; i < k->nrings; i++)
-		cp_perf_ring_drain(&k->rings[i], k->bounce, k->bounce_size, enqueue, k);
-	flush_queue(k, now > ORDER_SLACK_NS ? now - ORDER_SLACK_NS : 0);
+	uint64_t now = cp_mono_ns();
+	drain(k, now > CP_PERF_ORDER_SLACK_NS ? now - CP_PERF_ORDER_SLACK_NS : 0);
 }
 
 /* ---- opening ---- */
@@ -1061,11 +859,7 @@ static void attr_for(const struct cp_kcollector *k, struct perf_event_attr *a, i
 	a->type = PERF_TYPE_SOFTWARE;
 	a->config = PERF_COUNT_SW_TASK_CLOCK;
 	a->sample_period = k->period;
-	a->sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_REGS_USER |
-			 PERF_SAMPLE_STACK_USER | (use_read ? PERF_SAMPLE_READ : 0) |
-			 (k->ident ? PERF_SAMPLE_IDENTIFIER : 0);
-	a->sample_regs_user = CP_PERF_REGS_MASK;
-	a->sample_stack_user = STACK_COPY;
+	cp_perf_sampling_attr(a, use_read, STACK_COPY);
 	a->exclude_kernel = (unsigned)!k->kernel;
 	a->exclude_hv = 1;
 	a->inherit = 1;
@@ -1076,56 +870,32 @@ static void attr_for(const struct cp_kcollector *k, struct perf_event_attr *a, i
 	a->mmap = 1;
 	a->mmap2 = 1;
 	a->build_id = (unsigned)build_id;
-	a->sample_id_all = 1;
-	a->use_clockid = 1;
-	a->clockid = CLOCK_MONOTONIC;
 	a->watermark = 1;
 	a->wakeup_watermark = (uint32_t)(k->ring_pages * 4096u / 4);
 }
 
-/* The context-switch event of --off-cpu: a sample at every switch-out
- * (taken in the kernel, hence exclude_kernel 0, which needs privileges),
- * with the user registers and stack, and the switch records; no side
- * records of its own (the task clock's say what they say once).  Its
- * samples' layout is the task clock's less PERF_SAMPLE_READ. */
-static void switch_attr(const struct cp_kcollector *k, struct perf_event_attr *a)
-{
-	cp_switches_attr(a, PERF_SAMPLE_CPU, CP_PERF_REGS_MASK, CP_SWITCH_STACK_COPY);
-	a->watermark = 1;
-	a->wakeup_watermark = (uint32_t)(k->ring_pages * 4096u / 4);
-}
-
-/* Opens the context-switch event on pid and cpu, writing into ring_fd's
- * ring (or its own, for a probe: -1), and notes its id.  The fd, or a
- * negative errno. */
+/* Opens the context-switch event of --off-cpu on pid and cpu, writing
+ * into ring_fd's ring (or its own, for a probe: -1), and notes its id: a
+ * sample at every switch-out (taken in the kernel, which needs
+ * privileges) with the user registers and stack, and the switch records;
+ * no side records of its own (the task clock's say what they say once).
+ * The fd, or a negative errno. */
 static int open_switch(struct cp_kcollector *k, pid_t pid, int cpu, int on_exec, int ring_fd)
 {
 	struct perf_event_attr a;
-	switch_attr(k, &a);
+	cp_switches_attr(&a);
+	a.watermark = 1;
+	a.wakeup_watermark = (uint32_t)(k->ring_pages * 4096u / 4);
 	a.disabled = (unsigned)on_exec;
 	a.enable_on_exec = (unsigned)on_exec;
-	int fd = cp_perf_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
-	if (fd < 0 || ring_fd < 0)
-		return fd;
-	uint64_t id = 0;
-	int e = ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring_fd) < 0 || ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0 ? -errno
-													  : 0;
-	if (e == 0)
-		e = cp_switches_add_id(&k->sw, id);
-	if (e < 0) {
-		close(fd);
-		return e;
-	}
-	return fd;
+	return cp_switches_open(&k->sw, &a, pid, cpu, ring_fd);
 }
 
 /* Off-CPU time could not be had after all (an event refused on some task
  * or CPU): what was opened of it is closed, and the profile says why. */
 static void off_cpu_fails(struct cp_kcollector *k, int e, const char *what)
 {
-	for (size_t i = 0; i < k->nswfds; i++)
-		close(k->swfds[i]);
-	k->nswfds = 0;
+	cp_perf_fds_close(&k->swfds, 0);
 	k->off_cpu = 0;
 	snprintf(k->off_why, sizeof k->off_why, "the context-switch event could not be opened on %s: %s", what,
 		 strerror(-e));
@@ -1168,14 +938,6 @@ static int open_one(struct cp_kcollector *k, pid_t pid, int cpu, int on_exec)
 	return fd;
 }
 
-static int keep_fd(struct cp_kcollector *k, int fd)
-{
-	if (cp_array_grow((void **)&k->fds, &k->capfds, k->nfds + 1, sizeof *k->fds, 16))
-		return -ENOMEM;
-	k->fds[k->nfds++] = fd;
-	return 0;
-}
-
 /* Opens the context-switch event of task pid on ring r's CPU, into it;
  * if it cannot be, off-CPU time is given up (off_cpu_fails). */
 static void open_task_switches(struct cp_kcollector *k, pid_t pid, const struct cp_perf_ring *r, int on_exec)
@@ -1183,7 +945,7 @@ static void open_task_switches(struct cp_kcollector *k, pid_t pid, const struct 
 	int fd = open_switch(k, pid, r->cpu, on_exec, r->fd);
 	if (fd == -ESRCH)
 		return; /* the thread ended meanwhile: so did its CPU */
-	if (fd >= 0 && cp_array_grow((void **)&k->swfds, &k->capswfds, k->nswfds + 1, sizeof *k->swfds, 16)) {
+	if (fd >= 0 && cp_perf_fds_keep(&k->swfds, fd) < 0) {
 		close(fd);
 		fd = -ENOMEM;
 	}
@@ -1193,7 +955,6 @@ static void open_task_switches(struct cp_kcollector *k, pid_t pid, const struct 
 		off_cpu_fails(k, fd, what);
 		return;
 	}
-	k->swfds[k->nswfds++] = fd;
 }
 
 /* Opens the events of task pid on every CPU, each writing into its CPU's
@@ -1210,13 +971,11 @@ static int open_task(struct cp_kcollector *k, pid_t pid, int on_exec)
 				return fd;
 			continue;
 		}
-		int e = keep_fd(k, fd);
+		int e = cp_perf_fds_keep(&k->fds, fd);
 		if (e == 0)
-			e = r->fd < 0 ? cp_perf_ring_map(r, fd, &k->ring_pages)
-				      : (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0 ? -errno : 0);
+			e = cp_perf_ring_join(r, fd, &k->ring_pages);
 		if (e < 0) {
-			if (k->nfds && k->fds[k->nfds - 1] == fd)
-				k->nfds--;
+			cp_perf_fds_drop_last(&k->fds, fd);
 			close(fd);
 			err = e;
 			continue;
@@ -1236,8 +995,8 @@ static int setup(struct cp_kcollector **out, const struct cp_kernel_conf *c)
 	if (!k)
 		return -ENOMEM;
 	k->conf = *c;
-	cp_switches_init(&k->sw, on_off, k);
-	k->off_cpu = k->ident = c->off_cpu != 0;
+	cp_switches_init(&k->sw, off_into_image, k);
+	k->off_cpu = c->off_cpu != 0;
 	int hz = c->hz > CP_HZ_SAMPLED_MAX ? CP_HZ_SAMPLED_MAX : c->hz;
 	k->period = 1000000000u / (unsigned)hz;
 	k->use_read = k->build_id = k->kernel = 1;
@@ -1262,7 +1021,7 @@ static int setup(struct cp_kcollector **out, const struct cp_kernel_conf *c)
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	k->wall0_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-	k->mono0 = mono_ns();
+	k->mono0 = cp_mono_ns();
 	struct cp_facts *b = &k->base;
 	snprintf(b->engine, sizeof b->engine, "%s", CP_ENGINE_PERF);
 	b->hz = hz;
@@ -1515,7 +1274,7 @@ static int open_threads(struct cp_kcollector *k, pid_t pid)
 			/* Its life in the profile starts now, on the CPU or
 			 * not: its first switch event says which. */
 			if (k->off_cpu)
-				cp_switches_begin(&k->sw, (pid_t)tid, mono_ns(), 0);
+				cp_switches_begin(&k->sw, (pid_t)tid, cp_mono_ns(), 0);
 			int e = open_task(k, (pid_t)tid, 0);
 			if (e == 0)
 				any = 1;
@@ -1617,7 +1376,7 @@ void cp_kernel_status(struct cp_kcollector *k, pid_t pid, int status, int64_t cp
 	/* Records of it may still wait in the rings: the image it ended in
 	 * is the one it has once they are in. */
 	cp_kernel_poll(k);
-	flush_queue(k, UINT64_MAX);
+	cp_perf_queue_flush(&k->queue, UINT64_MAX, handle, k);
 	cp_tree_status(&k->tree, pid, status, cpu_ns);
 }
 
@@ -1719,19 +1478,16 @@ void cp_kernel_finish(struct cp_kcollector *k)
 	 * every task it was inherited by ran, ended or not. */
 	if (k->nattached)
 		k->sched1 = scheduler_cpu(k->attached, k->nattached, &k->switches1);
-	for (size_t i = 0; i < k->nswfds; i++)
-		ioctl(k->swfds[i], PERF_EVENT_IOC_DISABLE, 0);
-	for (size_t i = 0; i < k->nfds; i++) {
-		ioctl(k->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+	cp_perf_fds_disable(&k->swfds);
+	cp_perf_fds_disable(&k->fds);
+	for (size_t i = 0; i < k->fds.n; i++) {
 		uint64_t v;
-		if (read(k->fds[i], &v, sizeof v) == (ssize_t)sizeof v)
+		if (read(k->fds.fd[i], &v, sizeof v) == (ssize_t)sizeof v)
 			k->counted_ns += (int64_t)v;
 	}
-	k->t_end = mono_ns();
-	for (size_t i = 0; i < k->nrings; i++)
-		cp_perf_ring_drain(&k->rings[i], k->bounce, k->bounce_size, enqueue, k);
-	flush_queue(k, UINT64_MAX);
-	k->mono1 = mono_ns();
+	k->t_end = cp_mono_ns();
+	drain(k, UINT64_MAX);
+	k->mono1 = cp_mono_ns();
 	/* Threads off the CPU at the end are charged up to it. */
 	if (k->off_cpu)
 		cp_switches_finish(&k->sw, k->t_end);
@@ -1793,12 +1549,8 @@ void cp_kernel_finish(struct cp_kcollector *k)
 		if (p->exited || p->img->have_status)
 			p->img->dead = 1;
 	}
-	for (size_t i = 0; i < k->nfds; i++)
-		close(k->fds[i]);
-	k->nfds = 0;
-	for (size_t i = 0; i < k->nswfds; i++)
-		close(k->swfds[i]);
-	k->nswfds = 0;
+	cp_perf_fds_close(&k->fds, 0);
+	cp_perf_fds_close(&k->swfds, 0);
 }
 
 void cp_kernel_hold_to(struct cp_kcollector *k, int64_t cpu_ns, int64_t switches)
@@ -1828,16 +1580,12 @@ void cp_kernel_free(struct cp_kcollector *k)
 {
 	if (!k)
 		return;
-	for (size_t i = 0; i < k->nfds; i++)
-		close(k->fds[i]);
-	for (size_t i = 0; i < k->nswfds; i++)
-		close(k->swfds[i]);
-	free(k->swfds);
+	cp_perf_fds_close(&k->fds, 1);
+	cp_perf_fds_close(&k->swfds, 1);
 	cp_switches_free(&k->sw);
 	for (size_t i = 0; k->rings && i < k->nrings; i++)
 		cp_perf_ring_unmap(&k->rings[i]);
 	free(k->rings);
-	free(k->fds);
 	free(k->bounce);
 	free(k->cache);
 	for (size_t i = 0; i < k->nfiles; i++) {
@@ -1861,8 +1609,7 @@ void cp_kernel_free(struct cp_kcollector *k)
 			free(k->threads.e[i].val);
 	free(k->threads.e);
 	cp_perf_counts_free(&k->counts);
-	free(k->q);
-	free(k->buf);
+	cp_perf_queue_free(&k->queue);
 	free(k->attached);
 	cp_tree_free(&k->tree);
 	free(k);

@@ -78,6 +78,7 @@
 
 #include "arch.h"
 #include "perf/events.h"
+#include "perf/records.h"
 #include "perf/switches.h"
 #include "engine.h"
 #include "profile/names.h"
@@ -108,11 +109,8 @@ int cp_test_perf_no_read, cp_test_perf_stall, cp_test_perf_ring_pause_ms;
 #define SLEEP_MIN_MS 1
 #define SLEEP_MAX_MS 100
 #define MAX_CPUS 4096
-/* Off-CPU time: records younger than this wait for the keeper's next
- * pass (an older one of another CPU may not be in its ring yet), and the
- * keeper wakes at least this often (ms): a switch-out is a sample too,
- * as often as the program switches. */
-#define ORDER_SLACK_NS 2000000
+/* Off-CPU time: the keeper wakes at least this often (ms): a switch-out
+ * is a sample too, as often as the program switches. */
 #define OFF_CPU_SLEEP_MS 10
 /* The frame of CPU no sample stands for, where periods that end in the
  * kernel raise no sample and are not charged to the next one. */
@@ -155,8 +153,8 @@ static struct {
 	pid_t keeper;
 	struct cp_perf_ring *rings;
 	size_t nrings;
-	int *fds;             /* every event opened */
-	size_t nfds, capfds, fd_budget;
+	struct cp_perf_fds fds; /* every sampling event opened */
+	size_t fd_budget;
 	uint8_t *bounce;      /* a record that wraps around its ring */
 	size_t bounce_size;
 	struct cp_perf_counts counts; /* what each thread's samples accounted for, per CPU */
@@ -169,37 +167,22 @@ static struct {
 	 * beyond one do not say the thread was in the kernel. */
 	int tick_bound;
 	unsigned ring_pages;  /* asked for each ring */
-	/* Off-CPU time: on (ident: samples lead with their event's id and
-	 * carry their time), the context-switch events, the pairing, the
+	/* Off-CPU time: on, the context-switch events, the pairing, the
 	 * queue of what it is handed in time order, a walk's scratch. */
-	int off_cpu, ident;
-	int *swfds;
-	size_t nswfds, capswfds;
+	int off_cpu;
+	struct cp_perf_fds swfds;
 	struct cp_switches sw;
-	struct swq *sq;
-	size_t nsq, capsq;
-	uint64_t sqseq;
+	struct cp_perf_queue sq;
 	struct cp_sample *scratch;
 	char off_why[384];
 } E;
-
-/* A queued event of off-CPU time. */
-struct swq {
-	uint64_t time, seq;
-	pid_t tid;
-	int kind;             /* SWQ_* */
-	int preempted;        /* SWQ_OUT */
-	uint32_t n, flags, gen; /* SWQ_STACK: the walk */
-	uintptr_t *pcs;
-};
-enum { SWQ_BEGIN, SWQ_END, SWQ_STACK, SWQ_OUT, SWQ_IN };
 
 /* Opens k's event on thread tid (0: the calling thread) and CPU cpu (-1:
  * any), sampling every `period` counts (0: counting only), with the
  * sampling attributes of this engine if `ring`.  Returns the fd or a
  * negative errno. */
 static int open_event(const struct perf_kind *k, pid_t tid, int cpu, uint64_t period, int kernel, int ring,
-		      int use_read, int ident)
+		      int use_read)
 {
 	struct perf_event_attr a;
 	memset(&a, 0, sizeof a);
@@ -210,23 +193,12 @@ static int open_event(const struct perf_kind *k, pid_t tid, int cpu, uint64_t pe
 	a.exclude_kernel = !kernel;
 	a.exclude_hv = 1;
 	if (ring) {
-		a.sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER |
-				(use_read ? PERF_SAMPLE_READ : 0);
-		/* Beside a context-switch event: the same ring, so the same
-		 * clock, and each sample says whose it is. */
-		if (ident) {
-			a.sample_type |= PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TIME;
-			a.use_clockid = 1;
-			a.clockid = CLOCK_MONOTONIC;
-		}
-		a.sample_regs_user = CP_PERF_REGS_MASK;
-		a.sample_stack_user = STACK_COPY;
+		cp_perf_sampling_attr(&a, use_read, STACK_COPY);
 		a.inherit = 1;
 		a.inherit_thread = 1;
 		a.inherit_stat = 1;
 		a.task = 1;
 		a.comm = 1;
-		a.sample_id_all = 1;
 		/* Nobody polls the rings: a watermark past their end keeps the
 		 * kernel from waking anyone. */
 		a.watermark = 1;
@@ -244,10 +216,10 @@ static int open_event(const struct perf_kind *k, pid_t tid, int cpu, uint64_t pe
 static int probe_event(struct perf_kind *k, uint64_t period, int ring, char *why, size_t len)
 {
 	k->count_kernel = k->try_kernel;
-	int fd = open_event(k, 0, -1, period, k->count_kernel, 0, 0, 0);
+	int fd = open_event(k, 0, -1, period, k->count_kernel, 0, 0);
 	if (k->count_kernel && (fd == -EACCES || fd == -EPERM)) {
 		k->count_kernel = 0;
-		fd = open_event(k, 0, -1, period, 0, 0, 0, 0);
+		fd = open_event(k, 0, -1, period, 0, 0, 0);
 	}
 	if (fd == -EACCES || fd == -EPERM) {
 		snprintf(why, len, "perf_event_open: %s (perf_event_paranoid=%d)", strerror(-fd), cp_perf_paranoid());
@@ -262,7 +234,7 @@ static int probe_event(struct perf_kind *k, uint64_t period, int ring, char *why
 		return fd;
 	close(fd);
 	/* The sampling attributes: inherit_thread needs Linux 5.13. */
-	fd = open_event(k, 0, 0, period ? period : 1000000, k->count_kernel, 1, 0, 0);
+	fd = open_event(k, 0, 0, period ? period : 1000000, k->count_kernel, 1, 0);
 	if (fd < 0)
 		snprintf(why, len, "perf_event_open with inherit_thread and a stack copy: %s%s", strerror(-fd),
 			 fd == -EINVAL ? " (needs Linux 5.13)" : "");
@@ -343,7 +315,7 @@ static int count_cycles(uint64_t *count, uint64_t *ns, char *why, size_t len)
 #define OVERFLOWS_EXPECTED 16
 static int raises_samples(uint64_t period)
 {
-	int fd = open_event(&cycles, 0, -1, period, 0, 0, 0, 0);
+	int fd = open_event(&cycles, 0, -1, period, 0, 0, 0);
 	if (fd < 0)
 		return -1;
 	long page = sysconf(_SC_PAGESIZE);
@@ -458,52 +430,23 @@ static struct tinfo *tinfo_get(pid_t tid)
 
 /* ---- opening ---- */
 
-static int keep_fd(int fd)
-{
-	if (E.nfds == E.capfds) {
-		size_t cap = E.capfds ? 2 * E.capfds : 16;
-		int *n = realloc(E.fds, cap * sizeof *n);
-		if (!n)
-			return -ENOMEM;
-		E.fds = n;
-		E.capfds = cap;
-	}
-	E.fds[E.nfds++] = fd;
-	return 0;
-}
-
 /* Opens the context-switch event of thread tid (0: the calling thread) on
- * cpu, writing into ring_fd's ring (-1: a probe, its own), and notes its
- * id.  The fd or a negative errno. */
+ * cpu, writing into ring_fd's ring (-1: a probe, its own), and keeps it.
+ * The fd or a negative errno. */
 static int open_switch(pid_t tid, int cpu, int ring_fd)
 {
 	struct perf_event_attr a;
-	cp_switches_attr(&a, 0, CP_PERF_REGS_MASK, CP_SWITCH_STACK_COPY);
+	cp_switches_attr(&a);
 	a.inherit_thread = 1;
 	a.watermark = 1;
 	a.wakeup_watermark = (uint32_t)CP_PERF_RING_PAGES_MAX * 4096u;
-	int fd = cp_perf_open(&a, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	int fd = cp_switches_open(&E.sw, &a, tid, cpu, ring_fd);
 	if (fd < 0 || ring_fd < 0)
 		return fd;
-	uint64_t id = 0;
-	int e = ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring_fd) < 0 || ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0 ? -errno : 0;
-	if (e == 0)
-		e = cp_switches_add_id(&E.sw, id);
-	if (e == 0 && E.nswfds == E.capswfds) {
-		size_t cap = E.capswfds ? 2 * E.capswfds : 16;
-		int *n = realloc(E.swfds, cap * sizeof *n);
-		if (n) {
-			E.swfds = n;
-			E.capswfds = cap;
-		} else {
-			e = -ENOMEM;
-		}
-	}
-	if (e < 0) {
+	if (cp_perf_fds_keep(&E.swfds, fd) < 0) {
 		close(fd);
-		return e;
+		return -ENOMEM;
 	}
-	E.swfds[E.nswfds++] = fd;
 	return fd;
 }
 
@@ -515,8 +458,7 @@ static void arm_switches(pid_t tid, const struct cp_perf_ring *r)
 	int fd = open_switch(tid, r->cpu, r->fd);
 	if (fd >= 0 || fd == -ESRCH)
 		return;
-	for (size_t i = 0; i < E.nswfds; i++)
-		ioctl(E.swfds[i], PERF_EVENT_IOC_DISABLE, 0);
+	cp_perf_fds_disable(&E.swfds);
 	E.off_cpu = 0;
 	E.st.off_cpu = CP_OFF_CPU_ABSENT;
 	snprintf(E.off_why, sizeof E.off_why, "the context-switch event could not be opened on thread %d: %s",
@@ -528,24 +470,22 @@ static void arm_switches(pid_t tid, const struct cp_perf_ring *r)
  * (the thread is then not sampled; its events so far stay open). */
 static int arm_thread(pid_t tid)
 {
-	if (E.nfds + E.nswfds + 2 * E.nrings > E.fd_budget)
+	if (E.fds.n + E.swfds.n + 2 * E.nrings > E.fd_budget)
 		return -EMFILE;
 	int armed = 0, err = 0;
 	for (size_t i = 0; i < E.nrings; i++) {
 		struct cp_perf_ring *r = &E.rings[i];
-		int fd = open_event(E.k, tid, r->cpu, E.period, E.k->count_kernel, 1, E.use_read, E.ident);
+		int fd = open_event(E.k, tid, r->cpu, E.period, E.k->count_kernel, 1, E.use_read);
 		if (fd < 0) {
 			/* An offline CPU, or the thread is gone. */
 			err = fd;
 			continue;
 		}
-		int e = keep_fd(fd);
+		int e = cp_perf_fds_keep(&E.fds, fd);
 		if (e == 0)
-			e = r->fd < 0 ? cp_perf_ring_map(r, fd, &E.ring_pages)
-				      : (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0 ? -errno : 0);
+			e = cp_perf_ring_join(r, fd, &E.ring_pages);
 		if (e < 0) {
-			if (E.nfds && E.fds[E.nfds - 1] == fd)
-				E.nfds--;
+			cp_perf_fds_drop_last(&E.fds, fd);
 			close(fd);
 			err = e;
 			continue;
@@ -631,37 +571,27 @@ static void arm_all(void)
 /* What off-CPU time holds, freed. */
 static void free_off_cpu(void)
 {
-	for (size_t i = 0; i < E.nsq; i++)
-		free(E.sq[i].pcs);
-	free(E.sq);
-	free(E.swfds);
+	cp_perf_queue_free(&E.sq);
+	cp_perf_fds_close(&E.swfds, 1);
 	free(E.scratch);
 	cp_switches_free(&E.sw);
-	E.sq = NULL;
-	E.swfds = NULL;
 	E.scratch = NULL;
-	E.nsq = E.capsq = E.nswfds = E.capswfds = 0;
 }
 
 static void close_all(void)
 {
 	for (size_t i = 0; i < E.nrings; i++)
 		cp_perf_ring_unmap(&E.rings[i]);
-	for (size_t i = 0; i < E.nfds; i++)
-		close(E.fds[i]);
-	for (size_t i = 0; i < E.nswfds; i++)
-		close(E.swfds[i]);
+	cp_perf_fds_close(&E.fds, 1);
 	free_off_cpu();
 	free(E.rings);
-	free(E.fds);
 	free(E.bounce);
 	cp_perf_counts_free(&E.counts);
 	free(E.ti);
 	E.rings = NULL;
-	E.fds = NULL;
 	E.bounce = NULL;
 	E.ti = NULL;
-	E.nrings = E.nfds = E.capfds = E.nti = E.capti = 0;
+	E.nrings = E.nti = E.capti = 0;
 }
 
 /* ---- off-CPU time ---- */
@@ -689,65 +619,6 @@ static void on_off(void *arg, void *ctx, uint64_t gen, pid_t tid, const uintptr_
 	cp_sample_commit(s, 0);
 }
 
-/* Queues an event of off-CPU time (its pcs, if any, malloc'd and owned by
- * the queue). */
-static void sq_push(uint64_t time, pid_t tid, int kind, int preempted, const struct cp_sample *walk)
-{
-	if (E.nsq == E.capsq) {
-		size_t cap = E.capsq ? 2 * E.capsq : 256;
-		struct swq *n = realloc(E.sq, cap * sizeof *n);
-		if (!n)
-			return;
-		E.sq = n;
-		E.capsq = cap;
-	}
-	struct swq *q = &E.sq[E.nsq];
-	*q = (struct swq){ .time = time, .seq = E.sqseq++, .tid = tid, .kind = kind, .preempted = preempted };
-	if (walk) {
-		q->n = walk->n;
-		q->flags = walk->flags;
-		q->gen = walk->gen;
-		if (walk->n && !(q->pcs = malloc(walk->n * sizeof *q->pcs)))
-			return;
-		if (walk->n)
-			memcpy(q->pcs, walk->pcs, walk->n * sizeof *q->pcs);
-	}
-	E.nsq++;
-}
-
-static int sq_cmp(const void *a, const void *b)
-{
-	const struct swq *x = a, *y = b;
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* Hands the queued events older than `until` to switches.c in time
- * order, and keeps the rest. */
-static void sq_flush(uint64_t until)
-{
-	if (!E.nsq)
-		return;
-	qsort(E.sq, E.nsq, sizeof *E.sq, sq_cmp);
-	size_t i = 0;
-	for (; i < E.nsq && E.sq[i].time < until; i++) {
-		const struct swq *q = &E.sq[i];
-		switch (q->kind) {
-		case SWQ_BEGIN: cp_switches_begin(&E.sw, q->tid, q->time, 1); break;
-		case SWQ_END: cp_switches_end(&E.sw, q->tid, q->time); break;
-		case SWQ_STACK:
-			cp_switches_out_stack(&E.sw, q->tid, q->time, q->pcs, q->n, q->flags, NULL, q->gen);
-			break;
-		case SWQ_OUT: cp_switches_out(&E.sw, q->tid, q->time, q->preempted); break;
-		case SWQ_IN: cp_switches_in(&E.sw, q->tid, q->time); break;
-		}
-		free(q->pcs);
-	}
-	memmove(E.sq, E.sq + i, (E.nsq - i) * sizeof *E.sq);
-	E.nsq -= i;
-}
-
 /* Whether the kernel lets this process sample switch-outs (a probe on
  * the calling thread): off-CPU time on, or absent and why. */
 static void start_off_cpu(void)
@@ -767,7 +638,7 @@ static void start_off_cpu(void)
 		return;
 	}
 	cp_switches_init(&E.sw, on_off, NULL);
-	E.off_cpu = E.ident = 1;
+	E.off_cpu = 1;
 	E.st.off_cpu = CP_OFF_CPU_ON;
 }
 
@@ -831,7 +702,7 @@ static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
 	if (c->off_cpu)
 		start_off_cpu();
 	/* PERF_SAMPLE_READ with inherit, where the kernel has it. */
-	int fd = open_event(k, 0, E.rings[0].cpu, E.period, k->count_kernel, 1, 1, E.ident);
+	int fd = open_event(k, 0, E.rings[0].cpu, E.period, k->count_kernel, 1, 1);
 	E.use_read = fd >= 0 && !cp_test_perf_no_read;
 	if (fd >= 0)
 		close(fd);
@@ -927,56 +798,47 @@ static int walk_copy(const uint64_t *regs, const uint8_t *stack, uint64_t dyn, u
 }
 
 /* A switch-out's sample (off-CPU time): its stack walked now, while the
- * copy is in the ring, and queued with the switch records. */
-static void on_switch_sample(struct cp_perf_rec *r)
+ * copy is in the ring, and queued (the walk as its data) with the switch
+ * records. */
+static void on_switch_sample(const struct cp_perf_event *ev)
 {
-	uint32_t pid_tid[2];
-	uint64_t time;
-	if (!E.off_cpu || !cp_perf_take(r, pid_tid, sizeof pid_tid) || !cp_perf_take(r, &time, sizeof time))
-		return;
-	uint64_t regs[CP_PERF_NREGS] = { 0 };
-	const uint8_t *stack;
-	uint64_t dyn;
-	int user = cp_perf_take_user(r, regs, CP_PERF_NREGS, &stack, &dyn);
-	if (user < 0)
-		return;
 	struct cp_sample *s = E.scratch;
 	s->n = 0;
 	s->flags = 0;
-	if (user)
-		walk_copy(regs, stack, dyn, CP_SWITCH_STACK_COPY, s);
+	if (ev->user)
+		walk_copy(ev->regs, ev->data, ev->len, CP_SWITCH_STACK_COPY, s);
 	s->gen = atomic_load_explicit(&cp_sig.objgen, memory_order_relaxed);
-	sq_push(time, (pid_t)pid_tid[1], SWQ_STACK, 0, s);
+	struct cp_perf_event q = *ev;
+	q.data = s;
+	q.len = sizeof *s + s->n * sizeof s->pcs[0];
+	cp_perf_queue_push(&E.sq, &q);
 }
 
-static void on_sample(struct cp_perf_rec *r, int cpu)
+/* An off-CPU event handed on in time order: a switch-out's walk, or a
+ * record of a thread's life or switches. */
+static void off_cpu_event(void *arg, const struct cp_perf_event *ev)
 {
-	/* Beside a context-switch event, each sample leads with its
-	 * event's id, and has its time after the thread. */
-	if (E.ident && cp_switches_is_switch(&E.sw, cp_perf_u64(r))) {
-		on_switch_sample(r);
+	(void)arg;
+	if (ev->type != PERF_RECORD_SAMPLE) {
+		cp_switches_record(&E.sw, ev);
 		return;
 	}
-	uint32_t pid_tid[2];
-	if (!cp_perf_take(r, pid_tid, sizeof pid_tid))
+	const struct cp_sample *w = ev->data;
+	cp_switches_out_stack(&E.sw, ev->tid, ev->time, w->pcs, w->n, w->flags, NULL, w->gen);
+}
+
+static void on_sample(const struct cp_perf_event *ev)
+{
+	if (ev->is_switch) {
+		on_switch_sample(ev);
 		return;
-	if (E.ident)
-		cp_perf_u64(r); /* its time */
-	pid_t tid = (pid_t)pid_tid[1];
-	uint64_t value = E.use_read ? cp_perf_u64(r) : 0;
+	}
 	uint64_t kernel;
-	uint64_t weight = weigh(tid, cpu, value, E.use_read, &kernel);
-	struct tinfo *t = tinfo_get(tid);
+	uint64_t weight = weigh(ev->tid, ev->cpu, ev->value, E.use_read, &kernel);
+	struct tinfo *t = tinfo_get(ev->tid);
 	if (t)
 		t->sampled_ns += weight + kernel;
 	E.st.kernel_ns += kernel;
-
-	uint64_t regs[CP_PERF_NREGS] = { 0 };
-	const uint8_t *stack;
-	uint64_t dyn;
-	int user = cp_perf_take_user(r, regs, CP_PERF_NREGS, &stack, &dyn);
-	if (user < 0)
-		return;
 
 	atomic_fetch_add_explicit(&cp_sig.samples, 1, memory_order_relaxed);
 	struct cp_sample *s = cp_ring_claim(cp_sig.ring);
@@ -986,90 +848,79 @@ static void on_sample(struct cp_perf_rec *r, int cpu)
 		return;
 	}
 	int known = 1;
-	if (!user) {
+	if (!ev->user) {
 		s->n = 0; /* no user context (a kernel-only stretch): no stack */
 		s->flags = 0;
 	} else {
-		known = walk_copy(regs, stack, dyn, STACK_COPY, s);
+		known = walk_copy(ev->regs, ev->data, ev->len, STACK_COPY, s);
 	}
 	s->weight_ns = weight;
-	s->tid = (uint32_t)tid;
+	s->tid = (uint32_t)ev->tid;
 	s->gen = atomic_load_explicit(&cp_sig.objgen, memory_order_relaxed);
 	cp_sample_commit(s, !known);
 }
 
+/* An inherited thread's final count on this CPU (inherit_stat). */
+static void on_read(const struct cp_perf_event *ev)
+{
+	uint64_t tail = cp_perf_counts_tail(&E.counts, ev->tid, ev->cpu, ev->value);
+	struct tinfo *t = tinfo_get(ev->tid);
+	if (t) {
+		t->tail_ns += (uint64_t)((double)tail * E.ns_per_unit);
+		t->exited = 1;
+	}
+}
+
+/* A record, as the ring hands it: samples at once (their stacks are in
+ * the ring), off-CPU time's records queued for time order. */
 static void on_record(const struct perf_event_header *h, int cpu, void *unused)
 {
-	const uint8_t *body = (const uint8_t *)(h + 1);
-	struct cp_perf_rec r = { body, (const uint8_t *)h + h->size };
-	switch (h->type) {
+	(void)unused;
+	struct cp_perf_event ev;
+	if (!cp_perf_decode(h, cpu, E.use_read, E.off_cpu ? &E.sw : NULL, &ev))
+		return;
+	switch (ev.type) {
 	case PERF_RECORD_SAMPLE:
-		on_sample(&r, cpu);
+		if (!ev.is_switch || E.off_cpu)
+			on_sample(&ev);
 		break;
-	case PERF_RECORD_LOST: {
-		cp_perf_u64(&r); /* id */
-		uint64_t n = cp_perf_u64(&r);
-		E.st.lost += n;
+	case PERF_RECORD_LOST:
+		E.st.lost += ev.lost;
 		if (!E.use_read)
-			E.st.lost_ns += (uint64_t)((double)(n * E.period) * E.ns_per_unit);
+			E.st.lost_ns += (uint64_t)((double)(ev.lost * E.period) * E.ns_per_unit);
 		break;
-	}
 	case PERF_RECORD_THROTTLE:
 		E.st.throttled++;
 		break;
-	case PERF_RECORD_FORK: {
-		uint32_t v[4]; /* pid, ppid, tid, ptid, then the time */
-		if (cp_perf_take(&r, v, sizeof v) && v[0] == v[1]) {
-			tinfo_get((pid_t)v[2]);
-			cp_names_inherit((pid_t)v[2], (pid_t)v[3]);
-			if (E.off_cpu)
-				sq_push(cp_perf_u64(&r), (pid_t)v[2], SWQ_BEGIN, 0, NULL);
-		}
+	case PERF_RECORD_FORK:
+		if (ev.pid != ev.ppid)
+			break; /* a process: its threads have no events of ours */
+		tinfo_get(ev.tid);
+		cp_names_inherit(ev.tid, ev.ptid);
+		if (E.off_cpu)
+			cp_perf_queue_push(&E.sq, &ev);
 		break;
-	}
-	case PERF_RECORD_SWITCH: {
-		uint32_t v[2]; /* the sample_id: pid, tid, time */
-		if (E.off_cpu && cp_perf_take(&r, v, sizeof v))
-			sq_push(cp_perf_u64(&r), (pid_t)v[1], h->misc & PERF_RECORD_MISC_SWITCH_OUT ? SWQ_OUT : SWQ_IN,
-				(h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0, NULL);
+	case PERF_RECORD_SWITCH:
+		if (E.off_cpu)
+			cp_perf_queue_push(&E.sq, &ev);
 		break;
-	}
 	case PERF_RECORD_COMM: {
-		uint32_t v[2]; /* pid, tid */
-		if (cp_perf_take(&r, v, sizeof v)) {
-			char name[16];
-			size_t n = 0;
-			while (n < sizeof name - 1 && r.p + n < r.end && r.p[n])
-				n++;
-			memcpy(name, r.p, n);
-			name[n] = '\0';
-			cp_names_set((pid_t)v[1], name);
-		}
+		struct cp_perf_rec r = cp_perf_event_body(&ev);
+		char name[16];
+		r.p += 2 * sizeof(uint32_t); /* pid, tid */
+		cp_perf_take_name(&r, name, sizeof name);
+		cp_names_set(ev.tid, name);
 		break;
 	}
-	case PERF_RECORD_READ: {
-		/* An inherited thread's final count on this CPU (inherit_stat). */
-		uint32_t v[2];
-		if (cp_perf_take(&r, v, sizeof v)) {
-			uint64_t value = cp_perf_u64(&r);
-			uint64_t tail = cp_perf_counts_tail(&E.counts, (pid_t)v[1], cpu, value);
-			struct tinfo *t = tinfo_get((pid_t)v[1]);
-			if (t) {
-				t->tail_ns += (uint64_t)((double)tail * E.ns_per_unit);
-				t->exited = 1;
-			}
-		}
+	case PERF_RECORD_READ:
+		on_read(&ev);
 		break;
-	}
 	case PERF_RECORD_EXIT: {
-		uint32_t v[4]; /* pid, ppid, tid, ptid, then the time */
-		if (!cp_perf_take(&r, v, sizeof v))
-			break;
-		struct tinfo *t = tinfo_get((pid_t)v[2]);
+		struct tinfo *t = tinfo_get(ev.tid);
 		if (t)
 			t->exited = 1;
 		if (E.off_cpu)
-			sq_push(cp_perf_u64(&r), (pid_t)v[2], SWQ_END, 0, NULL);
+			cp_perf_queue_push(&E.sq, &ev);
 		break;
 	}
 	}
@@ -1120,7 +971,8 @@ static int perf_drain(void)
 	cp_threads_take_exit_clocks(note_end);
 	read_original_clocks();
 	if (E.off_cpu)
-		sq_flush(now > ORDER_SLACK_NS ? now - ORDER_SLACK_NS : 0);
+		cp_perf_queue_flush(&E.sq, now > CP_PERF_ORDER_SLACK_NS ? now - CP_PERF_ORDER_SLACK_NS : 0,
+				    off_cpu_event, NULL);
 	return E.sleep_ms;
 }
 
@@ -1144,7 +996,7 @@ static int64_t thread_cpu(void *arg, pid_t tid)
  * under way ended at `end`, and every thread held to its lifetime. */
 static void stop_off_cpu(uint64_t end)
 {
-	sq_flush(UINT64_MAX);
+	cp_perf_queue_flush(&E.sq, UINT64_MAX, off_cpu_event, NULL);
 	cp_switches_finish(&E.sw, end);
 	cp_switches_check(&E.sw, thread_cpu, NULL, 10000000, &E.st.acct);
 	E.st.off_stackless = E.sw.stackless;
@@ -1209,10 +1061,8 @@ static void perf_stop(void)
 {
 	/* Closing disables every event and, with them, their inherited
 	 * copies; what they wrote before is still in the rings. */
-	for (size_t i = 0; i < E.nswfds; i++)
-		ioctl(E.swfds[i], PERF_EVENT_IOC_DISABLE, 0);
-	for (size_t i = 0; i < E.nfds; i++)
-		ioctl(E.fds[i], PERF_EVENT_IOC_DISABLE, 0);
+	cp_perf_fds_disable(&E.swfds);
+	cp_perf_fds_disable(&E.fds);
 	uint64_t end = cp_mono_ns();
 	perf_drain();
 	cp_threads_exit_clocks(0);
@@ -1288,7 +1138,8 @@ static void perf_forget(void)
 	 * VM_DONTCOPY) and the events live in the keeper's descriptor
 	 * table, which a child does not have: only our memory is left. */
 	free(E.rings);
-	free(E.fds);
+	E.fds.n = E.swfds.n = 0; /* forgotten, not closed */
+	cp_perf_fds_close(&E.fds, 1);
 	free(E.bounce);
 	cp_perf_counts_free(&E.counts);
 	free(E.ti);

@@ -13,30 +13,57 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "events.h"
+#include "records.h"
 #include "switches.h"
 #include "base/hash.h"
 
-void cp_switches_attr(struct perf_event_attr *a, uint64_t more, uint64_t regs_mask, uint32_t stack_bytes)
+void cp_switches_attr(struct perf_event_attr *a)
 {
 	memset(a, 0, sizeof *a);
 	a->size = sizeof *a;
 	a->type = PERF_TYPE_SOFTWARE;
 	a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
 	a->sample_period = 1;
-	a->sample_type = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | more | PERF_SAMPLE_REGS_USER |
-			 PERF_SAMPLE_STACK_USER;
-	a->sample_regs_user = regs_mask;
-	a->sample_stack_user = stack_bytes;
+	cp_perf_sampling_attr(a, 0, CP_SWITCH_STACK_COPY);
 	a->exclude_kernel = 0;
 	a->exclude_hv = 1;
 	a->inherit = 1;
 	a->context_switch = 1;
-	a->sample_id_all = 1;
-	a->use_clockid = 1;
-	a->clockid = CLOCK_MONOTONIC;
+}
+
+int cp_switches_open(struct cp_switches *s, struct perf_event_attr *a, pid_t pid, int cpu, int ring_fd)
+{
+	int fd = cp_perf_open(a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0 || ring_fd < 0)
+		return fd;
+	uint64_t id = 0;
+	int e = ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, ring_fd) < 0 || ioctl(fd, PERF_EVENT_IOC_ID, &id) < 0 ? -errno : 0;
+	if (e == 0)
+		e = cp_switches_add_id(s, id);
+	if (e < 0) {
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+void cp_switches_record(struct cp_switches *s, const struct cp_perf_event *ev)
+{
+	switch (ev->type) {
+	case PERF_RECORD_FORK: cp_switches_begin(s, ev->tid, ev->time, 1); break;
+	case PERF_RECORD_EXIT: cp_switches_end(s, ev->tid, ev->time); break;
+	case PERF_RECORD_SWITCH:
+		if (ev->misc & PERF_RECORD_MISC_SWITCH_OUT)
+			cp_switches_out(s, ev->tid, ev->time, (ev->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) != 0);
+		else
+			cp_switches_in(s, ev->tid, ev->time);
+		break;
+	}
 }
 
 void cp_switches_refused(int e, char *why, size_t len)

@@ -90,13 +90,20 @@ struct cp_switches {
 
 /* The context-switch event both readers open: a sample at every
  * switch-out (period 1, taken in kernel mode: exclude_kernel 0, which
- * needs root, CAP_PERFMON or perf_event_paranoid <= 1) with the user
- * registers in regs_mask and stack_bytes of the user stack, led by the
- * event's id (PERF_SAMPLE_IDENTIFIER) and with the thread and time, plus
- * `more` sample fields (PERF_SAMPLE_CPU); the switch records; inherited;
- * CLOCK_MONOTONIC; no side records of its own.  The caller adds what its
- * rings want (inherit_thread, watermarks). */
-void cp_switches_attr(struct perf_event_attr *a, uint64_t more, uint64_t regs_mask, uint32_t stack_bytes);
+ * needs root, CAP_PERFMON or perf_event_paranoid <= 1) in the layout of
+ * every sample (records.h) less the count, with CP_SWITCH_STACK_COPY
+ * bytes of the user stack; the switch records; inherited; no side
+ * records of its own.  The caller adds what its rings want
+ * (inherit_thread, watermarks, enable_on_exec). */
+void cp_switches_attr(struct perf_event_attr *a);
+/* Opens that event (*a) on pid and cpu writing into ring_fd's ring (or
+ * its own, for a probe: -1), and notes its id.  The fd, or a negative
+ * errno. */
+int cp_switches_open(struct cp_switches *s, struct perf_event_attr *a, pid_t pid, int cpu, int ring_fd);
+/* A record of the thread's life or switches (FORK: it starts, made then;
+ * EXIT; SWITCH out or in), handed on in time order. */
+struct cp_perf_event;
+void cp_switches_record(struct cp_switches *s, const struct cp_perf_event *ev);
 /* Why off-CPU time is absent when opening that event failed with the
  * negative errno e, and what would allow it, into why[len]. */
 void cp_switches_refused(int e, char *why, size_t len);

@@ -43,7 +43,10 @@ int main(void)
 	CHECK(pprof_comment(path, "coverage", val, sizeof val) == 0, "no coverage comment");
 	double coverage = atof(val);
 	printf("%ld samples, %ld lost by the kernel, coverage %.3f\n", samples, lost, coverage);
-	CHECK(lost * 2 > samples + lost, "the rings did not overflow: %ld lost, %ld samples kept", lost, samples);
+	/* Most are lost as a rule; a loaded machine's run loses fewer (40%
+	 * seen).  A fifth is enough: counted twice, its CPU would put the
+	 * coverage at 1.2 or more, far outside the band below. */
+	CHECK(lost * 5 > samples + lost, "the rings did not overflow: %ld lost, %ld samples kept", lost, samples);
 	CHECK(coverage > 0.95 && coverage < 1.05, "coverage %.3f with %ld samples lost, %ld kept", coverage, lost,
 	      samples);
 	unlink(path);

@@ -1,0 +1,243 @@
+/*
+ * records.c -- the sample layout, decoding and time order of the perf
+ * rings' records (records.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "records.h"
+#include "switches.h"
+#include "base/array.h"
+
+void cp_perf_sampling_attr(struct perf_event_attr *a, int use_read, uint32_t stack_bytes)
+{
+	a->sample_type = CP_PERF_SAMPLE_TYPE | (use_read ? PERF_SAMPLE_READ : 0);
+	a->sample_regs_user = CP_PERF_REGS_MASK;
+	a->sample_stack_user = stack_bytes;
+	a->sample_id_all = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+}
+
+int cp_perf_ring_join(struct cp_perf_ring *r, int fd, unsigned *pages)
+{
+	if (r->fd < 0)
+		return cp_perf_ring_map(r, fd, pages);
+	return ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) < 0 ? -errno : 0;
+}
+
+int cp_perf_fds_keep(struct cp_perf_fds *l, int fd)
+{
+	if (cp_array_grow((void **)&l->fd, &l->cap, l->n + 1, sizeof *l->fd, 16))
+		return -ENOMEM;
+	l->fd[l->n++] = fd;
+	return 0;
+}
+
+void cp_perf_fds_drop_last(struct cp_perf_fds *l, int fd)
+{
+	if (l->n && l->fd[l->n - 1] == fd)
+		l->n--;
+}
+
+void cp_perf_fds_disable(const struct cp_perf_fds *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		ioctl(l->fd[i], PERF_EVENT_IOC_DISABLE, 0);
+}
+
+void cp_perf_fds_close(struct cp_perf_fds *l, int release)
+{
+	for (size_t i = 0; i < l->n; i++)
+		close(l->fd[i]);
+	l->n = 0;
+	if (release) {
+		free(l->fd);
+		l->fd = NULL;
+		l->cap = 0;
+	}
+}
+
+void cp_perf_take_name(struct cp_perf_rec *r, char *name, size_t size)
+{
+	size_t n = 0;
+	while (n < size - 1 && r->p + n < r->end && r->p[n])
+		n++;
+	memcpy(name, r->p, n);
+	name[n] = '\0';
+}
+
+/* sample_id_all's fields at the end of a record other than a sample:
+ * pid and tid, time, CPU, id (CP_PERF_SAMPLE_TYPE's order). */
+#define SAMPLE_ID_BYTES 32
+
+static int decode_sample(struct cp_perf_rec *r, int use_read, const struct cp_switches *sw, struct cp_perf_event *ev)
+{
+	uint32_t pt[2], cr[2];
+	ev->id = cp_perf_u64(r);
+	if (!cp_perf_take(r, pt, sizeof pt) || !cp_perf_take(r, &ev->time, 8) || !cp_perf_take(r, cr, sizeof cr))
+		return 0;
+	ev->pid = (pid_t)pt[0];
+	ev->tid = (pid_t)pt[1];
+	/* A context-switch event's samples carry no count (cp_switches_attr). */
+	ev->is_switch = sw && cp_switches_is_switch(sw, ev->id);
+	ev->value = use_read && !ev->is_switch ? cp_perf_u64(r) : 0;
+	const uint8_t *stack;
+	uint64_t dyn;
+	int user = cp_perf_take_user(r, ev->regs, CP_PERF_NREGS, &stack, &dyn);
+	if (user < 0)
+		return 0;
+	ev->user = user;
+	ev->data = stack;
+	ev->len = (size_t)dyn;
+	return 1;
+}
+
+int cp_perf_decode(const struct perf_event_header *h, int cpu, int use_read, const struct cp_switches *sw,
+		   struct cp_perf_event *ev)
+{
+	const uint8_t *body = (const uint8_t *)(h + 1), *end = (const uint8_t *)h + h->size;
+	struct cp_perf_rec r = { body, end };
+	memset(ev, 0, offsetof(struct cp_perf_event, regs));
+	ev->type = h->type;
+	ev->misc = h->misc;
+	ev->cpu = cpu;
+	ev->data = NULL;
+	ev->len = 0;
+	ev->ppid = ev->ptid = 0;
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+		return decode_sample(&r, use_read, sw, ev);
+	case PERF_RECORD_LOST:
+		cp_perf_u64(&r); /* the event's id */
+		ev->lost = cp_perf_u64(&r);
+		return 1;
+	case PERF_RECORD_THROTTLE:
+		return 1;
+	case PERF_RECORD_MMAP2:
+	case PERF_RECORD_COMM:
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+	case PERF_RECORD_READ:
+	case PERF_RECORD_SWITCH:
+		break;
+	default:
+		return 0;
+	}
+	if ((size_t)(end - body) < SAMPLE_ID_BYTES)
+		return 0;
+	struct cp_perf_rec id = { end - SAMPLE_ID_BYTES, end };
+	uint32_t pt[2];
+	cp_perf_take(&id, pt, sizeof pt);
+	ev->pid = (pid_t)pt[0];
+	ev->tid = (pid_t)pt[1];
+	ev->time = cp_perf_u64(&id);
+	r.end = end - SAMPLE_ID_BYTES;
+	if (h->type == PERF_RECORD_FORK || h->type == PERF_RECORD_EXIT) {
+		uint32_t v[4]; /* pid, ppid, tid, ptid, then the time */
+		if (!cp_perf_take(&r, v, sizeof v))
+			return 0;
+		ev->pid = (pid_t)v[0];
+		ev->ppid = (pid_t)v[1];
+		ev->tid = (pid_t)v[2];
+		ev->ptid = (pid_t)v[3];
+		ev->time = cp_perf_u64(&r);
+	} else if (h->type != PERF_RECORD_SWITCH) {
+		/* MMAP2, COMM and READ lead with the task (pid, tid). */
+		uint32_t v[2];
+		struct cp_perf_rec at = r;
+		if (!cp_perf_take(&at, v, sizeof v))
+			return 0;
+		ev->pid = (pid_t)v[0];
+		ev->tid = (pid_t)v[1];
+		if (h->type == PERF_RECORD_READ)
+			ev->value = cp_perf_u64(&at);
+	}
+	ev->data = r.p;
+	ev->len = (size_t)(r.end - r.p);
+	return 1;
+}
+
+/* ---- the queue ---- */
+
+/* An entry's bytes: the event, then its data, 8-aligned. */
+static size_t entry_bytes(size_t data_len)
+{
+	return (sizeof(struct cp_perf_event) + data_len + 7) & ~(size_t)7;
+}
+
+int cp_perf_queue_push(struct cp_perf_queue *q, const struct cp_perf_event *ev)
+{
+	size_t n = entry_bytes(ev->len);
+	if (cp_array_grow((void **)&q->buf, &q->capbuf, q->nbuf + n, 1, 1u << 20) ||
+	    cp_array_grow((void **)&q->q, &q->cap, q->n + 1, sizeof *q->q, 1024))
+		return -ENOMEM;
+	uint8_t *at = q->buf + q->nbuf;
+	memcpy(at, ev, sizeof *ev);
+	if (ev->len)
+		memcpy(at + sizeof *ev, ev->data, ev->len);
+	q->q[q->n++] = (struct cp_perf_qent){ ev->time, q->seq++, q->nbuf, n };
+	q->nbuf += n;
+	return 0;
+}
+
+static int qent_cmp(const void *a, const void *b)
+{
+	const struct cp_perf_qent *x = a, *y = b;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void deliver(const struct cp_perf_queue *q, const struct cp_perf_qent *e, cp_perf_deliver_fn *fn, void *arg)
+{
+	struct cp_perf_event ev;
+	memcpy(&ev, q->buf + e->off, sizeof ev);
+	ev.data = ev.len ? q->buf + e->off + sizeof ev : NULL;
+	fn(arg, &ev);
+}
+
+void cp_perf_queue_flush(struct cp_perf_queue *q, uint64_t until, cp_perf_deliver_fn *fn, void *arg)
+{
+	if (!q->n)
+		return;
+	qsort(q->q, q->n, sizeof *q->q, qent_cmp);
+	size_t i = 0;
+	for (; i < q->n && q->q[i].time < until; i++)
+		deliver(q, &q->q[i], fn, arg);
+	if (i == q->n) {
+		q->n = q->nbuf = 0;
+		return;
+	}
+	/* What is left moves to the front of a new buffer, in order. */
+	uint8_t *nb = malloc(q->capbuf);
+	if (!nb) {
+		for (; i < q->n; i++)
+			deliver(q, &q->q[i], fn, arg);
+		q->n = q->nbuf = 0;
+		return;
+	}
+	size_t left = q->n - i, bytes = 0;
+	for (size_t j = 0; j < left; j++) {
+		struct cp_perf_qent e = q->q[i + j];
+		memcpy(nb + bytes, q->buf + e.off, e.len);
+		e.off = bytes;
+		q->q[j] = e;
+		bytes += e.len;
+	}
+	free(q->buf);
+	q->buf = nb;
+	q->nbuf = bytes;
+	q->n = left;
+}
+
+void cp_perf_queue_free(struct cp_perf_queue *q)
+{
+	free(q->q);
+	free(q->buf);
+	memset(q, 0, sizeof *q);
+}
