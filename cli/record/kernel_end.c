@@ -1,0 +1,259 @@
+/*
+ * kernel_end.c -- record's kernel collector (kernel.h): the end: the last
+ * records, each image's off-CPU time and what its samples account for,
+ * held to the kernel's clocks; freeing.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include "kernel_int.h"
+
+/* ---- the end ---- */
+
+struct image_check {
+	struct cp_kcollector *k;
+	const struct cp_image *m;
+};
+
+/* The CPU of thread tid of the image being checked, by the task clock:
+ * its samples' weights and what it used after its last sample (by its
+ * final counts where the kernel gave them, else by its switch records);
+ * -1 for the threads of other images. */
+static int64_t thread_cpu(void *arg, pid_t tid)
+{
+	const struct image_check *c = arg;
+	const struct kthread *t = kc_pidmap_get(&c->k->threads, tid);
+	if (!t || t->img != c->m)
+		return -1;
+	const struct cp_switch_thread *st = cp_switches_thread(&c->k->sw, tid);
+	uint64_t tail = t->got_read ? t->tail_units : st ? st->run_after : 0;
+	return (int64_t)(t->sampled_units + tail);
+}
+
+/* Image m's facts of off-CPU time: asked for or not, why it is absent,
+ * and the truth check of its threads. */
+static void image_off_cpu(struct cp_kcollector *k, struct cp_image *m)
+{
+	struct cp_facts *f = &m->facts;
+	if (!k->conf.off_cpu)
+		return;
+	if (!k->off_cpu) {
+		f->off_cpu = CP_OFF_CPU_ABSENT;
+		snprintf(f->off_cpu_why, sizeof f->off_cpu_why, "%s", k->off_why);
+		return;
+	}
+	f->off_cpu = CP_OFF_CPU_ON;
+	if (m == k->tree.images[0]) {
+		f->off_stackless = k->sw.stackless;
+		f->off_unpaired = k->sw.unpaired;
+	}
+	struct image_check c = { k, m };
+	cp_switches_check(&k->sw, thread_cpu, &c, 10000000, &f->acct);
+}
+
+/* The switches' time no task clock counted (cp_perf_unseen), `unseen`
+ * ns, shared by the images of tree t as their CPU is (`counted` in all):
+ * the kernel does not say whose switches they were. */
+static void share_unseen(struct cp_tree *t, double counted, uint64_t unseen)
+{
+	for (size_t i = 0; i < t->nimages && counted > 0; i++) {
+		struct cp_facts *f = &t->images[i]->facts;
+		f->wakeup_ns = (uint64_t)((double)unseen * (double)f->cpu_ns / counted + 0.5);
+		f->cpu_ns += (int64_t)f->wakeup_ns;
+	}
+}
+
+/* Image m's CPU by the task clock: its samples, kept or dropped, its
+ * threads' tails and the periods that ended in the kernel. */
+static int64_t image_counted_ns(const struct cp_image *m)
+{
+	return (int64_t)(m->sampled_ns + m->dropped_ns + m->facts.unsampled_ns + m->facts.kernel_ns);
+}
+
+/* The images' CPU held to the kernel's charge cpu_ns (cp_kernel_hold_to),
+ * with `switches` context switches for what no task clock counted. */
+static void hold(struct cp_kcollector *k, int64_t cpu_ns, int64_t switches)
+{
+	struct cp_tree *t = &k->tree;
+	double counted = 0;
+	for (size_t i = 0; i < t->nimages; i++)
+		counted += (double)t->images[i]->facts.cpu_ns;
+	if (cpu_ns <= 0 || counted <= 0)
+		return;
+	/* Short of the kernel's charge: the switches' time no task clock
+	 * counted. */
+	if (counted < (double)cpu_ns) {
+		share_unseen(t, counted, cp_perf_unseen(cpu_ns - (int64_t)counted, switches));
+		return;
+	}
+	double factor = (double)cpu_ns / counted;
+	for (size_t i = 0; i < t->nimages; i++) {
+		struct cp_image *m = t->images[i];
+		struct cp_facts *f = &m->facts;
+		cp_image_scale(m, factor);
+		f->unsampled_ns = (uint64_t)((double)f->unsampled_ns * factor + 0.5);
+		f->kernel_ns = (uint64_t)((double)f->kernel_ns * factor + 0.5);
+		int64_t before = f->cpu_ns;
+		f->cpu_ns = image_counted_ns(m);
+		f->ahead_ns = before > f->cpu_ns ? (uint64_t)(before - f->cpu_ns) : 0;
+	}
+}
+
+void cp_kernel_finish(struct cp_kcollector *k)
+{
+	/* Disabling an event disables its inherited copies; what they wrote
+	 * stays in the rings.  Each event's count is then all its task and
+	 * every task it was inherited by ran, ended or not. */
+	if (k->nattached)
+		k->sched1 = kc_scheduler_cpu(k->attached, k->nattached, &k->switches1);
+	cp_perf_fds_disable(&k->swfds);
+	cp_perf_fds_disable(&k->fds);
+	for (size_t i = 0; i < k->fds.n; i++) {
+		uint64_t v;
+		if (read(k->fds.fd[i], &v, sizeof v) == (ssize_t)sizeof v)
+			k->counted_ns += (int64_t)v;
+	}
+	k->t_end = cp_mono_ns();
+	kc_drain(k, UINT64_MAX);
+	k->mono1 = cp_mono_ns();
+	/* Threads off the CPU at the end are charged up to it. */
+	if (k->off_cpu)
+		cp_switches_finish(&k->sw, k->t_end);
+	/* What the samples and the ended threads' final counts do not account
+	 * for: the first task's CPU after its last sample (its event is not
+	 * inherited: no final count comes as it ends), and what the threads
+	 * still running used after theirs.  It goes to the first process's
+	 * last image, in its [unsampled: ...] frame. */
+	uint64_t accounted = 0;
+	for (size_t i = 0; i < k->counts.cap; i++)
+		accounted += k->counts.e[i].key ? k->counts.e[i].accounted : 0;
+	struct kproc *first = kc_proc_get(k, k->first);
+	if (first && first->img && (uint64_t)k->counted_ns > accounted)
+		first->img->facts.unsampled_ns += (uint64_t)k->counted_ns - accounted;
+	/* Each image's facts; how processes that nobody here reaped ended. */
+	for (size_t i = 0; i < k->tree.nimages; i++) {
+		struct cp_image *m = k->tree.images[i];
+		struct cp_facts *f = &m->facts;
+		f->cpu_ns = image_counted_ns(m);
+		m->counted = 1;
+		f->user_only = !k->kernel; /* its user time: the tree's rusage (record_write) */
+		f->duration_ns = (int64_t)(k->mono1 - k->mono0);
+		f->unwind_tables = k->tables;
+		f->unwind_bytes = k->table_bytes;
+		f->unwind_cached = k->tables_cached;
+		f->throttled = i == 0 ? k->throttled : 0;
+		f->lost = i == 0 ? k->lost : 0;
+		image_off_cpu(k, m);
+		/* An exec that mapped nothing the events saw: the kernel took
+		 * them away at a secure exec (setuid or setgid). */
+		if (m->nobjs == 0 && !m->unprofiled)
+			m->unprofiled = "it is setuid or setgid, and such programs are never profiled";
+		size_t r = 0;
+		for (size_t j = 0; j < k->nfiles && r < sizeof f->unwind_rejected / sizeof f->unwind_rejected[0]; j++)
+			if (k->files[j]->rejected) {
+				const char *base = strrchr(k->files[j]->path, '/');
+				snprintf(f->unwind_rejected[r++], sizeof f->unwind_rejected[0], "%s: %s",
+					 base ? base + 1 : k->files[j]->path, k->files[j]->why);
+			}
+	}
+	/* Attached: the scheduler's count of the window is the kernel's
+	 * charge, where it has all of the window's CPU: no thread ended in it
+	 * (an ended thread's count is gone) and no process began (it counts
+	 * the processes attached to). */
+	if (k->nattached && !k->sched_partial) {
+		hold(k, k->sched1 - k->sched0, k->switches1 - k->switches0);
+		k->counted_ns = k->sched1 - k->sched0;
+	}
+	for (size_t i = 0; i < k->procs.cap; i++) {
+		struct kproc *p = k->procs.e[i].key ? k->procs.e[i].val : NULL;
+		if (!p || !p->img)
+			continue;
+		struct pidfd_exit_info info = { .mask = CP_PIDFD_INFO_EXIT };
+		if (p->pidfd >= 0 && ioctl(p->pidfd, CP_PIDFD_GET_INFO, &info) == 0 && (info.mask & CP_PIDFD_INFO_EXIT) &&
+		    !p->img->have_status) {
+			p->img->have_status = 1;
+			p->img->status = info.exit_code;
+		}
+		if (p->exited || p->img->have_status)
+			p->img->dead = 1;
+	}
+	cp_perf_fds_close(&k->fds, 0);
+	cp_perf_fds_close(&k->swfds, 0);
+}
+
+void cp_kernel_hold_to(struct cp_kcollector *k, int64_t cpu_ns, int64_t switches)
+{
+	for (size_t i = 0; i < k->tree.nimages; i++)
+		if (!k->tree.images[i]->dead && !k->tree.images[i]->have_status)
+			return;
+	hold(k, cpu_ns, switches);
+}
+
+struct cp_tree *cp_kernel_tree(struct cp_kcollector *k)
+{
+	return &k->tree;
+}
+
+int64_t cp_kernel_counted_ns(const struct cp_kcollector *k)
+{
+	return k->counted_ns;
+}
+
+int64_t cp_kernel_scheduler_ns(const struct cp_kcollector *k)
+{
+	return k->sched1 - k->sched0;
+}
+
+void cp_kernel_free(struct cp_kcollector *k)
+{
+	if (!k)
+		return;
+	cp_perf_fds_close(&k->fds, 1);
+	cp_perf_fds_close(&k->swfds, 1);
+	cp_switches_free(&k->sw);
+	for (size_t i = 0; k->rings && i < k->nrings; i++)
+		cp_perf_ring_unmap(&k->rings[i]);
+	free(k->rings);
+	free(k->bounce);
+	free(k->cache);
+	for (size_t i = 0; i < k->nfiles; i++) {
+		free(k->files[i]->path);
+		free(k->files[i]->tab);
+		free(k->files[i]);
+	}
+	free(k->files);
+	for (size_t i = 0; i < k->procs.cap; i++)
+		if (k->procs.e[i].key) {
+			struct kproc *p = k->procs.e[i].val;
+			if (p->pidfd >= 0)
+				close(p->pidfd);
+			free(p->maps);
+			free(p->set);
+			free(p);
+		}
+	free(k->procs.e);
+	for (size_t i = 0; i < k->threads.cap; i++)
+		if (k->threads.e[i].key)
+			free(k->threads.e[i].val);
+	free(k->threads.e);
+	cp_perf_counts_free(&k->counts);
+	cp_perf_queue_free(&k->queue);
+	free(k->attached);
+	cp_tree_free(&k->tree);
+	free(k);
+}

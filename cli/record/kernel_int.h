@@ -1,0 +1,171 @@
+/*
+ * kernel_int.h -- the inside of record's kernel collector (kernel.h), shared
+ * by its four files: kernel.c (the records, in time order), kernel_tables.c
+ * (files, processes, images and threads), kernel_open.c (opening the events
+ * and attaching to running processes) and kernel_end.c (the end: what each
+ * image's samples account for, held to the kernel's clocks).
+ */
+#ifndef CPUPROF_RECORD_KERNEL_INT_H
+#define CPUPROF_RECORD_KERNEL_INT_H
+
+#include <linux/perf_event.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "arch.h"
+#include "base/array.h"
+#include "base/elf.h"
+#include "kernel.h"
+#include "perf/events.h"
+#include "perf/records.h"
+#include "perf/switches.h"
+#include "profile/options.h"
+#include "sig/clock.h"
+#include "sig/sigstate.h"
+#include "unwind/file.h"
+
+/* Bytes of each sample's stack copied (a multiple of 8 below 64 KiB):
+ * deeper stacks end where the copy does. */
+#define STACK_COPY 16384
+/* Each CPU's ring holds this long of samples at the rate asked for (as
+ * far as the locked-memory limits allow); the reader wakes a quarter full. */
+#define RING_MS 250
+/* The most file descriptors record keeps for processes' exit statuses. */
+#define MAX_PIDFDS 4096
+
+/* pidfd's PIDFD_GET_INFO (Linux 6.13) and its exit status (6.15), which
+ * Debian 12's headers lack. */
+struct pidfd_exit_info {
+	uint64_t mask, cgroupid;
+	uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid;
+	int32_t exit_code;
+};
+#define CP_PIDFD_GET_INFO _IOWR(0xFF, 11, struct pidfd_exit_info)
+#define CP_PIDFD_INFO_EXIT (1ull << 3)
+
+/* One file mapped for its code somewhere in the tree. */
+struct kfile {
+	char *path;
+	char build_id[2 * CP_ELF_BUILD_ID_MAX + 1]; /* from the kernel, or "" */
+	uint64_t dev, ino;            /* when the kernel gave no build ID */
+	int vdso;
+	int headers;                  /* 0: not read; 1: read; -1: unreadable */
+	struct cp_elf_seg loads[CP_ELF_MAX_SEGS];
+	size_t nloads;
+	int state;                    /* enum cp_urange_state */
+	struct cp_utab *tab;
+	size_t tab_bytes;
+	int rejected;                 /* its .eh_frame was malformed: why */
+	char why[160];
+};
+
+/* An executable mapping of a process. */
+struct kmap {
+	uint64_t lo, hi, pgoff, bias;
+	uint32_t file;
+	int bias_known;
+};
+
+struct kproc {
+	pid_t pid;
+	struct cp_image *img;         /* its current image; NULL before its first exec */
+	struct kmap *maps;            /* sorted by lo, disjoint */
+	size_t nmaps, capmaps;
+	struct cp_unwind_set *set;    /* from maps; NULL when they changed */
+	uint32_t gen;                 /* its objects' generation */
+	int pidfd;                    /* for its exit status, or -1 */
+	int exited;
+	uint64_t start_time;
+};
+
+struct kthread {
+	pid_t tid, pid;
+	uint64_t sampled_units;
+	uint64_t tail_units;          /* after its last sample, by its final counts (inherited threads) */
+	int got_read;                 /* a final count came */
+	struct cp_image *img;         /* the image of its last record */
+	int exited;
+};
+
+/* A pid-keyed open-addressing table of pointers. */
+struct pidmap {
+	struct pidmap_e {
+		pid_t key;
+		void *val;
+	} *e;
+	size_t n, cap;
+};
+
+struct cp_kcollector {
+	struct cp_kernel_conf conf;
+	struct cp_tree tree;
+	uint64_t period;              /* ns of task clock */
+	int use_read, build_id;       /* what the kernel takes (open_one) */
+	int kernel;                   /* samples are taken in kernel mode too (open_one) */
+	struct cp_perf_ring *rings;
+	size_t nrings;
+	unsigned ring_pages;
+	struct cp_perf_fds fds;
+	uint8_t *bounce;
+	size_t bounce_size;
+	struct kfile **files;
+	size_t nfiles, capfiles;
+	struct pidmap procs, threads;
+	struct cp_perf_counts counts;
+	_Atomic uint64_t want[CP_UNWIND_WANT_WORDS];
+	struct cp_ucache *cache;
+	uint64_t set_gen;
+	struct cp_perf_queue queue;   /* the records in time order */
+	uint64_t lost, throttled;
+	int64_t wall0_ns;
+	uint64_t mono0, mono1;
+	int npidfds;
+	pid_t first;                  /* the command's process, or the first attached to */
+	int64_t sched0, sched1;       /* -p: the scheduler's count of their live threads' CPU, at both ends */
+	int64_t switches0, switches1; /* ... and their context switches */
+	int sched_partial;            /* -p: the scheduler's count misses some of the window's CPU (a thread
+	                                 ended in it, or a new process began) */
+	pid_t *attached;              /* -p: the processes attached to */
+	size_t nattached;
+	int64_t counted_ns;
+	uint64_t tables, table_bytes, tables_cached;
+	struct cp_facts base;         /* what every image's facts start as */
+	/* Our own vDSO, where another process's is the same image. */
+	uintptr_t vdso_lo, vdso_hi;
+	char vdso_build_id[2 * CP_ELF_BUILD_ID_MAX + 1];
+	/* Off-CPU time: asked for and opened (off_cpu), or why not. */
+	int off_cpu;
+	char off_why[384];
+	struct cp_switches sw;
+	struct cp_perf_fds swfds;     /* the context-switch events */
+	uint64_t t_end;               /* when the events were disabled */
+};
+
+/* kernel_tables.c: tables of pids; files and their unwind tables;
+ * processes, their images (tree.h) and threads. */
+void *kc_pidmap_get(const struct pidmap *m, pid_t key);
+int kc_pidmap_put(struct pidmap *m, pid_t key, void *val);
+size_t kc_file_of(struct cp_kcollector *k, const char *path, const char *build_id, uint64_t dev, uint64_t ino);
+int kc_file_open(const struct cp_kcollector *k, const struct kfile *f, struct cp_elf *e);
+int kc_build_wanted(struct cp_kcollector *k);
+const struct cp_unwind_set *kc_proc_set(struct cp_kcollector *k, struct kproc *p);
+struct cp_image *kc_new_image(struct cp_kcollector *k, struct kproc *p, const char *comm);
+struct kproc *kc_proc_get(const struct cp_kcollector *k, pid_t pid);
+struct kproc *kc_proc_new(struct cp_kcollector *k, pid_t pid, struct kproc *parent);
+struct kthread *kc_thread_get(struct cp_kcollector *k, pid_t tid, pid_t pid);
+void kc_name_thread(struct cp_image *m, pid_t tid, const char *name);
+void kc_add_mapping(struct cp_kcollector *k, struct kproc *p, size_t fi, uint64_t lo, uint64_t hi, uint64_t pgoff);
+
+/* kernel.c: a record handed on in time order (cp_perf_deliver_fn); every
+ * ring read and what is older than `until` handled; an off-CPU interval
+ * into its image's stacks (cp_switch_emit_fn). */
+void kc_handle(void *arg, const struct cp_perf_event *ev);
+void kc_drain(struct cp_kcollector *k, uint64_t until);
+void kc_off_into_image(void *arg, void *ctx, uint64_t gen, pid_t tid, const uintptr_t *pcs, uint32_t n,
+		       uint32_t stack_flags, uint32_t kind, uint64_t ns);
+
+/* kernel_open.c: the scheduler's count of the live threads' CPU of
+ * processes pids, and their context switches (-p). */
+int64_t kc_scheduler_cpu(const pid_t *pids, size_t n, int64_t *switches);
+
+#endif

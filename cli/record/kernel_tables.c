@@ -1,0 +1,402 @@
+/*
+ * kernel_tables.c -- record's kernel collector (kernel.h): the files mapped
+ * for their code and their unwind tables, the processes, their images and
+ * threads, by the kernel's records.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <dirent.h>
+#include <unistd.h>
+
+#include "kernel_int.h"
+
+/* ---- tables of pids ---- */
+
+static size_t pid_hash(pid_t p, size_t cap)
+{
+	return ((size_t)(unsigned)p * 0x9e3779b97f4a7c15ull >> 17) & (cap - 1);
+}
+
+void *kc_pidmap_get(const struct pidmap *m, pid_t key)
+{
+	if (!m->cap)
+		return NULL;
+	for (size_t i = pid_hash(key, m->cap); m->e[i].key; i = (i + 1) & (m->cap - 1))
+		if (m->e[i].key == key)
+			return m->e[i].val;
+	return NULL;
+}
+
+/* Sets key's value (replacing any).  0 or -1. */
+int kc_pidmap_put(struct pidmap *m, pid_t key, void *val)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 64;
+		struct pidmap_e *e = calloc(cap, sizeof *e);
+		if (!e)
+			return -1;
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->e[i].key) {
+				size_t j = pid_hash(m->e[i].key, cap);
+				while (e[j].key)
+					j = (j + 1) & (cap - 1);
+				e[j] = m->e[i];
+			}
+		free(m->e);
+		m->e = e;
+		m->cap = cap;
+	}
+	size_t i = pid_hash(key, m->cap);
+	while (m->e[i].key && m->e[i].key != key)
+		i = (i + 1) & (m->cap - 1);
+	if (!m->e[i].key)
+		m->n++;
+	m->e[i].key = key;
+	m->e[i].val = val;
+	return 0;
+}
+
+/* ---- files and their tables ---- */
+
+/* The file of a mapping, made if new; SIZE_MAX if out of memory. */
+size_t kc_file_of(struct cp_kcollector *k, const char *path, const char *build_id, uint64_t dev, uint64_t ino)
+{
+	int vdso = !strcmp(path, "[vdso]");
+	for (size_t i = 0; i < k->nfiles; i++) {
+		const struct kfile *f = k->files[i];
+		if (strcmp(f->path, path) != 0)
+			continue;
+		if (vdso || (build_id[0] ? !strcmp(f->build_id, build_id) : (f->dev == dev && f->ino == ino)))
+			return i;
+	}
+	if (cp_array_grow((void **)&k->files, &k->capfiles, k->nfiles + 1, sizeof *k->files, 64))
+		return SIZE_MAX;
+	struct kfile *f = calloc(1, sizeof *f);
+	if (!f || !(f->path = strdup(path))) {
+		free(f);
+		return SIZE_MAX;
+	}
+	f->vdso = vdso;
+	snprintf(f->build_id, sizeof f->build_id, "%s", vdso ? k->vdso_build_id : build_id);
+	f->dev = dev;
+	f->ino = ino;
+	f->state = CP_UR_LAZY;
+	k->files[k->nfiles] = f;
+	return k->nfiles++;
+}
+
+/* Opens f: its file on disk (if it is still the one mapped) or, for the
+ * vDSO, our own.  0, or -1 if it cannot be read as what was mapped. */
+int kc_file_open(const struct cp_kcollector *k, const struct kfile *f, struct cp_elf *e)
+{
+	if (f->vdso)
+		return k->vdso_lo && cp_elf_open_image(e, (const void *)k->vdso_lo, k->vdso_hi - k->vdso_lo) == 0 ? 0 : -1;
+	if (cp_elf_open(e, f->path) != 0)
+		return -1;
+	struct stat st;
+	int same = f->build_id[0] ? !strcmp(e->build_id, f->build_id)
+				  : (fstat(e->fd, &st) == 0 && (uint64_t)st.st_ino == f->ino);
+	if (!same) {
+		cp_elf_close(e);
+		return -1;
+	}
+	return 0;
+}
+
+/* Reads f's PT_LOAD headers, which say where its code is in its own
+ * addresses. */
+static void file_headers(struct cp_kcollector *k, struct kfile *f)
+{
+	if (f->headers)
+		return;
+	struct cp_elf e;
+	f->headers = -1;
+	if (kc_file_open(k, f, &e) < 0) {
+		f->state = CP_UR_NONE;
+		return;
+	}
+	for (size_t i = 0; i < e.nseg; i++)
+		if (e.seg[i].type == PT_LOAD)
+			f->loads[f->nloads++] = e.seg[i];
+	if (!f->build_id[0])
+		snprintf(f->build_id, sizeof f->build_id, "%s", e.build_id);
+	f->headers = 1;
+	cp_elf_close(&e);
+}
+
+/* Builds f's table. */
+static void file_build(struct cp_kcollector *k, struct kfile *f)
+{
+	if (f->state != CP_UR_LAZY)
+		return;
+	struct cp_elf e;
+	f->state = CP_UR_NONE;
+	if (kc_file_open(k, f, &e) < 0)
+		return;
+	int cached;
+	f->tab = cp_unwind_table_of_elf(&e, &f->tab_bytes, &f->rejected, &cached, f->why, sizeof f->why);
+	cp_elf_close(&e);
+	if (f->tab) {
+		f->state = CP_UR_TABLE;
+		k->tables++;
+		k->tables_cached += (uint64_t)cached;
+		k->table_bytes += f->tab_bytes;
+	}
+}
+
+/* Builds the tables walks asked for; every process's set is then made
+ * again.  Returns 1 if it built any. */
+int kc_build_wanted(struct cp_kcollector *k)
+{
+	uint64_t want[CP_UNWIND_WANT_WORDS];
+	int any = 0, built = 0;
+	for (int i = 0; i < CP_UNWIND_WANT_WORDS; i++)
+		any |= (want[i] = atomic_exchange(&k->want[i], 0)) != 0;
+	if (!any)
+		return 0;
+	int all = (want[CP_UNWIND_WANT_ANY / 64] >> (CP_UNWIND_WANT_ANY % 64)) & 1;
+	for (size_t i = 0; i < k->nfiles; i++)
+		if (k->files[i]->state == CP_UR_LAZY &&
+		    (all || (i < CP_UNWIND_WANT_ANY && (want[i / 64] >> (i % 64)) & 1))) {
+			file_build(k, k->files[i]);
+			built = 1;
+		}
+	if (built)
+		for (size_t i = 0; i < k->procs.cap; i++)
+			if (k->procs.e[i].key) {
+				struct kproc *p = k->procs.e[i].val;
+				free(p->set);
+				p->set = NULL;
+			}
+	return built;
+}
+
+/* The set of p's ranges, made from its mappings if they changed; NULL if
+ * out of memory. */
+const struct cp_unwind_set *kc_proc_set(struct cp_kcollector *k, struct kproc *p)
+{
+	if (p->set)
+		return p->set;
+	struct cp_unwind_set *s = malloc(sizeof *s + (p->nmaps ? p->nmaps : 1) * sizeof s->r[0]);
+	if (!s)
+		return NULL;
+	s->gen = ++k->set_gen;
+	s->n = 0;
+	for (size_t i = 0; i < p->nmaps; i++) {
+		const struct kmap *m = &p->maps[i];
+		const struct kfile *f = k->files[m->file];
+		s->r[s->n++] = (struct cp_urange){ .lo = m->lo, .hi = m->hi, .bias = m->bias, .tab = f->tab,
+						   .obj = m->file,
+						   .state = m->bias_known ? (uint32_t)f->state : CP_UR_NONE };
+	}
+	p->set = s;
+	return s;
+}
+
+/* ---- processes, images, threads ---- */
+
+/* A new image of p (its first, or what an exec made of it). */
+struct cp_image *kc_new_image(struct cp_kcollector *k, struct kproc *p, const char *comm)
+{
+	struct cp_image *old = p->img, *m = cp_tree_new_image(&k->tree);
+	if (!m)
+		return NULL;
+	m->pid = p->pid;
+	m->ppid = old ? old->ppid : 0;
+	m->order = old ? old->order + 1 : 0;
+	snprintf(m->comm, sizeof m->comm, "%s", comm);
+	m->facts = k->base;
+	m->have_facts = 1;
+	m->start_ns = (int64_t)cp_mono_ns();
+	p->gen++;
+	cp_image_add_epoch(m, p->gen);
+	m->facts.armed = 1; /* the thread that exec'd, or the first one found */
+	if (old) {
+		old->replaced = old->dead = 1;
+		old->facts.ended = CP_END_EXEC;
+		old->facts.exec_pending = 1;
+	}
+	p->img = m;
+	return m;
+}
+
+struct kproc *kc_proc_get(const struct cp_kcollector *k, pid_t pid)
+{
+	return kc_pidmap_get(&k->procs, pid);
+}
+
+/* A new process: with the mappings and image of `parent` (a fork), or
+ * none. */
+struct kproc *kc_proc_new(struct cp_kcollector *k, pid_t pid, struct kproc *parent)
+{
+	struct kproc *p = calloc(1, sizeof *p);
+	if (!p || kc_pidmap_put(&k->procs, pid, p) < 0) {
+		free(p);
+		return NULL;
+	}
+	p->pid = pid;
+	p->pidfd = -1;
+	if (k->npidfds < MAX_PIDFDS) {
+		p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+		k->npidfds += p->pidfd >= 0;
+	}
+	if (!parent || !parent->img)
+		return p;
+	if (parent->nmaps && (p->maps = malloc(parent->nmaps * sizeof *p->maps))) {
+		memcpy(p->maps, parent->maps, parent->nmaps * sizeof *p->maps);
+		p->nmaps = p->capmaps = parent->nmaps;
+	}
+	struct cp_image *pm = parent->img, *m = cp_tree_new_image(&k->tree);
+	if (!m)
+		return p;
+	m->pid = pid;
+	m->ppid = parent->pid;
+	memcpy(m->exe, pm->exe, sizeof m->exe);
+	memcpy(m->comm, pm->comm, sizeof m->comm);
+	m->facts = k->base;
+	m->have_facts = 1;
+	m->start_ns = (int64_t)cp_mono_ns();
+	if (pm->nobjs && (m->objs = malloc(pm->nobjs * sizeof *m->objs))) {
+		memcpy(m->objs, pm->objs, pm->nobjs * sizeof *m->objs);
+		m->nobjs = pm->nobjs;
+	}
+	p->gen = parent->gen;
+	cp_image_add_epoch(m, p->gen);
+	p->img = m;
+	return p;
+}
+
+struct kthread *kc_thread_get(struct cp_kcollector *k, pid_t tid, pid_t pid)
+{
+	struct kthread *t = kc_pidmap_get(&k->threads, tid);
+	if (t) {
+		if (pid > 0)
+			t->pid = pid;
+		return t;
+	}
+	t = calloc(1, sizeof *t);
+	if (!t || kc_pidmap_put(&k->threads, tid, t) < 0) {
+		free(t);
+		return NULL;
+	}
+	t->tid = tid;
+	t->pid = pid;
+	return t;
+}
+
+/* Names thread tid of image m. */
+void kc_name_thread(struct cp_image *m, pid_t tid, const char *name)
+{
+	if (cp_array_grow((void **)&m->names, &m->capnames, m->nnames + 1, sizeof *m->names, 16))
+		return;
+	m->names[m->nnames].tid = tid;
+	snprintf(m->names[m->nnames].name, sizeof m->names[m->nnames].name, "%s", name);
+	m->nnames++;
+}
+
+/* Records in m's objects that file f is mapped at [lo, hi) from file
+ * offset pgoff with this bias; a mapping over one of another file starts
+ * a new epoch. */
+static void image_object(struct cp_kcollector *k, struct kproc *p, const struct kfile *f, const struct kmap *map,
+			 int clash)
+{
+	struct cp_image *m = p->img;
+	if (!m)
+		return;
+	if (clash) {
+		p->gen++;
+		cp_image_add_epoch(m, p->gen);
+	}
+	if (!m->exe[0] && !f->vdso) {
+		/* The program: its first mapping after the exec.  A setuid or
+		 * setgid one is not profiled: the kernel takes a secure exec's
+		 * events away. */
+		struct stat st;
+		snprintf(m->exe, sizeof m->exe, "%s", f->path);
+		if (stat(f->path, &st) == 0 && (st.st_mode & (S_ISUID | S_ISGID)))
+			m->unprofiled = "it is setuid or setgid, and such programs are never profiled";
+	}
+	for (uint32_t i = m->nobjs; i-- > 0;) {
+		struct cp_shm_obj *o = &m->objs[i];
+		if (o->gen == p->gen && !strcmp(o->path, f->path) && o->bias == map->bias && o->nsegs < CP_SHM_MAX_SEGS) {
+			o->segs[o->nsegs++] = (struct cp_shm_seg){ map->lo, map->hi, map->pgoff };
+			return;
+		}
+	}
+	struct cp_shm_obj *objs = realloc(m->objs, (m->nobjs + 1) * sizeof *objs);
+	if (!objs)
+		return;
+	m->objs = objs;
+	struct cp_shm_obj *o = &objs[m->nobjs++];
+	memset(o, 0, sizeof *o);
+	snprintf(o->path, sizeof o->path, "%s", f->path);
+	snprintf(o->build_id, sizeof o->build_id, "%s", f->build_id);
+	o->bias = map->bias;
+	o->nsegs = 1;
+	o->segs[0] = (struct cp_shm_seg){ map->lo, map->hi, map->pgoff };
+	o->gen = p->gen;
+	(void)k;
+}
+
+/* Process p maps file `fi` for its code at [lo, hi) from offset pgoff. */
+void kc_add_mapping(struct cp_kcollector *k, struct kproc *p, size_t fi, uint64_t lo, uint64_t hi,
+			uint64_t pgoff)
+{
+	struct kfile *f = k->files[fi];
+	file_headers(k, f);
+	struct kmap map = { .lo = lo, .hi = hi, .pgoff = pgoff, .file = (uint32_t)fi };
+	for (size_t i = 0; i < f->nloads; i++) {
+		const struct cp_elf_seg *s = &f->loads[i];
+		if (pgoff >= (s->offset & ~4095ull) && pgoff < s->offset + s->filesz) {
+			map.bias = lo - (s->vaddr - s->offset + pgoff);
+			map.bias_known = 1;
+			break;
+		}
+	}
+	/* What it maps over goes. */
+	int clash = 0;
+	size_t w = 0;
+	for (size_t i = 0; i < p->nmaps; i++) {
+		struct kmap *o = &p->maps[i];
+		if (o->lo < hi && lo < o->hi) {
+			clash |= o->file != fi;
+			if (o->lo < lo && o->hi > hi)
+				continue; /* split: both ends dropped, rarely matters */
+			if (o->lo < lo) {
+				o->hi = lo;
+			} else if (o->hi > hi) {
+				o->pgoff += hi - o->lo;
+				o->lo = hi;
+			} else {
+				continue;
+			}
+		}
+		p->maps[w++] = *o;
+	}
+	p->nmaps = w;
+	if (cp_array_grow((void **)&p->maps, &p->capmaps, p->nmaps + 1, sizeof *p->maps, 16))
+		return;
+	size_t at = p->nmaps;
+	while (at > 0 && p->maps[at - 1].lo > lo) {
+		p->maps[at] = p->maps[at - 1];
+		at--;
+	}
+	p->maps[at] = map;
+	p->nmaps++;
+	free(p->set);
+	p->set = NULL;
+	image_object(k, p, f, &map, clash);
+}
