@@ -451,6 +451,8 @@ fuzz-report: build-fuzz/report tests
 # The mutation check, by hand (scripts/mutate.sh; docs/testing.md): each
 # break of scripts/mutations.txt applied alone to a copy of the tree, which
 # its tests must fail.  `make mutate M="name ..."` for some of them.
+# `make check` runs only `scripts/mutate.sh --check` (t_breaks_apply.sh):
+# that every break still applies to the tree, with no build.
 mutate:
 	sh scripts/mutate.sh $(M)
 
