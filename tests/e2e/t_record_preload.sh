@@ -40,16 +40,16 @@ fi
 WORK_HOT_CPU=1 $EMU "$CP" record --preload --engine "$engine" -o p.pb.gz -- "$@" >out 2>err ||
 	{ cat err; fail "record exited $?"; }
 grep -q "cpuprof: wrote p.pb.gz: [0-9]* samples, engine=$engine" err || { cat err; fail "no summary line"; }
-grep '^work_hot worked ' out | awk '{ print $3, $4 }' | sort >truth
+grep '^work_hot worked ' out | awk '{ print $3, $4 }' | LC_ALL=C sort -k1,1 >truth
 [ "$(wc -l <truth)" -eq $procs ] || { cat out; fail "expected $procs work_hot processes to say what they worked"; }
 
 # The profile's CPU in hot_top and warm_top, by pid.
 "$CP" report --format folded --group-by process p.pb.gz >folded || fail "cpuprof report failed"
 awk '/;(hot|warm)_top(;| )/ {
 	if (match($0, /\(pid [0-9]+\)/)) { p = substr($0, RSTART + 5, RLENGTH - 6); ns[p] += $NF }
-} END { for (p in ns) print p, ns[p] }' folded | sort >profiled
+} END { for (p in ns) print p, ns[p] }' folded | LC_ALL=C sort -k1,1 >profiled
 echo "pid, its own clocks' ns, the profile's:"
-join -a 1 -a 2 -e 0 -o 0,1.2,2.2 truth profiled | tee both
+LC_ALL=C join -a 1 -a 2 -e 0 -o 0,1.2,2.2 truth profiled | tee both
 [ "$(wc -l <both)" -eq $procs ] || fail "the profile has work under pids that did none (above)"
 awk '{ if ($3 < $2 * 0.85 || $3 > $2 * 1.15) { print "pid " $1 ": the profile holds " $3 " ns of its " $2; bad = 1 } }
 	END { exit bad }' both || fail "a process's work is not in the profile whole"
