@@ -7,6 +7,8 @@
 # ($B/hooks/) hold them all, so the names looked for are the right ones.
 # (That each knob still works there, its own test shows: unit_lines,
 # unit_lost, unit_lost_kernel, unit_tickbound, unit_clock_ahead, ...)
+# And every file of src/ and cli/ that uses a knob includes the header
+# itself, by which line the Makefile finds the files to build twice.
 B=${B:-build}
 cd "$(dirname "$0")/../.." || exit 2
 NM=${NM:-nm}
@@ -42,6 +44,13 @@ for f in hooks/libcpuprof-test.a hooks/libcpuprof.so hooks/cpuprof; do
 	for k in $knobs CPUPROF_TEST_CLOCK_AHEAD_PCT; do
 		echo "$found" | grep -qx "$k" || { echo "test build $B/$f lacks $k"; bad=1; }
 	done
+done
+# The Makefile builds twice the files that include the header by name: a
+# file that uses a knob must include it itself, not through another header.
+for f in $(grep -rlw "$(echo $knobs | sed 's/ /\\|/g')" src cli); do
+	case $f in src/base/testhooks.[ch]) continue ;; esac
+	grep -q '^#include "\(base/\)\?testhooks\.h"' "$f" ||
+		{ echo "$f uses a knob without including base/testhooks.h itself"; bad=1; }
 done
 [ $bad -eq 0 ] || fail "test hooks where they do not belong, or missing where the tests need them"
 echo "ok: no test hook in the release build; $(echo $knobs | wc -w) knobs and the environment hook in $B/hooks/"
