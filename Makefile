@@ -192,6 +192,29 @@ $(B)/libcpuprof-internal.a: $(LIB_OBJS)
 	@rm -f $@
 	$(AR) rcs $@ $^
 
+# The test build's knobs (src/base/testhooks.h): constants in every object
+# above, which is what `make install` installs.  The files that include
+# the header are compiled a second time with -DCPUPROF_TEST_HOOKS into
+# $(B)/hooks/, and the test programs that turn a knob link those in place
+# of the release ones: the unit tests libcpuprof-test.a, the scripts that
+# set a hook in the environment (t_clock_ahead.sh) $(B)/hooks/cpuprof,
+# which finds $(B)/hooks/libcpuprof.so beside itself.  A few objects built
+# twice, not the whole library.
+HOOK_SRCS := $(shell grep -l '^\#include "\(base/\)\?testhooks\.h"' $(LIB_SRCS) /dev/null)
+HOOK_REL  := $(HOOK_SRCS:%.c=$(B)/%.o)
+hooked     = $(foreach o,$(1),$(if $(filter $(o),$(HOOK_REL)),$(o:$(B)/%=$(B)/hooks/%),$(o)))
+HOOKFLAGS := -DCPUPROF_TEST_HOOKS
+$(B)/hooks/src/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(LIBFLAGS) $(HOOKFLAGS) $(DEPFLAGS) -c -o $@ $<
+
+$(B)/hooks/libcpuprof-test.a: $(call hooked,$(LIB_OBJS))
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(B)/hooks/libcpuprof.so: $(call hooked,$(LIB_OBJS))
+	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -Wl,-z,nodelete $(SOFLAGS) -o $@ $^ $(LDLIBS)
+
 # The CLI checks its flags with the library's table of settings, and
 # record collects, unwinds, symbolizes and writes with the library's own
 # code: the rooms below the engines (docs/architecture.md), never the
@@ -201,6 +224,9 @@ CLI_ROOMS  := base perf unwind symbolize profile
 CLI_SHARED := $(patsubst %.c,$(B)/%.o,$(foreach r,$(CLI_ROOMS),$(wildcard src/$(r)/*.c))) \
 	$(addprefix $(B)/src/sig/,ring.o state.o stack.o unwind_dwarf.o unwind_fp.o)
 $(B)/cpuprof: $(CLI_OBJS) $(CLI_SHARED)
+	$(CC) $(CFLAGS) -o $@ $^ -lz -lm $(LIBIBERTY)
+
+$(B)/hooks/cpuprof: $(CLI_OBJS) $(call hooked,$(CLI_SHARED))
 	$(CC) $(CFLAGS) -o $@ $^ -lz -lm $(LIBIBERTY)
 
 ifdef TSAN
@@ -248,7 +274,7 @@ $(B)/libprofiler.a: $(GP_CORE) $(filter-out %/coexist.o,$(GP_OBJS)) $(B)/compat/
 	$(AR) rcs $@ $(B)/compat/libprofiler.o
 
 # Test programs: test_*.c use the public API of libcpuprof.so; unit_*.c test
-# internals and link the static library; everything else in tests/ is a
+# internals and link the static library with the test build's knobs; everything else in tests/ is a
 # workload run under `cpuprof record` and links nothing of ours.
 $(B)/tests/test_%: tests/api/test_%.c tests/check.h $(B)/libcpuprof.so $(B)/libcpuprof-internal.a
 	@mkdir -p $(dir $@)
@@ -259,9 +285,9 @@ $(B)/tests/test_gp_%: tests/api/test_gp_%.c tests/check.h $(B)/libprofiler.so.0 
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -rdynamic -o $@ $< -L$(B) -Wl,-rpath,$(abspath $(B)) -lprofiler -pthread -ldl
 
-$(B)/tests/unit_%: tests/unit/unit_%.c tests/check.h $(B)/libcpuprof-internal.a
+$(B)/tests/unit_%: tests/unit/unit_%.c tests/check.h src/base/testhooks.h $(B)/hooks/libcpuprof-test.a
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE) -o $@ $< $(B)/libcpuprof-internal.a $(LDLIBS) -lm
+	$(CC) $(CFLAGS) $(BASE) $(HOOKFLAGS) -o $@ $< $(B)/hooks/libcpuprof-test.a $(LDLIBS) -lm
 
 $(B)/tests/%: tests/work/%.c
 	@mkdir -p $(dir $@)
@@ -315,7 +341,8 @@ $(B)/tests/tool_sampleprof: tests/tools/tool_sampleprof.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -o $@ $<
 
-tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/tests/tool_mkprof $(B)/tests/tool_sampleprof $(B)/tests/tool_engine $(B)/demo
+tests: all $(TEST_BINS) $(UNWIND_BINS) $(B)/tests/tool_mkprof $(B)/tests/tool_sampleprof $(B)/tests/tool_engine $(B)/demo \
+	$(B)/hooks/cpuprof $(B)/hooks/libcpuprof.so
 
 # Signal-context objects may call nothing that can allocate, lock or use stdio.
 check-sigsafe: $(SIG_SRCS:%.c=$(B)/%.o) $(GP_SIG_OBJS)
@@ -424,6 +451,8 @@ fuzz-report: build-fuzz/report tests
 # The mutation check, by hand (scripts/mutate.sh; docs/testing.md): each
 # break of scripts/mutations.txt applied alone to a copy of the tree, which
 # its tests must fail.  `make mutate M="name ..."` for some of them.
+# `make check` runs only `scripts/mutate.sh --check` (t_breaks_apply.sh):
+# that every break still applies to the tree, with no build.
 mutate:
 	sh scripts/mutate.sh $(M)
 

@@ -11,7 +11,15 @@
 # if a break was caught by none of its tests, did not apply, or did not
 # build.  Not part of `make check`: about 20 minutes on 2 CPUs.
 #
-# Usage: scripts/mutate.sh [NAME...]   (only the breaks named)
+# `--check` copies, builds and runs nothing (seconds;
+# tests/e2e/t_breaks_apply.sh runs it in `make check`): every break's
+# fields are there, its `from` text occurs exactly once in its file (after
+# the escapes the run applies) and `to` changes it, and its `tests` name
+# tests tests/run.sh has.  It prints each break that fails and exits 1 if
+# one does.  The list is read, and a break applied, by scripts/mutations.py
+# for both.
+#
+# Usage: scripts/mutate.sh [--check] [NAME...]   (only the breaks named)
 # Environment: MUTATIONS (the list, scripts/mutations.txt), ALL=1 (run the
 # whole suite after each break instead of the tests it names), JOBS (make
 # -j, 2), TEST_TIMEOUT (per test, 120 s here: a break may hang a test).
@@ -24,6 +32,10 @@ JOBS=${JOBS:-2}
 export TEST_TIMEOUT=${TEST_TIMEOUT:-120}
 [ -f "$LIST" ] || { echo "mutate.sh: no $LIST" >&2; exit 2; }
 command -v python3 >/dev/null || { echo "mutate.sh: needs python3 (it applies the breaks)" >&2; exit 2; }
+if [ "${1:-}" = --check ]; then
+	shift
+	exec python3 scripts/mutations.py check "$LIST" "$@"
+fi
 
 start=$(date +%s)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cpuprof-mutate.XXXXXX") || exit 2
@@ -36,17 +48,7 @@ git ls-files -co --exclude-standard -z | tar --null --ignore-failed-read -T - -c
 	tar -xf - -C "$tree" || exit 2
 
 # The breaks, one directory each: name, claim, file, from, to, tests.
-awk -v out="$tmp/m" '
-	/^#/ { next }
-	/^$/ { if (open) { open = 0 } next }
-	{
-		if (!open) { open = 1; k++; system("mkdir -p " out "/" sprintf("%03d", k)) }
-		i = index($0, ": ")
-		key = substr($0, 1, i - 1); val = substr($0, i + 2)
-		f = out "/" sprintf("%03d", k) "/" key
-		printf "%s", val > f
-		close(f)
-	}' "$LIST"
+python3 scripts/mutations.py split "$LIST" "$tmp/m" || exit 2
 
 # names the breaks asked for (all if none)
 wanted() {
@@ -59,17 +61,7 @@ wanted() {
 
 # apply FILE FROM TO: replaces the one occurrence of FROM in FILE.
 apply() {
-	python3 - "$1" "$2" "$3" <<'EOF'
-import sys
-path, old, new = sys.argv[1:]
-unesc = lambda s: s.replace("\\n", "\n").replace("\\t", "\t")
-old, new = unesc(old), unesc(new)
-text = open(path).read()
-n = text.count(old)
-if n != 1:
-    sys.exit("%d occurrences of the text to replace" % n)
-open(path, "w").write(text.replace(old, new))
-EOF
+	python3 "$ROOT/scripts/mutations.py" apply "$1" "$2" "$3"
 }
 
 build() {

@@ -33,6 +33,7 @@
 #include "profile/names.h"
 #include "profile/options.h"
 #include "base/rwmap.h"
+#include "base/testhooks.h"
 #include "session.h"
 #include "shm/writer.h"
 #include "engines/sampling_signal.h"
@@ -77,14 +78,6 @@ static void api_leave(void)
 	pthread_mutex_unlock(&api_lock);
 	api_held = 0;
 }
-
-/* Seams for tests (tests/unit_*.c link the static library): a ring of
- * this many cells instead of RING_CELLS, and a keeper that moves no
- * samples into the table. */
-size_t cp_test_ring_cells;
-int cp_test_no_drain;
-/* ... and a timer resolution to believe instead of the kernel's. */
-long cp_test_timer_resolution_ns;
 
 /* The whole process's voluntary context switches so far (each a thread
  * going to sleep: a wait, a sleep, blocking I/O) and its user-mode CPU. */

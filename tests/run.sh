@@ -10,6 +10,8 @@
 # with CPUPROF_TEST_ENGINE=ENGINE in its environment: an engine this
 # machine does not allow is then a skip of its own, counted as such.
 # Usage: tests/run.sh [NAME-SUBSTRING...] (any of them; all tests if none)
+#        tests/run.sh --list   (the names it runs tests as, one a line,
+#                               from their sources: no build needed)
 # Environment: B, the build directory (build); ARCH, the CPU it is built
 # for (uname -m); EMU, the command that runs that build's programs when
 # they are for another CPU ("qemu-aarch64-static" for `make check
@@ -17,6 +19,20 @@
 # the tests: scripts run every program of the build as $EMU PROG, and a
 # test that must do less under emulation can tell from EMU.
 cd "$(dirname "$0")/.." || exit 2
+# engines SRC: the engines of SRC's "TEST_ENGINES:" line (none: empty).
+engines() {
+	sed -n 's/^.*TEST_ENGINES: *//p' "$1" 2>/dev/null | head -n 1
+}
+if [ "${1:-}" = --list ]; then
+	for src in tests/api/test_*.c tests/unit/unit_*.c tests/e2e/t_*.sh; do
+		[ -e "$src" ] || continue
+		name=$(basename "$src" .c)
+		e=$(engines "$src")
+		[ -n "$e" ] || { echo "$name"; continue; }
+		for x in $e; do echo "$name/$x"; done
+	done
+	exit 0
+fi
 B=${B:-build}
 ARCH=${ARCH:-$(uname -m)}
 EMU=${EMU:-}
@@ -74,12 +90,12 @@ for t in $B/tests/test_* $B/tests/unit_* tests/e2e/t_*.sh; do
 	[ -e "$t" ] || continue
 	name=$(basename "$t")
 	case "$t" in *.sh) src=$t ;; *) src=$(ls tests/api/$name.c tests/unit/$name.c 2>/dev/null | head -n 1) ;; esac
-	engines=$(sed -n 's/^.*TEST_ENGINES: *//p' "$src" 2>/dev/null | head -n 1)
-	if [ -z "$engines" ]; then
+	engs=$(engines "$src")
+	if [ -z "$engs" ]; then
 		wanted "$name" "$@" && run_one "$t" "$name" ""
 		continue
 	fi
-	for e in $engines; do
+	for e in $engs; do
 		wanted "$name/$e" "$@" && run_one "$t" "$name/$e" "$e"
 	done
 done

@@ -86,6 +86,7 @@
 #include "threads.h"
 #include "unwind/tables.h"
 #include "base/hash.h"
+#include "base/testhooks.h"
 #include "sig/clock.h"
 
 /* Data pages of each CPU's ring: room for RING_MS of samples at the rate
@@ -95,13 +96,7 @@
  * the least.  The keeper drains a ring half full: what is left, half of
  * RING_MS, is how late it may wake without a sample lost. */
 #define RING_MS 25
-/* Internal, for tests (unit_lost_kernel): no PERF_SAMPLE_READ, as on
- * kernels before 6.12; and, while cp_test_perf_stall is set, a keeper
- * that leaves the rings alone, so that they fill and the kernel loses
- * samples (its lost-sample record comes once there is room again).  And
- * (unit_offcpu_order) a keeper that pauses this many ms after draining
- * the first ring, as one preempted there would. */
-int cp_test_perf_no_read, cp_test_perf_stall, cp_test_perf_ring_pause_ms;
+/* The test build's knobs (cp_test_perf_*) are in base/testhooks.h. */
 
 /* The keeper's sleep, and its bounds (ms). */
 #define SLEEP_MIN_MS 1
@@ -759,7 +754,7 @@ static int perf_drain(void)
 
 static int keeper_drain(void)
 {
-	return *(volatile int *)&cp_test_perf_stall ? SLEEP_MIN_MS : perf_drain();
+	return cp_test_read(cp_test_perf_stall) ? SLEEP_MIN_MS : perf_drain();
 }
 
 /* Thread tid's CPU in the profile, by what weighs its samples and its

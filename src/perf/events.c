@@ -14,6 +14,7 @@
 
 #include "events.h"
 #include "base/hash.h"
+#include "base/testhooks.h"
 
 #define MAX_CPUS 4096
 
@@ -246,18 +247,6 @@ static struct cp_perf_count *count_get(struct cp_perf_counts *c, pid_t tid, int 
 	return &c->e[i];
 }
 
-static uint64_t test_ahead_pct(void)
-{
-	static int pct = -1;
-	if (pct < 0) {
-		const char *v = getenv("CPUPROF_TEST_CLOCK_AHEAD_PCT");
-		pct = v ? atoi(v) : 0;
-		if (pct < 0 || pct > 1000)
-			pct = 0;
-	}
-	return (uint64_t)pct;
-}
-
 uint64_t cp_perf_counts_weigh(struct cp_perf_counts *c, pid_t tid, int cpu, uint64_t value, int have_value,
 			      uint64_t period, uint64_t *kernel)
 {
@@ -278,9 +267,9 @@ uint64_t cp_perf_counts_weigh(struct cp_perf_counts *c, pid_t tid, int cpu, uint
 		uint64_t missed = have_value && period && units > period ? (units - period / 2) / period : 0;
 		*kernel = missed * period;
 		units -= *kernel;
-		*kernel += *kernel * test_ahead_pct() / 100;
+		*kernel += *kernel * cp_test_clock_ahead_pct() / 100;
 	}
-	return units + units * test_ahead_pct() / 100;
+	return units + units * cp_test_clock_ahead_pct() / 100;
 }
 
 uint64_t cp_perf_counts_tail(struct cp_perf_counts *c, pid_t tid, int cpu, uint64_t value)

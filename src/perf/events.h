@@ -94,9 +94,10 @@ struct cp_perf_counts {
 /* The units a sample of thread tid on cpu stands for: the count `value`
  * less what that thread's samples there accounted for (have_value), else
  * one period; and accounts for them.  One period if out of memory.  For
- * tests (unit_clock_ahead, t_clock_ahead.sh), CPUPROF_TEST_CLOCK_AHEAD_PCT
- * (read once) makes them that many percent more than that, as when a
- * virtual machine's host takes its CPU and the task clock runs on.
+ * tests (unit_clock_ahead, t_clock_ahead.sh), the test build's
+ * CPUPROF_TEST_CLOCK_AHEAD_PCT (base/testhooks.h) makes them that many
+ * percent more than that, as when a virtual machine's host takes its CPU
+ * and the task clock runs on.
  *
  * With kernel non-NULL, the event takes samples in user mode only (an
  * unprivileged user's): its clock fires every period of the thread's CPU,

@@ -147,10 +147,4 @@ int cp_lines_resolve(const struct cp_lines_object *objs, size_t nobjs,
 		     struct cp_lines_result *out, char *global, size_t glen);
 void cp_lines_result_free(struct cp_lines_result *r);
 
-/* Internal, for tests: the child crashes (kind 1: SIGSEGV) or hangs (kind
- * 2) when it starts on the object of this index (-1: never), or crashes
- * once it has sent its first answer with lines about that object (kind
- * 3). */
-extern int cp_lines_fault_object, cp_lines_fault_kind;
-
 #endif

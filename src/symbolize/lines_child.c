@@ -42,6 +42,7 @@
 
 #include "base/array.h"
 #include "base/libc.h"
+#include "base/testhooks.h"
 #include "lines.h"
 #include "lines_cache.h"
 
@@ -57,8 +58,6 @@
  *   'E'                          all done */
 
 /* ---- The child ---------------------------------------------------------- */
-
-int cp_lines_fault_object = -1, cp_lines_fault_kind;
 
 struct out {
 	int fd;

@@ -7,19 +7,21 @@
 # process's profile held up to 22% more CPU than the process used.  Here
 # every sample weighs half as much again as
 # its count (CPUPROF_TEST_CLOCK_AHEAD_PCT=50, a test hook of the
-# weigher record and the library's perf engines share, src/perf/events.c), and
+# weigher record and the library's perf engines share, src/perf/events.c,
+# there only in the test build: $B/hooks/cpuprof and the
+# $B/hooks/libcpuprof.so beside it, src/base/testhooks.h), and
 # the profile must still hold the process's CPU and say what it took off;
 # also with the library's perf engine inside the process (--preload),
 # which holds its samples to the threads' CPU clocks.  (A profile the
 # library writes itself: tests/unit/unit_clock_ahead.c.)
 B=${B:-build}
 ROOT=$(pwd -P)
-CP=$ROOT/$B/cpuprof
+CP=$ROOT/$B/hooks/cpuprof
 W=$ROOT/$B/tests/work_robust
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "skip: $*" >&2; exit 77; }
-[ -x "$CP" ] && [ -x "$W" ] || fail "build first (make tests)"
+[ -x "$CP" ] && [ -f "$ROOT/$B/hooks/libcpuprof.so" ] && [ -x "$W" ] || fail "build first (make tests)"
 [ -z "${EMU:-}" ] || skip "qemu-user has no perf_event_open: record profiles inside each process there"
 why=$("$ROOT/$B/tests/tool_engine" perf) || skip "$why"
 command -v go >/dev/null 2>&1 || skip "go (go tool pprof) is not installed"

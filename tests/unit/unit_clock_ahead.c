@@ -23,8 +23,7 @@
 
 DEFINE_BURNER(ahead_work)
 
-extern size_t cp_test_ring_cells;
-extern int cp_test_no_drain;
+#include "base/testhooks.h" /* the test build's knobs */
 
 /* The CPU the profile at path holds, in ns. */
 static long long held_ns(const char *path)

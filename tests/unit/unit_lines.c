@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "base/testhooks.h"
 #include "symbolize/lines.h"
 #include "symbolize/symbols.h"
 

@@ -19,8 +19,7 @@
 DEFINE_BURNER(lost_work)
 #include "sig/sigstate.h"
 
-extern size_t cp_test_ring_cells;
-extern int cp_test_no_drain;
+#include "base/testhooks.h" /* the test build's knobs */
 
 #define RAISED 100
 #define CELLS 4

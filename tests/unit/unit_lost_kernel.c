@@ -15,7 +15,7 @@
 
 DEFINE_BURNER(lost_burn)
 
-extern int cp_test_perf_no_read, cp_test_perf_stall;
+#include "base/testhooks.h" /* the test build's knobs */
 
 int main(void)
 {

@@ -21,7 +21,7 @@
 #include "../check.h"
 #include "cpuprof.h"
 
-extern int cp_test_perf_ring_pause_ms;
+#include "base/testhooks.h" /* the test build's knobs */
 
 __attribute__((noinline)) static int64_t order_sleep(void)
 {

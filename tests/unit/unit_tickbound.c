@@ -19,7 +19,7 @@
 #include "../check.h"
 #include "cpuprof.h"
 
-extern long cp_test_timer_resolution_ns;
+#include "base/testhooks.h" /* the test build's knobs */
 
 DEFINE_BURNER(ticked_work)
 

@@ -18,7 +18,9 @@
  * hot_top and warm_top with the thread CPU clock, and prints, before
  * "work_hot done", "work_hot cpu PROCESS HOT WARM": its process CPU clock
  * at the end of main and the two functions' CPU, in ns (the ground truth
- * the profile is checked against).
+ * the profile is checked against); and, in every process (a forked child
+ * too, which prints nothing else), "work_hot worked PID NS": its pid and
+ * the CPU of its calls of hot_top and warm_top, in ns.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -155,6 +157,9 @@ int main(int argc, char **argv)
 		}
 		if (child == 0) {
 			worker(NULL);
+			if (timed)
+				printf("work_hot worked %d %llu\n", (int)getpid(),
+				       (unsigned long long)(hot_ns + warm_ns));
 			exit(0);
 		}
 	}
@@ -177,6 +182,8 @@ int main(int argc, char **argv)
 	}
 	if (sigkill)
 		kill(getpid(), SIGKILL);
+	if (timed)
+		printf("work_hot worked %d %llu\n", (int)getpid(), (unsigned long long)(hot_ns + warm_ns));
 	if (timed)
 		printf("work_hot cpu %llu %llu %llu\n", (unsigned long long)ns_of(CLOCK_PROCESS_CPUTIME_ID),
 		       (unsigned long long)hot_ns, (unsigned long long)warm_ns);
