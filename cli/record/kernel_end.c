@@ -139,9 +139,7 @@ void cp_kernel_finish(struct cp_kcollector *k)
 	 * inherited: no final count comes as it ends), and what the threads
 	 * still running used after theirs.  It goes to the first process's
 	 * last image, in its [unsampled: ...] frame. */
-	uint64_t accounted = 0;
-	for (size_t i = 0; i < k->counts.cap; i++)
-		accounted += k->counts.e[i].key ? k->counts.e[i].accounted : 0;
+	uint64_t accounted = cp_perf_counts_accounted(&k->counts);
 	struct kproc *first = kc_proc_get(k, k->first);
 	if (first && first->img && (uint64_t)k->counted_ns > accounted)
 		first->img->facts.unsampled_ns += (uint64_t)k->counted_ns - accounted;
@@ -179,8 +177,8 @@ void cp_kernel_finish(struct cp_kcollector *k)
 		hold(k, k->sched1 - k->sched0, k->switches1 - k->switches0);
 		k->counted_ns = k->sched1 - k->sched0;
 	}
-	for (size_t i = 0; i < k->procs.cap; i++) {
-		struct kproc *p = k->procs.e[i].key ? k->procs.e[i].val : NULL;
+	for (size_t i = 0; i < k->procs.t.cap; i++) {
+		struct kproc *p = kc_pidmap_slot(&k->procs, i);
 		if (!p || !p->img)
 			continue;
 		struct pidfd_exit_info info = { .mask = CP_PIDFD_INFO_EXIT };
@@ -237,20 +235,19 @@ void cp_kernel_free(struct cp_kcollector *k)
 		free(k->files[i]);
 	}
 	free(k->files);
-	for (size_t i = 0; i < k->procs.cap; i++)
-		if (k->procs.e[i].key) {
-			struct kproc *p = k->procs.e[i].val;
+	for (size_t i = 0; i < k->procs.t.cap; i++)
+		if (kc_pidmap_slot(&k->procs, i)) {
+			struct kproc *p = kc_pidmap_slot(&k->procs, i);
 			if (p->pidfd >= 0)
 				close(p->pidfd);
 			free(p->maps);
 			free(p->set);
 			free(p);
 		}
-	free(k->procs.e);
-	for (size_t i = 0; i < k->threads.cap; i++)
-		if (k->threads.e[i].key)
-			free(k->threads.e[i].val);
-	free(k->threads.e);
+	cp_table_free(&k->procs.t);
+	for (size_t i = 0; i < k->threads.t.cap; i++)
+		free(kc_pidmap_slot(&k->threads, i));
+	cp_table_free(&k->threads.t);
 	cp_perf_counts_free(&k->counts);
 	cp_perf_queue_free(&k->queue);
 	free(k->attached);

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "arch.h"
+#include "base/table.h"
 #include "base/array.h"
 #include "base/elf.h"
 #include "kernel.h"
@@ -89,11 +90,11 @@ struct kthread {
 
 /* A pid-keyed open-addressing table of pointers. */
 struct pidmap {
-	struct pidmap_e {
-		pid_t key;
-		void *val;
-	} *e;
-	size_t n, cap;
+	struct cp_table t; /* of struct pidmap_e; all zero to start */
+};
+struct pidmap_e {
+	uint64_t key;      /* the pid */
+	void *val;
 };
 
 struct cp_kcollector {
@@ -145,6 +146,8 @@ struct cp_kcollector {
  * processes, their images (tree.h) and threads. */
 void *kc_pidmap_get(const struct pidmap *m, pid_t key);
 int kc_pidmap_put(struct pidmap *m, pid_t key, void *val);
+/* The value in m's i-th slot, of m->t.cap (NULL: empty). */
+void *kc_pidmap_slot(const struct pidmap *m, size_t i);
 size_t kc_file_of(struct cp_kcollector *k, const char *path, const char *build_id, uint64_t dev, uint64_t ino);
 int kc_file_open(const struct cp_kcollector *k, const struct kfile *f, struct cp_elf *e);
 int kc_build_wanted(struct cp_kcollector *k);

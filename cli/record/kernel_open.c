@@ -458,7 +458,7 @@ static int open_threads(struct cp_kcollector *k, pid_t pid)
 		if (!found)
 			break;
 	}
-	free(opened.e);
+	cp_table_free(&opened.t);
 	return any ? 0 : rc ? rc : -ESRCH;
 }
 

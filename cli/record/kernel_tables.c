@@ -25,48 +25,35 @@
 
 /* ---- tables of pids ---- */
 
-static size_t pid_hash(pid_t p, size_t cap)
+static uint64_t pid_key(const void *e)
 {
-	return ((size_t)(unsigned)p * 0x9e3779b97f4a7c15ull >> 17) & (cap - 1);
+	return ((const struct pidmap_e *)e)->key;
 }
 
 void *kc_pidmap_get(const struct pidmap *m, pid_t key)
 {
-	if (!m->cap)
-		return NULL;
-	for (size_t i = pid_hash(key, m->cap); m->e[i].key; i = (i + 1) & (m->cap - 1))
-		if (m->e[i].key == key)
-			return m->e[i].val;
-	return NULL;
+	const struct pidmap_e *e = key > 0 ? cp_table_find(&m->t, (unsigned)key) : NULL;
+	return e ? e->val : NULL;
 }
 
 /* Sets key's value (replacing any).  0 or -1. */
 int kc_pidmap_put(struct pidmap *m, pid_t key, void *val)
 {
-	if ((m->n + 1) * 2 > m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 64;
-		struct pidmap_e *e = calloc(cap, sizeof *e);
-		if (!e)
-			return -1;
-		for (size_t i = 0; i < m->cap; i++)
-			if (m->e[i].key) {
-				size_t j = pid_hash(m->e[i].key, cap);
-				while (e[j].key)
-					j = (j + 1) & (cap - 1);
-				e[j] = m->e[i];
-			}
-		free(m->e);
-		m->e = e;
-		m->cap = cap;
-	}
-	size_t i = pid_hash(key, m->cap);
-	while (m->e[i].key && m->e[i].key != key)
-		i = (i + 1) & (m->cap - 1);
-	if (!m->e[i].key)
-		m->n++;
-	m->e[i].key = key;
-	m->e[i].val = val;
+	m->t.size = sizeof(struct pidmap_e);
+	m->t.key_of = pid_key;
+	int made;
+	struct pidmap_e *e = key > 0 ? cp_table_get(&m->t, (unsigned)key, &made) : NULL;
+	if (!e)
+		return -1;
+	e->key = (unsigned)key;
+	e->val = val;
 	return 0;
+}
+
+void *kc_pidmap_slot(const struct pidmap *m, size_t i)
+{
+	const struct pidmap_e *e = (const struct pidmap_e *)m->t.e + i;
+	return e->key ? e->val : NULL;
 }
 
 /* ---- files and their tables ---- */
@@ -175,9 +162,9 @@ int kc_build_wanted(struct cp_kcollector *k)
 			built = 1;
 		}
 	if (built)
-		for (size_t i = 0; i < k->procs.cap; i++)
-			if (k->procs.e[i].key) {
-				struct kproc *p = k->procs.e[i].val;
+		for (size_t i = 0; i < k->procs.t.cap; i++)
+			if (kc_pidmap_slot(&k->procs, i)) {
+				struct kproc *p = kc_pidmap_slot(&k->procs, i);
 				free(p->set);
 				p->set = NULL;
 			}

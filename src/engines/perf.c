@@ -85,7 +85,7 @@
 #include "profile/names.h"
 #include "threads.h"
 #include "unwind/tables.h"
-#include "base/hash.h"
+#include "base/table.h"
 #include "base/testhooks.h"
 #include "sig/clock.h"
 
@@ -134,8 +134,7 @@ static struct {
 	uint8_t *bounce;      /* a record that wraps around its ring */
 	size_t bounce_size;
 	struct cp_perf_counts counts; /* what each thread's samples accounted for, per CPU */
-	struct tinfo *ti;
-	size_t nti, capti;
+	struct cp_table threads; /* of struct tinfo, by tid */
 	struct cp_engine_stats st;
 	int sleep_ms;
 	/* The task clock fires only at the kernel's tick here: a sample
@@ -155,53 +154,34 @@ static struct {
 
 /* ---- per-thread and per-CPU accounting ---- */
 
-/* Grows an open-addressing table of `size`-byte entries whose first
- * field is a non-zero key (0 = empty), rehashing by key_of.  0 or -1. */
-static int grow(void **tab, size_t *cap, size_t n, size_t size, uint64_t (*key_of)(const void *))
-{
-	if ((n + 1) * 2 <= *cap)
-		return 0;
-	size_t ncap = *cap ? *cap * 2 : 64;
-	uint8_t *t = calloc(ncap, size);
-	if (!t)
-		return -1;
-	for (size_t i = 0; i < *cap; i++) {
-		const uint8_t *e = (const uint8_t *)*tab + i * size;
-		uint64_t key = key_of(e);
-		if (!key)
-			continue;
-		size_t j = cp_hash64(key) & (ncap - 1);
-		while (key_of(t + j * size))
-			j = (j + 1) & (ncap - 1);
-		memcpy(t + j * size, e, size);
-	}
-	free(*tab);
-	*tab = t;
-	*cap = ncap;
-	return 0;
-}
-
 static uint64_t tinfo_key(const void *e)
 {
 	return (uint64_t)(unsigned)((const struct tinfo *)e)->tid;
+}
+
+/* The i-th slot of the table of threads (tid 0: empty). */
+static struct tinfo *tinfo_at(size_t i)
+{
+	return (struct tinfo *)E.threads.e + i;
+}
+
+/* The entry of thread tid, or NULL. */
+static struct tinfo *tinfo_find(pid_t tid)
+{
+	return tid > 0 ? cp_table_find(&E.threads, (unsigned)tid) : NULL;
 }
 
 /* The entry of thread tid, made if new (counting it as armed); NULL if
  * out of memory. */
 static struct tinfo *tinfo_get(pid_t tid)
 {
-	if (tid <= 0 || grow((void **)&E.ti, &E.capti, E.nti, sizeof *E.ti, tinfo_key) < 0)
-		return NULL;
-	size_t i = cp_hash64((unsigned)tid) & (E.capti - 1);
-	while (E.ti[i].tid && E.ti[i].tid != tid)
-		i = (i + 1) & (E.capti - 1);
-	if (!E.ti[i].tid) {
-		memset(&E.ti[i], 0, sizeof E.ti[i]);
-		E.ti[i].tid = tid;
-		E.nti++;
+	int made;
+	struct tinfo *t = tid > 0 ? cp_table_get(&E.threads, (unsigned)tid, &made) : NULL;
+	if (t && made) {
+		t->tid = tid;
 		E.st.armed++;
 	}
-	return &E.ti[i];
+	return t;
 }
 
 /* ---- opening ---- */
@@ -289,16 +269,7 @@ static void arm_all(void)
 			long tid = strtol(de->d_name, &end, 10);
 			if (*end || tid <= 0 || tid == E.keeper)
 				continue;
-			size_t i = E.capti ? cp_hash64((unsigned)tid) & (E.capti - 1) : 0;
-			int known = 0;
-			while (E.capti && E.ti[i].tid) {
-				if (E.ti[i].tid == (pid_t)tid) {
-					known = 1;
-					break;
-				}
-				i = (i + 1) & (E.capti - 1);
-			}
-			if (known)
+			if (tinfo_find((pid_t)tid))
 				continue;
 			found = 1;
 			uint64_t cpu0 = 0;
@@ -363,11 +334,10 @@ static void close_all(void)
 	free(E.rings);
 	free(E.bounce);
 	cp_perf_counts_free(&E.counts);
-	free(E.ti);
+	cp_table_free(&E.threads);
 	E.rings = NULL;
 	E.bounce = NULL;
-	E.ti = NULL;
-	E.nrings = E.nti = E.capti = 0;
+	E.nrings = 0;
 }
 
 /* ---- off-CPU time ---- */
@@ -456,6 +426,7 @@ static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
 {
 	forget_scales();
 	memset(&E, 0, sizeof E);
+	E.threads = (struct cp_table){ .size = sizeof(struct tinfo), .key_of = tinfo_key };
 	E.k = k;
 	E.keeper = c->keeper_tid;
 	E.ns_per_unit = 1.0 / k->units_per_ns;
@@ -706,8 +677,8 @@ static void on_record(const struct perf_event_header *h, int cpu, void *unused)
  * reading is what each had used when it ended. */
 static void read_original_clocks(void)
 {
-	for (size_t i = 0; i < E.capti; i++) {
-		struct tinfo *t = &E.ti[i];
+	for (size_t i = 0; i < E.threads.cap; i++) {
+		struct tinfo *t = tinfo_at(i);
 		if (t->tid && t->original && !t->exited && cp_thread_cpu_ns(t->tid, &t->seen_ns) < 0)
 			t->exited = 1;
 	}
@@ -761,11 +732,8 @@ static int keeper_drain(void)
  * tail (perf_stop); -1 if it is not known. */
 static int64_t thread_cpu(void *arg, pid_t tid)
 {
-	for (size_t i = E.capti ? cp_hash64((unsigned)tid) & (E.capti - 1) : 0; E.capti && E.ti[i].tid;
-	     i = (i + 1) & (E.capti - 1))
-		if (E.ti[i].tid == tid)
-			return (int64_t)(E.ti[i].sampled_ns + E.ti[i].tail_ns);
-	return -1;
+	const struct tinfo *t = tinfo_find(tid);
+	return t ? (int64_t)(t->sampled_ns + t->tail_ns) : -1;
 }
 
 /* Off-CPU time at the stop: what is queued handed over, the intervals
@@ -803,17 +771,17 @@ static int thread_used(const struct tinfo *t, uint64_t *used)
 static uint64_t make_scales(void)
 {
 	forget_scales();
-	scales = calloc(E.nti ? E.nti : 1, sizeof *scales);
+	scales = calloc(E.threads.n ? E.threads.n : 1, sizeof *scales);
 	double held = 0, clocked = 0;
 	uint64_t ahead = 0;
-	for (size_t i = 0; i < E.capti; i++) {
-		const struct tinfo *t = &E.ti[i];
+	for (size_t i = 0; i < E.threads.cap; i++) {
+		const struct tinfo *t = tinfo_at(i);
 		uint64_t used;
 		if (!t->tid || !thread_used(t, &used))
 			continue;
 		held += (double)t->sampled_ns;
 		clocked += (double)(used < t->sampled_ns ? used : t->sampled_ns);
-		if (used > 0 && t->sampled_ns > used && scales && nscales < E.nti) {
+		if (used > 0 && t->sampled_ns > used && scales && nscales < E.threads.n) {
 			scales[nscales++] = (struct clock_scale){ (uint32_t)t->tid, (double)used / (double)t->sampled_ns };
 			ahead += t->sampled_ns - used;
 		}
@@ -842,8 +810,8 @@ static void perf_stop(void)
 	uint64_t end = cp_mono_ns();
 	perf_drain();
 	cp_threads_exit_clocks(0);
-	for (size_t i = 0; i < E.capti; i++) {
-		struct tinfo *t = &E.ti[i];
+	for (size_t i = 0; i < E.threads.cap; i++) {
+		struct tinfo *t = tinfo_at(i);
 		if (!t->tid)
 			continue;
 		/* A thread still running: its CPU now is its end, as an ended
@@ -858,9 +826,9 @@ static void perf_stop(void)
 	}
 	E.st.ahead_ns += make_scales();
 	uint64_t tails = 0, threads = 0;
-	for (size_t i = 0; i < E.capti; i++) {
-		tails += E.ti[i].tid ? E.ti[i].tail_ns : 0;
-		threads += E.ti[i].tid != 0;
+	for (size_t i = 0; i < E.threads.cap; i++) {
+		tails += tinfo_at(i)->tid ? tinfo_at(i)->tail_ns : 0;
+		threads += tinfo_at(i)->tid != 0;
 	}
 	tails = unsampled_less_lost(tails);
 	/* By the threads' clocks, what no sample stands for holds the
@@ -887,12 +855,12 @@ static void perf_stats(struct cp_engine_stats *s)
 		s->user_only = 1;
 	if (!E.use_read && E.k && !E.k->count_kernel)
 		s->unsampled_what = UNSAMPLED_KERNEL;
-	if (!E.ti)
+	if (!E.threads.e)
 		return;
 	/* While running: the live threads' CPU since their last sample. */
 	uint64_t un = 0;
-	for (size_t i = 0; i < E.capti; i++) {
-		const struct tinfo *t = &E.ti[i];
+	for (size_t i = 0; i < E.threads.cap; i++) {
+		const struct tinfo *t = tinfo_at(i);
 		if (!t->tid)
 			continue;
 		if (t->original || (!t->exited && !t->end_ns)) {
@@ -918,7 +886,7 @@ static void perf_forget(void)
 	cp_perf_fds_close(&E.fds, 1);
 	free(E.bounce);
 	cp_perf_counts_free(&E.counts);
-	free(E.ti);
+	cp_table_free(&E.threads);
 	free_off_cpu();
 	memset(&E, 0, sizeof E);
 	forget_scales();

@@ -213,38 +213,22 @@ void cp_perf_ring_drain(struct cp_perf_ring *rg, uint8_t *bounce, size_t bounce_
 	__atomic_store_n(&rg->page->data_tail, head - tail > rg->size ? head : tail, __ATOMIC_RELEASE);
 }
 
+static uint64_t count_key(const void *e)
+{
+	return ((const struct cp_perf_count *)e)->key;
+}
+
 /* The entry of thread tid on cpu, made if new; NULL if out of memory. */
 static struct cp_perf_count *count_get(struct cp_perf_counts *c, pid_t tid, int cpu)
 {
+	c->t.size = sizeof(struct cp_perf_count);
+	c->t.key_of = count_key;
 	uint64_t key = (uint64_t)(unsigned)tid << 32 | (unsigned)cpu;
-	if (!key)
-		return NULL;
-	if ((c->n + 1) * 2 > c->cap) {
-		size_t ncap = c->cap ? c->cap * 2 : 64;
-		struct cp_perf_count *t = calloc(ncap, sizeof *t);
-		if (!t)
-			return NULL;
-		for (size_t i = 0; i < c->cap; i++) {
-			if (!c->e[i].key)
-				continue;
-			size_t j = cp_hash64(c->e[i].key) & (ncap - 1);
-			while (t[j].key)
-				j = (j + 1) & (ncap - 1);
-			t[j] = c->e[i];
-		}
-		free(c->e);
-		c->e = t;
-		c->cap = ncap;
-	}
-	size_t i = cp_hash64(key) & (c->cap - 1);
-	while (c->e[i].key && c->e[i].key != key)
-		i = (i + 1) & (c->cap - 1);
-	if (!c->e[i].key) {
-		c->e[i].key = key;
-		c->e[i].accounted = 0;
-		c->n++;
-	}
-	return &c->e[i];
+	int made;
+	struct cp_perf_count *e = cp_table_get(&c->t, key, &made);
+	if (made)
+		e->key = key;
+	return e;
 }
 
 uint64_t cp_perf_counts_weigh(struct cp_perf_counts *c, pid_t tid, int cpu, uint64_t value, int have_value,
@@ -290,8 +274,16 @@ uint64_t cp_perf_unseen(int64_t gap_ns, int64_t switches)
 	return (uint64_t)gap_ns < most ? (uint64_t)gap_ns : most;
 }
 
+uint64_t cp_perf_counts_accounted(const struct cp_perf_counts *c)
+{
+	const struct cp_perf_count *e = c->t.e;
+	uint64_t sum = 0;
+	for (size_t i = 0; i < c->t.cap; i++)
+		sum += e[i].key ? e[i].accounted : 0;
+	return sum;
+}
+
 void cp_perf_counts_free(struct cp_perf_counts *c)
 {
-	free(c->e);
-	memset(c, 0, sizeof *c);
+	cp_table_free(&c->t);
 }

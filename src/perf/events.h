@@ -16,6 +16,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/table.h"
+
 /* The least and most data pages of a ring (powers of two): 512 KiB, as
  * much as perf_event_mlock_kb lets any user map per CPU by default, and
  * 4 MiB. */
@@ -83,12 +85,12 @@ int cp_perf_take_user(struct cp_perf_rec *r, uint64_t *regs, size_t nregs, const
 /* The counts each thread's samples on each CPU accounted for so far: with
  * PERF_SAMPLE_READ a sample carries its event's count, and weighs what the
  * thread ran on that CPU since its previous sample there. */
+struct cp_perf_count {
+	uint64_t key; /* tid << 32 | cpu */
+	uint64_t accounted;
+};
 struct cp_perf_counts {
-	struct cp_perf_count {
-		uint64_t key; /* tid << 32 | cpu, 0 = empty */
-		uint64_t accounted;
-	} *e;
-	size_t n, cap;
+	struct cp_table t; /* of struct cp_perf_count; all zero to start */
 };
 
 /* The units a sample of thread tid on cpu stands for: the count `value`
@@ -111,6 +113,8 @@ uint64_t cp_perf_counts_weigh(struct cp_perf_counts *c, pid_t tid, int cpu, uint
 /* Thread tid's final count on cpu (a PERF_RECORD_READ as it exits): the
  * units after its last sample there, and accounts for them. */
 uint64_t cp_perf_counts_tail(struct cp_perf_counts *c, pid_t tid, int cpu, uint64_t value);
+/* What every thread's samples and final counts accounted for. */
+uint64_t cp_perf_counts_accounted(const struct cp_perf_counts *c);
 void cp_perf_counts_free(struct cp_perf_counts *c);
 
 /* The most CPU one context switch may cost a thread unseen by its task

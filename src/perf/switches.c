@@ -81,18 +81,26 @@ void cp_switches_refused(int e, char *why, size_t len)
 		snprintf(why, len, "no context-switch samples here (perf_event_open: %s)", strerror(-e));
 }
 
+static uint64_t thread_key(const void *e)
+{
+	return (uint64_t)(unsigned)((const struct cp_switch_thread *)e)->tid;
+}
+
 void cp_switches_init(struct cp_switches *s, cp_switch_emit_fn *emit, void *arg)
 {
 	memset(s, 0, sizeof *s);
 	s->emit = emit;
 	s->arg = arg;
+	s->threads.size = sizeof(struct cp_switch_thread);
+	s->threads.key_of = thread_key;
 }
 
 void cp_switches_free(struct cp_switches *s)
 {
-	for (size_t i = 0; i < s->cap; i++)
-		free(s->t[i].pcs);
-	free(s->t);
+	struct cp_switch_thread *t = s->threads.e;
+	for (size_t i = 0; i < s->threads.cap; i++)
+		free(t[i].pcs);
+	cp_table_free(&s->threads);
 	free(s->ids);
 	memset(s, 0, sizeof *s);
 }
@@ -137,20 +145,9 @@ int cp_switches_is_switch(const struct cp_switches *s, uint64_t id)
 }
 
 /* The slot of tid: its own, or the empty one where it would go. */
-static struct cp_switch_thread *slot(const struct cp_switches *s, pid_t tid)
-{
-	size_t i = cp_hash64((uint64_t)(unsigned)tid) & (s->cap - 1);
-	while (s->t[i].tid && s->t[i].tid != tid)
-		i = (i + 1) & (s->cap - 1);
-	return &s->t[i];
-}
-
 const struct cp_switch_thread *cp_switches_thread(const struct cp_switches *s, pid_t tid)
 {
-	if (!s->cap || tid <= 0)
-		return NULL;
-	const struct cp_switch_thread *t = slot(s, tid);
-	return t->tid ? t : NULL;
+	return tid > 0 ? cp_table_find(&s->threads, (unsigned)tid) : NULL;
 }
 
 /* Thread tid, made (starting at `time`) if new; NULL if out of memory. */
@@ -158,30 +155,12 @@ static struct cp_switch_thread *get(struct cp_switches *s, pid_t tid, uint64_t t
 {
 	if (tid <= 0)
 		return NULL;
-	if ((s->nt + 1) * 2 > s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 64;
-		struct cp_switch_thread *n = calloc(cap, sizeof *n);
-		if (!n)
-			return NULL;
-		for (size_t i = 0; i < s->cap; i++) {
-			if (!s->t[i].tid)
-				continue;
-			size_t j = cp_hash64((uint64_t)(unsigned)s->t[i].tid) & (cap - 1);
-			while (n[j].tid)
-				j = (j + 1) & (cap - 1);
-			n[j] = s->t[i];
-		}
-		free(s->t);
-		s->t = n;
-		s->cap = cap;
-	}
-	struct cp_switch_thread *t = slot(s, tid);
-	if (!t->tid) {
-		memset(t, 0, sizeof *t);
+	int made;
+	struct cp_switch_thread *t = cp_table_get(&s->threads, (unsigned)tid, &made);
+	if (t && made) {
 		t->tid = tid;
 		t->start = time;
 		t->state = CP_SW_UNKNOWN;
-		s->nt++;
 	}
 	return t;
 }
@@ -357,8 +336,9 @@ void cp_switches_end(struct cp_switches *s, pid_t tid, uint64_t time)
 
 void cp_switches_finish(struct cp_switches *s, uint64_t time)
 {
-	for (size_t i = 0; i < s->cap; i++) {
-		struct cp_switch_thread *t = &s->t[i];
+	struct cp_switch_thread *all = s->threads.e;
+	for (size_t i = 0; i < s->threads.cap; i++) {
+		struct cp_switch_thread *t = &all[i];
 		if (!t->tid || t->end)
 			continue;
 		if (t->state == CP_SW_OFF) {
@@ -380,8 +360,9 @@ void cp_switches_check(const struct cp_switches *s, int64_t (*cpu_ns)(void *arg,
 {
 	memset(out, 0, sizeof *out);
 	double worst = -1;
-	for (size_t i = 0; i < s->cap; i++) {
-		const struct cp_switch_thread *t = &s->t[i];
+	const struct cp_switch_thread *all = s->threads.e;
+	for (size_t i = 0; i < s->threads.cap; i++) {
+		const struct cp_switch_thread *t = &all[i];
 		if (!t->tid || !t->end || t->end - t->start < min_life_ns)
 			continue;
 		int64_t cpu = cpu_ns(arg, t->tid);

@@ -28,6 +28,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "base/table.h"
+
 /* Kinds of an off-CPU interval, as handed back (the callers' stack flags
  * have the same values: CP_STACK_OFF_CPU and the rest, stacktab.h). */
 #define CP_OFF_CPU 4u       /* off the CPU: blocked (a sleep, I/O, a lock, a wait) */
@@ -69,8 +71,7 @@ typedef void cp_switch_emit_fn(void *arg, void *ctx, uint64_t word, pid_t tid, c
 struct cp_switches {
 	cp_switch_emit_fn *emit;
 	void *arg;
-	struct cp_switch_thread *t; /* open addressing by tid */
-	size_t nt, cap;
+	struct cp_table threads;    /* of struct cp_switch_thread, by tid */
 	uint64_t unpaired;          /* switch-ins with no switch-out before them (records lost) */
 	uint64_t stackless;         /* switch-outs whose sample was lost */
 	/* The ids of the context-switch events (PERF_EVENT_IOC_ID), which
