@@ -150,7 +150,7 @@ static struct {
 	struct cp_perf_queue sq;
 	struct cp_sample *scratch;
 	char off_why[384];
-} E;
+} eng; /* the running engine */
 
 /* ---- per-thread and per-CPU accounting ---- */
 
@@ -162,13 +162,13 @@ static uint64_t tinfo_key(const void *e)
 /* The i-th slot of the table of threads (tid 0: empty). */
 static struct tinfo *tinfo_at(size_t i)
 {
-	return (struct tinfo *)E.threads.e + i;
+	return (struct tinfo *)eng.threads.e + i;
 }
 
 /* The entry of thread tid, or NULL. */
 static struct tinfo *tinfo_find(pid_t tid)
 {
-	return tid > 0 ? cp_table_find(&E.threads, (unsigned)tid) : NULL;
+	return tid > 0 ? cp_table_find(&eng.threads, (unsigned)tid) : NULL;
 }
 
 /* The entry of thread tid, made if new (counting it as armed); NULL if
@@ -176,10 +176,10 @@ static struct tinfo *tinfo_find(pid_t tid)
 static struct tinfo *tinfo_get(pid_t tid)
 {
 	int made;
-	struct tinfo *t = tid > 0 ? cp_table_get(&E.threads, (unsigned)tid, &made) : NULL;
+	struct tinfo *t = tid > 0 ? cp_table_get(&eng.threads, (unsigned)tid, &made) : NULL;
 	if (t && made) {
 		t->tid = tid;
-		E.st.armed++;
+		eng.st.armed++;
 	}
 	return t;
 }
@@ -196,10 +196,10 @@ static int open_switch(pid_t tid, int cpu, int ring_fd)
 	a.inherit_thread = 1;
 	a.watermark = 1;
 	a.wakeup_watermark = (uint32_t)CP_PERF_RING_PAGES_MAX * 4096u;
-	int fd = cp_switches_open(&E.sw, &a, tid, cpu, ring_fd);
+	int fd = cp_switches_open(&eng.sw, &a, tid, cpu, ring_fd);
 	if (fd < 0 || ring_fd < 0)
 		return fd;
-	if (cp_perf_fds_keep(&E.swfds, fd) < 0) {
+	if (cp_perf_fds_keep(&eng.swfds, fd) < 0) {
 		close(fd);
 		return -ENOMEM;
 	}
@@ -214,40 +214,40 @@ static void arm_switches(pid_t tid, const struct cp_perf_ring *r)
 	int fd = open_switch(tid, r->cpu, r->fd);
 	if (fd >= 0 || fd == -ESRCH)
 		return;
-	cp_perf_fds_disable(&E.swfds);
-	E.off_cpu = 0;
-	E.st.off_cpu = CP_OFF_CPU_ABSENT;
-	snprintf(E.off_why, sizeof E.off_why, "the context-switch event could not be opened on thread %d: %s",
+	cp_perf_fds_disable(&eng.swfds);
+	eng.off_cpu = 0;
+	eng.st.off_cpu = CP_OFF_CPU_ABSENT;
+	snprintf(eng.off_why, sizeof eng.off_why, "the context-switch event could not be opened on thread %d: %s",
 		 (int)tid, strerror(-fd));
-	E.st.off_cpu_why = E.off_why;
+	eng.st.off_cpu_why = eng.off_why;
 }
 
 /* Opens the events of thread tid on every CPU.  0 or a negative errno
  * (the thread is then not sampled; its events so far stay open). */
 static int arm_thread(pid_t tid)
 {
-	if (E.fds.n + E.swfds.n + 2 * E.nrings > E.fd_budget)
+	if (eng.fds.n + eng.swfds.n + 2 * eng.nrings > eng.fd_budget)
 		return -EMFILE;
 	int armed = 0, err = 0;
-	for (size_t i = 0; i < E.nrings; i++) {
-		struct cp_perf_ring *r = &E.rings[i];
-		int fd = cp_perf_open_event(E.k, tid, r->cpu, E.period, E.k->count_kernel, 1, E.use_read);
+	for (size_t i = 0; i < eng.nrings; i++) {
+		struct cp_perf_ring *r = &eng.rings[i];
+		int fd = cp_perf_open_event(eng.k, tid, r->cpu, eng.period, eng.k->count_kernel, 1, eng.use_read);
 		if (fd < 0) {
 			/* An offline CPU, or the thread is gone. */
 			err = fd;
 			continue;
 		}
-		int e = cp_perf_fds_keep(&E.fds, fd);
+		int e = cp_perf_fds_keep(&eng.fds, fd);
 		if (e == 0)
-			e = cp_perf_ring_join(r, fd, &E.ring_pages);
+			e = cp_perf_ring_join(r, fd, &eng.ring_pages);
 		if (e < 0) {
-			cp_perf_fds_drop_last(&E.fds, fd);
+			cp_perf_fds_drop_last(&eng.fds, fd);
 			close(fd);
 			err = e;
 			continue;
 		}
 		armed++;
-		if (E.off_cpu)
+		if (eng.off_cpu)
 			arm_switches(tid, r);
 	}
 	return armed ? 0 : (err ? err : -ENODEV);
@@ -267,7 +267,7 @@ static void arm_all(void)
 		while ((de = readdir(d)) != NULL) {
 			char *end;
 			long tid = strtol(de->d_name, &end, 10);
-			if (*end || tid <= 0 || tid == E.keeper)
+			if (*end || tid <= 0 || tid == eng.keeper)
 				continue;
 			if (tinfo_find((pid_t)tid))
 				continue;
@@ -276,18 +276,18 @@ static void arm_all(void)
 			cp_thread_cpu_ns((pid_t)tid, &cpu0);
 			/* Its life in the profile starts now, on the CPU or
 			 * not: its first switch event says which. */
-			if (E.off_cpu)
-				cp_switches_begin(&E.sw, (pid_t)tid, cp_mono_ns(), 0);
+			if (eng.off_cpu)
+				cp_switches_begin(&eng.sw, (pid_t)tid, cp_mono_ns(), 0);
 			int e = arm_thread((pid_t)tid);
 			if (e < 0) {
-				E.st.unarmed++;
-				if (!E.st.first_error)
-					E.st.first_error = e;
+				eng.st.unarmed++;
+				if (!eng.st.first_error)
+					eng.st.first_error = e;
 				/* Remembered, so that it is not tried again. */
 				struct tinfo *t = tinfo_get((pid_t)tid);
 				if (t) {
 					t->exited = 1;
-					E.st.armed--;
+					eng.st.armed--;
 				}
 				continue;
 			}
@@ -318,26 +318,26 @@ static void arm_all(void)
 /* What off-CPU time holds, freed. */
 static void free_off_cpu(void)
 {
-	cp_perf_queue_free(&E.sq);
-	cp_perf_fds_close(&E.swfds, 1);
-	free(E.scratch);
-	cp_switches_free(&E.sw);
-	E.scratch = NULL;
+	cp_perf_queue_free(&eng.sq);
+	cp_perf_fds_close(&eng.swfds, 1);
+	free(eng.scratch);
+	cp_switches_free(&eng.sw);
+	eng.scratch = NULL;
 }
 
 static void close_all(void)
 {
-	for (size_t i = 0; i < E.nrings; i++)
-		cp_perf_ring_unmap(&E.rings[i]);
-	cp_perf_fds_close(&E.fds, 1);
+	for (size_t i = 0; i < eng.nrings; i++)
+		cp_perf_ring_unmap(&eng.rings[i]);
+	cp_perf_fds_close(&eng.fds, 1);
 	free_off_cpu();
-	free(E.rings);
-	free(E.bounce);
-	cp_perf_counts_free(&E.counts);
-	cp_table_free(&E.threads);
-	E.rings = NULL;
-	E.bounce = NULL;
-	E.nrings = 0;
+	free(eng.rings);
+	free(eng.bounce);
+	cp_perf_counts_free(&eng.counts);
+	cp_table_free(&eng.threads);
+	eng.rings = NULL;
+	eng.bounce = NULL;
+	eng.nrings = 0;
 }
 
 /* ---- off-CPU time ---- */
@@ -350,7 +350,7 @@ static void on_off(void *arg, void *ctx, uint64_t gen, pid_t tid, const uintptr_
 {
 	struct cp_sample *s = cp_ring_claim(cp_sig.ring);
 	if (!s) {
-		E.st.off_lost++;
+		eng.st.off_lost++;
 		return;
 	}
 	if (n > cp_sig.max_depth)
@@ -369,23 +369,23 @@ static void on_off(void *arg, void *ctx, uint64_t gen, pid_t tid, const uintptr_
  * the calling thread): off-CPU time on, or absent and why. */
 static void start_off_cpu(void)
 {
-	int fd = open_switch(0, E.rings[0].cpu, -1);
+	int fd = open_switch(0, eng.rings[0].cpu, -1);
 	if (fd < 0) {
-		E.st.off_cpu = CP_OFF_CPU_ABSENT;
-		cp_switches_refused(fd, E.off_why, sizeof E.off_why);
-		E.st.off_cpu_why = E.off_why;
+		eng.st.off_cpu = CP_OFF_CPU_ABSENT;
+		cp_switches_refused(fd, eng.off_why, sizeof eng.off_why);
+		eng.st.off_cpu_why = eng.off_why;
 		return;
 	}
 	close(fd);
-	E.scratch = malloc(sizeof *E.scratch + (size_t)cp_sig.max_depth * sizeof(uintptr_t));
-	if (!E.scratch) {
-		E.st.off_cpu = CP_OFF_CPU_ABSENT;
-		E.st.off_cpu_why = "out of memory";
+	eng.scratch = malloc(sizeof *eng.scratch + (size_t)cp_sig.max_depth * sizeof(uintptr_t));
+	if (!eng.scratch) {
+		eng.st.off_cpu = CP_OFF_CPU_ABSENT;
+		eng.st.off_cpu_why = "out of memory";
 		return;
 	}
-	cp_switches_init(&E.sw, on_off, NULL);
-	E.off_cpu = 1;
-	E.st.off_cpu = CP_OFF_CPU_ON;
+	cp_switches_init(&eng.sw, on_off, NULL);
+	eng.off_cpu = 1;
+	eng.st.off_cpu = CP_OFF_CPU_ON;
 }
 
 /* The threads whose samples held more than their CPU clocks at the last
@@ -425,43 +425,43 @@ static double perf_clock_factor(uint32_t tid)
 static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
 {
 	forget_scales();
-	memset(&E, 0, sizeof E);
-	E.threads = (struct cp_table){ .size = sizeof(struct tinfo), .key_of = tinfo_key };
-	E.k = k;
-	E.keeper = c->keeper_tid;
-	E.ns_per_unit = 1.0 / k->units_per_ns;
-	E.period = (uint64_t)((double)c->period_ns * k->units_per_ns);
-	if (k->type == PERF_TYPE_HARDWARE && E.period < MIN_PERIOD_CYCLES)
-		E.period = MIN_PERIOD_CYCLES;
-	if (E.period == 0)
-		E.period = 1;
+	memset(&eng, 0, sizeof eng);
+	eng.threads = (struct cp_table){ .size = sizeof(struct tinfo), .key_of = tinfo_key };
+	eng.k = k;
+	eng.keeper = c->keeper_tid;
+	eng.ns_per_unit = 1.0 / k->units_per_ns;
+	eng.period = (uint64_t)((double)c->period_ns * k->units_per_ns);
+	if (k->type == PERF_TYPE_HARDWARE && eng.period < MIN_PERIOD_CYCLES)
+		eng.period = MIN_PERIOD_CYCLES;
+	if (eng.period == 0)
+		eng.period = 1;
 	struct timespec res;
-	E.tick_bound = clock_getres(CLOCK_MONOTONIC, &res) == 0 && (res.tv_sec > 0 || res.tv_nsec > 1000000);
-	E.bounce_size = STACK_COPY + 4096;
+	eng.tick_bound = clock_getres(CLOCK_MONOTONIC, &res) == 0 && (res.tv_sec > 0 || res.tv_nsec > 1000000);
+	eng.bounce_size = STACK_COPY + 4096;
 	struct rlimit rl;
-	E.fd_budget = 256;
+	eng.fd_budget = 256;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 2 > 256)
-		E.fd_budget = rl.rlim_cur / 2;
-	if (!(E.bounce = malloc(E.bounce_size)) || cp_perf_rings(&E.rings, &E.nrings) < 0) {
+		eng.fd_budget = rl.rlim_cur / 2;
+	if (!(eng.bounce = malloc(eng.bounce_size)) || cp_perf_rings(&eng.rings, &eng.nrings) < 0) {
 		close_all();
 		return -ENOMEM;
 	}
 	if (c->off_cpu)
 		start_off_cpu();
 	/* PERF_SAMPLE_READ with inherit, where the kernel has it. */
-	int fd = cp_perf_open_event(k, 0, E.rings[0].cpu, E.period, k->count_kernel, 1, 1);
-	E.use_read = fd >= 0 && !cp_test_perf_no_read;
+	int fd = cp_perf_open_event(k, 0, eng.rings[0].cpu, eng.period, k->count_kernel, 1, 1);
+	eng.use_read = fd >= 0 && !cp_test_perf_no_read;
 	if (fd >= 0)
 		close(fd);
 	uint64_t hz = c->period_ns ? 1000000000u / c->period_ns : 1000;
 	uint64_t want = (hz * RING_MS / 1000 * (STACK_COPY + 256) + 4095) / 4096;
-	if (E.off_cpu)
+	if (eng.off_cpu)
 		want = CP_PERF_RING_PAGES_MAX; /* a sample per switch-out, too */
-	E.ring_pages = cp_perf_ring_pages(E.nrings, want > UINT32_MAX ? UINT32_MAX : (unsigned)want);
+	eng.ring_pages = cp_perf_ring_pages(eng.nrings, want > UINT32_MAX ? UINT32_MAX : (unsigned)want);
 	cp_threads_exit_clocks(1); /* before the events: no thread made after them is missed */
 	arm_all();
-	if (E.st.armed == 0) {
-		int e = E.st.first_error ? E.st.first_error : -ENODEV;
+	if (eng.st.armed == 0) {
+		int e = eng.st.first_error ? eng.st.first_error : -ENODEV;
 		cp_threads_exit_clocks(0);
 		close_all();
 		return e;
@@ -469,14 +469,14 @@ static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
 	/* One CPU's ring fills at most at HZ samples a second: sleep for
 	 * half the time the smallest takes to fill. */
 	uint64_t least = UINT64_MAX;
-	for (size_t i = 0; i < E.nrings; i++)
-		if (E.rings[i].page && E.rings[i].size < least)
-			least = E.rings[i].size;
+	for (size_t i = 0; i < eng.nrings; i++)
+		if (eng.rings[i].page && eng.rings[i].size < least)
+			least = eng.rings[i].size;
 	uint64_t per_ring = least / (STACK_COPY + 256);
 	uint64_t ms = hz ? per_ring * 1000u / (2 * hz) : SLEEP_MAX_MS;
-	E.sleep_ms = ms < SLEEP_MIN_MS ? SLEEP_MIN_MS : ms > SLEEP_MAX_MS ? SLEEP_MAX_MS : (int)ms;
-	if (E.off_cpu && E.sleep_ms > OFF_CPU_SLEEP_MS)
-		E.sleep_ms = OFF_CPU_SLEEP_MS;
+	eng.sleep_ms = ms < SLEEP_MIN_MS ? SLEEP_MIN_MS : ms > SLEEP_MAX_MS ? SLEEP_MAX_MS : (int)ms;
+	if (eng.off_cpu && eng.sleep_ms > OFF_CPU_SLEEP_MS)
+		eng.sleep_ms = OFF_CPU_SLEEP_MS;
 	return 0;
 }
 
@@ -500,7 +500,7 @@ static int hw_start(const struct cp_engine_conf *c)
  * sample's count carries the lost periods and lost_ns holds none. */
 static uint64_t unsampled_less_lost(uint64_t unsampled)
 {
-	return unsampled > E.st.lost_ns ? unsampled - E.st.lost_ns : 0;
+	return unsampled > eng.st.lost_ns ? unsampled - eng.st.lost_ns : 0;
 }
 
 /* The time since a thread's previous sample on cpu, in ns, from the
@@ -510,11 +510,11 @@ static uint64_t unsampled_less_lost(uint64_t unsampled)
 static uint64_t weigh(pid_t tid, int cpu, uint64_t value, int have_value, uint64_t *kernel_ns)
 {
 	uint64_t kernel = 0;
-	int user_only = E.k == &cp_perf_task_clock && !E.k->count_kernel && !E.tick_bound;
-	uint64_t units = cp_perf_counts_weigh(&E.counts, tid, cpu, value, have_value, E.period,
+	int user_only = eng.k == &cp_perf_task_clock && !eng.k->count_kernel && !eng.tick_bound;
+	uint64_t units = cp_perf_counts_weigh(&eng.counts, tid, cpu, value, have_value, eng.period,
 					      user_only ? &kernel : NULL);
-	*kernel_ns = (uint64_t)((double)kernel * E.ns_per_unit);
-	return (uint64_t)((double)units * E.ns_per_unit);
+	*kernel_ns = (uint64_t)((double)kernel * eng.ns_per_unit);
+	return (uint64_t)((double)units * eng.ns_per_unit);
 }
 
 /* Walks the stack copy of a sample (its registers regs, dyn bytes at
@@ -549,7 +549,7 @@ static int walk_copy(const uint64_t *regs, const uint8_t *stack, uint64_t dyn, u
  * records. */
 static void on_switch_sample(const struct cp_perf_event *ev)
 {
-	struct cp_sample *s = E.scratch;
+	struct cp_sample *s = eng.scratch;
 	s->n = 0;
 	s->flags = 0;
 	if (ev->user)
@@ -558,7 +558,7 @@ static void on_switch_sample(const struct cp_perf_event *ev)
 	struct cp_perf_event q = *ev;
 	q.data = s;
 	q.len = sizeof *s + s->n * sizeof s->pcs[0];
-	cp_perf_queue_push(&E.sq, &q);
+	cp_perf_queue_push(&eng.sq, &q);
 }
 
 /* An off-CPU event handed on in time order: a switch-out's walk, or a
@@ -567,11 +567,11 @@ static void off_cpu_event(void *arg, const struct cp_perf_event *ev)
 {
 	(void)arg;
 	if (ev->type != PERF_RECORD_SAMPLE) {
-		cp_switches_record(&E.sw, ev);
+		cp_switches_record(&eng.sw, ev);
 		return;
 	}
 	const struct cp_sample *w = ev->data;
-	cp_switches_out_stack(&E.sw, ev->tid, ev->time, w->pcs, w->n, w->flags, NULL, w->gen);
+	cp_switches_out_stack(&eng.sw, ev->tid, ev->time, w->pcs, w->n, w->flags, NULL, w->gen);
 }
 
 static void on_sample(const struct cp_perf_event *ev)
@@ -581,11 +581,11 @@ static void on_sample(const struct cp_perf_event *ev)
 		return;
 	}
 	uint64_t kernel;
-	uint64_t weight = weigh(ev->tid, ev->cpu, ev->value, E.use_read, &kernel);
+	uint64_t weight = weigh(ev->tid, ev->cpu, ev->value, eng.use_read, &kernel);
 	struct tinfo *t = tinfo_get(ev->tid);
 	if (t)
 		t->sampled_ns += weight + kernel;
-	E.st.kernel_ns += kernel;
+	eng.st.kernel_ns += kernel;
 
 	atomic_fetch_add_explicit(&cp_sig.samples, 1, memory_order_relaxed);
 	struct cp_sample *s = cp_ring_claim(cp_sig.ring);
@@ -610,10 +610,10 @@ static void on_sample(const struct cp_perf_event *ev)
 /* An inherited thread's final count on this CPU (inherit_stat). */
 static void on_read(const struct cp_perf_event *ev)
 {
-	uint64_t tail = cp_perf_counts_tail(&E.counts, ev->tid, ev->cpu, ev->value);
+	uint64_t tail = cp_perf_counts_tail(&eng.counts, ev->tid, ev->cpu, ev->value);
 	struct tinfo *t = tinfo_get(ev->tid);
 	if (t) {
-		t->tail_ns += (uint64_t)((double)tail * E.ns_per_unit);
+		t->tail_ns += (uint64_t)((double)tail * eng.ns_per_unit);
 		t->exited = 1;
 	}
 }
@@ -624,32 +624,32 @@ static void on_record(const struct perf_event_header *h, int cpu, void *unused)
 {
 	(void)unused;
 	struct cp_perf_event ev;
-	if (!cp_perf_decode(h, cpu, E.use_read, E.off_cpu ? &E.sw : NULL, &ev))
+	if (!cp_perf_decode(h, cpu, eng.use_read, eng.off_cpu ? &eng.sw : NULL, &ev))
 		return;
 	switch (ev.type) {
 	case PERF_RECORD_SAMPLE:
-		if (!ev.is_switch || E.off_cpu)
+		if (!ev.is_switch || eng.off_cpu)
 			on_sample(&ev);
 		break;
 	case PERF_RECORD_LOST:
-		E.st.lost += ev.lost;
-		if (!E.use_read)
-			E.st.lost_ns += (uint64_t)((double)(ev.lost * E.period) * E.ns_per_unit);
+		eng.st.lost += ev.lost;
+		if (!eng.use_read)
+			eng.st.lost_ns += (uint64_t)((double)(ev.lost * eng.period) * eng.ns_per_unit);
 		break;
 	case PERF_RECORD_THROTTLE:
-		E.st.throttled++;
+		eng.st.throttled++;
 		break;
 	case PERF_RECORD_FORK:
 		if (ev.pid != ev.ppid)
 			break; /* a process: its threads have no events of ours */
 		tinfo_get(ev.tid);
 		cp_names_inherit(ev.tid, ev.ptid);
-		if (E.off_cpu)
-			cp_perf_queue_push(&E.sq, &ev);
+		if (eng.off_cpu)
+			cp_perf_queue_push(&eng.sq, &ev);
 		break;
 	case PERF_RECORD_SWITCH:
-		if (E.off_cpu)
-			cp_perf_queue_push(&E.sq, &ev);
+		if (eng.off_cpu)
+			cp_perf_queue_push(&eng.sq, &ev);
 		break;
 	case PERF_RECORD_COMM: {
 		struct cp_perf_rec r = cp_perf_event_body(&ev);
@@ -666,8 +666,8 @@ static void on_record(const struct perf_event_header *h, int cpu, void *unused)
 		struct tinfo *t = tinfo_get(ev.tid);
 		if (t)
 			t->exited = 1;
-		if (E.off_cpu)
-			cp_perf_queue_push(&E.sq, &ev);
+		if (eng.off_cpu)
+			cp_perf_queue_push(&eng.sq, &ev);
 		break;
 	}
 	}
@@ -677,7 +677,7 @@ static void on_record(const struct perf_event_header *h, int cpu, void *unused)
  * reading is what each had used when it ended. */
 static void read_original_clocks(void)
 {
-	for (size_t i = 0; i < E.threads.cap; i++) {
+	for (size_t i = 0; i < eng.threads.cap; i++) {
 		struct tinfo *t = tinfo_at(i);
 		if (t->tid && t->original && !t->exited && cp_thread_cpu_ns(t->tid, &t->seen_ns) < 0)
 			t->exited = 1;
@@ -709,18 +709,18 @@ static int perf_drain(void)
 	 * long (a table built, the keeper preempted between two rings) would
 	 * hand on records that a ring drained early had not yet been given. */
 	uint64_t now = cp_mono_ns();
-	for (size_t i = 0; i < E.nrings; i++) {
-		cp_perf_ring_drain(&E.rings[i], E.bounce, E.bounce_size, on_record, NULL);
+	for (size_t i = 0; i < eng.nrings; i++) {
+		cp_perf_ring_drain(&eng.rings[i], eng.bounce, eng.bounce_size, on_record, NULL);
 		if (i == 0 && cp_test_perf_ring_pause_ms)
 			nanosleep(&(struct timespec){ 0, cp_test_perf_ring_pause_ms * 1000000L }, NULL);
 	}
 	/* After the rings: a thread's samples are in before its end. */
 	cp_threads_take_exit_clocks(note_end);
 	read_original_clocks();
-	if (E.off_cpu)
-		cp_perf_queue_flush(&E.sq, now > CP_PERF_ORDER_SLACK_NS ? now - CP_PERF_ORDER_SLACK_NS : 0,
+	if (eng.off_cpu)
+		cp_perf_queue_flush(&eng.sq, now > CP_PERF_ORDER_SLACK_NS ? now - CP_PERF_ORDER_SLACK_NS : 0,
 				    off_cpu_event, NULL);
-	return E.sleep_ms;
+	return eng.sleep_ms;
 }
 
 static int keeper_drain(void)
@@ -740,11 +740,11 @@ static int64_t thread_cpu(void *arg, pid_t tid)
  * under way ended at `end`, and every thread held to its lifetime. */
 static void stop_off_cpu(uint64_t end)
 {
-	cp_perf_queue_flush(&E.sq, UINT64_MAX, off_cpu_event, NULL);
-	cp_switches_finish(&E.sw, end);
-	cp_switches_check(&E.sw, thread_cpu, NULL, 10000000, &E.st.acct);
-	E.st.off_stackless = E.sw.stackless;
-	E.st.off_unpaired = E.sw.unpaired;
+	cp_perf_queue_flush(&eng.sq, UINT64_MAX, off_cpu_event, NULL);
+	cp_switches_finish(&eng.sw, end);
+	cp_switches_check(&eng.sw, thread_cpu, NULL, 10000000, &eng.st.acct);
+	eng.st.off_stackless = eng.sw.stackless;
+	eng.st.off_unpaired = eng.sw.unpaired;
 }
 
 /* What thread t's CPU clock says it used in the profile, into *used;
@@ -771,17 +771,17 @@ static int thread_used(const struct tinfo *t, uint64_t *used)
 static uint64_t make_scales(void)
 {
 	forget_scales();
-	scales = calloc(E.threads.n ? E.threads.n : 1, sizeof *scales);
+	scales = calloc(eng.threads.n ? eng.threads.n : 1, sizeof *scales);
 	double held = 0, clocked = 0;
 	uint64_t ahead = 0;
-	for (size_t i = 0; i < E.threads.cap; i++) {
+	for (size_t i = 0; i < eng.threads.cap; i++) {
 		const struct tinfo *t = tinfo_at(i);
 		uint64_t used;
 		if (!t->tid || !thread_used(t, &used))
 			continue;
 		held += (double)t->sampled_ns;
 		clocked += (double)(used < t->sampled_ns ? used : t->sampled_ns);
-		if (used > 0 && t->sampled_ns > used && scales && nscales < E.threads.n) {
+		if (used > 0 && t->sampled_ns > used && scales && nscales < eng.threads.n) {
 			scales[nscales++] = (struct clock_scale){ (uint32_t)t->tid, (double)used / (double)t->sampled_ns };
 			ahead += t->sampled_ns - used;
 		}
@@ -805,12 +805,12 @@ static void perf_stop(void)
 {
 	/* Closing disables every event and, with them, their inherited
 	 * copies; what they wrote before is still in the rings. */
-	cp_perf_fds_disable(&E.swfds);
-	cp_perf_fds_disable(&E.fds);
+	cp_perf_fds_disable(&eng.swfds);
+	cp_perf_fds_disable(&eng.fds);
 	uint64_t end = cp_mono_ns();
 	perf_drain();
 	cp_threads_exit_clocks(0);
-	for (size_t i = 0; i < E.threads.cap; i++) {
+	for (size_t i = 0; i < eng.threads.cap; i++) {
 		struct tinfo *t = tinfo_at(i);
 		if (!t->tid)
 			continue;
@@ -824,9 +824,9 @@ static void perf_stop(void)
 		else if (thread_used(t, &used))
 			t->tail_ns = used > t->sampled_ns ? used - t->sampled_ns : 0;
 	}
-	E.st.ahead_ns += make_scales();
+	eng.st.ahead_ns += make_scales();
 	uint64_t tails = 0, threads = 0;
-	for (size_t i = 0; i < E.threads.cap; i++) {
+	for (size_t i = 0; i < eng.threads.cap; i++) {
 		tails += tinfo_at(i)->tid ? tinfo_at(i)->tail_ns : 0;
 		threads += tinfo_at(i)->tid != 0;
 	}
@@ -834,32 +834,32 @@ static void perf_stop(void)
 	/* By the threads' clocks, what no sample stands for holds the
 	 * switches' time no task clock counts (cp_perf_unseen) beside the
 	 * true tails, which are at most a period per thread and CPU. */
-	uint64_t most_tails = (uint64_t)((double)(threads * E.nrings * E.period) * E.ns_per_unit);
+	uint64_t most_tails = (uint64_t)((double)(threads * eng.nrings * eng.period) * eng.ns_per_unit);
 	struct rusage ru;
-	if (E.k == &cp_perf_task_clock && tails > most_tails && getrusage(RUSAGE_SELF, &ru) == 0)
-		E.st.wakeup_ns = cp_perf_unseen((int64_t)(tails - most_tails), ru.ru_nvcsw + ru.ru_nivcsw);
-	E.st.unsampled_ns = tails - E.st.wakeup_ns;
-	if (!E.use_read && !E.k->count_kernel)
-		E.st.unsampled_what = UNSAMPLED_KERNEL;
-	if (E.off_cpu)
+	if (eng.k == &cp_perf_task_clock && tails > most_tails && getrusage(RUSAGE_SELF, &ru) == 0)
+		eng.st.wakeup_ns = cp_perf_unseen((int64_t)(tails - most_tails), ru.ru_nvcsw + ru.ru_nivcsw);
+	eng.st.unsampled_ns = tails - eng.st.wakeup_ns;
+	if (!eng.use_read && !eng.k->count_kernel)
+		eng.st.unsampled_what = UNSAMPLED_KERNEL;
+	if (eng.off_cpu)
 		stop_off_cpu(end);
-	struct cp_engine_stats keep = E.st;
+	struct cp_engine_stats keep = eng.st;
 	close_all();
-	E.st = keep;
+	eng.st = keep;
 }
 
 static void perf_stats(struct cp_engine_stats *s)
 {
-	*s = E.st;
-	if (E.k && !E.k->count_kernel)
+	*s = eng.st;
+	if (eng.k && !eng.k->count_kernel)
 		s->user_only = 1;
-	if (!E.use_read && E.k && !E.k->count_kernel)
+	if (!eng.use_read && eng.k && !eng.k->count_kernel)
 		s->unsampled_what = UNSAMPLED_KERNEL;
-	if (!E.threads.e)
+	if (!eng.threads.e)
 		return;
 	/* While running: the live threads' CPU since their last sample. */
 	uint64_t un = 0;
-	for (size_t i = 0; i < E.threads.cap; i++) {
+	for (size_t i = 0; i < eng.threads.cap; i++) {
 		const struct tinfo *t = tinfo_at(i);
 		if (!t->tid)
 			continue;
@@ -881,14 +881,14 @@ static void perf_forget(void)
 	/* The rings are not mapped in a child (the kernel maps perf rings
 	 * VM_DONTCOPY) and the events live in the keeper's descriptor
 	 * table, which a child does not have: only our memory is left. */
-	free(E.rings);
-	E.fds.n = E.swfds.n = 0; /* forgotten, not closed */
-	cp_perf_fds_close(&E.fds, 1);
-	free(E.bounce);
-	cp_perf_counts_free(&E.counts);
-	cp_table_free(&E.threads);
+	free(eng.rings);
+	eng.fds.n = eng.swfds.n = 0; /* forgotten, not closed */
+	cp_perf_fds_close(&eng.fds, 1);
+	free(eng.bounce);
+	cp_perf_counts_free(&eng.counts);
+	cp_table_free(&eng.threads);
 	free_off_cpu();
-	memset(&E, 0, sizeof E);
+	memset(&eng, 0, sizeof eng);
 	forget_scales();
 }
 
