@@ -34,7 +34,7 @@ struct image_check {
  * its samples' weights and what it used after its last sample (by its
  * final counts where the kernel gave them, else by its switch records);
  * -1 for the threads of other images. */
-static int64_t thread_cpu(void *arg, pid_t tid)
+static int64_t image_thread_cpu(void *arg, pid_t tid)
 {
 	const struct image_check *c = arg;
 	const struct kthread *t = kc_pidmap_get(&c->k->threads, tid);
@@ -63,7 +63,7 @@ static void image_off_cpu(struct cp_kcollector *k, struct cp_image *m)
 		f->off_unpaired = k->sw.unpaired;
 	}
 	struct image_check c = { k, m };
-	cp_switches_check(&k->sw, thread_cpu, &c, 10000000, &f->acct);
+	cp_switches_check(&k->sw, image_thread_cpu, &c, 10000000, &f->acct);
 }
 
 /* The switches' time no task clock counted (cp_perf_unseen), `unseen`

@@ -345,7 +345,7 @@ static void close_all(void)
 /* An off-CPU interval of thread tid (switches.h) into cp_sig.ring: a
  * sample of its switch-out's stack (objects of generation gen) that
  * weighs the time off the CPU. */
-static void on_off(void *arg, void *ctx, uint64_t gen, pid_t tid, const uintptr_t *pcs, uint32_t n,
+static void off_into_ring(void *arg, void *ctx, uint64_t gen, pid_t tid, const uintptr_t *pcs, uint32_t n,
 		   uint32_t stack_flags, uint32_t kind, uint64_t ns)
 {
 	struct cp_sample *s = cp_ring_claim(cp_sig.ring);
@@ -383,7 +383,7 @@ static void start_off_cpu(void)
 		eng.st.off_cpu_why = "out of memory";
 		return;
 	}
-	cp_switches_init(&eng.sw, on_off, NULL);
+	cp_switches_init(&eng.sw, off_into_ring, NULL);
 	eng.off_cpu = 1;
 	eng.st.off_cpu = CP_OFF_CPU_ON;
 }
@@ -547,7 +547,7 @@ static int walk_copy(const uint64_t *regs, const uint8_t *stack, uint64_t dyn, u
 /* A switch-out's sample (off-CPU time): its stack walked now, while the
  * copy is in the ring, and queued (the walk as its data) with the switch
  * records. */
-static void on_switch_sample(const struct cp_perf_event *ev)
+static void queue_switch_out(const struct cp_perf_event *ev)
 {
 	struct cp_sample *s = eng.scratch;
 	s->n = 0;
@@ -574,10 +574,10 @@ static void off_cpu_event(void *arg, const struct cp_perf_event *ev)
 	cp_switches_out_stack(&eng.sw, ev->tid, ev->time, w->pcs, w->n, w->flags, NULL, w->gen);
 }
 
-static void on_sample(const struct cp_perf_event *ev)
+static void sample_into_ring(const struct cp_perf_event *ev)
 {
 	if (ev->is_switch) {
-		on_switch_sample(ev);
+		queue_switch_out(ev);
 		return;
 	}
 	uint64_t kernel;
@@ -629,7 +629,7 @@ static void on_record(const struct perf_event_header *h, int cpu, void *unused)
 	switch (ev.type) {
 	case PERF_RECORD_SAMPLE:
 		if (!ev.is_switch || eng.off_cpu)
-			on_sample(&ev);
+			sample_into_ring(&ev);
 		break;
 	case PERF_RECORD_LOST:
 		eng.st.lost += ev.lost;
@@ -730,7 +730,7 @@ static int keeper_drain(void)
 
 /* Thread tid's CPU in the profile, by what weighs its samples and its
  * tail (perf_stop); -1 if it is not known. */
-static int64_t thread_cpu(void *arg, pid_t tid)
+static int64_t sampled_cpu(void *arg, pid_t tid)
 {
 	const struct tinfo *t = tinfo_find(tid);
 	return t ? (int64_t)(t->sampled_ns + t->tail_ns) : -1;
@@ -742,7 +742,7 @@ static void stop_off_cpu(uint64_t end)
 {
 	cp_perf_queue_flush(&eng.sq, UINT64_MAX, off_cpu_event, NULL);
 	cp_switches_finish(&eng.sw, end);
-	cp_switches_check(&eng.sw, thread_cpu, NULL, 10000000, &eng.st.acct);
+	cp_switches_check(&eng.sw, sampled_cpu, NULL, 10000000, &eng.st.acct);
 	eng.st.off_stackless = eng.sw.stackless;
 	eng.st.off_unpaired = eng.sw.unpaired;
 }
