@@ -20,7 +20,7 @@
 #include "events.h"
 #include "records.h"
 #include "switches.h"
-#include "base/hash.h"
+#include "base/array.h"
 
 void cp_switches_attr(struct perf_event_attr *a)
 {
@@ -109,14 +109,8 @@ int cp_switches_add_id(struct cp_switches *s, uint64_t id)
 {
 	if (cp_switches_is_switch(s, id))
 		return 0;
-	if (s->nids == s->capids) {
-		size_t cap = s->capids ? 2 * s->capids : 16;
-		uint64_t *n = realloc(s->ids, cap * sizeof *n);
-		if (!n)
-			return -ENOMEM;
-		s->ids = n;
-		s->capids = cap;
-	}
+	if (cp_array_grow((void **)&s->ids, &s->capids, s->nids + 1, sizeof *s->ids, 16))
+		return -ENOMEM;
 	/* Kept sorted: an insertion per event opened, a binary search per
 	 * sample. */
 	size_t at = s->nids;
