@@ -197,7 +197,7 @@ static unsigned walk(struct cp_kcollector *k, struct kproc *p, const struct cp_p
 	/* A walk that wants the stack past a whole copy: the stack is deeper
 	 * than the copy, and the stack is cut there. */
 	int beyond = 0;
-	uint64_t whole = s->is_switch ? CP_SWITCH_STACK_COPY : STACK_COPY;
+	uint64_t whole = s->is_switch ? CP_SWITCH_STACK_COPY : CP_PERF_STACK_COPY;
 	struct cp_stackmem m = {
 		.beyond = &beyond,
 		.lo = regs.sp,

@@ -25,9 +25,6 @@
 #include "sig/sigstate.h"
 #include "unwind/file.h"
 
-/* Bytes of each sample's stack copied (a multiple of 8 below 64 KiB):
- * deeper stacks end where the copy does. */
-#define STACK_COPY 16384
 /* Each CPU's ring holds this long of samples at the rate asked for (as
  * far as the locked-memory limits allow); the reader wakes a quarter full. */
 #define RING_MS 250

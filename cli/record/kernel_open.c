@@ -27,18 +27,7 @@
 
 static void attr_for(const struct cp_kcollector *k, struct perf_event_attr *a, int use_read, int build_id)
 {
-	memset(a, 0, sizeof *a);
-	a->size = sizeof *a;
-	a->type = PERF_TYPE_SOFTWARE;
-	a->config = PERF_COUNT_SW_TASK_CLOCK;
-	a->sample_period = k->period;
-	cp_perf_sampling_attr(a, use_read, STACK_COPY);
-	a->exclude_kernel = (unsigned)!k->kernel;
-	a->exclude_hv = 1;
-	a->inherit = 1;
-	a->inherit_stat = 1;
-	a->task = 1;
-	a->comm = 1;
+	cp_perf_sampler_attr(a, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, k->period, k->kernel, use_read);
 	a->comm_exec = 1;
 	a->mmap = 1;
 	a->mmap2 = 1;
@@ -173,14 +162,14 @@ static int setup(struct cp_kcollector **out, const struct cp_kernel_conf *c)
 	int hz = c->hz > CP_HZ_SAMPLED_MAX ? CP_HZ_SAMPLED_MAX : c->hz;
 	k->period = 1000000000u / (unsigned)hz;
 	k->use_read = k->build_id = k->kernel = 1;
-	k->bounce_size = STACK_COPY + 4096;
+	k->bounce_size = CP_PERF_STACK_COPY + 4096;
 	k->bounce = malloc(k->bounce_size);
 	k->cache = calloc(1, sizeof *k->cache);
 	if (!k->bounce || !k->cache || cp_perf_rings(&k->rings, &k->nrings) < 0) {
 		cp_kernel_free(k);
 		return -ENOMEM;
 	}
-	uint64_t want = ((uint64_t)hz * RING_MS / 1000 * (STACK_COPY + 256) + 4095) / 4096;
+	uint64_t want = ((uint64_t)hz * RING_MS / 1000 * (CP_PERF_STACK_COPY + 256) + 4095) / 4096;
 	/* A switch-out costs a sample too, at whatever rate the program
 	 * switches: the largest rings. */
 	if (k->off_cpu)

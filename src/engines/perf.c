@@ -437,7 +437,7 @@ static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
 		eng.period = 1;
 	struct timespec res;
 	eng.tick_bound = clock_getres(CLOCK_MONOTONIC, &res) == 0 && (res.tv_sec > 0 || res.tv_nsec > 1000000);
-	eng.bounce_size = STACK_COPY + 4096;
+	eng.bounce_size = CP_PERF_STACK_COPY + 4096;
 	struct rlimit rl;
 	eng.fd_budget = 256;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 2 > 256)
@@ -454,7 +454,7 @@ static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
 	if (fd >= 0)
 		close(fd);
 	uint64_t hz = c->period_ns ? 1000000000u / c->period_ns : 1000;
-	uint64_t want = (hz * RING_MS / 1000 * (STACK_COPY + 256) + 4095) / 4096;
+	uint64_t want = (hz * RING_MS / 1000 * (CP_PERF_STACK_COPY + 256) + 4095) / 4096;
 	if (eng.off_cpu)
 		want = CP_PERF_RING_PAGES_MAX; /* a sample per switch-out, too */
 	eng.ring_pages = cp_perf_ring_pages(eng.nrings, want > UINT32_MAX ? UINT32_MAX : (unsigned)want);
@@ -472,7 +472,7 @@ static int start_kind(struct perf_kind *k, const struct cp_engine_conf *c)
 	for (size_t i = 0; i < eng.nrings; i++)
 		if (eng.rings[i].page && eng.rings[i].size < least)
 			least = eng.rings[i].size;
-	uint64_t per_ring = least / (STACK_COPY + 256);
+	uint64_t per_ring = least / (CP_PERF_STACK_COPY + 256);
 	uint64_t ms = hz ? per_ring * 1000u / (2 * hz) : SLEEP_MAX_MS;
 	eng.sleep_ms = ms < SLEEP_MIN_MS ? SLEEP_MIN_MS : ms > SLEEP_MAX_MS ? SLEEP_MAX_MS : (int)ms;
 	if (eng.off_cpu && eng.sleep_ms > OFF_CPU_SLEEP_MS)
@@ -599,7 +599,7 @@ static void sample_into_ring(const struct cp_perf_event *ev)
 		s->n = 0; /* no user context (a kernel-only stretch): no stack */
 		s->flags = 0;
 	} else {
-		known = walk_copy(ev->regs, ev->data, ev->len, STACK_COPY, s);
+		known = walk_copy(ev->regs, ev->data, ev->len, CP_PERF_STACK_COPY, s);
 	}
 	s->weight_ns = weight;
 	s->tid = (uint32_t)ev->tid;

@@ -8,10 +8,6 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* Bytes of each sample's stack copied (a multiple of 8 below 64 KiB):
- * deeper stacks end in [truncated]. */
-#define STACK_COPY 16384
-
 /* What one of the two engines opens, and what its probe found out. */
 struct perf_kind {
 	uint32_t type;

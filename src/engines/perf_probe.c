@@ -33,25 +33,22 @@ int cp_perf_open_event(const struct perf_kind *k, pid_t tid, int cpu, uint64_t p
 		       int use_read)
 {
 	struct perf_event_attr a;
-	memset(&a, 0, sizeof a);
-	a.size = sizeof a;
-	a.type = k->type;
-	a.config = k->config;
-	a.sample_period = period;
-	a.exclude_kernel = !kernel;
-	a.exclude_hv = 1;
 	if (ring) {
-		cp_perf_sampling_attr(&a, use_read, STACK_COPY);
-		a.inherit = 1;
+		cp_perf_sampler_attr(&a, k->type, k->config, period, kernel, use_read);
 		a.inherit_thread = 1;
-		a.inherit_stat = 1;
-		a.task = 1;
-		a.comm = 1;
 		/* Nobody polls the rings: a watermark past their end keeps the
 		 * kernel from waking anyone. */
 		a.watermark = 1;
 		a.wakeup_watermark = (uint32_t)CP_PERF_RING_PAGES_MAX * 4096u;
 	} else {
+		/* Counting only. */
+		memset(&a, 0, sizeof a);
+		a.size = sizeof a;
+		a.type = k->type;
+		a.config = k->config;
+		a.sample_period = period;
+		a.exclude_kernel = (unsigned)!kernel;
+		a.exclude_hv = 1;
 		a.disabled = 1;
 		a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
 	}

@@ -23,6 +23,23 @@ void cp_perf_sampling_attr(struct perf_event_attr *a, int use_read, uint32_t sta
 	a->clockid = CLOCK_MONOTONIC;
 }
 
+void cp_perf_sampler_attr(struct perf_event_attr *a, uint32_t type, uint64_t config, uint64_t period, int kernel,
+			  int use_read)
+{
+	memset(a, 0, sizeof *a);
+	a->size = sizeof *a;
+	a->type = type;
+	a->config = config;
+	a->sample_period = period;
+	a->exclude_kernel = (unsigned)!kernel;
+	a->exclude_hv = 1;
+	cp_perf_sampling_attr(a, use_read, CP_PERF_STACK_COPY);
+	a->inherit = 1;
+	a->inherit_stat = 1;
+	a->task = 1;
+	a->comm = 1;
+}
+
 int cp_perf_ring_join(struct cp_perf_ring *r, int fd, unsigned *pages)
 {
 	if (r->fd < 0)

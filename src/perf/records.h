@@ -27,11 +27,23 @@
 	(PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_REGS_USER |  \
 	 PERF_SAMPLE_STACK_USER)
 
+/* Bytes of each CPU sample's stack copied (a multiple of 8 below 64 KiB):
+ * deeper stacks end where the copy does, in [truncated]. */
+#define CP_PERF_STACK_COPY 16384
+
 /* Sets the sampling part of *a to that layout: the sample type (with
  * PERF_SAMPLE_READ if use_read), the registers, stack_bytes of stack, the
  * side records' sample_id, the monotonic clock.  The rest of *a is the
  * caller's. */
 void cp_perf_sampling_attr(struct perf_event_attr *a, int use_read, uint32_t stack_bytes);
+
+/* *a for a CPU sampler both readers open: event type/config every
+ * `period` counts, kernel mode counted if `kernel`, in that layout with
+ * CP_PERF_STACK_COPY bytes of stack, inherited with each inherited
+ * thread's final count (inherit_stat), and the task and comm records.
+ * The caller adds what its rings and tasks want. */
+void cp_perf_sampler_attr(struct perf_event_attr *a, uint32_t type, uint64_t config, uint64_t period, int kernel,
+			  int use_read);
 
 /* Makes event fd write into ring r: maps it as r if r has no event yet
  * (*pages as cp_perf_ring_map), else redirects it there.  0 or a negative

@@ -67,11 +67,14 @@ int main(void)
 	CHECK(pprof_comment(path, "off_cpu_lost", val, sizeof val) != 0, "switch records out of step: off_cpu_lost=%s",
 	      val);
 	/* Out of order, the thread was off the CPU for half again its life
-	 * (1.53-1.58 in four runs), most of it charged outside the sleep. */
+	 * (1.53-1.58 in four runs), most of it charged outside the sleep.  In
+	 * order, 1.02 on a quiet machine and up to 1.062 on a loaded one (a
+	 * virtual CPU's steal time is in the task clock's count): the band
+	 * is wide enough for that and far from 1.5. */
 	CHECK(pprof_comment(path, "off_cpu_accounted", val, sizeof val) == 0, "no off_cpu_accounted");
 	printf("off_cpu_accounted=%s\n", val);
 	double lo = 0, hi = 0;
-	CHECK(sscanf(val, "%lf..%lf", &lo, &hi) == 2 && lo >= 0.95 && hi <= 1.05, "off_cpu_accounted=%s", val);
+	CHECK(sscanf(val, "%lf..%lf", &lo, &hi) == 2 && lo >= 0.92 && hi <= 1.1, "off_cpu_accounted=%s", val);
 	CHECK(r > 0.9 && r < 1.1, "order_sleep: %.1f ms off the CPU in the profile, %.1f ms measured", off / 1e6,
 	      slept / 1e6);
 	unlink(path);
