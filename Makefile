@@ -166,7 +166,8 @@ $(B)/src/unwind/table_cache.o: $(UNWIND_CODE_SRCS)
 $(B)/cli/report/flame.o: cli/report/flame.html
 
 # nodelete: the library's signal handler may stay installed after a
-# profile (src/engines/signal.c), so the library must never be unloaded.
+# profile (src/engines/sampling_signal.c), so the library must never be
+# unloaded.
 $(B)/libcpuprof.so: $(LIB_OBJS)
 	$(CC) $(CFLAGS) -shared -Wl,-soname,libcpuprof.so -Wl,-z,defs -Wl,-z,nodelete $(SOFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -1,6 +1,6 @@
 /*
  * engine.h -- the sampling engines.  One file per mechanism, one ops table
- * per engine; engines.c lists them and picks one.
+ * per engine; choose.c lists them and picks one.
  *
  * Two kinds.  The perf engines (perf.c: perf, hw) need no signal:
  * the kernel writes each sample, with the thread's user registers and a

@@ -90,7 +90,7 @@
 #include "sig/clock.h"
 
 /* Data pages of each CPU's ring: room for RING_MS of samples at the rate
- * asked for (src/perf/ring.h: at least 512 KiB, about 31 samples of 16
+ * asked for (src/perf/events.h: at least 512 KiB, about 31 samples of 16
  * KiB, at most 4 MiB): 128 pages up to 1 kHz, 1024 at 10 kHz.  A map the
  * locked-memory limits refuse is tried again at half the size, down to
  * the least.  The keeper drains a ring half full: what is left, half of
