@@ -86,9 +86,10 @@ void record_usage(FILE *f)
 	      "      (default " DEFAULT_OUTPUT "), its samples labelled with process\n"
 	      "      and thread; with --per-process, one file per process image,\n"
 	      "      CMD's last FILE, the others FILE.<pid> (FILE.<pid>.<n> after\n"
-	      "      the n-th exec).  HZ: samples\n"
-	      "      per CPU second, 1..100000 asked, " CP_HZ_SAMPLED_MAX_TEXT " at most taken (the\n"
-	      "      profile says so); NAME: auto, perf, hw, timer or\n"
+	      "      the n-th exec).  HZ: samples\n",
+	      f);
+	fprintf(f, "      per CPU second, 1..100000 asked, %ld at most taken (the\n", cp_options[CP_OPT_HZ].cap);
+	fputs("      profile says so); NAME: auto, perf, hw, timer or\n"
 	      "      itimer; N: stack depth 1..1024, sampling signal of the timer\n"
 	      "      engines: SIGPROF (27) or a real-time signal; MODE: auto\n"
 	      "      (.eh_frame tables, frame pointers where there are none), dwarf\n"
