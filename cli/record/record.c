@@ -44,6 +44,7 @@
 
 #include "collect.h"
 #include "commands.h"
+#include "flags.h"
 #include "kernel.h"
 #include "profile/options.h"
 #include "record_write.h"
@@ -51,7 +52,6 @@
 
 #define DEFAULT_OUTPUT "cpu.pb.gz"
 #define LIBNAME "libcpuprof.so"
-#define DEFAULT_GRACE "5"
 /* The shared memory: slots for the processes of the tree that run at the
  * same time, each with a ring of this many samples. */
 #define SLOTS 128
@@ -63,195 +63,126 @@
 /* The most processes -p takes. */
 #define MAX_PIDS 64
 
-/* What the command line asked for; NULL fields were not given. */
+/* record's flags: their order is the usage's. */
+enum { F_OUTPUT, F_HZ, F_ENGINE, F_DEPTH, F_SIGNAL, F_UNWIND, F_PER_PROCESS, F_GRACE, F_PRELOAD, F_OFF_CPU, F_PID,
+       F_DURATION, F_NFLAGS };
+
+static const struct flag record_flags[F_NFLAGS] = {
+	[F_OUTPUT] = { "--output", 'o', FLAG_TEXT, "FILE", .want = "a file name",
+		       .help = "the profile (default " DEFAULT_OUTPUT "); with --per-process CMD's last image's, "
+			       "the others' FILE.<pid> (FILE.<pid>.<n> after the n-th exec)" },
+	[F_HZ] = { "--hz", 'F', FLAG_SETTING, "HZ", .setting = CP_OPT_HZ },
+	[F_ENGINE] = { "--engine", 0, FLAG_SETTING, "NAME", .setting = CP_OPT_ENGINE,
+		       .help = "from outside where the kernel allows it (perf events on the tree, nothing "
+			       "preloaded); hw, timer and itimer are the library's, preloaded into each process" },
+	[F_DEPTH] = { "--depth", 0, FLAG_SETTING, "N", .setting = CP_OPT_DEPTH },
+	[F_SIGNAL] = { "--signal", 0, FLAG_SETTING, "N", .setting = CP_OPT_SIGNAL,
+		       .help = "with --engine timer or itimer" },
+	[F_UNWIND] = { "--unwind", 0, FLAG_SETTING, "MODE", .setting = CP_OPT_UNWIND,
+		       .help = "auto: .eh_frame tables, frame pointers where there are none" },
+	[F_PER_PROCESS] = { "--per-process", 0, FLAG_BOOL, .help = "one file per process image (-o)" },
+	[F_GRACE] = { "--grace", 0, FLAG_INT, "SECONDS", .min = 0, .max = 3600, .def = 5,
+		      .want = "the seconds CMD has to end, an integer from 0 to 3600",
+		      .help = "SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to record go to CMD, which then has "
+			      "SECONDS to end before it is killed" },
+	[F_PRELOAD] = { "--preload", 0, FLAG_BOOL,
+			.help = "inside each process, the library preloaded, whatever the engine" },
+	[F_OFF_CPU] = { "--off-cpu", 0, FLAG_BOOL,
+			.help = "also the time each thread spent off the CPU (blocked, or waiting to run), charged to "
+				"the stack where it left the CPU: sample types off_cpu and wall beside cpu (from "
+				"outside only; needs root, CAP_PERFMON or perf_event_paranoid <= 1, else CPU only, "
+				"and it says why)" },
+	[F_PID] = { "--pid", 'p', FLAG_TEXT, "PID[,PID...]", .want = "a list of process IDs",
+		    .help = "the running processes to record, instead of CMD" },
+	[F_DURATION] = { "--duration", 'd', FLAG_INT, "SECONDS", .min = 1, .max = 86400 * 365, .no_def = true,
+			 .want = "the seconds to record, an integer from 1",
+			 .help = "with -p: until SECONDS pass (else until record is interrupted or they end)" },
+};
+
+static const struct flags record_cmd = {
+	.cmd = "record",
+	.flag = record_flags,
+	.n = F_NFLAGS,
+	.command_follows = true,
+	.synopsis = "  cpuprof record [OPTIONS] -- CMD [ARGS...]\n"
+		    "  cpuprof record -p PID[,PID...] [OPTIONS]\n"
+		    "      run CMD, or watch the running processes PID until SECONDS\n"
+		    "      pass, record is interrupted or they end, and write one\n"
+		    "      profile of them and of every process they start to FILE,\n"
+		    "      its samples labelled with process and thread.  Exits with\n"
+		    "      CMD's status.\n",
+};
+
+/* What the command line asked for. */
 struct record_opts {
-	const char *output;
-	const char *hz, *engine, *depth, *signal, *unwind, *grace, *pids, *duration;
+	const char *output;          /* never NULL */
+	const char *pids;            /* -p, or NULL */
+	long grace, duration;        /* duration 0: none */
 	bool per_process;
-	bool preload; /* inside each process, whatever the engine */
-	bool off_cpu; /* off-CPU time too */
-	char **cmd; /* NULL-terminated argv of the command, or NULL with -p */
+	bool preload;                /* inside each process, whatever the engine */
+	bool off_cpu;                /* off-CPU time too */
+	const struct flag_value *v;  /* every flag's, by F_* */
+	char **cmd;                  /* NULL-terminated argv of the command, or NULL with -p */
 };
 
 void record_usage(FILE *f)
 {
-	fputs("  cpuprof record [-o FILE] [-F HZ] [--engine NAME] [--depth N]\n"
-	      "                 [--signal N] [--unwind MODE] [--per-process]\n"
-	      "                 [--grace SECONDS] [--preload] [--off-cpu] -- CMD [ARGS...]\n"
-	      "  cpuprof record -p PID[,PID...] [-d SECONDS] [-o FILE] [-F HZ]\n"
-	      "                 [--depth N] [--unwind MODE] [--per-process] [--off-cpu]\n"
-	      "      run CMD, or watch the running processes PID until SECONDS\n"
-	      "      pass, record is interrupted or they end, and write one\n"
-	      "      profile of them and of every process they start to FILE\n"
-	      "      (default " DEFAULT_OUTPUT "), its samples labelled with process\n"
-	      "      and thread; with --per-process, one file per process image,\n"
-	      "      CMD's last FILE, the others FILE.<pid> (FILE.<pid>.<n> after\n"
-	      "      the n-th exec).  HZ: samples\n",
-	      f);
-	fprintf(f, "      per CPU second, 1..100000 asked, %ld at most taken (the\n", cp_options[CP_OPT_HZ].cap);
-	fputs("      profile says so); NAME: auto, perf, hw, timer or\n"
-	      "      itimer; N: stack depth 1..1024, sampling signal of the timer\n"
-	      "      engines: SIGPROF (27) or a real-time signal; MODE: auto\n"
-	      "      (.eh_frame tables, frame pointers where there are none), dwarf\n"
-	      "      or fp.  SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to record go\n"
-	      "      to CMD, which then has SECONDS (default " DEFAULT_GRACE ") to end\n"
-	      "      before it is killed.  Exits with CMD's status.  From outside\n"
-	      "      where the kernel allows it (perf events on the tree, nothing\n"
-	      "      preloaded); with --preload, or an engine of the library's\n"
-	      "      (timer, itimer, hw), the library is preloaded into each\n"
-	      "      process.  --off-cpu: also the time each thread spent off\n"
-	      "      the CPU (blocked, or waiting to run), charged to the stack\n"
-	      "      where it left the CPU: sample types off_cpu and wall beside\n"
-	      "      cpu (from outside only; needs root, CAP_PERFMON or\n"
-	      "      perf_event_paranoid <= 1, else CPU only, and it says why).\n",
-	      f);
+	flags_usage(&record_cmd, f);
 }
 
-/* If argv[*i] is option `shortname` (e.g. "-o", may be NULL) or `longname`
- * (e.g. "--output") in any of the forms "-o V", "-oV", "--output V" and
- * "--output=V", stores V in *val (NULL if it is missing: "-o -- CMD" is
- * a missing value, not a file named "--"), advances *i past it and
- * returns true. */
-static bool match_opt(int argc, char **argv, int *i, const char *shortname, const char *longname, const char **val)
+/* The engine asked for, or NULL. */
+static const char *engine_asked(const struct record_opts *o)
 {
-	const char *a = argv[*i];
-	size_t sl = shortname ? strlen(shortname) : 0, ll = strlen(longname);
-	if ((shortname && strcmp(a, shortname) == 0) || strcmp(a, longname) == 0) {
-		*val = *i + 1 < argc && strcmp(argv[*i + 1], "--") != 0 ? argv[++*i] : NULL;
-		if (!*val)
-			++*i;
-		return true;
-	}
-	if (strncmp(a, longname, ll) == 0 && a[ll] == '=') {
-		*val = a + ll + 1;
-		return true;
-	}
-	if (shortname && strncmp(a, shortname, sl) == 0) {
-		*val = a + sl;
-		return true;
-	}
-	return false;
+	return o->v[F_ENGINE].set ? o->v[F_ENGINE].text : NULL;
 }
 
-/* Parses argv (argv[0] is "record") into *o.  Prints a message and
- * returns -1 for anything wrong, 1 for --help, 0 otherwise. */
-static int parse_args(int argc, char **argv, struct record_opts *o)
+/* Flags that do not go together, or do not apply: 0, or -1 after saying
+ * which. */
+static int check_fit(const struct record_opts *o, const struct flag_value *v, size_t noperands)
 {
-	int i;
-	long v;
+	const char *engine = engine_asked(o);
+	if (o->pids && noperands)
+		flags_refuse(&record_cmd, "-p and a command: give one or the other");
+	else if (!o->pids && !noperands)
+		flags_refuse(&record_cmd, "no command given (or -p PID)");
+	else if (v[F_DURATION].set && !o->pids)
+		flags_refuse(&record_cmd, "-d/--duration goes with -p: a command is recorded until it ends");
+	else if (o->pids && (engine || v[F_SIGNAL].set || o->preload))
+		flags_refuse(&record_cmd, "-p records from outside, with the perf engine: %s does not apply",
+			     engine ? "--engine" : v[F_SIGNAL].set ? "--signal" : "--preload");
+	else if (o->pids && v[F_GRACE].set)
+		flags_refuse(&record_cmd, "--grace is the time CMD has to end once record passes it a signal; -p "
+			     "sends its processes none: it does not apply");
+	else if (v[F_SIGNAL].set && (!engine || (strcmp(engine, CP_ENGINE_TIMER) != 0 &&
+						   strcmp(engine, CP_ENGINE_ITIMER) != 0)))
+		flags_refuse(&record_cmd, "--signal is the timer engines' sampling signal: it goes with --engine "
+			     "timer or itimer (the perf engines send none)");
+	else
+		return 0;
+	return -1;
+}
+
+/* Parses argv (argv[0] is "record") into *o, whose values point into fr
+ * (the caller frees it).  Returns 0, FLAGS_HELP (printed), or -1 after
+ * printing what is wrong.  Each value is checked as it is read, a
+ * setting by the library's own rule (src/profile/options.h). */
+static int parse_args(int argc, char **argv, struct record_opts *o, struct flags_result *fr)
+{
 	memset(o, 0, sizeof *o);
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = NULL, *name = a;
-		if (strcmp(a, "--") == 0) {
-			i++;
-			break;
-		}
-		if (a[0] != '-' || a[1] == '\0')
-			break; /* the command starts here */
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
-			return 1;
-		if (strcmp(a, "--per-process") == 0) {
-			o->per_process = true;
-			continue;
-		}
-		if (strcmp(a, "--preload") == 0) {
-			o->preload = true;
-			continue;
-		}
-		if (strcmp(a, "--off-cpu") == 0) {
-			o->off_cpu = true;
-			continue;
-		}
-		if (match_opt(argc, argv, &i, "-o", "--output", &val))
-			o->output = val;
-		else if (match_opt(argc, argv, &i, "-F", "--hz", &val))
-			o->hz = val;
-		else if (match_opt(argc, argv, &i, NULL, "--engine", &val))
-			o->engine = val;
-		else if (match_opt(argc, argv, &i, NULL, "--depth", &val))
-			o->depth = val;
-		else if (match_opt(argc, argv, &i, NULL, "--signal", &val))
-			o->signal = val;
-		else if (match_opt(argc, argv, &i, NULL, "--unwind", &val))
-			o->unwind = val;
-		else if (match_opt(argc, argv, &i, NULL, "--grace", &val))
-			o->grace = val;
-		else if (match_opt(argc, argv, &i, "-p", "--pid", &val))
-			o->pids = val;
-		else if (match_opt(argc, argv, &i, "-d", "--duration", &val))
-			o->duration = val;
-		else {
-			fprintf(stderr, "cpuprof record: unknown option '%s'\n", a);
-			return -1;
-		}
-		if (!val) {
-			fprintf(stderr, "cpuprof record: option '%s' needs a value\n", name);
-			return -1;
-		}
-	}
-	if (o->pids && i < argc) {
-		fprintf(stderr, "cpuprof record: -p and a command: give one or the other\n");
-		return -1;
-	}
-	if (!o->pids && i >= argc) {
-		fprintf(stderr, "cpuprof record: no command given (or -p PID)\n");
-		return -1;
-	}
-	if (o->duration && !o->pids) {
-		fprintf(stderr, "cpuprof record: -d/--duration goes with -p: a command is recorded until it ends\n");
-		return -1;
-	}
-	if (o->pids && (o->engine || o->signal || o->preload)) {
-		fprintf(stderr, "cpuprof record: -p records from outside, with the perf engine: %s does not apply\n",
-			o->engine ? "--engine" : o->signal ? "--signal" : "--preload");
-		return -1;
-	}
-	if (o->pids && o->grace) {
-		fprintf(stderr, "cpuprof record: --grace is the time CMD has to end once record passes it a signal; -p "
-			"sends its processes none: it does not apply\n");
-		return -1;
-	}
-	if (o->signal && (!o->engine || (strcmp(o->engine, "timer") != 0 && strcmp(o->engine, "itimer") != 0))) {
-		fprintf(stderr, "cpuprof record: --signal is the timer engines' sampling signal: it goes with --engine "
-			"timer or itimer (the perf engines send none)\n");
-		return -1;
-	}
-	o->cmd = o->pids ? NULL : argv + i;
-	if (o->duration && !parse_int_arg(o->duration, 1, 86400 * 365, &v)) {
-		fprintf(stderr, "cpuprof record: -d %s: the seconds to record must be an integer from 1\n", o->duration);
-		return -1;
-	}
-
-	if (o->output && o->output[0] == '\0') {
-		fprintf(stderr, "cpuprof record: -o/--output: empty file name\n");
-		return -1;
-	}
-	if (o->grace && !parse_int_arg(o->grace, 0, 3600, &v)) {
-		fprintf(stderr, "cpuprof record: --grace %s: the seconds CMD has to end must be an integer from 0 "
-			"to 3600\n", o->grace);
-		return -1;
-	}
-	/* Each setting checked by the library's own table (src/profile/options.h),
-	 * which the profiled program reads it with. */
-	const struct {
-		const char *val;
-		enum cp_option_id id;
-	} checks[] = {
-		{ o->hz, CP_OPT_HZ },
-		{ o->engine, CP_OPT_ENGINE },
-		{ o->depth, CP_OPT_DEPTH },
-		{ o->signal, CP_OPT_SIGNAL },
-		{ o->unwind, CP_OPT_UNWIND },
-	};
-	for (size_t k = 0; k < sizeof checks / sizeof checks[0]; k++) {
-		const struct cp_option *opt = &cp_options[checks[k].id];
-		char why[256];
-		if (checks[k].val && cp_option_parse(opt, checks[k].val, &v, why, sizeof why) < 0) {
-			fprintf(stderr, "cpuprof record: %s %s: %s\n", opt->flag, checks[k].val, why);
-			return -1;
-		}
-	}
-	return 0;
+	int rc = flags_parse(&record_cmd, argc, argv, fr);
+	if (rc != 0)
+		return rc;
+	const struct flag_value *v = fr->v;
+	o->v = v;
+	o->output = v[F_OUTPUT].set ? v[F_OUTPUT].text : DEFAULT_OUTPUT;
+	o->pids = v[F_PID].text;
+	o->grace = v[F_GRACE].n;
+	o->duration = v[F_DURATION].set ? v[F_DURATION].n : 0;
+	o->per_process = v[F_PER_PROCESS].set;
+	o->preload = v[F_PRELOAD].set;
+	o->off_cpu = v[F_OFF_CPU].set;
+	o->cmd = o->pids ? NULL : fr->operands;
+	return check_fit(o, v, fr->noperands);
 }
 
 /* The canonical path of `path` if it names a readable regular file, else
@@ -302,8 +233,30 @@ static char *find_library(void)
 	return found;
 }
 
+/* Hands the settings to the preloaded processes, in their CPUPROF_*
+ * variables: each as record took it (the choice's own name, the number
+ * in decimal), so that they read what record checked; a setting not
+ * given is not passed on, whatever record's own environment had.
+ * -1 if out of memory. */
+static int hand_settings(const struct record_opts *o)
+{
+	for (size_t k = 0; k < F_NFLAGS; k++) {
+		const struct flag *f = &record_flags[k];
+		if (f->kind != FLAG_SETTING)
+			continue;
+		const struct cp_option *opt = &cp_options[f->setting];
+		char num[24];
+		snprintf(num, sizeof num, "%ld", o->v[k].n);
+		if (!o->v[k].set)
+			unsetenv(opt->env);
+		else if (setenv(opt->env, opt->kind == CP_OPT_CHOICE ? o->v[k].text : num, 1) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Sets the environment CMD runs in: LD_PRELOAD with lib first, the shared
- * memory's path, CPUPROF_* for the options given, and none of LD_PRELOAD
+ * memory's path, the settings (hand_settings), and none of LD_PRELOAD
  * mode's own variables.  Returns -1 if out of memory. */
 static int set_environment(const struct record_opts *o, const char *lib, const char *shm)
 {
@@ -320,11 +273,7 @@ static int set_environment(const struct record_opts *o, const char *lib, const c
 	unsetenv("CPUPROF");
 	unsetenv("CPUPROF_OWNER");
 	unsetenv(cp_options[CP_OPT_OFF_CPU].env); /* off-CPU time comes from outside only */
-	if (rc < 0 || setenv(CP_SHM_ENV, shm, 1) < 0 || (o->hz && setenv("CPUPROF_HZ", o->hz, 1) < 0) ||
-	    (o->engine && setenv("CPUPROF_ENGINE", o->engine, 1) < 0) ||
-	    (o->depth && setenv("CPUPROF_DEPTH", o->depth, 1) < 0) ||
-	    (o->signal && setenv("CPUPROF_SIGNAL", o->signal, 1) < 0) ||
-	    (o->unwind && setenv("CPUPROF_UNWIND", o->unwind, 1) < 0))
+	if (rc < 0 || setenv(CP_SHM_ENV, shm, 1) < 0 || hand_settings(o) < 0)
 		return -1;
 	return 0;
 }
@@ -582,9 +531,7 @@ static int run(const struct record_opts *o, const struct cp_kernel_conf *kc, str
 		fprintf(stderr, "cpuprof record: %s: %s\n", o->cmd[0], strerror(*exec_errno));
 		return -1;
 	}
-	long grace = 5;
-	if (o->grace)
-		parse_int_arg(o->grace, 0, 3600, &grace);
+	long grace = o->grace;
 
 	while (!rs->root_done) {
 		int timeout = c->kernel ? KERNEL_POLL_MS : POLL_MS;
@@ -632,7 +579,7 @@ static int parse_pids(const char *list, pid_t *pids)
 		}
 		memcpy(buf, p, len);
 		buf[len] = '\0';
-		if (!parse_int_arg(buf, 1, INT_MAX, &v)) {
+		if (!flags_int(buf, 1, INT_MAX, &v)) {
 			fprintf(stderr, "cpuprof record: -p: '%s' is not a process ID\n", buf);
 			return -1;
 		}
@@ -686,10 +633,7 @@ static int run_attach(const struct record_opts *o, const struct cp_kernel_conf *
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return EXIT_USAGE;
 	}
-	long seconds = 0;
-	if (o->duration)
-		parse_int_arg(o->duration, 1, 86400 * 365, &seconds);
-	int64_t end = seconds ? mono_ms() + (int64_t)seconds * 1000 : 0;
+	int64_t end = o->duration ? mono_ms() + (int64_t)o->duration * 1000 : 0;
 	const char *stopped = "the processes ended";
 	for (;;) {
 		int timeout = KERNEL_POLL_MS;
@@ -758,21 +702,16 @@ int cmd_record(int argc, char **argv)
 	struct stat st;
 	char why[512], refusal[512] = "";
 
+	struct flags_result fr;
 	memset(&c, 0, sizeof c);
 	c.shm.fd = -1;
 	memset(&rs, 0, sizeof rs);
-	int pr = parse_args(argc, argv, &o);
-	if (pr > 0) {
-		fputs("usage:\n", stdout);
-		record_usage(stdout);
-		return 0;
+	int pr = parse_args(argc, argv, &o, &fr);
+	if (pr != 0) {
+		flags_free(&record_cmd, &fr);
+		return pr == FLAGS_HELP ? 0 : EXIT_USAGE;
 	}
-	if (pr < 0) {
-		fputs("usage:\n", stderr);
-		record_usage(stderr);
-		return EXIT_USAGE;
-	}
-	const char *output = o.output ? o.output : DEFAULT_OUTPUT;
+	const char *output = o.output;
 	if (output[0] == '/') {
 		abs = strdup(output);
 	} else {
@@ -809,20 +748,15 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "cpuprof record: -o %s: cannot write in %s: %s\n", output, dir, strerror(e));
 		goto out;
 	}
-	long depth = cp_options[CP_OPT_DEPTH].def, hz = cp_options[CP_OPT_HZ].def, unwind = 0;
-	if (o.depth)
-		parse_int_arg(o.depth, 1, cp_options[CP_OPT_DEPTH].max, &depth);
-	if (o.hz)
-		parse_int_arg(o.hz, 1, cp_options[CP_OPT_HZ].max, &hz);
-	if (o.unwind)
-		cp_option_parse(&cp_options[CP_OPT_UNWIND], o.unwind, &unwind, why, sizeof why);
+	long depth = o.v[F_DEPTH].n, hz = o.v[F_HZ].n, unwind = o.v[F_UNWIND].n;
+	const char *engine = engine_asked(&o);
 	/* An earlier profile at FILE stays until this run's replaces it
 	 * (written beside it and renamed over it): a command that cannot run
 	 * or a refused -p loses nothing. */
 	/* The hw engine runs inside each process: where no PMU counts
 	 * cycles, each would only say so and run unprofiled. */
 	int pmu;
-	if (o.engine && strcmp(o.engine, CP_ENGINE_HW) == 0 && (pmu = cp_kernel_pmu(why, sizeof why)) < 0) {
+	if (engine && strcmp(engine, CP_ENGINE_HW) == 0 && (pmu = cp_kernel_pmu(why, sizeof why)) < 0) {
 		fprintf(stderr, "cpuprof record: --engine hw: %s%s\n", why,
 			pmu == -ENOENT || pmu == -EOPNOTSUPP || pmu == -ENODEV
 				? "; the default engine (perf) samples with the task clock instead" : "");
@@ -840,7 +774,7 @@ int cmd_record(int argc, char **argv)
 
 	/* From outside where the engine asked for is the perf task clock and
 	 * the kernel lets record open it; else preloaded. */
-	int outside = !o.preload && (!o.engine || !strcmp(o.engine, "auto") || !strcmp(o.engine, CP_ENGINE_PERF)) &&
+	int outside = !o.preload && (!engine || !strcmp(engine, "auto") || !strcmp(engine, CP_ENGINE_PERF)) &&
 		      !tick_bound() && cp_kernel_probe(&kc, refusal, sizeof refusal) == 0;
 	int status = -2;
 	char absent[512] = "";
@@ -914,5 +848,6 @@ out:
 	free(lib);
 	free(abs);
 	free(dir);
+	flags_free(&record_cmd, &fr);
 	return rc;
 }

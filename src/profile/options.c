@@ -22,19 +22,19 @@ const struct cp_option cp_options[CP_NOPTIONS] = {
 	 * measured (docs/benchmarks.md); above the tick, the timer engines
 	 * fire at the tick whatever is asked.  The library and record's
 	 * events from outside alike. */
-	[CP_OPT_HZ] = { .name = "hz", .env = "CPUPROF_HZ", .flag = "-F/--hz", .kind = CP_OPT_INT, .min = 1, .max = 100000, .def = 1000,
+	[CP_OPT_HZ] = { .name = "hz", .env = "CPUPROF_HZ", .kind = CP_OPT_INT, .min = 1, .max = 100000, .def = 1000,
 			.cap = 10000, .what = "the sampling rate, in samples per second of CPU time" },
-	[CP_OPT_ENGINE] = { .name = "engine", .env = "CPUPROF_ENGINE", .flag = "--engine", .kind = CP_OPT_CHOICE, .choices = engines,
+	[CP_OPT_ENGINE] = { .name = "engine", .env = "CPUPROF_ENGINE", .kind = CP_OPT_CHOICE, .choices = engines,
 			    .what = "the sampling engine" },
-	[CP_OPT_SIGNAL] = { .name = "signal", .env = "CPUPROF_SIGNAL", .flag = "--signal", .kind = CP_OPT_SIGNO, .min = 1, .max = 64,
+	[CP_OPT_SIGNAL] = { .name = "signal", .env = "CPUPROF_SIGNAL", .kind = CP_OPT_SIGNO, .min = 1, .max = 64,
 			    .what = "the sampling signal of the timer and itimer engines" },
-	[CP_OPT_DEPTH] = { .name = "max_depth", .env = "CPUPROF_DEPTH", .flag = "--depth", .kind = CP_OPT_INT, .min = 1, .max = 1024,
+	[CP_OPT_DEPTH] = { .name = "max_depth", .env = "CPUPROF_DEPTH", .kind = CP_OPT_INT, .min = 1, .max = 1024,
 			   .def = 128, .what = "the most frames kept per sample" },
-	[CP_OPT_UNWIND] = { .name = "unwind", .env = "CPUPROF_UNWIND", .flag = "--unwind", .kind = CP_OPT_CHOICE, .choices = unwinds,
+	[CP_OPT_UNWIND] = { .name = "unwind", .env = "CPUPROF_UNWIND", .kind = CP_OPT_CHOICE, .choices = unwinds,
 			    .what = "how stacks are walked" },
 	/* 0 or 1: whether to record off-CPU time too (perf engine, with the
 	 * kernel's leave: docs/off-cpu.md). */
-	[CP_OPT_OFF_CPU] = { .name = "off_cpu", .env = "CPUPROF_OFF_CPU", .flag = "--off-cpu", .kind = CP_OPT_INT, .min = 0, .max = 1,
+	[CP_OPT_OFF_CPU] = { .name = "off_cpu", .env = "CPUPROF_OFF_CPU", .kind = CP_OPT_INT, .min = 0, .max = 1,
 			     .what = "whether to record off-CPU time (0 or 1)" },
 };
 

@@ -1,11 +1,11 @@
 /*
  * options.h -- every setting of a profile, described once: its name, its
- * environment variable (LD_PRELOAD mode), its command-line flag (`cpuprof
- * record`), its range or choices, its default and the most that is acted
- * on.  cpuprof_start() checks its options with this table, preload.c
- * reads the environment with it and the CLI validates its flags with it,
- * so the three cannot disagree.  Shared by the library and the CLI; not
- * signal context.
+ * environment variable (LD_PRELOAD mode), its range or choices, its
+ * default and the most that is acted on.  cpuprof_start() checks its
+ * options with this table, preload.c reads the environment with it, the
+ * CLI's flags (cli/flags.c) are checked and described by it and `record`
+ * hands preloaded processes the values it took, so none can disagree.
+ * Shared by the library and the CLI; not signal context.
  */
 #ifndef CPUPROF_OPTIONS_H
 #define CPUPROF_OPTIONS_H
@@ -25,7 +25,6 @@ enum cp_option_kind { CP_OPT_INT, CP_OPT_CHOICE, CP_OPT_SIGNO };
 struct cp_option {
 	const char *name;  /* "hz": the struct cpuprof_options field */
 	const char *env;   /* "CPUPROF_HZ" */
-	const char *flag;  /* "-F/--hz" */
 	enum cp_option_kind kind;
 	long min, max;     /* CP_OPT_INT; CP_OPT_SIGNO: 1..64 */
 	long def;          /* CP_OPT_INT: the default (0 for none) */
