@@ -451,102 +451,118 @@ static void collect_poll(struct collector *c)
 		cp_collect_poll(&c->shm);
 }
 
-/* Runs o->cmd and collects the tree's samples until it has ended; returns
- * CMD's wait status, or -1 if it could not be started (after printing why;
- * *exec_errno is then its errno, or 0 if fork itself failed).  With a
- * kernel configuration kc, the events are opened on CMD's process before
- * it execs; if they cannot be (*refused: the reason), -2 and nothing ran. */
-static int run(const struct record_opts *o, const struct cp_kernel_conf *kc, struct collector *c,
-	       struct run_state *rs, int *exec_errno, char *refused, size_t rlen)
+/* The child's side of spawn(): waits for the events to be opened on it
+ * (kc), then execs CMD; an exec that fails writes its errno to pfd. */
+static void child_exec(const struct record_opts *o, bool kc, int pfd[2], int go[2], const sigset_t *old)
+{
+	sigprocmask(SIG_SETMASK, old, NULL);
+	close(pfd[0]);
+	if (kc) {
+		/* The events are opened on us while we wait: they come on at
+		 * the exec. */
+		char b = 0;
+		close(go[1]);
+		if (read(go[0], &b, 1) != 1 || b != 'g')
+			_exit(127);
+	}
+	execvp(o->cmd[0], o->cmd);
+	int e = errno;
+	ssize_t w = write(pfd[1], &e, sizeof e);
+	(void)w;
+	_exit(127);
+}
+
+/* Starts o->cmd with record's signals blocked into a signalfd (*sfd; the
+ * mask before is *old) and, with a kernel configuration kc, the events
+ * opened on it before it execs.  Returns 0 with CMD running (rs->root);
+ * -1 if it could not be started, after printing why (*exec_errno is then
+ * its errno, or 0 if fork itself failed); -2 if the events could not be
+ * opened (*refused: the reason), and nothing ran.  On failure the mask
+ * is restored and *sfd closed. */
+static int spawn(const struct record_opts *o, const struct cp_kernel_conf *kc, struct collector *c,
+		 struct run_state *rs, int *sfd, sigset_t *old, int *exec_errno, char *refused, size_t rlen)
 {
 	int pfd[2], go[2] = { -1, -1 };
-	sigset_t mine, old;
+	sigset_t mine;
 	*exec_errno = 0;
 	if (pipe2(pfd, O_CLOEXEC) < 0 || (kc && pipe2(go, O_CLOEXEC) < 0)) {
 		perror("cpuprof record: pipe");
 		return -1;
 	}
 	record_signals(&mine);
-	sigprocmask(SIG_BLOCK, &mine, &old);
-	int sfd = signalfd(-1, &mine, SFD_CLOEXEC | SFD_NONBLOCK);
+	sigprocmask(SIG_BLOCK, &mine, old);
+	*sfd = signalfd(-1, &mine, SFD_CLOEXEC | SFD_NONBLOCK);
 	/* Orphans of the tree are reparented to record, not to init. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	fflush(NULL);
 	pid_t pid = fork();
-	if (pid == 0) {
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		close(pfd[0]);
-		if (kc) {
-			/* The events are opened on us while we wait: they come
-			 * on at the exec. */
-			char b = 0;
-			close(go[1]);
-			if (read(go[0], &b, 1) != 1 || b != 'g')
-				_exit(127);
-		}
-		execvp(o->cmd[0], o->cmd);
-		int e = errno;
-		ssize_t w = write(pfd[1], &e, sizeof e);
-		(void)w;
-		_exit(127);
-	}
+	if (pid == 0)
+		child_exec(o, kc != NULL, pfd, go, old);
 	close(pfd[1]);
 	if (go[0] >= 0)
 		close(go[0]);
-	if (pid < 0 || sfd < 0) {
+	int rc = 0, e = 0;
+	bool reaped = false; /* CMD is to be waited for here (it cannot go on) */
+	if (pid < 0 || *sfd < 0) {
 		perror(pid < 0 ? "cpuprof record: fork" : "cpuprof record: signalfd");
-		close(pfd[0]);
 		if (go[1] >= 0)
 			close(go[1]);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		return -1;
-	}
-	if (kc) {
-		int rc = cp_kernel_start(&c->kernel, kc, pid, refused, rlen);
+		rc = -1;
+	} else if (kc) {
+		rc = cp_kernel_start(&c->kernel, kc, pid, refused, rlen) < 0 ? -2 : 0;
+		reaped = rc < 0;
 		ssize_t w = write(go[1], rc == 0 ? "g" : "n", 1);
 		(void)w;
 		close(go[1]);
-		if (rc < 0) {
-			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-				;
-			close(pfd[0]);
-			close(sfd);
-			sigprocmask(SIG_SETMASK, &old, NULL);
-			return -2;
+	}
+	if (rc == 0) {
+		ssize_t n;
+		do
+			n = read(pfd[0], &e, sizeof e);
+		while (n < 0 && errno == EINTR);
+		rs->root = pid;
+		if (n == (ssize_t)sizeof e) {
+			*exec_errno = e ? e : ENOEXEC;
+			fprintf(stderr, "cpuprof record: %s: %s\n", o->cmd[0], strerror(*exec_errno));
+			rc = -1;
+			reaped = true;
 		}
 	}
-	int e = 0;
-	ssize_t n;
-	do
-		n = read(pfd[0], &e, sizeof e);
-	while (n < 0 && errno == EINTR);
 	close(pfd[0]);
-	rs->root = pid;
-	if (n == (ssize_t)sizeof e) {
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+	if (rc < 0) {
+		while (reaped && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
-		close(sfd);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		*exec_errno = e ? e : ENOEXEC;
-		fprintf(stderr, "cpuprof record: %s: %s\n", o->cmd[0], strerror(*exec_errno));
-		return -1;
+		if (*sfd >= 0)
+			close(*sfd);
+		sigprocmask(SIG_SETMASK, old, NULL);
 	}
-	long grace = o->grace;
+	return rc;
+}
 
+/* Runs o->cmd and collects the tree's samples until it has ended; returns
+ * CMD's wait status, or spawn()'s -1 or -2. */
+static int run(const struct record_opts *o, const struct cp_kernel_conf *kc, struct collector *c,
+	       struct run_state *rs, int *exec_errno, char *refused, size_t rlen)
+{
+	int sfd;
+	sigset_t old;
+	int rc = spawn(o, kc, c, rs, &sfd, &old, exec_errno, refused, rlen);
+	if (rc < 0)
+		return rc;
 	while (!rs->root_done) {
 		int timeout = c->kernel ? KERNEL_POLL_MS : POLL_MS;
 		if (rs->kill_at) {
 			int64_t left = rs->kill_at - mono_ms();
 			if (left <= 0) {
 				fprintf(stderr, "cpuprof record: %s did not end within %ld s of signal %d: killing it\n",
-					o->cmd[0], grace, rs->told_to_stop);
+					o->cmd[0], o->grace, rs->told_to_stop);
 				kill_tree(c, rs);
 				rs->kill_at = 0;
 			} else if (left < timeout) {
 				timeout = (int)left;
 			}
 		}
-		wait_events(c, sfd, timeout, rs, (int)grace);
+		wait_events(c, sfd, timeout, rs, (int)o->grace);
 		reap(c, rs);
 		collect_poll(c);
 	}
@@ -691,135 +707,139 @@ static int tick_bound(void)
 	return clock_getres(CLOCK_MONOTONIC, &r) == 0 && r.tv_sec * 1000000000l + r.tv_nsec > CP_TICK_BOUND_NS;
 }
 
-int cmd_record(int argc, char **argv)
+/* The absolute path of the profile -o names (*abs) and its directory
+ * (*dir), both malloc'd, once it is known a file can be written there: a
+ * profile that could not be written after the run would be lost.  0, or
+ * -1 after saying why not. */
+static int output_path(const char *output, char **abs, char **dir)
 {
-	struct record_opts o;
-	struct collector c;
-	struct run_state rs;
-	char *lib = NULL, *abs = NULL, *dir = NULL;
 	const char *base;
-	int rc = EXIT_USAGE, exec_errno;
 	struct stat st;
-	char why[512], refusal[512] = "";
-
-	struct flags_result fr;
-	memset(&c, 0, sizeof c);
-	c.shm.fd = -1;
-	memset(&rs, 0, sizeof rs);
-	int pr = parse_args(argc, argv, &o, &fr);
-	if (pr != 0) {
-		flags_free(&record_cmd, &fr);
-		return pr == FLAGS_HELP ? 0 : EXIT_USAGE;
-	}
-	const char *output = o.output;
+	*abs = *dir = NULL;
 	if (output[0] == '/') {
-		abs = strdup(output);
+		*abs = strdup(output);
 	} else {
 		char *cwd = getcwd(NULL, 0);
-		if (!cwd || asprintf(&abs, "%s/%s", cwd, output) < 0)
-			abs = NULL;
+		if (!cwd || asprintf(abs, "%s/%s", cwd, output) < 0)
+			*abs = NULL;
 		free(cwd);
 	}
-	if (!abs || !(dir = split_dir(abs, &base))) {
+	if (!*abs || !(*dir = split_dir(*abs, &base))) {
 		fprintf(stderr, "cpuprof record: %s: cannot make an absolute path\n", output);
-		goto out;
+		return -1;
 	}
 	if (*base == '\0') {
 		fprintf(stderr, "cpuprof record: -o %s: names a directory, not a file\n", output);
-		goto out;
+		return -1;
 	}
-	if (stat(dir, &st) < 0) {
-		fprintf(stderr, "cpuprof record: -o %s: %s: %s\n", output, dir, strerror(errno));
-		goto out;
+	if (stat(*dir, &st) < 0) {
+		fprintf(stderr, "cpuprof record: -o %s: %s: %s\n", output, *dir, strerror(errno));
+		return -1;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "cpuprof record: -o %s: %s: not a directory\n", output, dir);
-		goto out;
+		fprintf(stderr, "cpuprof record: -o %s: %s: not a directory\n", output, *dir);
+		return -1;
 	}
-	if (stat(abs, &st) == 0 && S_ISDIR(st.st_mode)) {
+	if (stat(*abs, &st) == 0 && S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "cpuprof record: -o %s: is a directory\n", output);
-		goto out;
+		return -1;
 	}
-	/* A profile that could not be written after the run would be lost:
-	 * fail now.  (A path that is not a regular file, /dev/null or a
-	 * FIFO, is written into.) */
-	int e = writable_dir(dir);
-	if (e && !(stat(abs, &st) == 0 && !S_ISREG(st.st_mode) && access(abs, W_OK) == 0)) {
-		fprintf(stderr, "cpuprof record: -o %s: cannot write in %s: %s\n", output, dir, strerror(e));
-		goto out;
+	/* A path that is not a regular file, /dev/null or a FIFO, is written
+	 * into. */
+	int e = writable_dir(*dir);
+	if (e && !(stat(*abs, &st) == 0 && !S_ISREG(st.st_mode) && access(*abs, W_OK) == 0)) {
+		fprintf(stderr, "cpuprof record: -o %s: cannot write in %s: %s\n", output, *dir, strerror(e));
+		return -1;
 	}
-	long depth = o.v[F_DEPTH].n, hz = o.v[F_HZ].n, unwind = o.v[F_UNWIND].n;
-	const char *engine = engine_asked(&o);
-	/* An earlier profile at FILE stays until this run's replaces it
-	 * (written beside it and renamed over it): a command that cannot run
-	 * or a refused -p loses nothing. */
-	/* The hw engine runs inside each process: where no PMU counts
-	 * cycles, each would only say so and run unprofiled. */
-	int pmu;
-	if (engine && strcmp(engine, CP_ENGINE_HW) == 0 && (pmu = cp_kernel_pmu(why, sizeof why)) < 0) {
-		fprintf(stderr, "cpuprof record: --engine hw: %s%s\n", why,
-			pmu == -ENOENT || pmu == -EOPNOTSUPP || pmu == -ENODEV
-				? "; the default engine (perf) samples with the task clock instead" : "");
-		goto out;
-	}
-	/* The shared symbol tables of files: the tree's processes load the
-	 * same libraries. */
-	cp_symbols_share_files();
-	struct cp_kernel_conf kc = { .hz = (int)hz, .depth = (unsigned)depth, .unwind = (int)unwind,
-				     .engine = CP_ENGINE_PERF };
-	if (o.pids) {
-		rc = run_attach(&o, &kc, abs, output);
-		goto out;
-	}
+	return 0;
+}
 
-	/* From outside where the engine asked for is the perf task clock and
-	 * the kernel lets record open it; else preloaded. */
-	int outside = !o.preload && (!engine || !strcmp(engine, "auto") || !strcmp(engine, CP_ENGINE_PERF)) &&
-		      !tick_bound() && cp_kernel_probe(&kc, refusal, sizeof refusal) == 0;
-	int status = -2;
-	char absent[512] = "";
-	if (outside && o.off_cpu)
-		off_cpu_probe(&kc, absent, sizeof absent);
+/* The hw engine runs inside each process: where no PMU counts cycles,
+ * each would only say so and run unprofiled.  0, or -1 after saying so. */
+static int hw_usable(const struct record_opts *o)
+{
+	char why[512];
+	int pmu;
+	const char *engine = engine_asked(o);
+	if (!engine || strcmp(engine, CP_ENGINE_HW) != 0 || (pmu = cp_kernel_pmu(why, sizeof why)) >= 0)
+		return 0;
+	fprintf(stderr, "cpuprof record: --engine hw: %s%s\n", why,
+		pmu == -ENOENT || pmu == -EOPNOTSUPP || pmu == -ENODEV
+			? "; the default engine (perf) samples with the task clock instead" : "");
+	return -1;
+}
+
+/* Makes ready to run CMD with the library preloaded into each process:
+ * says why not from outside, finds the library, makes the shared memory
+ * and sets the environment.  With --off-cpu, *absent[len] says why there
+ * is no off-CPU time.  0, or -1 after saying why not. */
+static int preload_setup(const struct record_opts *o, struct collector *c, const char *refusal, char *absent,
+			 size_t len, char **lib)
+{
+	char why[512];
+	if (o->off_cpu) {
+		/* One line for both: no off-CPU time inside. */
+		const char *inside = refusal[0] ? refusal
+				     : o->preload ? "--preload runs the profiler inside each process"
+				     : tick_bound() ? "this kernel's timers are tick-bound, where the engines inside "
+						      "each process sample better"
+						    : "the engine asked for runs inside each process";
+		snprintf(absent, len, "it is recorded from outside only, and record is not: %s", inside);
+		fprintf(stderr, "cpuprof record: no off-CPU time: %s; profiling CPU inside each process\n", absent);
+	} else if (refusal[0]) {
+		fprintf(stderr, "cpuprof record: not from outside: %s; profiling inside each process instead\n",
+			refusal);
+	}
+	if (!(*lib = find_library()))
+		return -1;
+	if (strpbrk(*lib, ": ")) {
+		fprintf(stderr, "cpuprof record: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", *lib);
+		return -1;
+	}
+	if (cp_collect_create(&c->shm, SLOTS, RING_CELLS, (uint32_t)o->v[F_DEPTH].n, why, sizeof why) < 0) {
+		fprintf(stderr, "cpuprof record: %s\n", why);
+		return -1;
+	}
+	if (set_environment(o, *lib, c->shm.path) < 0) {
+		fprintf(stderr, "cpuprof record: cannot set the environment: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Records CMD: from outside where the engine asked for is the perf task
+ * clock and the kernel lets record open it, else preloaded; writes the
+ * profile.  Returns record's exit status. */
+static int record_command(const struct record_opts *o, struct cp_kernel_conf *kc, const char *abs,
+			  const char *output)
+{
+	struct collector c;
+	struct run_state rs;
+	char refusal[512] = "", absent[512] = "", *lib = NULL;
+	int exec_errno, rc = EXIT_USAGE, status = -2;
+	const char *engine = engine_asked(o);
+	memset(&c, 0, sizeof c);
+	c.shm.fd = -1;
+	memset(&rs, 0, sizeof rs);
+	bool outside = !o->preload && (!engine || !strcmp(engine, "auto") || !strcmp(engine, CP_ENGINE_PERF)) &&
+		       !tick_bound() && cp_kernel_probe(kc, refusal, sizeof refusal) == 0;
+	if (outside && o->off_cpu)
+		off_cpu_probe(kc, absent, sizeof absent);
 	if (outside) {
-		status = run(&o, &kc, &c, &rs, &exec_errno, refusal, sizeof refusal);
+		status = run(o, kc, &c, &rs, &exec_errno, refusal, sizeof refusal);
 		if (status == -2) {
 			cp_kernel_free(c.kernel);
 			c.kernel = NULL;
 			memset(&rs, 0, sizeof rs);
 		}
 	}
+	/* Inside each process: the library chooses the engine (and with
+	 * --engine perf, where perf is refused, says so and lets the program
+	 * run unprofiled). */
 	if (status == -2) {
-		/* Inside each process: the library chooses the engine (and
-		 * with --engine perf, where perf is refused, says so and lets
-		 * the program run unprofiled). */
-		if (o.off_cpu) {
-			/* One line for both: no off-CPU time inside. */
-			const char *inside = refusal[0] ? refusal
-					     : o.preload ? "--preload runs the profiler inside each process"
-					     : tick_bound() ? "this kernel's timers are tick-bound, where the engines inside "
-							      "each process sample better"
-							    : "the engine asked for runs inside each process";
-			snprintf(absent, sizeof absent, "it is recorded from outside only, and record is not: %s", inside);
-			fprintf(stderr, "cpuprof record: no off-CPU time: %s; profiling CPU inside each process\n", absent);
-		} else if (refusal[0]) {
-			fprintf(stderr, "cpuprof record: not from outside: %s; profiling inside each process instead\n",
-				refusal);
-		}
-		if (!(lib = find_library()))
+		if (preload_setup(o, &c, refusal, absent, sizeof absent, &lib) < 0)
 			goto out;
-		if (strpbrk(lib, ": ")) {
-			fprintf(stderr, "cpuprof record: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", lib);
-			goto out;
-		}
-		if (cp_collect_create(&c.shm, SLOTS, RING_CELLS, (uint32_t)depth, why, sizeof why) < 0) {
-			fprintf(stderr, "cpuprof record: %s\n", why);
-			goto out;
-		}
-		if (set_environment(&o, lib, c.shm.path) < 0) {
-			fprintf(stderr, "cpuprof record: cannot set the environment: %s\n", strerror(errno));
-			goto out;
-		}
-		status = run(&o, NULL, &c, &rs, &exec_errno, NULL, 0);
+		status = run(o, NULL, &c, &rs, &exec_errno, NULL, 0);
 	}
 	if (status < 0) {
 		rc = exec_errno == ENOENT || exec_errno == ENOTDIR ? 127 : 126;
@@ -827,16 +847,16 @@ int cmd_record(int argc, char **argv)
 	}
 	rc = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
 	struct record_run run_info = {
-		.cmd = o.cmd[0],
+		.cmd = o->cmd[0],
 		.status = status,
 		.tree_cpu_ns = rs.tree_cpu_ns,
 		.tree_user_ns = rs.tree_user_ns,
 		.root = rs.root,
-		.per_process = o.per_process,
+		.per_process = o->per_process,
 		.told_to_stop = rs.told_to_stop,
 		.mode = c.kernel ? "outside" : "preload",
 		.refusal = refusal,
-		.off_cpu = o.off_cpu,
+		.off_cpu = o->off_cpu,
 		.off_cpu_absent = absent[0] ? absent : NULL,
 	};
 	record_write(tree_of(&c), abs, output, &run_info);
@@ -846,6 +866,31 @@ out:
 	else
 		cp_collect_free(&c.shm);
 	free(lib);
+	return rc;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_opts o;
+	struct flags_result fr;
+	char *abs = NULL, *dir = NULL;
+	int rc = parse_args(argc, argv, &o, &fr);
+	if (rc != 0) {
+		flags_free(&record_cmd, &fr);
+		return rc == FLAGS_HELP ? 0 : EXIT_USAGE;
+	}
+	rc = EXIT_USAGE;
+	/* An earlier profile at FILE stays until this run's replaces it
+	 * (written beside it and renamed over it): a command that cannot run
+	 * or a refused -p loses nothing. */
+	if (output_path(o.output, &abs, &dir) == 0 && hw_usable(&o) == 0) {
+		/* The shared symbol tables of files: the tree's processes load
+		 * the same libraries. */
+		cp_symbols_share_files();
+		struct cp_kernel_conf kc = { .hz = (int)o.v[F_HZ].n, .depth = (unsigned)o.v[F_DEPTH].n,
+					     .unwind = (int)o.v[F_UNWIND].n, .engine = CP_ENGINE_PERF };
+		rc = o.pids ? run_attach(&o, &kc, abs, o.output) : record_command(&o, &kc, abs, o.output);
+	}
 	free(abs);
 	free(dir);
 	flags_free(&record_cmd, &fr);
