@@ -19,9 +19,9 @@ enum gpt_origin { GPT_BY_PROGRAM, GPT_BY_ENV, GPT_BY_SWITCH };
  * start by gpt_env_settings(). */
 struct gpt_settings {
 	int hz;        /* CPUPROFILE_FREQUENCY, checked; 100 by default */
-	int signo;     /* CPUPROFILE_TIMER_SIGNAL if usable, else 0: cpuprof's choice */
+	int signo;     /* CPUPROFILE_TIMER_SIGNAL if the library samples with it, else 0: cpuprof's choice */
 	int pprof;     /* 1: pprof, -1: the binary format, 0: by the file's name */
-	const char *engine; /* CPUPROF_ENGINE if known, else NULL: "auto" */
+	const char *engine; /* CPUPROF_ENGINE if the library has it, else NULL: "auto" */
 };
 
 /* Starts a profile into `name` (as the program gave it).  Returns 1, or 0
@@ -57,7 +57,8 @@ int gpt_toggle_init(const char *value);
 int gpt_unique_path(const char *env, char *out);
 
 /* The settings for a profile about to start, warning once per process
- * about each bad or unsupported variable. */
+ * about each bad or unsupported variable.  The engine and the signal are
+ * checked by the library's own rules (cpuprof_check_setting()). */
 void gpt_env_settings(struct gpt_settings *s);
 
 /* Registers the fork handlers.  Called by environ.c's constructor, which
