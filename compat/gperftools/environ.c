@@ -1,5 +1,6 @@
 /*
- * environ.c -- gperftools' environment, read before main():
+ * environ.c -- gperftools' environment (autostart.c reads it before
+ * main(), each start its settings):
  *
  *   CPUPROFILE=FILE              profile the whole run into FILE, written
  *                                at exit; a program it starts (fork+exec)
@@ -25,7 +26,7 @@
  * switch's signal, a file); nothing here ever stops the program.  The
  * engine and the sampling signal are checked by the library's own rules
  * (cpuprof_check_setting()): what it takes is taken, what it would refuse
- * is not.  Setuid and other secure-exec programs are never profiled.
+ * is not.
  */
 #include <errno.h>
 #include <limits.h>
@@ -33,12 +34,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <unistd.h>
 
 #include <cpuprof.h>
 
-#include "session.h"
+#include "environ.h"
 
 #define DEFAULT_HZ 100 /* gperftools' kDefaultFrequency */
 #define MAX_HZ 4000    /* gperftools' kMaxFrequency */
@@ -141,31 +141,4 @@ void gpt_env_settings(struct gpt_settings *s)
 		else if (!warned_engine++)
 			gpt_warn("CPUPROF_ENGINE='%s': %s; using auto", v, why);
 	}
-}
-
-/* After cpuprof's constructor (the build links cpuprof first): see
- * gpt_profiler_init(). */
-__attribute__((constructor)) static void gpt_environ_start(void)
-{
-	gpt_profiler_init();
-	if (getauxval(AT_SECURE))
-		return;
-	const char *sig = getenv("CPUPROFILESIGNAL");
-	char path[PATH_MAX];
-	if (!gpt_unique_path("CPUPROFILE", path)) {
-		if (sig)
-			gpt_warn("CPUPROFILESIGNAL is set but CPUPROFILE names no file; profiling disabled");
-		return;
-	}
-	if (sig) {
-		gpt_switch_base(path);
-		gpt_toggle_init(sig);
-		return;
-	}
-	gpt_start(path, GPT_BY_ENV); /* says why if it cannot */
-}
-
-__attribute__((destructor)) static void gpt_environ_stop(void)
-{
-	gpt_stop(1);
 }
