@@ -73,8 +73,9 @@ static const struct flag record_flags[F_NFLAGS] = {
 			       "the others' FILE.<pid> (FILE.<pid>.<n> after the n-th exec)" },
 	[F_HZ] = { "--hz", 'F', FLAG_SETTING, "HZ", .setting = CP_OPT_HZ },
 	[F_ENGINE] = { "--engine", 0, FLAG_SETTING, "NAME", .setting = CP_OPT_ENGINE,
-		       .help = "from outside where the kernel allows it (perf events on the tree, nothing "
-			       "preloaded); hw, timer and itimer are the library's, preloaded into each process" },
+		       .help = "auto and perf record from outside where the kernel allows it (perf events on the "
+			       "tree, nothing preloaded); hw, timer and itimer are the library's, preloaded into "
+			       "each process" },
 	[F_DEPTH] = { "--depth", 0, FLAG_SETTING, "N", .setting = CP_OPT_DEPTH },
 	[F_SIGNAL] = { "--signal", 0, FLAG_SETTING, "N", .setting = CP_OPT_SIGNAL,
 		       .help = "with --engine timer or itimer" },
