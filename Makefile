@@ -290,6 +290,11 @@ $(B)/tests/unit_%: tests/unit/unit_%.c tests/check.h src/base/testhooks.h $(B)/h
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) $(HOOKFLAGS) -o $@ $< $(B)/hooks/libcpuprof-test.a $(LDLIBS) -lm
 
+# The CLI's flag parser, with the library's table of settings.
+$(B)/tests/unit_flags: tests/unit/unit_flags.c tests/check.h cli/flags.c cli/flags.h $(B)/libcpuprof-internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -Icli -o $@ tests/unit/unit_flags.c cli/flags.c $(B)/libcpuprof-internal.a $(LDLIBS) -lm
+
 $(B)/tests/%: tests/work/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -pthread -lm -ldl

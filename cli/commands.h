@@ -6,11 +6,7 @@
 #ifndef CPUPROF_CLI_COMMANDS_H
 #define CPUPROF_CLI_COMMANDS_H
 
-#include <errno.h>
-#include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
 #define CPUPROF_CLI_VERSION "0.1.0"
 
@@ -35,56 +31,6 @@ int cmd_report(int argc, char **argv);
  * file, profiles that cannot be compared, or output that cannot be
  * written. */
 int cmd_diff(int argc, char **argv);
-
-/* Parses the whole of s as a decimal integer in [min, max] into *out;
- * false (and *out untouched) for anything else. */
-static inline bool parse_int_arg(const char *s, long min, long max, long *out)
-{
-	char *end;
-	if (!s || !(*s == '-' || (*s >= '0' && *s <= '9')))
-		return false;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || *end != '\0' || v < min || v > max)
-		return false;
-	*out = v;
-	return true;
-}
-
-/* Parses the whole of s as a percentage from 0 to 100 into *out; false
- * (and *out untouched) for anything else. */
-static inline bool parse_pct_arg(const char *s, double *out)
-{
-	char *end;
-	if (!s || !*s)
-		return false;
-	double v = strtod(s, &end);
-	if (*end || !(v >= 0 && v <= 100))
-		return false;
-	*out = v;
-	return true;
-}
-
-/* The value of option `name` at argv[*i]: "--name=V" or "--name V" (then
- * *i moves past V).  NULL if argv[*i] is not that option; *missing is set
- * when it is but has no value. */
-static inline const char *opt_value(int argc, char **argv, int *i,
-				    const char *name, bool *missing)
-{
-	const char *a = argv[*i];
-	size_t n = strlen(name);
-	if (strncmp(a, name, n) != 0)
-		return NULL;
-	if (a[n] == '=')
-		return a + n + 1;
-	if (a[n] != '\0')
-		return NULL;
-	if (*i + 1 >= argc) {
-		*missing = true;
-		return "";
-	}
-	return argv[++*i];
-}
 
 /* The usage lines of each subcommand, written to f. */
 void record_usage(FILE *f);

@@ -96,6 +96,14 @@ CPUPROF_API int cpuprof_read_stream(uint64_t *words, size_t cap, size_t *nwords,
 /* A static, human-readable description of a code returned above. */
 CPUPROF_API const char *cpuprof_strerror(int code);
 
+/* Checks `value`, a setting of struct cpuprof_options given as text (as
+ * an environment gives it), by the rule cpuprof_start() holds that field
+ * to: `name` is the field's ("hz", "engine", "signal", "max_depth",
+ * "unwind" or "off_cpu"), `value` a decimal number or, for engine and
+ * unwind, a name.  Returns 0, or -EINVAL (-ENOENT for a name that is no
+ * setting) with one line saying why in why[len]. */
+CPUPROF_API int cpuprof_check_setting(const char *name, const char *value, char *why, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

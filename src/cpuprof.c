@@ -430,7 +430,7 @@ static int start(const char *path, int stream, int recorded, int whole, const st
 	if (recorded && s.depth > cp_shm_depth())
 		s.depth = cp_shm_depth();
 	R->hz_asked = s.hz;
-	R->hz = s.hz > CP_HZ_SAMPLED_MAX ? CP_HZ_SAMPLED_MAX : s.hz;
+	R->hz = (int)cp_option_taken(&cp_options[CP_OPT_HZ], s.hz);
 	R->depth = s.depth;
 	R->unwind = s.unwind;
 	R->timer_res_ns = timer_resolution_ns();

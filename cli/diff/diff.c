@@ -17,48 +17,62 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "flags.h"
 #include "diff.h"
 #include "profile.h"
 
-#define DEFAULT_TOP 20
-#define DEFAULT_THRESHOLD 1.0 /* percentage points */
-#define DEFAULT_ALPHA 0.01
-
 enum format { FORMAT_TEXT, FORMAT_FOLDED, FORMAT_HTML };
 
-static const char *const format_names[] = { "top", "folded", "html" };
+static const char *const format_names[] = { "top", "folded", "html", NULL };
+
+/* diff's flags: their order is the usage's. */
+enum { D_FORMAT, D_OUT, D_THRESHOLD, D_ALPHA, D_TOP, D_LINES, D_VALUE, D_OTHER, D_BASE, D_NFLAGS };
+
+static const struct flag diff_flags[D_NFLAGS] = {
+	[D_FORMAT] = { "--format", 0, FLAG_CHOICE, .choices = format_names,
+		       .help = "top: each function's flat and cum share in both, with 95% intervals, the change and "
+			       "its p-value, those that changed first, marked + or - (the default); folded: "
+			       "'root;...;leaf BASE NEW' per stack (difffolded.pl's format), BASE scaled to NEW's "
+			       "total; html: a differential flame graph, NEW's frames coloured where their share grew "
+			       "or shrank beyond the noise" },
+	[D_OUT] = { "-o", 0, FLAG_TEXT, "OUT", .want = "a file name", .help = "as for report" },
+	[D_THRESHOLD] = { "--threshold", 0, FLAG_REAL, "PCT", .lo = 0, .hi = 100, .def = 1,
+			  .want = "percentage points from 0 to 100",
+			  .help = "the smallest change that counts, in percentage points of the total" },
+	[D_ALPHA] = { "--alpha", 0, FLAG_REAL, "A", .lo = 0, .lo_open = true, .hi = 0.5, .def = 0.01,
+		      .want = "a false-alarm rate above 0, at most 0.5",
+		      .help = "the chance of any false alarm over all the functions (Holm's correction)" },
+	[D_TOP] = { "--top", 0, FLAG_INT, "N", .min = 0, .max = 1000000000, .def = 20,
+		    .want = "a number of functions (0 for all)",
+		    .help = "top: the functions shown, 0 for all (every one that changed is shown)" },
+	[D_LINES] = { "--lines", 0, FLAG_BOOL, .help = "as for report" },
+	[D_VALUE] = { "--value", 0, FLAG_TEXT, "TYPE", .want = "a sample type (cpu, samples, off-cpu, wall)",
+		      .help = "as for report (default cpu)" },
+	[D_OTHER] = { "--other-programs", 0, FLAG_BOOL,
+		      .help = "compare profiles of programs of other names (their main files: refused without it)" },
+	[D_BASE] = { "--base", 0, FLAG_TEXT, "BASE", .many = true, .want = "a file name",
+		     .help = "a BASE file; given once or more, every other FILE is NEW" },
+};
+
+static const struct flags diff_cmd = {
+	.cmd = "diff",
+	.flag = diff_flags,
+	.n = D_NFLAGS,
+	.synopsis = "  cpuprof diff [OPTIONS] BASE NEW...\n"
+		    "  cpuprof diff [OPTIONS] --base BASE [--base BASE...] NEW...\n"
+		    "      which functions' shares of the CPU changed from BASE to NEW\n"
+		    "      beyond the noise of sampling (several NEW files, or BASE files\n"
+		    "      given with --base, are merged; profiles of other lengths,\n"
+		    "      rates or engines compare by share).\n",
+	.notes = "      Says so when the samples are too few to see a change of the\n"
+		 "      threshold.  Exits 0 when nothing changed beyond the noise, 1\n"
+		 "      when something did, 2 for bad usage, a FILE missing or corrupt,\n"
+		 "      profiles that cannot be compared, or output not written.\n",
+};
 
 void diff_usage(FILE *f)
 {
-	fputs("  cpuprof diff [--format top|folded|html] [-o OUT] [--threshold PCT]\n"
-	      "               [--alpha A] [--top N] [--lines] [--value cpu|samples|off-cpu|wall]\n"
-	      "               [--other-programs]\n"
-	      "               BASE NEW... | --base BASE [--base BASE...] NEW...\n"
-	      "      which functions' shares of the CPU changed from BASE to NEW\n"
-	      "      beyond the noise of sampling (several NEW files, or BASE files\n"
-	      "      given with --base, are merged; profiles of other lengths,\n"
-	      "      rates or engines compare by share):\n"
-	      "        top     each function's flat and cum share in both, with\n"
-	      "                95% intervals, the change and its p-value; those\n"
-	      "                that changed first, marked + or - (the default)\n"
-	      "        folded  'root;...;leaf BASE NEW' per stack (difffolded.pl's\n"
-	      "                format), BASE scaled to NEW's total\n"
-	      "        html    a differential flame graph: NEW's frames coloured\n"
-	      "                where their share grew or shrank beyond the noise\n"
-	      "      --threshold PCT  the smallest change that counts, in percentage\n"
-	      "                points of the total (default 1)\n"
-	      "      --alpha A the chance of any false alarm over all the functions\n"
-	      "                (Holm's correction; default 0.01)\n"
-	      "      --top N   top: the functions shown (default 20, 0 for all;\n"
-	      "                every one that changed is shown)\n"
-	      "      --lines, --value, -o OUT  as for report\n"
-	      "      --other-programs  compare profiles of programs of other names\n"
-	      "                (their main files: refused without it)\n"
-	      "      Says so when the samples are too few to see a change of the\n"
-	      "      threshold.  Exits 0 when nothing changed beyond the noise, 1\n"
-	      "      when something did, 2 for bad usage, a FILE missing or corrupt,\n"
-	      "      profiles that cannot be compared, or output not written.\n",
-	      f);
+	flags_usage(&diff_cmd, f);
 }
 
 /* The parsed command line. */
@@ -70,125 +84,46 @@ struct diff_args {
 	bool lines, other_programs;
 	const char **files; /* the BASE files, then the NEW files */
 	size_t nfiles, nbase;
-	const char **bases; /* --base FILE, in order */
-	const char **news;  /* the other file arguments, in order */
-	size_t nnew;
 };
 
-/* Parses the whole of s as a false-alarm rate: above 0, at most 0.5. */
-static bool parse_alpha(const char *s, double *out)
+/* Fills *da from argv (free its files, and fr, whatever the result);
+ * returns 0, FLAGS_HELP (printed), or -1 after printing what is wrong. */
+static int parse_args(int argc, char **argv, struct diff_args *da, struct flags_result *fr)
 {
-	char *end;
-	if (!s || !*s)
-		return false;
-	double v = strtod(s, &end);
-	if (*end || !(v > 0 && v <= 0.5))
-		return false;
-	*out = v;
-	return true;
-}
-
-/* Fills *da from argv (free its arrays after, whatever the result);
- * returns 0, 1 for --help (printed), or -1 after printing what is
- * wrong. */
-static int parse_args(int argc, char **argv, struct diff_args *da)
-{
-	bool opts = true;
 	memset(da, 0, sizeof *da);
-	da->top = DEFAULT_TOP;
-	da->threshold = DEFAULT_THRESHOLD;
-	da->alpha = DEFAULT_ALPHA;
-	da->files = calloc((size_t)argc + 1, sizeof *da->files);
-	da->bases = calloc((size_t)argc + 1, sizeof *da->bases);
-	da->news = calloc((size_t)argc + 1, sizeof *da->news);
-	if (!da->files || !da->bases || !da->news) {
+	int rc = flags_parse(&diff_cmd, argc, argv, fr);
+	if (rc != 0)
+		return rc;
+	const struct flag_value *v = fr->v;
+	da->format = v[D_FORMAT].set ? (enum format)v[D_FORMAT].n : FORMAT_TEXT;
+	da->top = v[D_TOP].n;
+	da->threshold = v[D_THRESHOLD].x;
+	da->alpha = v[D_ALPHA].x;
+	da->out = v[D_OUT].text;
+	da->value = v[D_VALUE].text;
+	da->lines = v[D_LINES].set;
+	da->other_programs = v[D_OTHER].set;
+	/* The BASE files, then the NEW ones; without --base the first file
+	 * is BASE. */
+	if (!(da->files = calloc(fr->noperands + v[D_BASE].nall + 1, sizeof *da->files))) {
 		fprintf(stderr, "cpuprof diff: out of memory\n");
 		return -1;
 	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
-		bool missing = false;
-		if (!opts || a[0] != '-' || a[1] == '\0') {
-			da->news[da->nnew++] = a;
-			continue;
-		}
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			fputs("usage:\n", stdout);
-			diff_usage(stdout);
-			return 1;
-		}
-		if (strcmp(a, "--") == 0) {
-			opts = false;
-		} else if ((v = opt_value(argc, argv, &i, "--base", &missing))) {
-			if (missing || !*v) {
-				fprintf(stderr, "cpuprof diff: --base needs a file name\n");
-				return -1;
-			}
-			da->bases[da->nbase++] = v;
-		} else if ((v = opt_value(argc, argv, &i, "--top", &missing))) {
-			if (missing || !parse_int_arg(v, 0, 1000000000, &da->top)) {
-				fprintf(stderr, "cpuprof diff: --top needs a "
-					"number of functions (0 for all)\n");
-				return -1;
-			}
-		} else if ((v = opt_value(argc, argv, &i, "--format", &missing))) {
-			size_t k = 0;
-			while (k < 3 && strcmp(v, format_names[k]) != 0)
-				k++;
-			if (missing || k == 3) {
-				fprintf(stderr, "cpuprof diff: --format is one of "
-					"top, folded, html\n");
-				return -1;
-			}
-			da->format = (enum format)k;
-		} else if ((v = opt_value(argc, argv, &i, "-o", &missing))) {
-			if (missing || !*v) {
-				fprintf(stderr, "cpuprof diff: -o needs a file name\n");
-				return -1;
-			}
-			da->out = v;
-		} else if ((v = opt_value(argc, argv, &i, "--threshold", &missing))) {
-			if (missing || !parse_pct_arg(v, &da->threshold)) {
-				fprintf(stderr, "cpuprof diff: --threshold needs "
-					"percentage points from 0 to 100\n");
-				return -1;
-			}
-		} else if ((v = opt_value(argc, argv, &i, "--alpha", &missing))) {
-			if (missing || !parse_alpha(v, &da->alpha)) {
-				fprintf(stderr, "cpuprof diff: --alpha needs a "
-					"false-alarm rate above 0, at most 0.5\n");
-				return -1;
-			}
-		} else if ((v = opt_value(argc, argv, &i, "--value", &missing))) {
-			if (missing || !*v) {
-				fprintf(stderr, "cpuprof diff: --value needs a "
-					"sample type (cpu, samples, off-cpu, wall)\n");
-				return -1;
-			}
-			da->value = v;
-		} else if (strcmp(a, "--lines") == 0) {
-			da->lines = true;
-		} else if (strcmp(a, "--other-programs") == 0) {
-			da->other_programs = true;
-		} else {
-			fprintf(stderr, "cpuprof diff: unknown option '%s'\n", a);
-			return -1;
-		}
-	}
-	/* Without --base the first file is BASE. */
-	size_t first = 0;
-	if (da->nbase == 0 && da->nnew > 0)
-		da->bases[da->nbase++] = da->news[first++];
-	for (size_t k = 0; k < da->nbase; k++)
-		da->files[da->nfiles++] = da->bases[k];
-	for (size_t k = first; k < da->nnew; k++)
-		da->files[da->nfiles++] = da->news[k];
+	const char **bases = v[D_BASE].all;
+	size_t nbase = v[D_BASE].nall, first = 0;
+	if (nbase == 0 && fr->noperands > 0)
+		bases = (const char **)fr->operands, nbase = first = 1;
+	for (size_t k = 0; k < nbase; k++)
+		da->files[da->nfiles++] = bases[k];
+	da->nbase = nbase;
+	for (size_t k = first; k < fr->noperands; k++)
+		da->files[da->nfiles++] = fr->operands[k];
 	if (da->nfiles <= da->nbase) {
-		fprintf(stderr, "cpuprof diff: needs BASE and at least one NEW file\n");
+		flags_refuse(&diff_cmd, "needs BASE and at least one NEW file");
 		return -1;
 	}
 	if (da->format == FORMAT_HTML && !da->out && isatty(STDOUT_FILENO)) {
-		fprintf(stderr, "cpuprof diff: --format html needs -o FILE.html\n");
+		flags_refuse(&diff_cmd, "--format html needs -o FILE.html");
 		return -1;
 	}
 	return 0;
@@ -256,16 +191,12 @@ static bool comparable(const struct share_base *b, const char *side,
 int cmd_diff(int argc, char **argv)
 {
 	struct diff_args da;
-	int prc = parse_args(argc, argv, &da);
+	struct flags_result fr;
+	int prc = parse_args(argc, argv, &da, &fr);
 	if (prc != 0) {
 		free(da.files);
-		free(da.bases);
-		free(da.news);
-		if (prc > 0)
-			return 0;
-		fputs("usage:\n", stderr);
-		diff_usage(stderr);
-		return EXIT_USAGE;
+		flags_free(&diff_cmd, &fr);
+		return prc == FLAGS_HELP ? 0 : EXIT_USAGE;
 	}
 	struct profile **p = calloc(da.nfiles, sizeof *p);
 	int status = EXIT_USAGE;
@@ -345,7 +276,6 @@ out:
 		profile_free(p[i]);
 	free(p);
 	free(da.files);
-	free(da.bases);
-	free(da.news);
+	flags_free(&diff_cmd, &fr);
 	return status;
 }

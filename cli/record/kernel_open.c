@@ -159,7 +159,7 @@ static int setup(struct cp_kcollector **out, const struct cp_kernel_conf *c)
 	k->conf = *c;
 	cp_switches_init(&k->sw, kc_off_into_image, k);
 	k->off_cpu = c->off_cpu != 0;
-	int hz = c->hz > CP_HZ_SAMPLED_MAX ? CP_HZ_SAMPLED_MAX : c->hz;
+	int hz = (int)cp_option_taken(&cp_options[CP_OPT_HZ], c->hz);
 	k->period = 1000000000u / (unsigned)hz;
 	k->use_read = k->build_id = k->kernel = 1;
 	k->bounce_size = CP_PERF_STACK_COPY + 4096;

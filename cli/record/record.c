@@ -44,6 +44,7 @@
 
 #include "collect.h"
 #include "commands.h"
+#include "flags.h"
 #include "kernel.h"
 #include "profile/options.h"
 #include "record_write.h"
@@ -51,7 +52,6 @@
 
 #define DEFAULT_OUTPUT "cpu.pb.gz"
 #define LIBNAME "libcpuprof.so"
-#define DEFAULT_GRACE "5"
 /* The shared memory: slots for the processes of the tree that run at the
  * same time, each with a ring of this many samples. */
 #define SLOTS 128
@@ -63,194 +63,127 @@
 /* The most processes -p takes. */
 #define MAX_PIDS 64
 
-/* What the command line asked for; NULL fields were not given. */
+/* record's flags: their order is the usage's. */
+enum { F_OUTPUT, F_HZ, F_ENGINE, F_DEPTH, F_SIGNAL, F_UNWIND, F_PER_PROCESS, F_GRACE, F_PRELOAD, F_OFF_CPU, F_PID,
+       F_DURATION, F_NFLAGS };
+
+static const struct flag record_flags[F_NFLAGS] = {
+	[F_OUTPUT] = { "--output", 'o', FLAG_TEXT, "FILE", .want = "a file name",
+		       .help = "the profile (default " DEFAULT_OUTPUT "); with --per-process CMD's last image's, "
+			       "the others' FILE.<pid> (FILE.<pid>.<n> after the n-th exec)" },
+	[F_HZ] = { "--hz", 'F', FLAG_SETTING, "HZ", .setting = CP_OPT_HZ },
+	[F_ENGINE] = { "--engine", 0, FLAG_SETTING, "NAME", .setting = CP_OPT_ENGINE,
+		       .help = "auto and perf record from outside where the kernel allows it (perf events on the "
+			       "tree, nothing preloaded); hw, timer and itimer are the library's, preloaded into "
+			       "each process" },
+	[F_DEPTH] = { "--depth", 0, FLAG_SETTING, "N", .setting = CP_OPT_DEPTH },
+	[F_SIGNAL] = { "--signal", 0, FLAG_SETTING, "N", .setting = CP_OPT_SIGNAL,
+		       .help = "with --engine timer or itimer" },
+	[F_UNWIND] = { "--unwind", 0, FLAG_SETTING, "MODE", .setting = CP_OPT_UNWIND,
+		       .help = "auto: .eh_frame tables, frame pointers where there are none" },
+	[F_PER_PROCESS] = { "--per-process", 0, FLAG_BOOL, .help = "one file per process image (-o)" },
+	[F_GRACE] = { "--grace", 0, FLAG_INT, "SECONDS", .min = 0, .max = 3600, .def = 5,
+		      .want = "the seconds CMD has to end, an integer from 0 to 3600",
+		      .help = "SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to record go to CMD, which then has "
+			      "SECONDS to end before it is killed" },
+	[F_PRELOAD] = { "--preload", 0, FLAG_BOOL,
+			.help = "inside each process, the library preloaded, whatever the engine" },
+	[F_OFF_CPU] = { "--off-cpu", 0, FLAG_BOOL,
+			.help = "also the time each thread spent off the CPU (blocked, or waiting to run), charged to "
+				"the stack where it left the CPU: sample types off_cpu and wall beside cpu (from "
+				"outside only; needs root, CAP_PERFMON or perf_event_paranoid <= 1, else CPU only, "
+				"and it says why)" },
+	[F_PID] = { "--pid", 'p', FLAG_TEXT, "PID[,PID...]", .want = "a list of process IDs",
+		    .help = "the running processes to record, instead of CMD" },
+	[F_DURATION] = { "--duration", 'd', FLAG_INT, "SECONDS", .min = 1, .max = 86400 * 365, .no_def = true,
+			 .want = "the seconds to record, an integer from 1",
+			 .help = "with -p: until SECONDS pass (else until record is interrupted or they end)" },
+};
+
+static const struct flags record_cmd = {
+	.cmd = "record",
+	.flag = record_flags,
+	.n = F_NFLAGS,
+	.command_follows = true,
+	.synopsis = "  cpuprof record [OPTIONS] -- CMD [ARGS...]\n"
+		    "  cpuprof record -p PID[,PID...] [OPTIONS]\n"
+		    "      run CMD, or watch the running processes PID until SECONDS\n"
+		    "      pass, record is interrupted or they end, and write one\n"
+		    "      profile of them and of every process they start to FILE,\n"
+		    "      its samples labelled with process and thread.  Exits with\n"
+		    "      CMD's status.\n",
+};
+
+/* What the command line asked for. */
 struct record_opts {
-	const char *output;
-	const char *hz, *engine, *depth, *signal, *unwind, *grace, *pids, *duration;
+	const char *output;          /* never NULL */
+	const char *pids;            /* -p, or NULL */
+	long grace, duration;        /* duration 0: none */
 	bool per_process;
-	bool preload; /* inside each process, whatever the engine */
-	bool off_cpu; /* off-CPU time too */
-	char **cmd; /* NULL-terminated argv of the command, or NULL with -p */
+	bool preload;                /* inside each process, whatever the engine */
+	bool off_cpu;                /* off-CPU time too */
+	const struct flag_value *v;  /* every flag's, by F_* */
+	char **cmd;                  /* NULL-terminated argv of the command, or NULL with -p */
 };
 
 void record_usage(FILE *f)
 {
-	fputs("  cpuprof record [-o FILE] [-F HZ] [--engine NAME] [--depth N]\n"
-	      "                 [--signal N] [--unwind MODE] [--per-process]\n"
-	      "                 [--grace SECONDS] [--preload] [--off-cpu] -- CMD [ARGS...]\n"
-	      "  cpuprof record -p PID[,PID...] [-d SECONDS] [-o FILE] [-F HZ]\n"
-	      "                 [--depth N] [--unwind MODE] [--per-process] [--off-cpu]\n"
-	      "      run CMD, or watch the running processes PID until SECONDS\n"
-	      "      pass, record is interrupted or they end, and write one\n"
-	      "      profile of them and of every process they start to FILE\n"
-	      "      (default " DEFAULT_OUTPUT "), its samples labelled with process\n"
-	      "      and thread; with --per-process, one file per process image,\n"
-	      "      CMD's last FILE, the others FILE.<pid> (FILE.<pid>.<n> after\n"
-	      "      the n-th exec).  HZ: samples\n"
-	      "      per CPU second, 1..100000 asked, " CP_HZ_SAMPLED_MAX_TEXT " at most taken (the\n"
-	      "      profile says so); NAME: auto, perf, hw, timer or\n"
-	      "      itimer; N: stack depth 1..1024, sampling signal of the timer\n"
-	      "      engines: SIGPROF (27) or a real-time signal; MODE: auto\n"
-	      "      (.eh_frame tables, frame pointers where there are none), dwarf\n"
-	      "      or fp.  SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to record go\n"
-	      "      to CMD, which then has SECONDS (default " DEFAULT_GRACE ") to end\n"
-	      "      before it is killed.  Exits with CMD's status.  From outside\n"
-	      "      where the kernel allows it (perf events on the tree, nothing\n"
-	      "      preloaded); with --preload, or an engine of the library's\n"
-	      "      (timer, itimer, hw), the library is preloaded into each\n"
-	      "      process.  --off-cpu: also the time each thread spent off\n"
-	      "      the CPU (blocked, or waiting to run), charged to the stack\n"
-	      "      where it left the CPU: sample types off_cpu and wall beside\n"
-	      "      cpu (from outside only; needs root, CAP_PERFMON or\n"
-	      "      perf_event_paranoid <= 1, else CPU only, and it says why).\n",
-	      f);
+	flags_usage(&record_cmd, f);
 }
 
-/* If argv[*i] is option `shortname` (e.g. "-o", may be NULL) or `longname`
- * (e.g. "--output") in any of the forms "-o V", "-oV", "--output V" and
- * "--output=V", stores V in *val (NULL if it is missing: "-o -- CMD" is
- * a missing value, not a file named "--"), advances *i past it and
- * returns true. */
-static bool match_opt(int argc, char **argv, int *i, const char *shortname, const char *longname, const char **val)
+/* The engine asked for, or NULL. */
+static const char *engine_asked(const struct record_opts *o)
 {
-	const char *a = argv[*i];
-	size_t sl = shortname ? strlen(shortname) : 0, ll = strlen(longname);
-	if ((shortname && strcmp(a, shortname) == 0) || strcmp(a, longname) == 0) {
-		*val = *i + 1 < argc && strcmp(argv[*i + 1], "--") != 0 ? argv[++*i] : NULL;
-		if (!*val)
-			++*i;
-		return true;
-	}
-	if (strncmp(a, longname, ll) == 0 && a[ll] == '=') {
-		*val = a + ll + 1;
-		return true;
-	}
-	if (shortname && strncmp(a, shortname, sl) == 0) {
-		*val = a + sl;
-		return true;
-	}
-	return false;
+	return o->v[F_ENGINE].set ? o->v[F_ENGINE].text : NULL;
 }
 
-/* Parses argv (argv[0] is "record") into *o.  Prints a message and
- * returns -1 for anything wrong, 1 for --help, 0 otherwise. */
-static int parse_args(int argc, char **argv, struct record_opts *o)
+/* Flags that do not go together, or do not apply: 0, or -1 after saying
+ * which. */
+static int check_fit(const struct record_opts *o, const struct flag_value *v, size_t noperands)
 {
-	int i;
-	long v;
+	const char *engine = engine_asked(o);
+	if (o->pids && noperands)
+		flags_refuse(&record_cmd, "-p and a command: give one or the other");
+	else if (!o->pids && !noperands)
+		flags_refuse(&record_cmd, "no command given (or -p PID)");
+	else if (v[F_DURATION].set && !o->pids)
+		flags_refuse(&record_cmd, "-d/--duration goes with -p: a command is recorded until it ends");
+	else if (o->pids && (engine || v[F_SIGNAL].set || o->preload))
+		flags_refuse(&record_cmd, "-p records from outside, with the perf engine: %s does not apply",
+			     engine ? "--engine" : v[F_SIGNAL].set ? "--signal" : "--preload");
+	else if (o->pids && v[F_GRACE].set)
+		flags_refuse(&record_cmd, "--grace is the time CMD has to end once record passes it a signal; -p "
+			     "sends its processes none: it does not apply");
+	else if (v[F_SIGNAL].set && (!engine || (strcmp(engine, CP_ENGINE_TIMER) != 0 &&
+						   strcmp(engine, CP_ENGINE_ITIMER) != 0)))
+		flags_refuse(&record_cmd, "--signal is the timer engines' sampling signal: it goes with --engine "
+			     "timer or itimer (the perf engines send none)");
+	else
+		return 0;
+	return -1;
+}
+
+/* Parses argv (argv[0] is "record") into *o, whose values point into fr
+ * (the caller frees it).  Returns 0, FLAGS_HELP (printed), or -1 after
+ * printing what is wrong.  Each value is checked as it is read, a
+ * setting by the library's own rule (src/profile/options.h). */
+static int parse_args(int argc, char **argv, struct record_opts *o, struct flags_result *fr)
+{
 	memset(o, 0, sizeof *o);
-	for (i = 1; i < argc; i++) {
-		const char *a = argv[i], *val = NULL, *name = a;
-		if (strcmp(a, "--") == 0) {
-			i++;
-			break;
-		}
-		if (a[0] != '-' || a[1] == '\0')
-			break; /* the command starts here */
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0)
-			return 1;
-		if (strcmp(a, "--per-process") == 0) {
-			o->per_process = true;
-			continue;
-		}
-		if (strcmp(a, "--preload") == 0) {
-			o->preload = true;
-			continue;
-		}
-		if (strcmp(a, "--off-cpu") == 0) {
-			o->off_cpu = true;
-			continue;
-		}
-		if (match_opt(argc, argv, &i, "-o", "--output", &val))
-			o->output = val;
-		else if (match_opt(argc, argv, &i, "-F", "--hz", &val))
-			o->hz = val;
-		else if (match_opt(argc, argv, &i, NULL, "--engine", &val))
-			o->engine = val;
-		else if (match_opt(argc, argv, &i, NULL, "--depth", &val))
-			o->depth = val;
-		else if (match_opt(argc, argv, &i, NULL, "--signal", &val))
-			o->signal = val;
-		else if (match_opt(argc, argv, &i, NULL, "--unwind", &val))
-			o->unwind = val;
-		else if (match_opt(argc, argv, &i, NULL, "--grace", &val))
-			o->grace = val;
-		else if (match_opt(argc, argv, &i, "-p", "--pid", &val))
-			o->pids = val;
-		else if (match_opt(argc, argv, &i, "-d", "--duration", &val))
-			o->duration = val;
-		else {
-			fprintf(stderr, "cpuprof record: unknown option '%s'\n", a);
-			return -1;
-		}
-		if (!val) {
-			fprintf(stderr, "cpuprof record: option '%s' needs a value\n", name);
-			return -1;
-		}
-	}
-	if (o->pids && i < argc) {
-		fprintf(stderr, "cpuprof record: -p and a command: give one or the other\n");
-		return -1;
-	}
-	if (!o->pids && i >= argc) {
-		fprintf(stderr, "cpuprof record: no command given (or -p PID)\n");
-		return -1;
-	}
-	if (o->duration && !o->pids) {
-		fprintf(stderr, "cpuprof record: -d/--duration goes with -p: a command is recorded until it ends\n");
-		return -1;
-	}
-	if (o->pids && (o->engine || o->signal || o->preload)) {
-		fprintf(stderr, "cpuprof record: -p records from outside, with the perf engine: %s does not apply\n",
-			o->engine ? "--engine" : o->signal ? "--signal" : "--preload");
-		return -1;
-	}
-	if (o->pids && o->grace) {
-		fprintf(stderr, "cpuprof record: --grace is the time CMD has to end once record passes it a signal; -p "
-			"sends its processes none: it does not apply\n");
-		return -1;
-	}
-	if (o->signal && (!o->engine || (strcmp(o->engine, "timer") != 0 && strcmp(o->engine, "itimer") != 0))) {
-		fprintf(stderr, "cpuprof record: --signal is the timer engines' sampling signal: it goes with --engine "
-			"timer or itimer (the perf engines send none)\n");
-		return -1;
-	}
-	o->cmd = o->pids ? NULL : argv + i;
-	if (o->duration && !parse_int_arg(o->duration, 1, 86400 * 365, &v)) {
-		fprintf(stderr, "cpuprof record: -d %s: the seconds to record must be an integer from 1\n", o->duration);
-		return -1;
-	}
-
-	if (o->output && o->output[0] == '\0') {
-		fprintf(stderr, "cpuprof record: -o/--output: empty file name\n");
-		return -1;
-	}
-	if (o->grace && !parse_int_arg(o->grace, 0, 3600, &v)) {
-		fprintf(stderr, "cpuprof record: --grace %s: the seconds CMD has to end must be an integer from 0 "
-			"to 3600\n", o->grace);
-		return -1;
-	}
-	/* Each setting checked by the library's own table (src/profile/options.h),
-	 * which the profiled program reads it with. */
-	const struct {
-		const char *val;
-		enum cp_option_id id;
-	} checks[] = {
-		{ o->hz, CP_OPT_HZ },
-		{ o->engine, CP_OPT_ENGINE },
-		{ o->depth, CP_OPT_DEPTH },
-		{ o->signal, CP_OPT_SIGNAL },
-		{ o->unwind, CP_OPT_UNWIND },
-	};
-	for (size_t k = 0; k < sizeof checks / sizeof checks[0]; k++) {
-		const struct cp_option *opt = &cp_options[checks[k].id];
-		char why[256];
-		if (checks[k].val && cp_option_parse(opt, checks[k].val, &v, why, sizeof why) < 0) {
-			fprintf(stderr, "cpuprof record: %s %s: %s\n", opt->flag, checks[k].val, why);
-			return -1;
-		}
-	}
-	return 0;
+	int rc = flags_parse(&record_cmd, argc, argv, fr);
+	if (rc != 0)
+		return rc;
+	const struct flag_value *v = fr->v;
+	o->v = v;
+	o->output = v[F_OUTPUT].set ? v[F_OUTPUT].text : DEFAULT_OUTPUT;
+	o->pids = v[F_PID].text;
+	o->grace = v[F_GRACE].n;
+	o->duration = v[F_DURATION].set ? v[F_DURATION].n : 0;
+	o->per_process = v[F_PER_PROCESS].set;
+	o->preload = v[F_PRELOAD].set;
+	o->off_cpu = v[F_OFF_CPU].set;
+	o->cmd = o->pids ? NULL : fr->operands;
+	return check_fit(o, v, fr->noperands);
 }
 
 /* The canonical path of `path` if it names a readable regular file, else
@@ -301,8 +234,30 @@ static char *find_library(void)
 	return found;
 }
 
+/* Hands the settings to the preloaded processes, in their CPUPROF_*
+ * variables: each as record took it (the choice's own name, the number
+ * in decimal), so that they read what record checked; a setting not
+ * given is not passed on, whatever record's own environment had.
+ * -1 if out of memory. */
+static int hand_settings(const struct record_opts *o)
+{
+	for (size_t k = 0; k < F_NFLAGS; k++) {
+		const struct flag *f = &record_flags[k];
+		if (f->kind != FLAG_SETTING)
+			continue;
+		const struct cp_option *opt = &cp_options[f->setting];
+		char num[24];
+		snprintf(num, sizeof num, "%ld", o->v[k].n);
+		if (!o->v[k].set)
+			unsetenv(opt->env);
+		else if (setenv(opt->env, opt->kind == CP_OPT_CHOICE ? o->v[k].text : num, 1) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 /* Sets the environment CMD runs in: LD_PRELOAD with lib first, the shared
- * memory's path, CPUPROF_* for the options given, and none of LD_PRELOAD
+ * memory's path, the settings (hand_settings), and none of LD_PRELOAD
  * mode's own variables.  Returns -1 if out of memory. */
 static int set_environment(const struct record_opts *o, const char *lib, const char *shm)
 {
@@ -319,11 +274,7 @@ static int set_environment(const struct record_opts *o, const char *lib, const c
 	unsetenv("CPUPROF");
 	unsetenv("CPUPROF_OWNER");
 	unsetenv(cp_options[CP_OPT_OFF_CPU].env); /* off-CPU time comes from outside only */
-	if (rc < 0 || setenv(CP_SHM_ENV, shm, 1) < 0 || (o->hz && setenv("CPUPROF_HZ", o->hz, 1) < 0) ||
-	    (o->engine && setenv("CPUPROF_ENGINE", o->engine, 1) < 0) ||
-	    (o->depth && setenv("CPUPROF_DEPTH", o->depth, 1) < 0) ||
-	    (o->signal && setenv("CPUPROF_SIGNAL", o->signal, 1) < 0) ||
-	    (o->unwind && setenv("CPUPROF_UNWIND", o->unwind, 1) < 0))
+	if (rc < 0 || setenv(CP_SHM_ENV, shm, 1) < 0 || hand_settings(o) < 0)
 		return -1;
 	return 0;
 }
@@ -501,104 +452,118 @@ static void collect_poll(struct collector *c)
 		cp_collect_poll(&c->shm);
 }
 
-/* Runs o->cmd and collects the tree's samples until it has ended; returns
- * CMD's wait status, or -1 if it could not be started (after printing why;
- * *exec_errno is then its errno, or 0 if fork itself failed).  With a
- * kernel configuration kc, the events are opened on CMD's process before
- * it execs; if they cannot be (*refused: the reason), -2 and nothing ran. */
-static int run(const struct record_opts *o, const struct cp_kernel_conf *kc, struct collector *c,
-	       struct run_state *rs, int *exec_errno, char *refused, size_t rlen)
+/* The child's side of spawn(): waits for the events to be opened on it
+ * (kc), then execs CMD; an exec that fails writes its errno to pfd. */
+static void child_exec(const struct record_opts *o, bool kc, int pfd[2], int go[2], const sigset_t *old)
+{
+	sigprocmask(SIG_SETMASK, old, NULL);
+	close(pfd[0]);
+	if (kc) {
+		/* The events are opened on us while we wait: they come on at
+		 * the exec. */
+		char b = 0;
+		close(go[1]);
+		if (read(go[0], &b, 1) != 1 || b != 'g')
+			_exit(127);
+	}
+	execvp(o->cmd[0], o->cmd);
+	int e = errno;
+	ssize_t w = write(pfd[1], &e, sizeof e);
+	(void)w;
+	_exit(127);
+}
+
+/* Starts o->cmd with record's signals blocked into a signalfd (*sfd; the
+ * mask before is *old) and, with a kernel configuration kc, the events
+ * opened on it before it execs.  Returns 0 with CMD running (rs->root);
+ * -1 if it could not be started, after printing why (*exec_errno is then
+ * its errno, or 0 if fork itself failed); -2 if the events could not be
+ * opened (*refused: the reason), and nothing ran.  On failure the mask
+ * is restored and *sfd closed. */
+static int spawn(const struct record_opts *o, const struct cp_kernel_conf *kc, struct collector *c,
+		 struct run_state *rs, int *sfd, sigset_t *old, int *exec_errno, char *refused, size_t rlen)
 {
 	int pfd[2], go[2] = { -1, -1 };
-	sigset_t mine, old;
+	sigset_t mine;
 	*exec_errno = 0;
 	if (pipe2(pfd, O_CLOEXEC) < 0 || (kc && pipe2(go, O_CLOEXEC) < 0)) {
 		perror("cpuprof record: pipe");
 		return -1;
 	}
 	record_signals(&mine);
-	sigprocmask(SIG_BLOCK, &mine, &old);
-	int sfd = signalfd(-1, &mine, SFD_CLOEXEC | SFD_NONBLOCK);
+	sigprocmask(SIG_BLOCK, &mine, old);
+	*sfd = signalfd(-1, &mine, SFD_CLOEXEC | SFD_NONBLOCK);
 	/* Orphans of the tree are reparented to record, not to init. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	fflush(NULL);
 	pid_t pid = fork();
-	if (pid == 0) {
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		close(pfd[0]);
-		if (kc) {
-			/* The events are opened on us while we wait: they come
-			 * on at the exec. */
-			char b = 0;
-			close(go[1]);
-			if (read(go[0], &b, 1) != 1 || b != 'g')
-				_exit(127);
-		}
-		execvp(o->cmd[0], o->cmd);
-		int e = errno;
-		ssize_t w = write(pfd[1], &e, sizeof e);
-		(void)w;
-		_exit(127);
-	}
+	if (pid == 0)
+		child_exec(o, kc != NULL, pfd, go, old);
 	close(pfd[1]);
 	if (go[0] >= 0)
 		close(go[0]);
-	if (pid < 0 || sfd < 0) {
+	int rc = 0, e = 0;
+	bool reaped = false; /* CMD is to be waited for here (it cannot go on) */
+	if (pid < 0 || *sfd < 0) {
 		perror(pid < 0 ? "cpuprof record: fork" : "cpuprof record: signalfd");
-		close(pfd[0]);
 		if (go[1] >= 0)
 			close(go[1]);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		return -1;
-	}
-	if (kc) {
-		int rc = cp_kernel_start(&c->kernel, kc, pid, refused, rlen);
+		rc = -1;
+	} else if (kc) {
+		rc = cp_kernel_start(&c->kernel, kc, pid, refused, rlen) < 0 ? -2 : 0;
+		reaped = rc < 0;
 		ssize_t w = write(go[1], rc == 0 ? "g" : "n", 1);
 		(void)w;
 		close(go[1]);
-		if (rc < 0) {
-			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-				;
-			close(pfd[0]);
-			close(sfd);
-			sigprocmask(SIG_SETMASK, &old, NULL);
-			return -2;
+	}
+	if (rc == 0) {
+		ssize_t n;
+		do
+			n = read(pfd[0], &e, sizeof e);
+		while (n < 0 && errno == EINTR);
+		rs->root = pid;
+		if (n == (ssize_t)sizeof e) {
+			*exec_errno = e ? e : ENOEXEC;
+			fprintf(stderr, "cpuprof record: %s: %s\n", o->cmd[0], strerror(*exec_errno));
+			rc = -1;
+			reaped = true;
 		}
 	}
-	int e = 0;
-	ssize_t n;
-	do
-		n = read(pfd[0], &e, sizeof e);
-	while (n < 0 && errno == EINTR);
 	close(pfd[0]);
-	rs->root = pid;
-	if (n == (ssize_t)sizeof e) {
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+	if (rc < 0) {
+		while (reaped && waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
-		close(sfd);
-		sigprocmask(SIG_SETMASK, &old, NULL);
-		*exec_errno = e ? e : ENOEXEC;
-		fprintf(stderr, "cpuprof record: %s: %s\n", o->cmd[0], strerror(*exec_errno));
-		return -1;
+		if (*sfd >= 0)
+			close(*sfd);
+		sigprocmask(SIG_SETMASK, old, NULL);
 	}
-	long grace = 5;
-	if (o->grace)
-		parse_int_arg(o->grace, 0, 3600, &grace);
+	return rc;
+}
 
+/* Runs o->cmd and collects the tree's samples until it has ended; returns
+ * CMD's wait status, or spawn()'s -1 or -2. */
+static int run(const struct record_opts *o, const struct cp_kernel_conf *kc, struct collector *c,
+	       struct run_state *rs, int *exec_errno, char *refused, size_t rlen)
+{
+	int sfd;
+	sigset_t old;
+	int rc = spawn(o, kc, c, rs, &sfd, &old, exec_errno, refused, rlen);
+	if (rc < 0)
+		return rc;
 	while (!rs->root_done) {
 		int timeout = c->kernel ? KERNEL_POLL_MS : POLL_MS;
 		if (rs->kill_at) {
 			int64_t left = rs->kill_at - mono_ms();
 			if (left <= 0) {
 				fprintf(stderr, "cpuprof record: %s did not end within %ld s of signal %d: killing it\n",
-					o->cmd[0], grace, rs->told_to_stop);
+					o->cmd[0], o->grace, rs->told_to_stop);
 				kill_tree(c, rs);
 				rs->kill_at = 0;
 			} else if (left < timeout) {
 				timeout = (int)left;
 			}
 		}
-		wait_events(c, sfd, timeout, rs, (int)grace);
+		wait_events(c, sfd, timeout, rs, (int)o->grace);
 		reap(c, rs);
 		collect_poll(c);
 	}
@@ -631,7 +596,7 @@ static int parse_pids(const char *list, pid_t *pids)
 		}
 		memcpy(buf, p, len);
 		buf[len] = '\0';
-		if (!parse_int_arg(buf, 1, INT_MAX, &v)) {
+		if (!flags_int(buf, 1, INT_MAX, &v)) {
 			fprintf(stderr, "cpuprof record: -p: '%s' is not a process ID\n", buf);
 			return -1;
 		}
@@ -685,10 +650,7 @@ static int run_attach(const struct record_opts *o, const struct cp_kernel_conf *
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return EXIT_USAGE;
 	}
-	long seconds = 0;
-	if (o->duration)
-		parse_int_arg(o->duration, 1, 86400 * 365, &seconds);
-	int64_t end = seconds ? mono_ms() + (int64_t)seconds * 1000 : 0;
+	int64_t end = o->duration ? mono_ms() + (int64_t)o->duration * 1000 : 0;
 	const char *stopped = "the processes ended";
 	for (;;) {
 		int timeout = KERNEL_POLL_MS;
@@ -746,145 +708,139 @@ static int tick_bound(void)
 	return clock_getres(CLOCK_MONOTONIC, &r) == 0 && r.tv_sec * 1000000000l + r.tv_nsec > CP_TICK_BOUND_NS;
 }
 
-int cmd_record(int argc, char **argv)
+/* The absolute path of the profile -o names (*abs) and its directory
+ * (*dir), both malloc'd, once it is known a file can be written there: a
+ * profile that could not be written after the run would be lost.  0, or
+ * -1 after saying why not. */
+static int output_path(const char *output, char **abs, char **dir)
 {
-	struct record_opts o;
-	struct collector c;
-	struct run_state rs;
-	char *lib = NULL, *abs = NULL, *dir = NULL;
 	const char *base;
-	int rc = EXIT_USAGE, exec_errno;
 	struct stat st;
-	char why[512], refusal[512] = "";
-
-	memset(&c, 0, sizeof c);
-	c.shm.fd = -1;
-	memset(&rs, 0, sizeof rs);
-	int pr = parse_args(argc, argv, &o);
-	if (pr > 0) {
-		fputs("usage:\n", stdout);
-		record_usage(stdout);
-		return 0;
-	}
-	if (pr < 0) {
-		fputs("usage:\n", stderr);
-		record_usage(stderr);
-		return EXIT_USAGE;
-	}
-	const char *output = o.output ? o.output : DEFAULT_OUTPUT;
+	*abs = *dir = NULL;
 	if (output[0] == '/') {
-		abs = strdup(output);
+		*abs = strdup(output);
 	} else {
 		char *cwd = getcwd(NULL, 0);
-		if (!cwd || asprintf(&abs, "%s/%s", cwd, output) < 0)
-			abs = NULL;
+		if (!cwd || asprintf(abs, "%s/%s", cwd, output) < 0)
+			*abs = NULL;
 		free(cwd);
 	}
-	if (!abs || !(dir = split_dir(abs, &base))) {
+	if (!*abs || !(*dir = split_dir(*abs, &base))) {
 		fprintf(stderr, "cpuprof record: %s: cannot make an absolute path\n", output);
-		goto out;
+		return -1;
 	}
 	if (*base == '\0') {
 		fprintf(stderr, "cpuprof record: -o %s: names a directory, not a file\n", output);
-		goto out;
+		return -1;
 	}
-	if (stat(dir, &st) < 0) {
-		fprintf(stderr, "cpuprof record: -o %s: %s: %s\n", output, dir, strerror(errno));
-		goto out;
+	if (stat(*dir, &st) < 0) {
+		fprintf(stderr, "cpuprof record: -o %s: %s: %s\n", output, *dir, strerror(errno));
+		return -1;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "cpuprof record: -o %s: %s: not a directory\n", output, dir);
-		goto out;
+		fprintf(stderr, "cpuprof record: -o %s: %s: not a directory\n", output, *dir);
+		return -1;
 	}
-	if (stat(abs, &st) == 0 && S_ISDIR(st.st_mode)) {
+	if (stat(*abs, &st) == 0 && S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "cpuprof record: -o %s: is a directory\n", output);
-		goto out;
+		return -1;
 	}
-	/* A profile that could not be written after the run would be lost:
-	 * fail now.  (A path that is not a regular file, /dev/null or a
-	 * FIFO, is written into.) */
-	int e = writable_dir(dir);
-	if (e && !(stat(abs, &st) == 0 && !S_ISREG(st.st_mode) && access(abs, W_OK) == 0)) {
-		fprintf(stderr, "cpuprof record: -o %s: cannot write in %s: %s\n", output, dir, strerror(e));
-		goto out;
+	/* A path that is not a regular file, /dev/null or a FIFO, is written
+	 * into. */
+	int e = writable_dir(*dir);
+	if (e && !(stat(*abs, &st) == 0 && !S_ISREG(st.st_mode) && access(*abs, W_OK) == 0)) {
+		fprintf(stderr, "cpuprof record: -o %s: cannot write in %s: %s\n", output, *dir, strerror(e));
+		return -1;
 	}
-	long depth = cp_options[CP_OPT_DEPTH].def, hz = cp_options[CP_OPT_HZ].def, unwind = 0;
-	if (o.depth)
-		parse_int_arg(o.depth, 1, cp_options[CP_OPT_DEPTH].max, &depth);
-	if (o.hz)
-		parse_int_arg(o.hz, 1, cp_options[CP_OPT_HZ].max, &hz);
-	if (o.unwind)
-		cp_option_parse(&cp_options[CP_OPT_UNWIND], o.unwind, &unwind, why, sizeof why);
-	/* An earlier profile at FILE stays until this run's replaces it
-	 * (written beside it and renamed over it): a command that cannot run
-	 * or a refused -p loses nothing. */
-	/* The hw engine runs inside each process: where no PMU counts
-	 * cycles, each would only say so and run unprofiled. */
-	int pmu;
-	if (o.engine && strcmp(o.engine, CP_ENGINE_HW) == 0 && (pmu = cp_kernel_pmu(why, sizeof why)) < 0) {
-		fprintf(stderr, "cpuprof record: --engine hw: %s%s\n", why,
-			pmu == -ENOENT || pmu == -EOPNOTSUPP || pmu == -ENODEV
-				? "; the default engine (perf) samples with the task clock instead" : "");
-		goto out;
-	}
-	/* The shared symbol tables of files: the tree's processes load the
-	 * same libraries. */
-	cp_symbols_share_files();
-	struct cp_kernel_conf kc = { .hz = (int)hz, .depth = (unsigned)depth, .unwind = (int)unwind,
-				     .engine = CP_ENGINE_PERF };
-	if (o.pids) {
-		rc = run_attach(&o, &kc, abs, output);
-		goto out;
-	}
+	return 0;
+}
 
-	/* From outside where the engine asked for is the perf task clock and
-	 * the kernel lets record open it; else preloaded. */
-	int outside = !o.preload && (!o.engine || !strcmp(o.engine, "auto") || !strcmp(o.engine, CP_ENGINE_PERF)) &&
-		      !tick_bound() && cp_kernel_probe(&kc, refusal, sizeof refusal) == 0;
-	int status = -2;
-	char absent[512] = "";
-	if (outside && o.off_cpu)
-		off_cpu_probe(&kc, absent, sizeof absent);
+/* The hw engine runs inside each process: where no PMU counts cycles,
+ * each would only say so and run unprofiled.  0, or -1 after saying so. */
+static int hw_usable(const struct record_opts *o)
+{
+	char why[512];
+	int pmu;
+	const char *engine = engine_asked(o);
+	if (!engine || strcmp(engine, CP_ENGINE_HW) != 0 || (pmu = cp_kernel_pmu(why, sizeof why)) >= 0)
+		return 0;
+	fprintf(stderr, "cpuprof record: --engine hw: %s%s\n", why,
+		pmu == -ENOENT || pmu == -EOPNOTSUPP || pmu == -ENODEV
+			? "; the default engine (perf) samples with the task clock instead" : "");
+	return -1;
+}
+
+/* Makes ready to run CMD with the library preloaded into each process:
+ * says why not from outside, finds the library, makes the shared memory
+ * and sets the environment.  With --off-cpu, *absent[len] says why there
+ * is no off-CPU time.  0, or -1 after saying why not. */
+static int preload_setup(const struct record_opts *o, struct collector *c, const char *refusal, char *absent,
+			 size_t len, char **lib)
+{
+	char why[512];
+	if (o->off_cpu) {
+		/* One line for both: no off-CPU time inside. */
+		const char *inside = refusal[0] ? refusal
+				     : o->preload ? "--preload runs the profiler inside each process"
+				     : tick_bound() ? "this kernel's timers are tick-bound, where the engines inside "
+						      "each process sample better"
+						    : "the engine asked for runs inside each process";
+		snprintf(absent, len, "it is recorded from outside only, and record is not: %s", inside);
+		fprintf(stderr, "cpuprof record: no off-CPU time: %s; profiling CPU inside each process\n", absent);
+	} else if (refusal[0]) {
+		fprintf(stderr, "cpuprof record: not from outside: %s; profiling inside each process instead\n",
+			refusal);
+	}
+	if (!(*lib = find_library()))
+		return -1;
+	if (strpbrk(*lib, ": ")) {
+		fprintf(stderr, "cpuprof record: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", *lib);
+		return -1;
+	}
+	if (cp_collect_create(&c->shm, SLOTS, RING_CELLS, (uint32_t)o->v[F_DEPTH].n, why, sizeof why) < 0) {
+		fprintf(stderr, "cpuprof record: %s\n", why);
+		return -1;
+	}
+	if (set_environment(o, *lib, c->shm.path) < 0) {
+		fprintf(stderr, "cpuprof record: cannot set the environment: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/* Records CMD: from outside where the engine asked for is the perf task
+ * clock and the kernel lets record open it, else preloaded; writes the
+ * profile.  Returns record's exit status. */
+static int record_command(const struct record_opts *o, struct cp_kernel_conf *kc, const char *abs,
+			  const char *output)
+{
+	struct collector c;
+	struct run_state rs;
+	char refusal[512] = "", absent[512] = "", *lib = NULL;
+	int exec_errno, rc = EXIT_USAGE, status = -2;
+	const char *engine = engine_asked(o);
+	memset(&c, 0, sizeof c);
+	c.shm.fd = -1;
+	memset(&rs, 0, sizeof rs);
+	bool outside = !o->preload && (!engine || !strcmp(engine, "auto") || !strcmp(engine, CP_ENGINE_PERF)) &&
+		       !tick_bound() && cp_kernel_probe(kc, refusal, sizeof refusal) == 0;
+	if (outside && o->off_cpu)
+		off_cpu_probe(kc, absent, sizeof absent);
 	if (outside) {
-		status = run(&o, &kc, &c, &rs, &exec_errno, refusal, sizeof refusal);
+		status = run(o, kc, &c, &rs, &exec_errno, refusal, sizeof refusal);
 		if (status == -2) {
 			cp_kernel_free(c.kernel);
 			c.kernel = NULL;
 			memset(&rs, 0, sizeof rs);
 		}
 	}
+	/* Inside each process: the library chooses the engine (and with
+	 * --engine perf, where perf is refused, says so and lets the program
+	 * run unprofiled). */
 	if (status == -2) {
-		/* Inside each process: the library chooses the engine (and
-		 * with --engine perf, where perf is refused, says so and lets
-		 * the program run unprofiled). */
-		if (o.off_cpu) {
-			/* One line for both: no off-CPU time inside. */
-			const char *inside = refusal[0] ? refusal
-					     : o.preload ? "--preload runs the profiler inside each process"
-					     : tick_bound() ? "this kernel's timers are tick-bound, where the engines inside "
-							      "each process sample better"
-							    : "the engine asked for runs inside each process";
-			snprintf(absent, sizeof absent, "it is recorded from outside only, and record is not: %s", inside);
-			fprintf(stderr, "cpuprof record: no off-CPU time: %s; profiling CPU inside each process\n", absent);
-		} else if (refusal[0]) {
-			fprintf(stderr, "cpuprof record: not from outside: %s; profiling inside each process instead\n",
-				refusal);
-		}
-		if (!(lib = find_library()))
+		if (preload_setup(o, &c, refusal, absent, sizeof absent, &lib) < 0)
 			goto out;
-		if (strpbrk(lib, ": ")) {
-			fprintf(stderr, "cpuprof record: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", lib);
-			goto out;
-		}
-		if (cp_collect_create(&c.shm, SLOTS, RING_CELLS, (uint32_t)depth, why, sizeof why) < 0) {
-			fprintf(stderr, "cpuprof record: %s\n", why);
-			goto out;
-		}
-		if (set_environment(&o, lib, c.shm.path) < 0) {
-			fprintf(stderr, "cpuprof record: cannot set the environment: %s\n", strerror(errno));
-			goto out;
-		}
-		status = run(&o, NULL, &c, &rs, &exec_errno, NULL, 0);
+		status = run(o, NULL, &c, &rs, &exec_errno, NULL, 0);
 	}
 	if (status < 0) {
 		rc = exec_errno == ENOENT || exec_errno == ENOTDIR ? 127 : 126;
@@ -892,16 +848,16 @@ int cmd_record(int argc, char **argv)
 	}
 	rc = WIFEXITED(status) ? WEXITSTATUS(status) : WIFSIGNALED(status) ? 128 + WTERMSIG(status) : 1;
 	struct record_run run_info = {
-		.cmd = o.cmd[0],
+		.cmd = o->cmd[0],
 		.status = status,
 		.tree_cpu_ns = rs.tree_cpu_ns,
 		.tree_user_ns = rs.tree_user_ns,
 		.root = rs.root,
-		.per_process = o.per_process,
+		.per_process = o->per_process,
 		.told_to_stop = rs.told_to_stop,
 		.mode = c.kernel ? "outside" : "preload",
 		.refusal = refusal,
-		.off_cpu = o.off_cpu,
+		.off_cpu = o->off_cpu,
 		.off_cpu_absent = absent[0] ? absent : NULL,
 	};
 	record_write(tree_of(&c), abs, output, &run_info);
@@ -911,7 +867,33 @@ out:
 	else
 		cp_collect_free(&c.shm);
 	free(lib);
+	return rc;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_opts o;
+	struct flags_result fr;
+	char *abs = NULL, *dir = NULL;
+	int rc = parse_args(argc, argv, &o, &fr);
+	if (rc != 0) {
+		flags_free(&record_cmd, &fr);
+		return rc == FLAGS_HELP ? 0 : EXIT_USAGE;
+	}
+	rc = EXIT_USAGE;
+	/* An earlier profile at FILE stays until this run's replaces it
+	 * (written beside it and renamed over it): a command that cannot run
+	 * or a refused -p loses nothing. */
+	if (output_path(o.output, &abs, &dir) == 0 && hw_usable(&o) == 0) {
+		/* The shared symbol tables of files: the tree's processes load
+		 * the same libraries. */
+		cp_symbols_share_files();
+		struct cp_kernel_conf kc = { .hz = (int)o.v[F_HZ].n, .depth = (unsigned)o.v[F_DEPTH].n,
+					     .unwind = (int)o.v[F_UNWIND].n, .engine = CP_ENGINE_PERF };
+		rc = o.pids ? run_attach(&o, &kc, abs, o.output) : record_command(&o, &kc, abs, o.output);
+	}
 	free(abs);
 	free(dir);
+	flags_free(&record_cmd, &fr);
 	return rc;
 }

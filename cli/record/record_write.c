@@ -21,7 +21,6 @@
 
 #include "profile/judge.h"
 #include "profile/pprof_write.h"
-#include "profile.h"
 #include "record_write.h"
 #include "symbolize/symbols.h"
 
@@ -294,33 +293,32 @@ static void free_parts(struct cp_profile_part *parts, size_t n)
 	free(parts);
 }
 
-/* Prints the one-line summary of the profile at `path` (shown as `shown`). */
-static void summarise(const char *path, const char *shown, size_t nprocs)
+/* The value of comment `key` among c's ("4017" of "samples=4017"), or
+ * NULL. */
+static const char *comment_value(const struct cp_comments *c, const char *key)
 {
-	struct stat st;
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		/* /dev/null, a FIFO: written into, nothing to read back. */
-		fprintf(stderr, "cpuprof: %s is not a regular file: no summary\n", shown);
-		return;
-	}
-	struct profile *p;
-	char err[512];
-	if (profile_read_file(path, &p, err, sizeof err) < 0) {
-		fprintf(stderr, "cpuprof: wrote %s, but it is not a valid profile: %s\n", shown, err);
-		return;
-	}
-	const char *samples = profile_comment(p, "samples"), *engine = profile_comment(p, "engine");
-	const char *coverage = profile_comment(p, "coverage"), *attributed = profile_comment(p, "attributed");
+	size_t klen = strlen(key);
+	for (size_t i = 0; i < c->n; i++)
+		if (strncmp(c->list[i], key, klen) == 0 && c->list[i][klen] == '=')
+			return c->list[i] + klen + 1;
+	return NULL;
+}
+
+/* Prints the one-line summary of the profile just written (shown as
+ * `shown`) from the comments it was written with. */
+static void summarise(const struct cp_comments *c, const char *shown, size_t nprocs)
+{
+	const char *samples = comment_value(c, "samples"), *engine = comment_value(c, "engine");
+	const char *coverage = comment_value(c, "coverage"), *attributed = comment_value(c, "attributed");
 	char procs[48] = "", off[64] = "";
 	if (nprocs > 1)
 		snprintf(procs, sizeof procs, ", %zu processes", nprocs);
-	const char *off_ns = profile_comment(p, "off_cpu_ns");
+	const char *off_ns = comment_value(c, "off_cpu_ns");
 	if (off_ns)
 		snprintf(off, sizeof off, ", off-CPU %.3f s", strtod(off_ns, NULL) / 1e9);
 	fprintf(stderr, "cpuprof: wrote %s: %s samples, engine=%s, coverage=%s%s%s%s%s\n", shown, samples ? samples : "?",
 		engine ? engine : "unknown", coverage ? coverage : "unknown", attributed ? ", attributed=" : "",
 		attributed ? attributed : "", off, procs);
-	profile_free(p);
 }
 
 /* Writes parts to path with the comments of facts f (and more); prints
@@ -342,7 +340,7 @@ static int write_one(const char *path, const char *shown, const struct cp_profil
 		fprintf(stderr, "cpuprof: cannot write %s: %s\n", shown, err[0] ? err : strerror(-rc));
 		return -1;
 	}
-	summarise(path, shown, nprocs);
+	summarise(c, shown, nprocs);
 	if (warning->text[0])
 		fprintf(stderr, "cpuprof: warning: %s: %s\n", shown, warning->text);
 	return 0;

@@ -7,7 +7,6 @@
  * dispatches; the output goes to stdout, or with -o to a file that appears
  * only once it is complete.
  */
-#include <regex.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,54 +15,65 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "flags.h"
 #include "profile.h"
 #include "report.h"
 #include "stacks.h"
 
-#define DEFAULT_TOP 20
-#define DEFAULT_MIN_SHARE 1.0
-
 enum format { FORMAT_TOP, FORMAT_FOLDED, FORMAT_TREE, FORMAT_HTML };
 
-static const char *const format_names[] = { "top", "folded", "tree", "html" };
+static const char *const format_names[] = { "top", "folded", "tree", "html", NULL };
+static const char *const group_names[] = { "process", "thread", NULL };
+
+/* report's flags: their order is the usage's. */
+enum { R_FORMAT, R_OUT, R_LINES, R_VALUE, R_TOP, R_MIN_SHARE, R_GROUP_BY, R_LIST, R_INTERVALS, R_NFLAGS };
+
+static const struct flag report_flags[R_NFLAGS] = {
+	[R_FORMAT] = { "--format", 0, FLAG_CHOICE, .choices = format_names,
+		       .help = "top: the N functions (--top) with the most CPU time (the default); folded: one "
+			       "'root;...;leaf VALUE' line per stack, for flamegraph.pl, inferno or speedscope, VALUE "
+			       "in nanoseconds of the value (--value samples: sample counts); tree: the call tree, with "
+			       "total and self shares, children below --min-share summarised; html: an interactive "
+			       "flame graph in one self-contained HTML file (needs -o OUT.html, or stdout redirected)" },
+	[R_OUT] = { "-o", 0, FLAG_TEXT, "OUT", .want = "a file name",
+		    .help = "write OUT (complete, or not at all) instead of stdout" },
+	[R_LINES] = { "--lines", 0, FLAG_BOOL, .help = "one frame per function and source line (file:line)" },
+	[R_VALUE] = { "--value", 0, FLAG_TEXT, "TYPE", .want = "a sample type (cpu, samples, off-cpu, wall)",
+		      .help = "the sample type counted: cpu, samples, and in profiles of off-CPU time (record "
+			      "--off-cpu) off-cpu and wall (= cpu + off-cpu, their default); other profiles' types by "
+			      "name (default: the profile's default type, else cpu, else its last)" },
+	[R_TOP] = { "--top", 0, FLAG_INT, "N", .min = 0, .max = 1000000000, .def = 20,
+		    .want = "a number of rows (0 for all)", .help = "top: the functions shown, 0 for all" },
+	[R_MIN_SHARE] = { "--min-share", 0, FLAG_REAL, "PCT", .lo = 0, .hi = 100, .def = 1,
+			  .want = "a percentage from 0 to 100",
+			  .help = "tree: children below PCT percent of the total summarised" },
+	[R_GROUP_BY] = { "--group-by", 0, FLAG_CHOICE, .choices = group_names,
+			 .help = "tree and folded: stacks under their process (and thread) labels; the html page has "
+				 "this as a view" },
+	[R_LIST] = { "--list", 0, FLAG_REGEX, "REGEX", .want = "a regular expression (POSIX extended)",
+		     .help = "the source of matching functions, with each line's flat and cum CPU time" },
+	[R_INTERVALS] = { "--intervals", 0, FLAG_BOOL,
+			  .help = "top: each share with its 95% interval from the sampling (the html page's "
+				  "tooltips always have it)" },
+};
+
+static const struct flags report_cmd = {
+	.cmd = "report",
+	.flag = report_flags,
+	.n = R_NFLAGS,
+	.synopsis = "  cpuprof report [OPTIONS] FILE...\n"
+		    "      report the pprof profiles FILE... (several are merged: their\n"
+		    "      samples added up, as `go tool pprof A B` does; their sample\n"
+		    "      types must be the same).  Inlined calls are frames of their\n"
+		    "      own, marked '(inlined)'.\n",
+	.notes = "      Exits 0, or 2 with a message: bad usage, a FILE missing, corrupt\n"
+		 "      or too large, profiles that cannot be merged, or output that\n"
+		 "      cannot be written.\n",
+};
 
 void report_usage(FILE *f)
 {
-	fputs("  cpuprof report [--format top|folded|tree|html] [-o OUT] [--lines]\n"
-	      "                 [--value cpu|samples|off-cpu|wall] [--top N] [--min-share PCT]\n"
-	      "                 [--group-by process|thread] [--list REGEX] [--intervals]\n"
-	      "                 FILE...\n"
-	      "      report the pprof profiles FILE... (several are merged: their\n"
-	      "      samples added up, as `go tool pprof A B` does; their sample\n"
-	      "      types must be the same):\n"
-	      "        top     the N functions (--top, default 20; 0 for all) with\n"
-	      "                the most CPU time (the default format)\n"
-	      "        folded  one 'root;...;leaf VALUE' line per stack, for\n"
-	      "                flamegraph.pl, inferno or speedscope; VALUE is\n"
-	      "                nanoseconds of the value (--value samples: sample\n"
-	      "                counts)\n"
-	      "        tree    the call tree, with total and self shares; children\n"
-	      "                below --min-share percent (default 1) summarised\n"
-	      "        html    an interactive flame graph in one self-contained\n"
-	      "                HTML file: needs -o OUT.html (or stdout redirected)\n"
-	      "      --lines   one frame per function and source line (file:line)\n"
-	      "      --value   the sample type counted: cpu, samples, and in\n"
-	      "                profiles of off-CPU time (record --off-cpu) off-cpu\n"
-	      "                and wall (= cpu + off-cpu, their default); other\n"
-	      "                profiles' types by name (default: the profile's\n"
-	      "                default type, else cpu, else its last)\n"
-	      "      --group-by  tree and folded: stacks under their process (and\n"
-	      "                thread) labels; the html page has this as a view\n"
-	      "      --list REGEX  the source of matching functions, with each\n"
-	      "                line's flat and cum CPU time\n"
-	      "      --intervals  top: each share with its 95% interval from the\n"
-	      "                sampling (the html page's tooltips always have it)\n"
-	      "      Inlined calls are frames of their own, marked '(inlined)'.\n"
-	      "      -o OUT    write OUT (complete, or not at all) instead of stdout\n"
-	      "      Exits 0, or 2 with a message: bad usage, a FILE missing, corrupt\n"
-	      "      or too large, profiles that cannot be merged, or output that\n"
-	      "      cannot be written.\n",
-	      f);
+	flags_usage(&report_cmd, f);
 }
 
 /* The parsed command line. */
@@ -79,104 +89,10 @@ struct report_args {
 	size_t nfiles;
 };
 
-/* Fills *ra from argv; returns 0, 1 for --help (printed), or -1 after
- * printing what is wrong. */
-static int parse_args(int argc, char **argv, struct report_args *ra)
+/* An option its format does not use, refused rather than ignored: 0, or
+ * -1 after saying which. */
+static int check_fit(const struct report_args *ra)
 {
-	bool opts = true;
-	memset(ra, 0, sizeof *ra);
-	ra->top = DEFAULT_TOP;
-	ra->min_share = DEFAULT_MIN_SHARE;
-	ra->files = calloc((size_t)argc + 1, sizeof *ra->files);
-	if (!ra->files) {
-		fprintf(stderr, "cpuprof report: out of memory\n");
-		return -1;
-	}
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
-		bool missing = false;
-		if (!opts || a[0] != '-' || a[1] == '\0') {
-			ra->files[ra->nfiles++] = a;
-			continue;
-		}
-		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-			fputs("usage:\n", stdout);
-			report_usage(stdout);
-			return 1;
-		}
-		if (strcmp(a, "--") == 0) {
-			opts = false;
-		} else if ((v = opt_value(argc, argv, &i, "--top", &missing))) {
-			if (missing || !parse_int_arg(v, 0, 1000000000, &ra->top)) {
-				fprintf(stderr, "cpuprof report: --top needs a "
-					"number of rows (0 for all)\n");
-				return -1;
-			}
-			ra->top_set = true;
-		} else if ((v = opt_value(argc, argv, &i, "--format", &missing))) {
-			size_t k = 0;
-			while (k < 4 && strcmp(v, format_names[k]) != 0)
-				k++;
-			if (missing || k == 4) {
-				fprintf(stderr, "cpuprof report: --format is one of "
-					"top, folded, tree, html\n");
-				return -1;
-			}
-			ra->format = (enum format)k;
-			ra->format_set = true;
-		} else if ((v = opt_value(argc, argv, &i, "-o", &missing))) {
-			if (missing || !*v) {
-				fprintf(stderr, "cpuprof report: -o needs a file name\n");
-				return -1;
-			}
-			ra->out = v;
-		} else if ((v = opt_value(argc, argv, &i, "--min-share", &missing))) {
-			if (missing || !parse_pct_arg(v, &ra->min_share)) {
-				fprintf(stderr, "cpuprof report: --min-share needs a "
-					"percentage from 0 to 100\n");
-				return -1;
-			}
-			ra->min_share_set = true;
-		} else if ((v = opt_value(argc, argv, &i, "--value", &missing))) {
-			if (missing || !*v) {
-				fprintf(stderr, "cpuprof report: --value needs a "
-					"sample type (cpu, samples, off-cpu, wall)\n");
-				return -1;
-			}
-			ra->value = v;
-		} else if ((v = opt_value(argc, argv, &i, "--group-by", &missing))) {
-			if (!missing && strcmp(v, "process") == 0) {
-				ra->group = GROUP_PROCESS;
-			} else if (!missing && strcmp(v, "thread") == 0) {
-				ra->group = GROUP_THREAD;
-			} else {
-				fprintf(stderr, "cpuprof report: --group-by is "
-					"process or thread\n");
-				return -1;
-			}
-		} else if ((v = opt_value(argc, argv, &i, "--list", &missing))) {
-			regex_t re;
-			if (missing || regcomp(&re, v, REG_EXTENDED | REG_NOSUB) != 0) {
-				fprintf(stderr, "cpuprof report: --list needs a "
-					"regular expression (POSIX extended)\n");
-				return -1;
-			}
-			regfree(&re);
-			ra->list = v;
-		} else if (strcmp(a, "--lines") == 0) {
-			ra->lines = true;
-		} else if (strcmp(a, "--intervals") == 0) {
-			ra->intervals = true;
-		} else {
-			fprintf(stderr, "cpuprof report: unknown option '%s'\n", a);
-			return -1;
-		}
-	}
-	if (ra->nfiles == 0) {
-		fprintf(stderr, "cpuprof report: no FILE given\n");
-		return -1;
-	}
-	/* An option its format does not use is refused, not ignored. */
 	const char *unused = NULL, *of = format_names[ra->format];
 	if (ra->list && ra->format_set)
 		unused = "--format", of = "--list (a format of its own)";
@@ -189,15 +105,45 @@ static int parse_args(int argc, char **argv, struct report_args *ra)
 	else if (ra->min_share_set && (ra->list || ra->format != FORMAT_TREE))
 		unused = "--min-share", of = ra->list ? "--list" : of;
 	if (unused) {
-		fprintf(stderr, "cpuprof report: %s does not apply to %s (--top and --intervals: top; --min-share: tree; "
-			"--group-by: tree, folded and html)\n", unused, of);
+		flags_refuse(&report_cmd, "%s does not apply to %s (--top and --intervals: top; --min-share: tree; "
+			     "--group-by: tree, folded and html)", unused, of);
 		return -1;
 	}
 	if (ra->format == FORMAT_HTML && !ra->out && isatty(STDOUT_FILENO)) {
-		fprintf(stderr, "cpuprof report: --format html needs -o FILE.html\n");
+		flags_refuse(&report_cmd, "--format html needs -o FILE.html");
 		return -1;
 	}
 	return 0;
+}
+
+/* Fills *ra from argv (its files point into fr, which the caller frees);
+ * returns 0, FLAGS_HELP (printed), or -1 after printing what is wrong. */
+static int parse_args(int argc, char **argv, struct report_args *ra, struct flags_result *fr)
+{
+	memset(ra, 0, sizeof *ra);
+	int rc = flags_parse(&report_cmd, argc, argv, fr);
+	if (rc != 0)
+		return rc;
+	const struct flag_value *v = fr->v;
+	ra->format = v[R_FORMAT].set ? (enum format)v[R_FORMAT].n : FORMAT_TOP;
+	ra->format_set = v[R_FORMAT].set;
+	ra->top = v[R_TOP].n;
+	ra->top_set = v[R_TOP].set;
+	ra->min_share = v[R_MIN_SHARE].x;
+	ra->min_share_set = v[R_MIN_SHARE].set;
+	ra->out = v[R_OUT].text;
+	ra->list = v[R_LIST].text;
+	ra->value = v[R_VALUE].text;
+	ra->lines = v[R_LINES].set;
+	ra->intervals = v[R_INTERVALS].set;
+	ra->group = v[R_GROUP_BY].set ? (v[R_GROUP_BY].n == 0 ? GROUP_PROCESS : GROUP_THREAD) : GROUP_NONE;
+	ra->files = (const char **)fr->operands;
+	ra->nfiles = fr->noperands;
+	if (ra->nfiles == 0) {
+		flags_refuse(&report_cmd, "no FILE given");
+		return -1;
+	}
+	return check_fit(ra);
 }
 
 /* Writes the chosen format to out. */
@@ -289,14 +235,11 @@ bool report_output_is_input(const char *path, const char *cmd, const char *const
 int cmd_report(int argc, char **argv)
 {
 	struct report_args ra;
-	int prc = parse_args(argc, argv, &ra);
+	struct flags_result fr;
+	int prc = parse_args(argc, argv, &ra, &fr);
 	if (prc != 0) {
-		free(ra.files);
-		if (prc > 0)
-			return 0;
-		fputs("usage:\n", stderr);
-		report_usage(stderr);
-		return EXIT_USAGE;
+		flags_free(&report_cmd, &fr);
+		return prc == FLAGS_HELP ? 0 : EXIT_USAGE;
 	}
 	struct profile **p = calloc(ra.nfiles, sizeof *p);
 	int status = EXIT_USAGE;
@@ -330,6 +273,6 @@ out:
 	for (size_t i = 0; p && i < ra.nfiles; i++)
 		profile_free(p[i]);
 	free(p);
-	free(ra.files);
+	flags_free(&report_cmd, &fr);
 	return status;
 }

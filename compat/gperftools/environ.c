@@ -1,5 +1,6 @@
 /*
- * environ.c -- gperftools' environment, read before main():
+ * environ.c -- gperftools' environment (autostart.c reads it before
+ * main(), each start its settings):
  *
  *   CPUPROFILE=FILE              profile the whole run into FILE, written
  *                                at exit; a program it starts (fork+exec)
@@ -20,22 +21,24 @@
  *   CPUPROF_ENGINE=E             cpuprof's own: auto, perf, hw, timer or
  *                                itimer (README, "Engines")
  *
- * A bad value prints one line and takes gperftools' default (a rate), or
- * leaves the program unprofiled (a signal, a file); nothing here ever
- * stops the program.  Setuid and other secure-exec programs are never
- * profiled.
+ * A bad value prints one line and takes gperftools' default (a rate, the
+ * sampling signal, the engine), or leaves the program unprofiled (the
+ * switch's signal, a file); nothing here ever stops the program.  The
+ * engine and the sampling signal are checked by the library's own rules
+ * (cpuprof_check_setting()): what it takes is taken, what it would refuse
+ * is not.
  */
 #include <errno.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <unistd.h>
 
-#include "session.h"
+#include <cpuprof.h>
+
+#include "environ.h"
 
 #define DEFAULT_HZ 100 /* gperftools' kDefaultFrequency */
 #define MAX_HZ 4000    /* gperftools' kMaxFrequency */
@@ -74,12 +77,22 @@ static int whole_long(const char *s, int base, long *v)
 	return (!errno || (errno == ERANGE && *v == LONG_MAX)) && end != s && !*end;
 }
 
-/* A signal cpuprof can sample with (its own rule: catchable, and not one
- * that means a fault). */
-static int usable_signal(long s)
+/* The sampling signal of CPUPROFILE_TIMER_SIGNAL (any base, as
+ * gperftools reads it), if the library samples with it: else 0, after
+ * one warning (*warned) saying why not. */
+static int timer_signal(const char *v, int *warned)
 {
-	return s >= 1 && s <= SIGRTMAX && s != SIGKILL && s != SIGSTOP && s != SIGSEGV && s != SIGBUS &&
-	       s != SIGILL && s != SIGFPE;
+	char num[32], why[256];
+	long n;
+	if (whole_long(v, 0, &n))
+		snprintf(num, sizeof num, "%ld", n);
+	else
+		snprintf(num, sizeof num, "%.31s", v);
+	if (cpuprof_check_setting("signal", num, why, sizeof why) == 0)
+		return (int)n;
+	if (!(*warned)++)
+		gpt_warn("CPUPROFILE_TIMER_SIGNAL='%s': %s; cpuprof chooses one", v, why);
+	return 0;
 }
 
 void gpt_env_settings(struct gpt_settings *s)
@@ -87,7 +100,7 @@ void gpt_env_settings(struct gpt_settings *s)
 	/* Each warning once per process: a switch that starts many
 	 * profiles, or a forked child, does not repeat it. */
 	static int warned_hz, warned_realtime, warned_signal, warned_format, warned_engine;
-	static const char *const engines[] = { "auto", "perf", "hw", "timer", "itimer" };
+	char why[256];
 	const char *v;
 	long n;
 
@@ -110,12 +123,8 @@ void gpt_env_settings(struct gpt_settings *s)
 		gpt_warn("CPUPROFILE_REALTIME: cpuprof samples CPU time, not wall-clock time; profiling the CPU "
 			 "time of every thread");
 	s->signo = 0;
-	if ((v = getenv("CPUPROFILE_TIMER_SIGNAL")) != NULL) {
-		if (whole_long(v, 0, &n) && usable_signal(n))
-			s->signo = (int)n;
-		else if (!warned_signal++)
-			gpt_warn("CPUPROFILE_TIMER_SIGNAL='%s' is not a signal to sample with; cpuprof chooses one", v);
-	}
+	if ((v = getenv("CPUPROFILE_TIMER_SIGNAL")) != NULL)
+		s->signo = timer_signal(v, &warned_signal);
 	s->pprof = 0;
 	if ((v = getenv("CPUPROFILE_FORMAT")) != NULL) {
 		if (!strcmp(v, "pprof"))
@@ -127,37 +136,9 @@ void gpt_env_settings(struct gpt_settings *s)
 	}
 	s->engine = NULL;
 	if ((v = getenv("CPUPROF_ENGINE")) != NULL) {
-		for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++)
-			if (!strcmp(v, engines[i]))
-				s->engine = engines[i];
-		if (!s->engine && !warned_engine++)
-			gpt_warn("CPUPROF_ENGINE='%s' is not one of auto, perf, hw, timer, itimer; using auto", v);
+		if (cpuprof_check_setting("engine", v, why, sizeof why) == 0)
+			s->engine = v;
+		else if (!warned_engine++)
+			gpt_warn("CPUPROF_ENGINE='%s': %s; using auto", v, why);
 	}
-}
-
-/* After cpuprof's constructor (the build links cpuprof first): see
- * gpt_profiler_init(). */
-__attribute__((constructor)) static void gpt_environ_start(void)
-{
-	gpt_profiler_init();
-	if (getauxval(AT_SECURE))
-		return;
-	const char *sig = getenv("CPUPROFILESIGNAL");
-	char path[PATH_MAX];
-	if (!gpt_unique_path("CPUPROFILE", path)) {
-		if (sig)
-			gpt_warn("CPUPROFILESIGNAL is set but CPUPROFILE names no file; profiling disabled");
-		return;
-	}
-	if (sig) {
-		gpt_switch_base(path);
-		gpt_toggle_init(sig);
-		return;
-	}
-	gpt_start(path, GPT_BY_ENV); /* says why if it cannot */
-}
-
-__attribute__((destructor)) static void gpt_environ_stop(void)
-{
-	gpt_stop(1);
 }

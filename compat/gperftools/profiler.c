@@ -43,6 +43,7 @@
 #include <cpuprof.h>
 #include <gperftools/profiler.h>
 
+#include "environ.h"
 #include "legacy.h"
 #include "session.h"
 #include "stacks.h"
@@ -410,7 +411,8 @@ static void after_fork_parent(void)
  * never written.  The table and the buffer are the parent's pages, shared
  * copy-on-write, and may be in the middle of a change: they are left
  * alone, not freed.  The file descriptor (close-on-exec) is closed if no
- * start or stop was under way.  The switch, if any, gets its thread back. */
+ * start or stop was under way.  The switch names its files anew (its
+ * thread is toggle.c's, by a fork handler that runs after this one). */
 static void after_fork_child(void)
 {
 	int quiet = fork_locked;
@@ -426,7 +428,6 @@ static void after_fork_child(void)
 		publish(0, NULL);
 	}
 	switch_after_fork();
-	gpt_toggle_after_fork();
 }
 
 void gpt_profiler_init(void)

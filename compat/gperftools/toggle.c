@@ -5,7 +5,8 @@
  * wakes a thread of ours through a futex; the thread, with every signal
  * blocked, does the starting and stopping, where locks, malloc and files
  * are allowed.  A forked child, which inherits the handler but not the
- * thread, gets a thread of its own.
+ * thread, gets a thread of its own (a fork handler registered after the
+ * profile's, which has made the child's profile its own by then).
  */
 #include <errno.h>
 #include <linux/futex.h>
@@ -19,10 +20,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "environ.h"
 #include "session.h"
 #include "sig/switch.h"
-
-static int installed; /* the handler is ours: a child needs a thread */
+#include "toggle.h"
 
 static void *switch_main(void *arg)
 {
@@ -49,6 +50,14 @@ static int start_thread(void)
 	if (rc == 0)
 		pthread_detach(th);
 	return rc;
+}
+
+/* Quietly: the child may be one of cpuprof's own, which reads source
+ * lines with the program's stderr still open, and resets every signal
+ * (ours too) before it does anything. */
+static void after_fork_child(void)
+{
+	start_thread();
 }
 
 int gpt_toggle_init(const char *value)
@@ -83,17 +92,8 @@ int gpt_toggle_init(const char *value)
 		gpt_warn("CPUPROFILESIGNAL=%d: cannot catch it: %s; profiling disabled", signo, strerror(errno));
 		return -1;
 	}
-	installed = 1;
+	pthread_atfork(NULL, NULL, after_fork_child);
 	/* gperftools' line, word for word. */
 	fprintf(stderr, "Using signal %d as cpu profiling switch\n", signo);
 	return 0;
-}
-
-/* Quietly: the child may be one of cpuprof's own, which reads source
- * lines with the program's stderr still open, and resets every signal
- * (ours too) before it does anything. */
-void gpt_toggle_after_fork(void)
-{
-	if (installed)
-		start_thread();
 }

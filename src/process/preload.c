@@ -32,22 +32,29 @@
 
 static int preload_started;
 
-/* Reads option id from the environment into *out (unchanged when unset;
- * the text itself into *text for a choice).  Returns -1 after printing the
- * warning if it is bad. */
-static int env_option(enum cp_option_id id, long *out, const char **text)
+/* Reads the settings of options.h from their CPUPROF_* variables into
+ * *o, each by the table's own rule: as the user set them, or as `cpuprof
+ * record` hands them on (the values it took, record.c).  A choice is the
+ * table's own name.  Returns -1 after printing the warning if one is
+ * bad. */
+static int env_options(struct cpuprof_options *o)
 {
-	const struct cp_option *o = &cp_options[id];
-	const char *s = getenv(o->env);
-	if (!s)
-		return 0;
-	char why[256];
-	if (cp_option_parse(o, s, out, why, sizeof why) < 0) {
-		fprintf(stderr, "cpuprof: %s=%s: %s; profiling disabled\n", o->env, s, why);
-		return -1;
+	long v[CP_NOPTIONS] = { 0 };
+	for (int id = 0; id < CP_NOPTIONS; id++) {
+		const struct cp_option *opt = &cp_options[id];
+		const char *s = getenv(opt->env);
+		char why[256];
+		if (s && cp_option_parse(opt, s, &v[id], why, sizeof why) < 0) {
+			fprintf(stderr, "cpuprof: %s=%s: %s; profiling disabled\n", opt->env, s, why);
+			return -1;
+		}
 	}
-	if (text)
-		*text = s;
+	o->hz = (int)v[CP_OPT_HZ];
+	o->max_depth = (int)v[CP_OPT_DEPTH];
+	o->signal = (int)v[CP_OPT_SIGNAL];
+	o->off_cpu = (int)v[CP_OPT_OFF_CPU];
+	o->engine = cp_options[CP_OPT_ENGINE].choices[v[CP_OPT_ENGINE]];
+	o->unwind = cp_options[CP_OPT_UNWIND].choices[v[CP_OPT_UNWIND]];
 	return 0;
 }
 
@@ -72,15 +79,8 @@ __attribute__((constructor)) static void preload_start(void)
 		return;
 
 	struct cpuprof_options o = { 0 };
-	long hz = 0, depth = 0, signo = 0, engine, unwind, off_cpu = 0;
-	if (env_option(CP_OPT_HZ, &hz, NULL) < 0 || env_option(CP_OPT_DEPTH, &depth, NULL) < 0 ||
-	    env_option(CP_OPT_SIGNAL, &signo, NULL) < 0 || env_option(CP_OPT_ENGINE, &engine, &o.engine) < 0 ||
-	    env_option(CP_OPT_UNWIND, &unwind, &o.unwind) < 0 || env_option(CP_OPT_OFF_CPU, &off_cpu, NULL) < 0)
+	if (env_options(&o) < 0)
 		return;
-	o.hz = (int)hz;
-	o.max_depth = (int)depth;
-	o.signal = (int)signo;
-	o.off_cpu = (int)off_cpu;
 
 	if (shm && *shm) {
 		char why[512];

@@ -16,21 +16,32 @@ static const char *const unwinds[] = { "auto", "dwarf", "fp", NULL };
 _Static_assert(CP_UNWIND_AUTO == 0 && CP_UNWIND_DWARF == 1 && CP_UNWIND_FP == 2, "unwinds[] follows the modes");
 
 const struct cp_option cp_options[CP_NOPTIONS] = {
-	[CP_OPT_HZ] = { "hz", "CPUPROF_HZ", "-F/--hz", CP_OPT_INT, 1, 100000, 1000, NULL,
-			"the sampling rate, in samples per second of CPU time" },
-	[CP_OPT_ENGINE] = { "engine", "CPUPROF_ENGINE", "--engine", CP_OPT_CHOICE, 0, 0, 0, engines,
-			    "the sampling engine" },
-	[CP_OPT_SIGNAL] = { "signal", "CPUPROF_SIGNAL", "--signal", CP_OPT_SIGNO, 1, 64, 0, NULL,
-			    "the sampling signal of the timer and itimer engines" },
-	[CP_OPT_DEPTH] = { "max_depth", "CPUPROF_DEPTH", "--depth", CP_OPT_INT, 1, 1024, 128, NULL,
-			   "the most frames kept per sample" },
-	[CP_OPT_UNWIND] = { "unwind", "CPUPROF_UNWIND", "--unwind", CP_OPT_CHOICE, 0, 0, 0, unwinds,
-			    "how stacks are walked" },
+	/* Sampled at 10 kHz at most, whatever is asked (with a warning): at
+	 * 10 kHz the kernel's part of a perf sample (timer interrupt, stack
+	 * copy) already costs a tenth of the thread's CPU on the machines
+	 * measured (docs/benchmarks.md); above the tick, the timer engines
+	 * fire at the tick whatever is asked.  The library and record's
+	 * events from outside alike. */
+	[CP_OPT_HZ] = { .name = "hz", .env = "CPUPROF_HZ", .kind = CP_OPT_INT, .min = 1, .max = 100000, .def = 1000,
+			.cap = 10000, .what = "the sampling rate, in samples per second of CPU time" },
+	[CP_OPT_ENGINE] = { .name = "engine", .env = "CPUPROF_ENGINE", .kind = CP_OPT_CHOICE, .choices = engines,
+			    .what = "the sampling engine" },
+	[CP_OPT_SIGNAL] = { .name = "signal", .env = "CPUPROF_SIGNAL", .kind = CP_OPT_SIGNO, .min = 1, .max = 64,
+			    .what = "the sampling signal of the timer and itimer engines" },
+	[CP_OPT_DEPTH] = { .name = "max_depth", .env = "CPUPROF_DEPTH", .kind = CP_OPT_INT, .min = 1, .max = 1024,
+			   .def = 128, .what = "the most frames kept per sample" },
+	[CP_OPT_UNWIND] = { .name = "unwind", .env = "CPUPROF_UNWIND", .kind = CP_OPT_CHOICE, .choices = unwinds,
+			    .what = "how stacks are walked" },
 	/* 0 or 1: whether to record off-CPU time too (perf engine, with the
 	 * kernel's leave: docs/off-cpu.md). */
-	[CP_OPT_OFF_CPU] = { "off_cpu", "CPUPROF_OFF_CPU", "--off-cpu", CP_OPT_INT, 0, 1, 0, NULL,
-			     "whether to record off-CPU time (0 or 1)" },
+	[CP_OPT_OFF_CPU] = { .name = "off_cpu", .env = "CPUPROF_OFF_CPU", .kind = CP_OPT_INT, .min = 0, .max = 1,
+			     .what = "whether to record off-CPU time (0 or 1)" },
 };
+
+long cp_option_taken(const struct cp_option *o, long v)
+{
+	return o->cap && v > o->cap ? o->cap : v;
+}
 
 const char *cp_signal_unusable(int signo)
 {

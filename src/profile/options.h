@@ -1,10 +1,11 @@
 /*
  * options.h -- every setting of a profile, described once: its name, its
- * environment variable (LD_PRELOAD mode), its command-line flag (`cpuprof
- * record`), its range or choices and its default.  cpuprof_start()
- * checks its options with this table, preload.c reads the environment
- * with it and the CLI validates its flags with it, so the three cannot
- * disagree.  Shared by the library and the CLI; not signal context.
+ * environment variable (LD_PRELOAD mode), its range or choices, its
+ * default and the most that is acted on.  cpuprof_start() checks its
+ * options with this table, preload.c reads the environment with it, the
+ * CLI's flags (cli/flags.c) are checked and described by it and `record`
+ * hands preloaded processes the values it took, so none can disagree.
+ * Shared by the library and the CLI; not signal context.
  */
 #ifndef CPUPROF_OPTIONS_H
 #define CPUPROF_OPTIONS_H
@@ -16,15 +17,6 @@ enum cp_option_id { CP_OPT_HZ, CP_OPT_ENGINE, CP_OPT_SIGNAL, CP_OPT_DEPTH, CP_OP
 enum cp_option_kind { CP_OPT_INT, CP_OPT_CHOICE, CP_OPT_SIGNO };
 
 /* The engines' names (each engine's `name`, and the choices of --engine). */
-/* The highest rate sampled at, whatever -F or CPUPROF_HZ asks (up to the
- * option's own limit, 100,000, with a warning): at 10 kHz the kernel's part
- * of a perf sample (timer interrupt, stack copy) already costs a tenth of
- * the thread's CPU on the machines measured (docs/benchmarks.md); above
- * the tick, the timer engines fire at the tick whatever is asked.  The
- * library and record's events from outside alike. */
-#define CP_HZ_SAMPLED_MAX 10000
-#define CP_HZ_SAMPLED_MAX_TEXT "10000"
-
 #define CP_ENGINE_PERF "perf"
 #define CP_ENGINE_HW "hw"
 #define CP_ENGINE_TIMER "timer"
@@ -33,10 +25,10 @@ enum cp_option_kind { CP_OPT_INT, CP_OPT_CHOICE, CP_OPT_SIGNO };
 struct cp_option {
 	const char *name;  /* "hz": the struct cpuprof_options field */
 	const char *env;   /* "CPUPROF_HZ" */
-	const char *flag;  /* "-F/--hz" */
 	enum cp_option_kind kind;
 	long min, max;     /* CP_OPT_INT; CP_OPT_SIGNO: 1..64 */
 	long def;          /* CP_OPT_INT: the default (0 for none) */
+	long cap;          /* CP_OPT_INT: the most acted on, a value above it taken as it, or 0 (max) */
 	const char *const *choices; /* CP_OPT_CHOICE: NULL-terminated, the default first */
 	const char *what;  /* what a value means, for messages: "the sampling rate (Hz)" */
 };
@@ -51,6 +43,8 @@ int cp_option_check_int(const struct cp_option *o, long v, char *why, size_t len
  * integer value in *out (the choice's index for CP_OPT_CHOICE).  Returns 0,
  * or -1 with a one-line reason in why[len]. */
 int cp_option_parse(const struct cp_option *o, const char *s, long *out, char *why, size_t len);
+/* The value acted on for v: v, or o's cap where v is above it. */
+long cp_option_taken(const struct cp_option *o, long v);
 /* The choices of o joined with ", " into buf ("auto, perf, hw, timer, itimer"). */
 const char *cp_option_choices(const struct cp_option *o, char *buf, size_t len);
 

@@ -1,5 +1,6 @@
 /*
- * test_lifecycle.c -- the API's contract: bad options are refused, a
+ * test_lifecycle.c -- the API's contract: bad options are refused (and
+ * cpuprof_check_setting() refuses them as text by the same rules), a
  * second start is EBUSY, stop without a profile is ESRCH, flush writes a
  * readable profile while sampling goes on and from a copy of the table,
  * _exit and exec inside a flush neither hang nor carry a timer across exec,
@@ -37,6 +38,24 @@ static void bad_options(void)
 	};
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
 		CHECK(cpuprof_start(path, &bad[i]) == -EINVAL, "bad option set %zu accepted", i);
+	/* One setting as text, by the rule cpuprof_start() holds it to. */
+	const struct {
+		const char *name, *value;
+		int rc;
+	} texts[] = {
+		{ "hz", "-1", -EINVAL }, { "hz", "100001", -EINVAL }, { "hz", "250", 0 }, { "hz", "1e3", -EINVAL },
+		{ "engine", "bogus", -EINVAL }, { "engine", "itimer", 0 }, { "max_depth", "5000", -EINVAL },
+		{ "max_depth", "7", 0 }, { "signal", "9", -EINVAL }, { "signal", "11", -EINVAL },
+		{ "signal", "15", -EINVAL }, { "signal", "99", -EINVAL }, { "signal", "27", 0 },
+		{ "signal", "40", 0 }, { "unwind", "fp", 0 }, { "unwind", "frames", -EINVAL },
+		{ "off_cpu", "2", -EINVAL }, { "off_cpu", "1", 0 }, { "frequency", "100", -ENOENT },
+	};
+	for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++) {
+		char why[256] = "";
+		int rc = cpuprof_check_setting(texts[i].name, texts[i].value, why, sizeof why);
+		CHECK(rc == texts[i].rc && (rc == 0 || why[0]), "%s=%s: %d (%s), want %d", texts[i].name,
+		      texts[i].value, rc, why, texts[i].rc);
+	}
 	CHECK_EQ(cpuprof_start(NULL, NULL), -EINVAL);
 	CHECK_EQ(cpuprof_start("", NULL), -EINVAL);
 	CHECK(access(path, F_OK) != 0, "a refused start wrote a file");

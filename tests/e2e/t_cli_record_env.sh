@@ -62,6 +62,11 @@ has env2 "LD_PRELOAD=$tmp/libstub.so:$tmp/libother.so"
 lacks env2 "^CPUPROF="
 lacks env2 "^CPUPROF_OWNER="
 for v in HZ DEPTH SIGNAL UNWIND; do lacks env2 "^CPUPROF_$v="; done
+# The settings as record took them, and none record was not given, so
+# that the library reads only what record checked.
+CPUPROF_HZ=junk CPUPROF_DEPTH=0 record 0 --engine timer -F 0250 -- sh -c 'env >env4'
+has env4 "CPUPROF_HZ=250"
+lacks env4 "^CPUPROF_DEPTH="
 # From outside nothing is added to the command's environment, and what
 # the user preloads stays as it was.
 CPUPROF=$tmp/x.pb.gz LD_PRELOAD=$tmp/libother.so record 0 -- sh -c 'env >env3'

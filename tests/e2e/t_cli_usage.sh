@@ -137,7 +137,8 @@ fi
 bad "use one of auto, dwarf, fp" record --unwind frames -- touch marker
 bad "use one of auto, dwarf, fp" record --unwind= -- touch marker
 bad "unknown option" record --bogus -- touch marker
-bad "empty file name" record -o '' -- touch marker
+# One message for an empty value in every command (cli/flags.c).
+bad "-o/--output needs a file name" record -o '' -- touch marker
 bad "no-such-dir" record -o no-such-dir/p.pb.gz -- touch marker
 mkdir adir
 bad "directory" record -o adir -- touch marker

@@ -50,6 +50,11 @@ chain() {
 	$EMU "$CP" record -o chain.pb.gz -F 1000 --unwind "$1" -- $EMU ./work 3 400 0 main-too >/dev/null 2>err ||
 		{ cat err; fail "main-too, --unwind $1: record failed"; }
 	traces chain.pb.gz >chains
+	# The summary line says what the file says (record prints it from
+	# what it wrote, not by reading it back).
+	sum=$(sed -n 's/^cpuprof: wrote chain.pb.gz: \([0-9]*\) samples, engine=\([a-z]*\), coverage=\([0-9.]*\).*/\1 \2 \3/p' err)
+	[ "$sum" = "$(comment chain.pb.gz samples) $(comment chain.pb.gz engine) $(comment chain.pb.gz coverage)" ] ||
+		{ cat err; go tool pprof -comments chain.pb.gz; fail "--unwind $1: the summary is not the profile's"; }
 	# A frame of ours twice in a row would be a return address taken twice.
 	awk -F'[ ;]' '{ for (i = 3; i <= NF; i++) if ($i == $(i - 1) && $i ~ /^(hot|warm)_|^worker$|^main$/) { print; exit 1 } }' \
 		chains || fail "--unwind $1: a function follows itself in a stack"
