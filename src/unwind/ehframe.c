@@ -380,6 +380,282 @@ static int plt_expression(const uint8_t *e, size_t n, int64_t *off, uint8_t *thr
 #endif
 }
 
+/* One CFA instruction, decoded: what it does, with its operands. */
+enum insn_kind {
+	I_NOP,           /* nothing a walk uses (operands skipped) */
+	I_ADVANCE,       /* the location moves on by adv code-alignment units */
+	I_SET_LOC,       /* the location becomes adv (DW_CFA_set_loc) */
+	I_RULE,          /* register reg's rule becomes `rule` (R_OFFSET: at CFA + off) */
+	I_RESTORE,       /* register reg's rule becomes the CIE's */
+	I_REMEMBER,      /* the rules are pushed ... */
+	I_RESTORE_STATE, /* ... and popped */
+	I_CFA,           /* CFA = register reg + off */
+	I_CFA_REG,       /* the CFA's register becomes reg */
+	I_CFA_OFF,       /* the CFA's offset becomes off */
+	I_CFA_EXPR,      /* the CFA is the expression expr[0..len) */
+};
+struct insn {
+	enum insn_kind kind;
+	uint8_t rule;
+	uint64_t reg, adv;
+	int64_t off;
+	const uint8_t *expr;
+	size_t len;
+};
+
+/* Decodes the operands of a DW_CFA opcode that sets a register's rule
+ * into *in; 0, or -1 if op is not one. */
+static int decode_reg_op(struct cur *c, const struct cie *cie, uint8_t op, struct insn *in)
+{
+	in->kind = I_RULE;
+	switch (op) {
+	case CFA_OFFSET_EXTENDED:
+		in->reg = get_uleb(c);
+		in->rule = R_OFFSET;
+		in->off = (int64_t)get_uleb(c) * cie->data_align;
+		return 0;
+	case CFA_OFFSET_EXTENDED_SF:
+		in->reg = get_uleb(c);
+		in->rule = R_OFFSET;
+		in->off = get_sleb(c) * cie->data_align;
+		return 0;
+	case CFA_GNU_NEGATIVE_OFFSET_EXTENDED:
+		in->reg = get_uleb(c);
+		in->rule = R_OFFSET;
+		in->off = -(int64_t)get_uleb(c) * cie->data_align;
+		return 0;
+	case CFA_RESTORE_EXTENDED:
+		in->kind = I_RESTORE;
+		in->reg = get_uleb(c);
+		return 0;
+	case CFA_UNDEFINED:
+	case CFA_SAME_VALUE:
+		in->reg = get_uleb(c);
+		in->rule = op == CFA_UNDEFINED ? R_UNDEF : R_SAME;
+		return 0;
+	case CFA_REGISTER:
+	case CFA_VAL_OFFSET:
+		in->reg = get_uleb(c);
+		(void)get_uleb(c);
+		in->rule = R_OTHER;
+		return 0;
+	case CFA_VAL_OFFSET_SF:
+		in->reg = get_uleb(c);
+		(void)get_sleb(c);
+		in->rule = R_OTHER;
+		return 0;
+	case CFA_EXPRESSION:
+	case CFA_VAL_EXPRESSION: {
+		in->reg = get_uleb(c);
+		uint64_t len = get_uleb(c);
+		if (need(c, len))
+			c->p += len;
+		in->rule = R_OTHER;
+		return 0;
+	}
+	}
+	in->kind = I_NOP;
+	return -1;
+}
+
+/* Decodes the operands of a DW_CFA opcode that defines the CFA into *in;
+ * 0, or -1 if op is not one. */
+static int decode_cfa_op(struct cur *c, const struct cie *cie, uint8_t op, struct insn *in)
+{
+	switch (op) {
+	case CFA_DEF_CFA:
+		in->kind = I_CFA;
+		in->reg = get_uleb(c);
+		in->off = (int64_t)get_uleb(c);
+		return 0;
+	case CFA_DEF_CFA_SF:
+		in->kind = I_CFA;
+		in->reg = get_uleb(c);
+		in->off = get_sleb(c) * cie->data_align;
+		return 0;
+	case CFA_DEF_CFA_REGISTER:
+		in->kind = I_CFA_REG;
+		in->reg = get_uleb(c);
+		return 0;
+	case CFA_DEF_CFA_OFFSET:
+		in->kind = I_CFA_OFF;
+		in->off = (int64_t)get_uleb(c);
+		return 0;
+	case CFA_DEF_CFA_OFFSET_SF:
+		in->kind = I_CFA_OFF;
+		in->off = get_sleb(c) * cie->data_align;
+		return 0;
+	case CFA_DEF_CFA_EXPRESSION:
+		in->len = (size_t)get_uleb(c);
+		if (need(c, in->len)) {
+			in->kind = I_CFA_EXPR;
+			in->expr = c->p;
+			c->p += in->len;
+		}
+		return 0;
+	}
+	return -1;
+}
+
+/* Decodes the instruction at c->p, at address `at`, into *in.  Returns
+ * 0 (operands past the entry's end leave c->bad set), or -1 with err set
+ * for an opcode it does not know or a DW_CFA_set_loc it cannot read. */
+static int decode_insn(struct cur *c, const struct cie *cie, uint64_t datarel, uint64_t at, struct insn *in,
+		       char *err, size_t errlen)
+{
+	uint8_t op = *c->p++;
+	*in = (struct insn){ I_NOP };
+	switch (op & 0xc0) {
+	case CFA_ADVANCE_LOC:
+		*in = (struct insn){ I_ADVANCE, .adv = op & 0x3f };
+		return 0;
+	case CFA_OFFSET:
+		*in = (struct insn){ I_RULE, R_OFFSET, .reg = op & 0x3f, .off = (int64_t)get_uleb(c) * cie->data_align };
+		return 0;
+	case CFA_RESTORE:
+		*in = (struct insn){ I_RESTORE, .reg = op & 0x3f };
+		return 0;
+	}
+	switch (op) {
+	case CFA_NOP:
+	case CFA_GNU_WINDOW_SAVE:
+		return 0;
+	case CFA_GNU_ARGS_SIZE:
+		(void)get_uleb(c);
+		return 0;
+	case CFA_SET_LOC:
+		in->kind = I_SET_LOC;
+		if (get_encoded(c, cie->fde_enc, 1, datarel, &in->adv) < 0)
+			return fail(err, errlen, "bad DW_CFA_set_loc at %#llx", (unsigned long long)at);
+		return 0;
+	case CFA_ADVANCE_LOC1: in->kind = I_ADVANCE; in->adv = get_u(c, 1); return 0;
+	case CFA_ADVANCE_LOC2: in->kind = I_ADVANCE; in->adv = get_u(c, 2); return 0;
+	case CFA_ADVANCE_LOC4: in->kind = I_ADVANCE; in->adv = get_u(c, 4); return 0;
+	case CFA_REMEMBER_STATE:
+		in->kind = I_REMEMBER;
+		return 0;
+	case CFA_RESTORE_STATE:
+		in->kind = I_RESTORE_STATE;
+		return 0;
+	}
+	if (decode_reg_op(c, cie, op, in) == 0 || decode_cfa_op(c, cie, op, in) == 0)
+		return 0;
+	return fail(err, errlen, "unknown CFA opcode %#x at %#llx", op, (unsigned long long)at);
+}
+
+/* A CFA program as it runs: the state, the CIE's initial state (for
+ * DW_CFA_restore; NULL in the CIE's own instructions), the remembered
+ * states, the location, and where rows go (NULL: a CIE's instructions,
+ * which make none). */
+struct run {
+	const struct cie *cie;
+	struct cfa_state *st;
+	const struct cfa_state *init;
+	struct cfa_state stack[MAX_REMEMBER];
+	unsigned depth;
+	struct builder *b;
+	uint64_t loc, end;
+	uint32_t nrows;
+	char *err;
+	size_t errlen;
+};
+
+/* The rule of reg, if it is one a walk uses (the return address or the
+ * frame pointer). */
+static struct reg_rule *tracked(struct run *r, uint64_t reg)
+{
+	return reg == r->cie->ra_reg ? &r->st->ra : reg == CP_DWARF_FP ? &r->st->fp : NULL;
+}
+
+/* Applies a decoded instruction that changes the state (not the
+ * location).  Returns 0, or -1 with the reason. */
+static int apply_insn(struct run *r, const struct insn *in, uint64_t at)
+{
+	struct cfa_state *st = r->st;
+	struct reg_rule *rr = tracked(r, in->reg);
+	switch (in->kind) {
+	case I_RULE:
+		if (rr) {
+			rr->kind = in->rule;
+			rr->off = in->rule == R_OFFSET ? in->off : 0;
+		}
+		break;
+	case I_RESTORE:
+		if (!r->init)
+			return fail(r->err, r->errlen, "DW_CFA_restore in a CIE at %#llx", (unsigned long long)at);
+		if (rr)
+			*rr = rr == &st->ra ? r->init->ra : r->init->fp;
+		break;
+	case I_REMEMBER:
+		if (r->depth == MAX_REMEMBER)
+			return fail(r->err, r->errlen, "DW_CFA_remember_state nested too deep at %#llx",
+				    (unsigned long long)at);
+		r->stack[r->depth++] = *st;
+		break;
+	case I_RESTORE_STATE:
+		if (r->depth == 0)
+			return fail(r->err, r->errlen, "DW_CFA_restore_state without remember at %#llx",
+				    (unsigned long long)at);
+		/* The CFA and registers come back; the location does not. */
+		*st = r->stack[--r->depth];
+		break;
+	case I_CFA:
+		st->kind = C_REG;
+		st->reg = in->reg;
+		st->off = in->off;
+		break;
+	case I_CFA_REG:
+		st->reg = in->reg;
+		if (st->kind != C_REG)
+			st->kind = C_OTHER; /* an offset never set */
+		break;
+	case I_CFA_OFF:
+		st->off = in->off;
+		if (st->kind == C_PLT)
+			st->kind = C_OTHER;
+		break;
+	case I_CFA_EXPR:
+		st->kind = plt_expression(in->expr, in->len, &st->off, &st->plt) ? C_PLT : C_OTHER;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* Moves the location on by adv bytes: the state so far holds over
+ * [loc, loc + adv), a row if that starts inside the FDE.  Returns 0, or
+ * -1 with the reason. */
+static int advance(struct run *r, uint64_t adv, uint64_t at)
+{
+	if (adv == 0)
+		return 0;
+	if (r->loc < r->end) {
+		struct cp_urule rule = to_rule(r->st, r->cie);
+		if (++r->nrows > MAX_FDE_ROWS)
+			return fail(r->err, r->errlen, "too many rows in one FDE at %#llx", (unsigned long long)at);
+		if (push_row(r->b, r->loc, &rule) < 0)
+			return fail(r->err, r->errlen, "out of memory");
+	}
+	r->loc = adv > UINT64_MAX - r->loc ? UINT64_MAX : r->loc + adv;
+	return 0;
+}
+
+/* Runs one decoded instruction. */
+static int run_insn(struct run *r, struct insn *in, uint64_t at)
+{
+	if (in->kind != I_ADVANCE && in->kind != I_SET_LOC)
+		return apply_insn(r, in, at);
+	if (!r->b)
+		return fail(r->err, r->errlen, "location change in a CIE at %#llx", (unsigned long long)at);
+	if (in->kind == I_ADVANCE) {
+		if (in->adv && r->cie->code_align > UINT64_MAX / in->adv)
+			return fail(r->err, r->errlen, "advance overflows at %#llx", (unsigned long long)at);
+		in->adv *= r->cie->code_align;
+	}
+	return advance(r, in->adv, at);
+}
+
 /* Runs the CFA program in [c->p, c->end).  With b == NULL it is a CIE's
  * initial instructions (no rows, no location); otherwise rows for
  * [start, end) are appended to b.  `init` is the CIE's initial state
@@ -387,205 +663,28 @@ static int plt_expression(const uint8_t *e, size_t n, int64_t *off, uint8_t *thr
 static int run_program(struct cur *c, const struct cie *cie, struct cfa_state *st, const struct cfa_state *init,
 		       struct builder *b, uint64_t start, uint64_t end, uint64_t datarel, char *err, size_t errlen)
 {
-	struct cfa_state stack[MAX_REMEMBER];
-	unsigned depth = 0;
-	uint64_t loc = start;
-	uint32_t nrows = 0;
-
+	struct run r = { .cie = cie, .st = st, .init = init, .b = b, .loc = start, .end = end, .err = err,
+			 .errlen = errlen };
 	while (c->p < c->end) {
 		uint64_t at = cur_addr(c);
-		uint8_t op = *c->p++;
-		uint64_t reg = 0, adv = 0, len;
-		int64_t off = 0;
-		struct reg_rule *rr;
-		int is_loc = 0;
-
-		switch (op & 0xc0) {
-		case CFA_ADVANCE_LOC:
-			adv = op & 0x3f;
-			is_loc = 1;
-			break;
-		case CFA_OFFSET:
-			reg = op & 0x3f;
-			off = (int64_t)get_uleb(c) * cie->data_align;
-			goto set_offset;
-		case CFA_RESTORE:
-			reg = op & 0x3f;
-			goto restore;
-		}
-		if (!is_loc) {
-			switch (op) {
-			case CFA_NOP:
-			case CFA_GNU_WINDOW_SAVE:
-				break;
-			case CFA_SET_LOC: {
-				uint64_t to;
-				if (get_encoded(c, cie->fde_enc, 1, datarel, &to) < 0)
-					return fail(err, errlen, "bad DW_CFA_set_loc at %#llx", (unsigned long long)at);
-				if (!b)
-					return fail(err, errlen, "DW_CFA_set_loc in a CIE at %#llx", (unsigned long long)at);
-				if (to < loc)
-					return fail(err, errlen, "DW_CFA_set_loc goes backwards at %#llx", (unsigned long long)at);
-				adv = to - loc;
-				is_loc = 2;
-				break;
-			}
-			case CFA_ADVANCE_LOC1: adv = get_u(c, 1); is_loc = 1; break;
-			case CFA_ADVANCE_LOC2: adv = get_u(c, 2); is_loc = 1; break;
-			case CFA_ADVANCE_LOC4: adv = get_u(c, 4); is_loc = 1; break;
-			case CFA_OFFSET_EXTENDED:
-				reg = get_uleb(c);
-				off = (int64_t)get_uleb(c) * cie->data_align;
-				goto set_offset;
-			case CFA_OFFSET_EXTENDED_SF:
-				reg = get_uleb(c);
-				off = get_sleb(c) * cie->data_align;
-				goto set_offset;
-			case CFA_GNU_NEGATIVE_OFFSET_EXTENDED:
-				reg = get_uleb(c);
-				off = -(int64_t)get_uleb(c) * cie->data_align;
-				goto set_offset;
-			case CFA_RESTORE_EXTENDED:
-				reg = get_uleb(c);
-				goto restore;
-			case CFA_UNDEFINED:
-			case CFA_SAME_VALUE:
-				reg = get_uleb(c);
-				rr = reg == cie->ra_reg ? &st->ra : reg == CP_DWARF_FP ? &st->fp : NULL;
-				if (rr) {
-					rr->kind = op == CFA_UNDEFINED ? R_UNDEF : R_SAME;
-					rr->off = 0;
-				}
-				break;
-			case CFA_REGISTER:
-				reg = get_uleb(c);
-				(void)get_uleb(c);
-				goto other_rule;
-			case CFA_REMEMBER_STATE:
-				if (depth == MAX_REMEMBER)
-					return fail(err, errlen, "DW_CFA_remember_state nested too deep at %#llx", (unsigned long long)at);
-				stack[depth++] = *st;
-				break;
-			case CFA_RESTORE_STATE:
-				if (depth == 0)
-					return fail(err, errlen, "DW_CFA_restore_state without remember at %#llx", (unsigned long long)at);
-				/* The CFA and registers come back; the location does not. */
-				*st = stack[--depth];
-				break;
-			case CFA_DEF_CFA:
-				st->kind = C_REG;
-				st->reg = get_uleb(c);
-				st->off = (int64_t)get_uleb(c);
-				break;
-			case CFA_DEF_CFA_SF:
-				st->kind = C_REG;
-				st->reg = get_uleb(c);
-				st->off = get_sleb(c) * cie->data_align;
-				break;
-			case CFA_DEF_CFA_REGISTER:
-				st->reg = get_uleb(c);
-				if (st->kind != C_REG)
-					st->kind = C_OTHER; /* an offset never set */
-				break;
-			case CFA_DEF_CFA_OFFSET:
-				st->off = (int64_t)get_uleb(c);
-				if (st->kind == C_PLT)
-					st->kind = C_OTHER;
-				break;
-			case CFA_DEF_CFA_OFFSET_SF:
-				st->off = get_sleb(c) * cie->data_align;
-				if (st->kind == C_PLT)
-					st->kind = C_OTHER;
-				break;
-			case CFA_DEF_CFA_EXPRESSION:
-				len = get_uleb(c);
-				if (!need(c, len))
-					break;
-				if (plt_expression(c->p, (size_t)len, &st->off, &st->plt))
-					st->kind = C_PLT;
-				else
-					st->kind = C_OTHER;
-				c->p += len;
-				break;
-			case CFA_EXPRESSION:
-			case CFA_VAL_EXPRESSION:
-				reg = get_uleb(c);
-				len = get_uleb(c);
-				if (!need(c, len))
-					break;
-				c->p += len;
-				goto other_rule;
-			case CFA_VAL_OFFSET:
-				reg = get_uleb(c);
-				(void)get_uleb(c);
-				goto other_rule;
-			case CFA_VAL_OFFSET_SF:
-				reg = get_uleb(c);
-				(void)get_sleb(c);
-				goto other_rule;
-			case CFA_GNU_ARGS_SIZE:
-				(void)get_uleb(c);
-				break;
-			default:
-				return fail(err, errlen, "unknown CFA opcode %#x at %#llx", op, (unsigned long long)at);
-			}
-		}
-		if (c->bad)
-			return fail(err, errlen, "CFA instruction runs past its entry at %#llx", (unsigned long long)at);
-		if (is_loc) {
+		struct insn in;
+		if (decode_insn(c, cie, datarel, at, &in, err, errlen) < 0)
+			return -1;
+		if (in.kind == I_SET_LOC) {
 			if (!b)
-				return fail(err, errlen, "location change in a CIE at %#llx", (unsigned long long)at);
-			if (is_loc == 1) {
-				if (adv && cie->code_align > UINT64_MAX / adv)
-					return fail(err, errlen, "advance overflows at %#llx", (unsigned long long)at);
-				adv *= cie->code_align;
-			}
-			if (adv == 0)
-				continue;
-			/* The state so far holds over [loc, loc + adv). */
-			if (loc < end) {
-				struct cp_urule r = to_rule(st, cie);
-				if (++nrows > MAX_FDE_ROWS)
-					return fail(err, errlen, "too many rows in one FDE at %#llx", (unsigned long long)at);
-				if (push_row(b, loc, &r) < 0)
-					return fail(err, errlen, "out of memory");
-			}
-			loc = adv > UINT64_MAX - loc ? UINT64_MAX : loc + adv;
+				return fail(err, errlen, "DW_CFA_set_loc in a CIE at %#llx", (unsigned long long)at);
+			if (in.adv < r.loc)
+				return fail(err, errlen, "DW_CFA_set_loc goes backwards at %#llx", (unsigned long long)at);
+			in.adv -= r.loc;
 		}
-		continue;
-
-	set_offset:
 		if (c->bad)
 			return fail(err, errlen, "CFA instruction runs past its entry at %#llx", (unsigned long long)at);
-		rr = reg == cie->ra_reg ? &st->ra : reg == CP_DWARF_FP ? &st->fp : NULL;
-		if (rr) {
-			rr->kind = R_OFFSET;
-			rr->off = off;
-		}
-		continue;
-	restore:
-		if (c->bad)
-			return fail(err, errlen, "CFA instruction runs past its entry at %#llx", (unsigned long long)at);
-		if (!init)
-			return fail(err, errlen, "DW_CFA_restore in a CIE at %#llx", (unsigned long long)at);
-		if (reg == cie->ra_reg)
-			st->ra = init->ra;
-		else if (reg == CP_DWARF_FP)
-			st->fp = init->fp;
-		continue;
-	other_rule:
-		if (c->bad)
-			return fail(err, errlen, "CFA instruction runs past its entry at %#llx", (unsigned long long)at);
-		rr = reg == cie->ra_reg ? &st->ra : reg == CP_DWARF_FP ? &st->fp : NULL;
-		if (rr) {
-			rr->kind = R_OTHER;
-			rr->off = 0;
-		}
-		continue;
+		if (run_insn(&r, &in, at) < 0)
+			return -1;
 	}
-	if (b && loc < end) {
-		struct cp_urule r = to_rule(st, cie);
-		if (push_row(b, loc, &r) < 0)
+	if (b && r.loc < end) {
+		struct cp_urule rule = to_rule(st, cie);
+		if (push_row(b, r.loc, &rule) < 0)
 			return fail(err, errlen, "out of memory");
 	}
 	return 0;
