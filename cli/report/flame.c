@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "base/array.h"
 #include "report.h"
 #include "shares.h"
 
@@ -110,14 +111,8 @@ static long strtab_index(struct strtab *t, const char *s)
 	for (; t->hash[j]; j = (j + 1) & (t->nhash - 1))
 		if (strcmp(t->s[t->hash[j] - 1], s) == 0)
 			return (long)(t->hash[j] - 1);
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 1024;
-		const char **a = realloc(t->s, cap * sizeof *a);
-		if (!a)
-			return -1;
-		t->s = a;
-		t->cap = cap;
-	}
+	if (cp_array_grow((void **)&t->s, &t->cap, t->n + 1, sizeof *t->s, 1024))
+		return -1;
 	t->s[t->n] = s;
 	t->hash[j] = ++t->n;
 	return (long)(t->n - 1);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "format.h"
 
 static const char *const kind_names[FRAME_KINDS] = {
@@ -47,15 +48,10 @@ static char *own(struct stackset *ss, char *s)
 {
 	if (!s)
 		return NULL;
-	if (ss->priv_.nowned == ss->priv_.capowned) {
-		size_t cap = ss->priv_.capowned ? 2 * ss->priv_.capowned : 64;
-		char **o = realloc(ss->priv_.owned, cap * sizeof *o);
-		if (!o) {
-			free(s);
-			return NULL;
-		}
-		ss->priv_.owned = o;
-		ss->priv_.capowned = cap;
+	if (cp_array_grow((void **)&ss->priv_.owned, &ss->priv_.capowned, ss->priv_.nowned + 1,
+			  sizeof *ss->priv_.owned, 64)) {
+		free(s);
+		return NULL;
 	}
 	ss->priv_.owned[ss->priv_.nowned++] = s;
 	return s;
@@ -127,15 +123,10 @@ static long intern(struct stackset *ss, const struct frame *f, bool lines,
 	for (j = frame_hash(f) & mask; ss->priv_.hash[j]; j = (j + 1) & mask)
 		if (frame_eq(&ss->priv_.frames[ss->priv_.hash[j] - 1], f))
 			return (long)(ss->priv_.hash[j] - 1);
-	if (ss->nframes == ss->priv_.capframes) {
-		size_t cap = ss->priv_.capframes ? 2 * ss->priv_.capframes : 256;
-		struct frame *fr = realloc(ss->priv_.frames, cap * sizeof *fr);
-		if (!fr)
-			return -1;
-		ss->priv_.frames = fr;
-		ss->frames = fr;
-		ss->priv_.capframes = cap;
-	}
+	if (cp_array_grow((void **)&ss->priv_.frames, &ss->priv_.capframes, ss->nframes + 1, sizeof *ss->priv_.frames,
+			  256))
+		return -1;
+	ss->frames = ss->priv_.frames;
 	struct frame nf = *f;
 	bool inl = f->kind == FRAME_INLINED;
 	if (temporary && !(nf.name = own(ss, strdup(f->name))))
@@ -217,15 +208,10 @@ static int push_frame(struct stackset *ss, long fi)
 {
 	if (fi < 0)
 		return -1;
-	if (ss->priv_.nstack == ss->priv_.capstack) {
-		size_t cap = ss->priv_.capstack ? 2 * ss->priv_.capstack : 4096;
-		uint32_t *a = realloc(ss->priv_.stack_frames, cap * sizeof *a);
-		if (!a)
-			return -1;
-		ss->priv_.stack_frames = a;
-		ss->stack_frames = a;
-		ss->priv_.capstack = cap;
-	}
+	if (cp_array_grow((void **)&ss->priv_.stack_frames, &ss->priv_.capstack, ss->priv_.nstack + 1,
+			  sizeof *ss->priv_.stack_frames, 4096))
+		return -1;
+	ss->stack_frames = ss->priv_.stack_frames;
 	ss->priv_.stack_frames[ss->priv_.nstack++] = (uint32_t)fi;
 	return 0;
 }

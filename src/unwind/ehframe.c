@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "arch.h"
+#include "base/array.h"
 #include "ehframe.h"
 
 /* DW_EH_PE_* pointer encodings. */
@@ -288,14 +289,8 @@ static int push_row(struct builder *b, uint64_t pc, const struct cp_urule *rule)
 	struct ehf_result *r = b->r;
 	if (r->nrows > b->fde_first && !memcmp(&r->rows[r->nrows - 1].rule, rule, sizeof *rule))
 		return 0;
-	if (r->nrows == b->caprows) {
-		size_t cap = b->caprows ? 2 * b->caprows : 1024;
-		struct ehf_row *n = realloc(r->rows, cap * sizeof *n);
-		if (!n)
-			return -1;
-		r->rows = n;
-		b->caprows = cap;
-	}
+	if (cp_array_grow((void **)&r->rows, &b->caprows, r->nrows + 1, sizeof *r->rows, 1024))
+		return -1;
 	r->rows[r->nrows].pc = pc;
 	r->rows[r->nrows].rule = *rule;
 	r->nrows++;
@@ -871,14 +866,8 @@ static int parse_fde(struct cur *c, size_t pos, struct cie *cie, const struct eh
 		return 0;
 	if (cie_init(cie, c->base, c->addr, err, errlen) < 0)
 		return -1;
-	if (out->nfdes == b->capfdes) {
-		size_t cap = b->capfdes ? 2 * b->capfdes : 256;
-		struct ehf_fde *n = realloc(out->fdes, cap * sizeof *n);
-		if (!n)
-			return fail(err, errlen, "out of memory");
-		out->fdes = n;
-		b->capfdes = cap;
-	}
+	if (cp_array_grow((void **)&out->fdes, &b->capfdes, out->nfdes + 1, sizeof *out->fdes, 256))
+		return fail(err, errlen, "out of memory");
 	struct ehf_fde *f = &out->fdes[out->nfdes];
 	f->start = start;
 	f->end = start + range;
@@ -944,15 +933,9 @@ int cp_ehframe_parse(const uint8_t *data, size_t size, uint64_t addr, size_t fde
 			break; /* the terminator */
 		}
 		if (id == 0) {
-			if (ncies == capcies) {
-				size_t cap = capcies ? 2 * capcies : 16;
-				struct cie *n = realloc(cies, cap * sizeof *n);
-				if (!n) {
-					fail(err, errlen, "out of memory");
-					goto out;
-				}
-				cies = n;
-				capcies = cap;
+			if (cp_array_grow((void **)&cies, &capcies, ncies + 1, sizeof *cies, 16)) {
+				fail(err, errlen, "out of memory");
+				goto out;
 			}
 			if (parse_cie(&c, pos, &cies[ncies], err, errlen) < 0)
 				goto out;

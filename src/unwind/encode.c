@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "encode.h"
 
 #define WORD ((int32_t)sizeof(uintptr_t))
@@ -29,15 +30,9 @@ struct buf {
 /* Appends a byte. */
 static void put(struct buf *b, uint8_t v)
 {
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? 2 * b->cap : 4096;
-		uint8_t *n = realloc(b->p, cap);
-		if (!n) {
-			b->oom = 1;
-			return;
-		}
-		b->p = n;
-		b->cap = cap;
+	if (cp_array_grow((void **)&b->p, &b->cap, b->n + 1, 1, 4096)) {
+		b->oom = 1;
+		return;
 	}
 	b->p[b->n++] = v;
 }
