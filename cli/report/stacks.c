@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "base/array.h"
+#include "base/error.h"
 #include "format.h"
 
 static const char *const kind_names[FRAME_KINDS] = {
@@ -27,17 +28,6 @@ static const char *const kind_names[FRAME_KINDS] = {
 const char *frame_kind_name(enum frame_kind k)
 {
 	return k < FRAME_KINDS ? kind_names[k] : "?";
-}
-
-/* Formats the first error into err; always returns -1. */
-__attribute__((format(printf, 3, 4))) static int
-fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
 }
 
 /* ---- frames ------------------------------------------------------------- */
@@ -268,13 +258,13 @@ static int check_compatible(struct profile *const *p, const char *const *names,
 			char a[256], b[256];
 			describe_types(p[0], a, sizeof a);
 			describe_types(p[i], b, sizeof b);
-			return fail(err, errlen, "cannot %s %s and %s: their "
+			return cp_why(err, errlen, "cannot %s %s and %s: their "
 				    "sample types differ (%s; %s)", verb, names[0],
 				    names[i], a, b);
 		}
 		if (strcmp(p[i]->period_type.type, p[0]->period_type.type) ||
 		    strcmp(p[i]->period_type.unit, p[0]->period_type.unit))
-			return fail(err, errlen, "cannot %s %s and %s: their "
+			return cp_why(err, errlen, "cannot %s %s and %s: their "
 				    "period types differ (%s/%s; %s/%s)",
 				    verb, names[0], names[i], p[0]->period_type.type,
 				    p[0]->period_type.unit,
@@ -367,10 +357,10 @@ int stackset_build(struct stackset *ss, struct profile *const *p,
 			const char *why = profile_comment(p[0], "off_cpu");
 			bool off = strcmp(value, "off_cpu") == 0 || strcmp(value, "wall") == 0;
 			if (off)
-				return fail(err, errlen, "no sample type '%s' in %s (it has %s): %s", value,
+				return cp_why(err, errlen, "no sample type '%s' in %s (it has %s): %s", value,
 					    names[0], a, why ? why : "it was not recorded with off-CPU time "
 								    "(cpuprof record --off-cpu, CPUPROF_OFF_CPU=1)");
-			return fail(err, errlen, "no sample type '%s' in %s (it "
+			return cp_why(err, errlen, "no sample type '%s' in %s (it "
 				    "has %s)", value, names[0], a);
 		}
 	} else {
@@ -397,10 +387,10 @@ int stackset_build(struct stackset *ss, struct profile *const *p,
 	ss->has_count = ci >= 0;
 	ss->samples = calloc(nsamples ? nsamples : 1, sizeof *ss->samples);
 	if (!ss->samples)
-		return fail(err, errlen, "out of memory");
+		return cp_why(err, errlen, "out of memory");
 	for (size_t i = 0; i < n; i++)
 		if (add_profile(ss, p[i], (size_t)vi, ci, o) < 0)
-			return fail(err, errlen, "out of memory");
+			return cp_why(err, errlen, "out of memory");
 	return 0;
 }
 

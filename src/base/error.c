@@ -12,6 +12,17 @@ static __thread char last[640];
 /* A reason was set since the current public call began. */
 static __thread int set_in_call;
 
+int cp_why(char *why, size_t len, const char *fmt, ...)
+{
+	if (why && len) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(why, len, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
 void cp_error_begin(void)
 {
 	set_in_call = 0;

@@ -9,6 +9,13 @@
 #ifndef CPUPROF_ERROR_H
 #define CPUPROF_ERROR_H
 
+#include <stddef.h>
+
+/* Writes the reason (printf format) into why[len], the caller's buffer
+ * (nothing if why is NULL or len 0), and returns -1: the house rule's
+ * one helper, `return cp_why(why, len, "...", ...);`. */
+int cp_why(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /* Begins a public call: the reason it sets, if it fails, is its own. */
 void cp_error_begin(void);
 /* Sets the calling thread's reason (printf format). */

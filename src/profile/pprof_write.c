@@ -29,6 +29,7 @@
 #include <zlib.h>
 
 #include "base/array.h"
+#include "base/error.h"
 #include "symbolize/lines.h"
 #include "pprof_write.h"
 #include "profile_proto.h"
@@ -994,18 +995,6 @@ static int open_temp(const char *path, char **tmp)
 	return rc;
 }
 
-/* Formats an error message into err[errlen] (either may be empty). */
-__attribute__((format(printf, 3, 4)))
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 int cp_pprof_write_parts(const char *path, const struct cp_profile_part *parts, size_t nparts,
 		      const struct cp_profile_meta *meta, char *err, size_t errlen)
 {
@@ -1030,12 +1019,12 @@ int cp_pprof_write_parts(const char *path, const struct cp_profile_part *parts, 
 	}
 	if (!ok || cp_array_grow((void **)&b.strs, &b.capstrs, 1, sizeof *b.strs, 256) || !(b.strs[0] = strdup(""))) {
 		rc = -ENOMEM;
-		set_err(err, errlen, "pprof: out of memory");
+		cp_why(err, errlen, "pprof: out of memory");
 		goto out;
 	}
 	b.nstrs = 1;
 	if ((rc = build(&b, meta)) != 0) {
-		set_err(err, errlen, "pprof: out of memory");
+		cp_why(err, errlen, "pprof: out of memory");
 		goto out;
 	}
 	/* A path that names something other than a regular file (/dev/null,
@@ -1045,16 +1034,16 @@ int cp_pprof_write_parts(const char *path, const struct cp_profile_part *parts, 
 	if (exists && !S_ISREG(st.st_mode)) {
 		if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
 			rc = -errno;
-			set_err(err, errlen, "pprof: open %s: %s", path, strerror(-rc));
+			cp_why(err, errlen, "pprof: open %s: %s", path, strerror(-rc));
 			goto out;
 		}
 		if ((rc = write_gzip(fd, b.pb.data, b.pb.len)) != 0)
-			set_err(err, errlen, "pprof: write %s: %s", path, strerror(-rc));
+			cp_why(err, errlen, "pprof: write %s: %s", path, strerror(-rc));
 		goto out;
 	}
 	if ((fd = open_temp(path, &tmp)) < 0) {
 		rc = fd;
-		set_err(err, errlen, "pprof: create %s.tmp.*: %s", path,
+		cp_why(err, errlen, "pprof: create %s.tmp.*: %s", path,
 			 strerror(-rc));
 		goto out;
 	}
@@ -1062,23 +1051,23 @@ int cp_pprof_write_parts(const char *path, const struct cp_profile_part *parts, 
 	 * umask's). */
 	if (exists && fchmod(fd, st.st_mode & 0777) != 0) {
 		rc = -errno;
-		set_err(err, errlen, "pprof: chmod %s: %s", tmp, strerror(-rc));
+		cp_why(err, errlen, "pprof: chmod %s: %s", tmp, strerror(-rc));
 		goto out;
 	}
 	if ((rc = write_gzip(fd, b.pb.data, b.pb.len)) != 0) {
-		set_err(err, errlen, "pprof: write %s: %s", tmp, strerror(-rc));
+		cp_why(err, errlen, "pprof: write %s: %s", tmp, strerror(-rc));
 		goto out;
 	}
 	if (close(fd) != 0) {
 		fd = -1;
 		rc = -errno;
-		set_err(err, errlen, "pprof: close %s: %s", tmp, strerror(-rc));
+		cp_why(err, errlen, "pprof: close %s: %s", tmp, strerror(-rc));
 		goto out;
 	}
 	fd = -1;
 	if (rename(tmp, path) != 0) {
 		rc = -errno;
-		set_err(err, errlen, "pprof: rename %s to %s: %s", tmp, path,
+		cp_why(err, errlen, "pprof: rename %s to %s: %s", tmp, path,
 			 strerror(-rc));
 		goto out;
 	}
@@ -1100,7 +1089,7 @@ int cp_pprof_write(const char *path, const struct cp_stacktab *tab, const struct
 {
 	struct cp_profile_part part = { .syms = cp_symbols_load(), .tab = tab };
 	if (!part.syms) {
-		set_err(err, errlen, "pprof: out of memory");
+		cp_why(err, errlen, "pprof: out of memory");
 		return -ENOMEM;
 	}
 	int rc = cp_pprof_write_parts(path, &part, 1, meta, err, errlen);

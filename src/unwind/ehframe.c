@@ -13,13 +13,13 @@
  * as a row (a CFA computed by an arbitrary expression, the CFA in another
  * register) become CP_CFA_NONE rows.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arch.h"
 #include "base/array.h"
+#include "base/error.h"
 #include "ehframe.h"
 
 /* DW_EH_PE_* pointer encodings. */
@@ -83,18 +83,6 @@ struct cur {
 	uint64_t addr;                 /* address of base */
 	int bad;
 };
-
-/* Writes the reason into err and returns -1. */
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	if (errlen)
-		vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 /* The address of the next byte c reads. */
 static uint64_t cur_addr(const struct cur *c)
@@ -227,19 +215,19 @@ int cp_ehframe_hdr_parse(const uint8_t *hdr, size_t size, uint64_t hdr_addr, uin
 	uint8_t version = (uint8_t)get_u(&c, 1), ptr_enc = (uint8_t)get_u(&c, 1),
 		count_enc = (uint8_t)get_u(&c, 1), table_enc = (uint8_t)get_u(&c, 1);
 	if (c.bad)
-		return fail(err, errlen, ".eh_frame_hdr: truncated header");
+		return cp_why(err, errlen, ".eh_frame_hdr: truncated header");
 	if (version != 1)
-		return fail(err, errlen, ".eh_frame_hdr: version %u", version);
+		return cp_why(err, errlen, ".eh_frame_hdr: version %u", version);
 	if (get_encoded(&c, ptr_enc, 1, hdr_addr, eh_frame) < 0)
-		return fail(err, errlen, ".eh_frame_hdr: unreadable eh_frame_ptr (encoding %#x)", ptr_enc);
+		return cp_why(err, errlen, ".eh_frame_hdr: unreadable eh_frame_ptr (encoding %#x)", ptr_enc);
 	*fde_count = 0;
 	uint64_t n;
 	if (count_enc != PE_OMIT && table_enc != PE_OMIT) {
 		if (get_encoded(&c, count_enc, 0, 0, &n) < 0)
-			return fail(err, errlen, ".eh_frame_hdr: unreadable fde_count (encoding %#x)", count_enc);
+			return cp_why(err, errlen, ".eh_frame_hdr: unreadable fde_count (encoding %#x)", count_enc);
 		/* Each table entry is two encoded values of at least a byte. */
 		if (n > size)
-			return fail(err, errlen, ".eh_frame_hdr: fde_count %llu exceeds its size", (unsigned long long)n);
+			return cp_why(err, errlen, ".eh_frame_hdr: fde_count %llu exceeds its size", (unsigned long long)n);
 		*fde_count = (size_t)n;
 	}
 	return 0;
@@ -521,7 +509,7 @@ static int decode_insn(struct cur *c, const struct cie *cie, uint64_t datarel, u
 	case CFA_SET_LOC:
 		in->kind = I_SET_LOC;
 		if (get_encoded(c, cie->fde_enc, 1, datarel, &in->adv) < 0)
-			return fail(err, errlen, "bad DW_CFA_set_loc at %#llx", (unsigned long long)at);
+			return cp_why(err, errlen, "bad DW_CFA_set_loc at %#llx", (unsigned long long)at);
 		return 0;
 	case CFA_ADVANCE_LOC1: in->kind = I_ADVANCE; in->adv = get_u(c, 1); return 0;
 	case CFA_ADVANCE_LOC2: in->kind = I_ADVANCE; in->adv = get_u(c, 2); return 0;
@@ -535,7 +523,7 @@ static int decode_insn(struct cur *c, const struct cie *cie, uint64_t datarel, u
 	}
 	if (decode_reg_op(c, cie, op, in) == 0 || decode_cfa_op(c, cie, op, in) == 0)
 		return 0;
-	return fail(err, errlen, "unknown CFA opcode %#x at %#llx", op, (unsigned long long)at);
+	return cp_why(err, errlen, "unknown CFA opcode %#x at %#llx", op, (unsigned long long)at);
 }
 
 /* A CFA program as it runs: the state, the CIE's initial state (for
@@ -577,19 +565,19 @@ static int apply_insn(struct run *r, const struct insn *in, uint64_t at)
 		break;
 	case I_RESTORE:
 		if (!r->init)
-			return fail(r->err, r->errlen, "DW_CFA_restore in a CIE at %#llx", (unsigned long long)at);
+			return cp_why(r->err, r->errlen, "DW_CFA_restore in a CIE at %#llx", (unsigned long long)at);
 		if (rr)
 			*rr = rr == &st->ra ? r->init->ra : r->init->fp;
 		break;
 	case I_REMEMBER:
 		if (r->depth == MAX_REMEMBER)
-			return fail(r->err, r->errlen, "DW_CFA_remember_state nested too deep at %#llx",
+			return cp_why(r->err, r->errlen, "DW_CFA_remember_state nested too deep at %#llx",
 				    (unsigned long long)at);
 		r->stack[r->depth++] = *st;
 		break;
 	case I_RESTORE_STATE:
 		if (r->depth == 0)
-			return fail(r->err, r->errlen, "DW_CFA_restore_state without remember at %#llx",
+			return cp_why(r->err, r->errlen, "DW_CFA_restore_state without remember at %#llx",
 				    (unsigned long long)at);
 		/* The CFA and registers come back; the location does not. */
 		*st = r->stack[--r->depth];
@@ -628,9 +616,9 @@ static int advance(struct run *r, uint64_t adv, uint64_t at)
 	if (r->loc < r->end) {
 		struct cp_urule rule = to_rule(r->st, r->cie);
 		if (++r->nrows > MAX_FDE_ROWS)
-			return fail(r->err, r->errlen, "too many rows in one FDE at %#llx", (unsigned long long)at);
+			return cp_why(r->err, r->errlen, "too many rows in one FDE at %#llx", (unsigned long long)at);
 		if (push_row(r->b, r->loc, &rule) < 0)
-			return fail(r->err, r->errlen, "out of memory");
+			return cp_why(r->err, r->errlen, "out of memory");
 	}
 	r->loc = adv > UINT64_MAX - r->loc ? UINT64_MAX : r->loc + adv;
 	return 0;
@@ -642,10 +630,10 @@ static int run_insn(struct run *r, struct insn *in, uint64_t at)
 	if (in->kind != I_ADVANCE && in->kind != I_SET_LOC)
 		return apply_insn(r, in, at);
 	if (!r->b)
-		return fail(r->err, r->errlen, "location change in a CIE at %#llx", (unsigned long long)at);
+		return cp_why(r->err, r->errlen, "location change in a CIE at %#llx", (unsigned long long)at);
 	if (in->kind == I_ADVANCE) {
 		if (in->adv && r->cie->code_align > UINT64_MAX / in->adv)
-			return fail(r->err, r->errlen, "advance overflows at %#llx", (unsigned long long)at);
+			return cp_why(r->err, r->errlen, "advance overflows at %#llx", (unsigned long long)at);
 		in->adv *= r->cie->code_align;
 	}
 	return advance(r, in->adv, at);
@@ -667,20 +655,20 @@ static int run_program(struct cur *c, const struct cie *cie, struct cfa_state *s
 			return -1;
 		if (in.kind == I_SET_LOC) {
 			if (!b)
-				return fail(err, errlen, "DW_CFA_set_loc in a CIE at %#llx", (unsigned long long)at);
+				return cp_why(err, errlen, "DW_CFA_set_loc in a CIE at %#llx", (unsigned long long)at);
 			if (in.adv < r.loc)
-				return fail(err, errlen, "DW_CFA_set_loc goes backwards at %#llx", (unsigned long long)at);
+				return cp_why(err, errlen, "DW_CFA_set_loc goes backwards at %#llx", (unsigned long long)at);
 			in.adv -= r.loc;
 		}
 		if (c->bad)
-			return fail(err, errlen, "CFA instruction runs past its entry at %#llx", (unsigned long long)at);
+			return cp_why(err, errlen, "CFA instruction runs past its entry at %#llx", (unsigned long long)at);
 		if (run_insn(&r, &in, at) < 0)
 			return -1;
 	}
 	if (b && r.loc < end) {
 		struct cp_urule rule = to_rule(st, cie);
 		if (push_row(b, r.loc, &rule) < 0)
-			return fail(err, errlen, "out of memory");
+			return cp_why(err, errlen, "out of memory");
 	}
 	return 0;
 }
@@ -695,12 +683,12 @@ static int parse_cie(struct cur *c, size_t offset, struct cie *cie, char *err, s
 	cie->fde_enc = PE_ABSPTR;
 	uint8_t version = (uint8_t)get_u(c, 1);
 	if (version != 1 && version != 3 && version != 4)
-		return fail(err, errlen, "CIE at %#zx: version %u", offset, version);
+		return cp_why(err, errlen, "CIE at %#zx: version %u", offset, version);
 	const uint8_t *aug = c->p;
 	while (c->p < c->end && *c->p)
 		c->p++;
 	if (!need(c, 1))
-		return fail(err, errlen, "CIE at %#zx: unterminated augmentation", offset);
+		return cp_why(err, errlen, "CIE at %#zx: unterminated augmentation", offset);
 	const uint8_t *aug_end = c->p++;
 	if (aug_end - aug >= 2 && aug[0] == 'e' && aug[1] == 'h') {
 		cie->usable = 0; /* pre-1998 GCC: an extra pointer we do not model */
@@ -715,12 +703,12 @@ static int parse_cie(struct cur *c, size_t offset, struct cie *cie, char *err, s
 	cie->data_align = get_sleb(c);
 	cie->ra_reg = version == 1 ? get_u(c, 1) : get_uleb(c);
 	if (c->bad)
-		return fail(err, errlen, "CIE at %#zx: truncated", offset);
+		return cp_why(err, errlen, "CIE at %#zx: truncated", offset);
 	if (aug < aug_end && aug[0] == 'z') {
 		cie->has_z = 1;
 		uint64_t len = get_uleb(c);
 		if (!need(c, len))
-			return fail(err, errlen, "CIE at %#zx: augmentation data runs past its entry", offset);
+			return cp_why(err, errlen, "CIE at %#zx: augmentation data runs past its entry", offset);
 		struct cur a = { c->p, c->p + len, c->base, c->addr, 0 };
 		c->p += len;
 		for (const uint8_t *ch = aug + 1; ch < aug_end; ch++) {
@@ -736,7 +724,7 @@ static int parse_cie(struct cur *c, size_t offset, struct cie *cie, char *err, s
 				uint8_t enc = (uint8_t)get_u(&a, 1);
 				/* Only skipped: indirect is fine, the base is not applied. */
 				if (get_encoded(&a, enc & 0x7f, 0, 0, &dummy) < 0)
-					return fail(err, errlen, "CIE at %#zx: bad personality encoding %#x", offset, enc);
+					return cp_why(err, errlen, "CIE at %#zx: bad personality encoding %#x", offset, enc);
 				break;
 			}
 			case 'S':
@@ -750,7 +738,7 @@ static int parse_cie(struct cur *c, size_t offset, struct cie *cie, char *err, s
 				break;
 			}
 			if (a.bad)
-				return fail(err, errlen, "CIE at %#zx: augmentation data truncated", offset);
+				return cp_why(err, errlen, "CIE at %#zx: augmentation data truncated", offset);
 		}
 	} else if (aug < aug_end) {
 		cie->usable = 0; /* an augmentation without 'z' we cannot skip */
@@ -796,14 +784,14 @@ static struct cie *find_cie(struct cie *cies, size_t n, size_t off)
 
 /* Reads the header of the entry at pos: *c is left at its body (the id
  * field at *id_pos), bounded by the entry's end *next.  Returns 1, 0 at
- * the terminator (*next past it), or -1 after fail(). */
+ * the terminator (*next past it), or -1 after cp_why(). */
 static int read_entry(const uint8_t *data, size_t size, uint64_t addr, size_t pos, struct cur *c,
 		      size_t *id_pos, size_t *next, uint32_t *id, char *err, size_t errlen)
 {
 	*c = (struct cur){ data + pos, data + size, data, addr, 0 };
 	uint64_t len = get_u(c, 4);
 	if (c->bad)
-		return fail(err, errlen, "entry at %#zx: truncated length", pos);
+		return cp_why(err, errlen, "entry at %#zx: truncated length", pos);
 	if (len == 0) {
 		*next = pos + 4;
 		return 0;
@@ -811,23 +799,23 @@ static int read_entry(const uint8_t *data, size_t size, uint64_t addr, size_t po
 	if (len == 0xffffffffu) {
 		len = get_u(c, 8);
 		if (c->bad)
-			return fail(err, errlen, "entry at %#zx: truncated 64-bit length", pos);
+			return cp_why(err, errlen, "entry at %#zx: truncated 64-bit length", pos);
 	}
 	size_t body = (size_t)(c->p - data);
 	if (len > size - body)
-		return fail(err, errlen, "entry at %#zx: length %#llx runs past the end (%#zx)", pos,
+		return cp_why(err, errlen, "entry at %#zx: length %#llx runs past the end (%#zx)", pos,
 			    (unsigned long long)len, size);
 	*next = body + (size_t)len;
 	c->end = data + *next;
 	*id_pos = body;
 	*id = (uint32_t)get_u(c, 4);
 	if (c->bad)
-		return fail(err, errlen, "entry at %#zx: too short", pos);
+		return cp_why(err, errlen, "entry at %#zx: too short", pos);
 	return 1;
 }
 
 /* Runs the CIE's initial instructions once, for the rule every FDE of it
- * starts from.  0, or -1 after fail(). */
+ * starts from.  0, or -1 after cp_why(). */
 static int cie_init(struct cie *cie, const uint8_t *data, uint64_t addr, char *err, size_t errlen)
 {
 	if (cie->init_done)
@@ -846,28 +834,28 @@ static int cie_init(struct cie *cie, const uint8_t *data, uint64_t addr, char *e
 
 /* The FDE at pos, of CIE cie, its pc range next at *c: its rows appended
  * to b's result, unless its code is outside the text ranges.  0, or -1
- * after fail(). */
+ * after cp_why(). */
 static int parse_fde(struct cur *c, size_t pos, struct cie *cie, const struct ehf_range *text, size_t ntext,
 		     struct builder *b, char *err, size_t errlen)
 {
 	struct ehf_result *out = b->r;
 	uint64_t start, range;
 	if (get_encoded(c, cie->fde_enc, 1, 0, &start) < 0 || get_encoded(c, cie->fde_enc & 0x0f, 0, 0, &range) < 0)
-		return fail(err, errlen, "FDE at %#zx: unreadable pc range (encoding %#x)", pos, cie->fde_enc);
+		return cp_why(err, errlen, "FDE at %#zx: unreadable pc range (encoding %#x)", pos, cie->fde_enc);
 	if (cie->has_z) {
 		uint64_t alen = get_uleb(c);
 		if (!need(c, alen))
-			return fail(err, errlen, "FDE at %#zx: augmentation data runs past its entry", pos);
+			return cp_why(err, errlen, "FDE at %#zx: augmentation data runs past its entry", pos);
 		c->p += alen;
 	}
 	if (c->bad)
-		return fail(err, errlen, "FDE at %#zx: truncated", pos);
+		return cp_why(err, errlen, "FDE at %#zx: truncated", pos);
 	if (range == 0 || start > UINT64_MAX - range || !in_text(text, ntext, start, start + range))
 		return 0;
 	if (cie_init(cie, c->base, c->addr, err, errlen) < 0)
 		return -1;
 	if (cp_array_grow((void **)&out->fdes, &b->capfdes, out->nfdes + 1, sizeof *out->fdes, 256))
-		return fail(err, errlen, "out of memory");
+		return cp_why(err, errlen, "out of memory");
 	struct ehf_fde *f = &out->fdes[out->nfdes];
 	f->start = start;
 	f->end = start + range;
@@ -875,7 +863,7 @@ static int parse_fde(struct cur *c, size_t pos, struct cie *cie, const struct eh
 	b->fde_first = out->nrows;
 	struct cfa_state st = cie->init;
 	if (out->nrows >= UINT32_MAX / 2)
-		return fail(err, errlen, "too many rows");
+		return cp_why(err, errlen, "too many rows");
 	if (run_program(c, cie, &st, &cie->init, b, start, start + range, 0, err, errlen) < 0) {
 		size_t l = strlen(err);
 		snprintf(err + l, errlen > l ? errlen - l : 0, " (FDE at %#zx)", pos);
@@ -934,7 +922,7 @@ int cp_ehframe_parse(const uint8_t *data, size_t size, uint64_t addr, size_t fde
 		}
 		if (id == 0) {
 			if (cp_array_grow((void **)&cies, &capcies, ncies + 1, sizeof *cies, 16)) {
-				fail(err, errlen, "out of memory");
+				cp_why(err, errlen, "out of memory");
 				goto out;
 			}
 			if (parse_cie(&c, pos, &cies[ncies], err, errlen) < 0)
@@ -947,12 +935,12 @@ int cp_ehframe_parse(const uint8_t *data, size_t size, uint64_t addr, size_t fde
 		/* An FDE: the CIE pointer counts back from its own field. */
 		out->entries++;
 		if (id > id_pos) {
-			fail(err, errlen, "FDE at %#zx: CIE pointer %#x points before the section", pos, id);
+			cp_why(err, errlen, "FDE at %#zx: CIE pointer %#x points before the section", pos, id);
 			goto out;
 		}
 		struct cie *cie = find_cie(cies, ncies, id_pos - id);
 		if (!cie) {
-			fail(err, errlen, "FDE at %#zx: CIE pointer %#x names no CIE", pos, id);
+			cp_why(err, errlen, "FDE at %#zx: CIE pointer %#x names no CIE", pos, id);
 			goto out;
 		}
 		if (cie->usable && parse_fde(&c, pos, cie, text, ntext, &b, err, errlen) < 0)
@@ -961,7 +949,7 @@ int cp_ehframe_parse(const uint8_t *data, size_t size, uint64_t addr, size_t fde
 	}
 	out->used = pos < size ? pos : size;
 	if (fde_count && out->entries < fde_count) {
-		fail(err, errlen, "truncated: %zu FDEs where .eh_frame_hdr lists %zu", out->entries, fde_count);
+		cp_why(err, errlen, "truncated: %zu FDEs where .eh_frame_hdr lists %zu", out->entries, fde_count);
 		goto out;
 	}
 	sort_fdes(out);
