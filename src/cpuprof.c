@@ -424,8 +424,8 @@ static void end_sampling(void)
 static struct cpuprof_options recorded_opts;
 static char recorded_engine[16], recorded_unwind[16];
 
-/* Why a profile cannot start now (the calling thread's reason), or 0.
- * Under api_lock. */
+/* 0 if a profile may start now, else -EBUSY with the reason.  Under
+ * api_lock. */
 static int check_idle(void)
 {
 	pthread_mutex_lock(&cp_tab_lock);
