@@ -4,7 +4,8 @@
  * thread, in the words cpuprof knew (a bad option's name, value and range;
  * each engine's refusal), not only the code's text.  The reason is the
  * thread's own, survives a call that succeeds and is replaced by the next
- * failure, generic text included.
+ * failure, generic text included.  LD_PRELOAD mode's one warning line
+ * carries it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -132,6 +133,30 @@ static void replaced_and_specific(void)
 	CHECK_REASON_PREFIX(want);
 }
 
+/* A preloaded program whose engine cannot sample says why on its one
+ * line. */
+static void preload_line(void)
+{
+	const char *b = getenv("B") ? getenv("B") : "build", *emu = getenv("EMU");
+	if (emu && *emu)
+		return; /* /bin/true is the host's */
+	char cmd[1400], line[600] = "", want[300];
+	int sig = SIGRTMIN + 2;
+	snprintf(cmd, sizeof cmd,
+		 "CPUPROF='%s' CPUPROF_ENGINE=itimer CPUPROF_SIGNAL=%d LD_PRELOAD='%s/libcpuprof.so' /bin/true 2>&1", path,
+		 sig, b);
+	FILE *f = popen(cmd, "r");
+	CHECK(f != NULL, "popen");
+	if (!fgets(line, sizeof line, f))
+		line[0] = '\0';
+	int st = pclose(f);
+	CHECK_EQ(st, 0);
+	snprintf(want, sizeof want,
+		 "cpuprof: cannot start profiling: no sampling engine works here: itimer: setitimer(ITIMER_PROF) can only "
+		 "send SIGPROF, not signal %d; profiling disabled\n", sig);
+	CHECK(!strcmp(line, want), "preloaded, it said \"%s\"", line);
+}
+
 int main(void)
 {
 	CHECK(mkdtemp(dir), "mkdtemp");
@@ -142,6 +167,7 @@ int main(void)
 	refused_engine();
 	per_thread();
 	replaced_and_specific();
+	preload_line();
 	char cmd[700];
 	snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
 	return system(cmd) != 0;
