@@ -23,7 +23,6 @@
 #include <zlib.h>
 
 #include "profile/profile_proto.h"
-#include "base/array.h"
 
 /* Protobuf wire types. */
 enum { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
@@ -61,9 +60,19 @@ struct vec {
  * with "out of memory" and returns NULL. */
 static void *vec_push(struct ctx *c, struct vec *v, size_t size)
 {
-	if (cp_array_grow(&v->a, &v->cap, v->n + 1, size, 16)) {
-		fail(c, "out of memory");
-		return NULL;
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 16;
+		if (cap > SIZE_MAX / size) {
+			fail(c, "out of memory");
+			return NULL;
+		}
+		void *a = realloc(v->a, cap * size);
+		if (!a) {
+			fail(c, "out of memory");
+			return NULL;
+		}
+		v->a = a;
+		v->cap = cap;
 	}
 	void *e = (char *)v->a + v->n * size;
 	memset(e, 0, size);
