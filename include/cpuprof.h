@@ -3,7 +3,8 @@
  * for native Linux programs that writes pprof profiles.
  *
  * Every function returns 0 on success or a negative errno-style code;
- * cpuprof_strerror() turns a code into text.  All calls are thread-safe;
+ * cpuprof_strerror() turns a code into text, and cpuprof_last_error() says
+ * why the calling thread's last call failed.  All calls are thread-safe;
  * none may be called from a signal handler.
  */
 #ifndef CPUPROF_H
@@ -103,6 +104,15 @@ CPUPROF_API const char *cpuprof_strerror(int code);
  * unwind, a name.  Returns 0, or -EINVAL (-ENOENT for a name that is no
  * setting) with one line saying why in why[len]. */
 CPUPROF_API int cpuprof_check_setting(const char *name, const char *value, char *why, size_t len);
+
+/* Why the calling thread's last failed cpuprof_* call failed, in one line:
+ * the reason where cpuprof knows one ("invalid option hz=-1: ...", "no
+ * sampling engine works here: hw: ..."), else cpuprof_strerror()'s text
+ * for its code.  Never NULL: "" until a call of this thread fails.  A call
+ * that succeeds leaves it as it is (as errno); each failed call replaces
+ * it.  The text is the thread's own and stays until its next failed
+ * call. */
+CPUPROF_API const char *cpuprof_last_error(void);
 
 #ifdef __cplusplus
 }

@@ -29,6 +29,7 @@
 #include "engines/choose.h"
 #include "base/libc.h"
 #include "profile/judge.h"
+#include "base/error.h"
 #include "base/loader.h"
 #include "profile/names.h"
 #include "profile/options.h"
@@ -271,22 +272,39 @@ struct settings {
 	const char *engine;
 };
 
-static int check_options(const struct cpuprof_options *o, struct settings *s)
+/* Checks the number v for option id: 0, or -EINVAL with the reason. */
+static int check_int(enum cp_option_id id, long v)
 {
 	char why[160];
+	if (cp_option_check_int(&cp_options[id], v, why, sizeof why) == 0)
+		return 0;
+	cp_error_set("%s %s=%ld: %s", cpuprof_strerror(-EINVAL), cp_options[id].name, v, why);
+	return -EINVAL;
+}
+
+/* Checks the text v for option id, its value into *out: 0, or -EINVAL
+ * with the reason. */
+static int check_text(enum cp_option_id id, const char *v, long *out)
+{
+	char why[200];
+	if (cp_option_parse(&cp_options[id], v, out, why, sizeof why) == 0)
+		return 0;
+	cp_error_set("%s %s: %s", cpuprof_strerror(-EINVAL), cp_options[id].name, why);
+	return -EINVAL;
+}
+
+static int check_options(const struct cpuprof_options *o, struct settings *s)
+{
 	s->hz = o && o->hz ? o->hz : (int)cp_options[CP_OPT_HZ].def;
 	s->depth = o && o->max_depth ? (unsigned)o->max_depth : (unsigned)cp_options[CP_OPT_DEPTH].def;
 	s->signo = o ? o->signal : 0;
 	s->engine = o && o->engine ? o->engine : "auto";
 	s->off_cpu = o ? o->off_cpu : 0;
 	long v, unwind;
-	if (cp_option_check_int(&cp_options[CP_OPT_HZ], s->hz, why, sizeof why) < 0 ||
-	    cp_option_check_int(&cp_options[CP_OPT_OFF_CPU], s->off_cpu, why, sizeof why) < 0 ||
-	    (o && o->max_depth < 0) || cp_option_check_int(&cp_options[CP_OPT_DEPTH], (long)s->depth, why, sizeof why) < 0 ||
-	    (s->signo && cp_option_check_int(&cp_options[CP_OPT_SIGNAL], s->signo, why, sizeof why) < 0) ||
-	    cp_option_parse(&cp_options[CP_OPT_ENGINE], s->engine, &v, why, sizeof why) < 0 ||
-	    cp_option_parse(&cp_options[CP_OPT_UNWIND], o && o->unwind ? o->unwind : "auto", &unwind, why,
-			    sizeof why) < 0)
+	if (check_int(CP_OPT_HZ, s->hz) < 0 || check_int(CP_OPT_OFF_CPU, s->off_cpu) < 0 ||
+	    check_int(CP_OPT_DEPTH, o && o->max_depth ? o->max_depth : (long)s->depth) < 0 ||
+	    (s->signo && check_int(CP_OPT_SIGNAL, s->signo) < 0) || check_text(CP_OPT_ENGINE, s->engine, &v) < 0 ||
+	    check_text(CP_OPT_UNWIND, o && o->unwind ? o->unwind : "auto", &unwind) < 0)
 		return -EINVAL;
 	s->unwind = (int)unwind; /* an enum cp_unwind_mode (options.c) */
 	return 0;
@@ -399,9 +417,123 @@ static void end_sampling(void)
 static struct cpuprof_options recorded_opts;
 static char recorded_engine[16], recorded_unwind[16];
 
+/* 0 if a profile may start now, else -EBUSY with the reason.  Under
+ * api_lock. */
+static int check_idle(void)
+{
+	pthread_mutex_lock(&cp_tab_lock);
+	/* Also while a handler of the last profile is stuck in it: it could
+	 * still put a sample of that profile into this one. */
+	int busy = cp_session.running || cp_session.stream_open || cp_session.suspended ||
+		   (cp_session.stuck && atomic_load(&cp_sig.inflight));
+	if (busy)
+		cp_error_set("%s", cp_session.running	  ? "a profile is already running"
+				   : cp_session.stream_open ? "the last profile's record stream is not read to its end"
+				   : cp_session.suspended   ? "a profile is paused while its process execs"
+							    : "a sampling handler of the last profile has not returned "
+							      "(a thread is stopped in it)");
+	pthread_mutex_unlock(&cp_tab_lock);
+	return busy ? -EBUSY : 0;
+}
+
+/* Puts the settings into R and chooses its engine (and signal), or says
+ * why none works here (-ENODEV).  Off-CPU time is a file's, of the perf
+ * engines (record's shared memory takes CPU only: record itself records
+ * off-CPU time, from outside). */
+static int choose_engine(struct cp_run *R, const struct settings *s)
+{
+	R->hz_asked = s->hz;
+	R->hz = (int)cp_option_taken(&cp_options[CP_OPT_HZ], s->hz);
+	R->depth = s->depth;
+	R->unwind = s->unwind;
+	R->timer_res_ns = timer_resolution_ns();
+	R->engine = cp_engine_choose(s->engine, s->signo, 1000000000u / (unsigned)R->hz, R->timer_res_ns, &R->signo,
+				     R->engine_reason, sizeof R->engine_reason);
+	if (!R->engine) {
+		cp_error_set("%s: %s", cpuprof_strerror(-ENODEV), R->engine_reason);
+		return -ENODEV;
+	}
+	R->off_cpu_asked = s->off_cpu && !R->recorded;
+	if (R->off_cpu_asked && R->stream)
+		snprintf(R->off_cpu_why, sizeof R->off_cpu_why, "the record stream carries CPU samples only");
+	else if (R->off_cpu_asked && R->engine->signal_source != CP_SIG_NONE)
+		snprintf(R->off_cpu_why, sizeof R->off_cpu_why, "it needs the perf engine's context-switch events, and "
+			 "the %s engine samples with signals%s%.280s", R->engine->name, R->engine_reason[0] ? ": " : "",
+			 R->engine_reason);
+	return 0;
+}
+
+/* Makes what the profile keeps its samples in: the path, the table, the
+ * sample ring (for a recorded profile, a slot of record's shared memory:
+ * *claimed) and, for a signal engine, whose handler walks live stacks, where
+ * threads' stacks are (the perf engines walk the kernel's copies, whose
+ * bounds come with them).  Returns 0 or a negative errno. */
+static int make_buffers(struct cp_run *R, const char *path, unsigned depth, int *claimed)
+{
+	R->path = path ? strdup(path) : NULL;
+	cp_stacktab_init(&R->tab);
+	*claimed = R->recorded && cp_shm_claim() == 0;
+	if (R->recorded)
+		cp_sig.ring = *claimed ? cp_shm_ring() : NULL;
+	else
+		cp_sig.ring = cp_ring_create(cp_test_ring_cells ? cp_test_ring_cells : RING_CELLS, depth);
+	if (R->recorded && !cp_sig.ring) {
+		cp_error_set("cpuprof record has no room for another process");
+		return -ENOSPC;
+	}
+	cp_sig.rwmap = R->engine->signal_source != CP_SIG_NONE ? cp_rwmap_snapshot() : NULL;
+	if ((path && !R->path) || !cp_sig.ring) {
+		cp_session_release();
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The state every sampler shares, for a new profile. */
+static void reset_sampler_state(const struct cp_run *R)
+{
+	cp_sig.period_ns = 1000000000u / (unsigned)R->hz;
+	cp_sig.max_depth = R->depth;
+	cp_sig.wake = R->recorded ? cp_shm_wake() : &cp_session.wake;
+	cp_sig.wake_private = !R->recorded;
+	atomic_store(&cp_sig.samples, 0);
+	atomic_store(&cp_sig.lost, 0);
+	atomic_store(&cp_sig.lost_ns, 0);
+	atomic_store(&cp_sig.foreign, 0);
+	atomic_store(&cp_sig.wake_pending, 0);
+#ifdef CPUPROF_BENCH
+	atomic_store(&cp_sig.bench_handler_ns, 0);
+	atomic_store(&cp_sig.bench_handler_calls, 0);
+	atomic_store(&cp_sig.bench_handler_slow, 0);
+#endif
+}
+
+/* Where off-CPU time was asked for and cannot be had, one line says so. */
+static void say_no_off_cpu(void)
+{
+	struct cp_facts f;
+	pthread_mutex_lock(&cp_tab_lock);
+	cp_session_facts_locked(&f);
+	pthread_mutex_unlock(&cp_tab_lock);
+	if (f.off_cpu == CP_OFF_CPU_ABSENT)
+		fprintf(stderr, "cpuprof: no off-CPU time: %s; recording CPU only\n", f.off_cpu_why);
+}
+
+/* Keeps a recorded profile's options for forked children (which start
+ * with these, and keep them as they are). */
+static void keep_recorded_opts(const struct cpuprof_options *opts, const struct settings *s)
+{
+	recorded_opts = opts ? *opts : (struct cpuprof_options){ 0 };
+	snprintf(recorded_engine, sizeof recorded_engine, "%s", s->engine);
+	snprintf(recorded_unwind, sizeof recorded_unwind, "%s", opts && opts->unwind ? opts->unwind : "auto");
+	recorded_opts.engine = recorded_engine;
+	recorded_opts.unwind = recorded_unwind;
+}
+
 /* Starts a profile into path (NULL: none), in stream mode, recorded (its
- * samples go to `cpuprof record`), or neither. */
-static int start(const char *path, int stream, int recorded, int whole, const struct cpuprof_options *opts)
+ * samples go to `cpuprof record`), or neither.  Returns 0, or a negative
+ * errno with the calling thread's reason. */
+static int start_profile(const char *path, int stream, int recorded, int whole, const struct cpuprof_options *opts)
 {
 	struct settings s;
 	int rc;
@@ -409,15 +541,9 @@ static int start(const char *path, int stream, int recorded, int whole, const st
 	if ((rc = check_options(opts, &s)) < 0)
 		return rc;
 	api_enter();
-	pthread_mutex_lock(&cp_tab_lock);
-	/* Also while a handler of the last profile is stuck in it: it could
-	 * still put a sample of that profile into this one. */
-	int busy = cp_session.running || cp_session.stream_open || cp_session.suspended ||
-		   (cp_session.stuck && atomic_load(&cp_sig.inflight));
-	pthread_mutex_unlock(&cp_tab_lock);
-	if (busy) {
+	if ((rc = check_idle()) < 0) {
 		api_leave();
-		return -EBUSY;
+		return rc;
 	}
 
 	cp_session.stuck = 0;
@@ -429,62 +555,11 @@ static int start(const char *path, int stream, int recorded, int whole, const st
 	R->whole = whole;
 	if (recorded && s.depth > cp_shm_depth())
 		s.depth = cp_shm_depth();
-	R->hz_asked = s.hz;
-	R->hz = (int)cp_option_taken(&cp_options[CP_OPT_HZ], s.hz);
-	R->depth = s.depth;
-	R->unwind = s.unwind;
-	R->timer_res_ns = timer_resolution_ns();
-	uint64_t period = 1000000000u / (unsigned)R->hz;
-	R->engine = cp_engine_choose(s.engine, s.signo, period, R->timer_res_ns, &R->signo, R->engine_reason,
-				     sizeof R->engine_reason);
-	if (!R->engine) {
-		rc = -ENODEV;
+	if ((rc = choose_engine(R, &s)) < 0)
 		goto out;
-	}
-	/* Off-CPU time: a file's, of the perf engines (record's shared
-	 * memory takes CPU only: record itself records off-CPU time, from
-	 * outside). */
-	R->off_cpu_asked = s.off_cpu && !recorded;
-	if (R->off_cpu_asked && stream)
-		snprintf(R->off_cpu_why, sizeof R->off_cpu_why, "the record stream carries CPU samples only");
-	else if (R->off_cpu_asked && R->engine->signal_source != CP_SIG_NONE)
-		snprintf(R->off_cpu_why, sizeof R->off_cpu_why, "it needs the perf engine's context-switch events, and "
-			 "the %s engine samples with signals%s%.280s", R->engine->name, R->engine_reason[0] ? ": " : "",
-			 R->engine_reason);
-	R->path = path ? strdup(path) : NULL;
-	cp_stacktab_init(&R->tab);
-	claimed = recorded && cp_shm_claim() == 0;
-	if (recorded)
-		cp_sig.ring = claimed ? cp_shm_ring() : NULL;
-	else
-		cp_sig.ring = cp_ring_create(cp_test_ring_cells ? cp_test_ring_cells : RING_CELLS, s.depth);
-	if (recorded && !cp_sig.ring) {
-		rc = -ENOSPC;
+	if ((rc = make_buffers(R, path, s.depth, &claimed)) < 0)
 		goto out;
-	}
-	/* Where threads' stacks are, for the handler of a signal engine,
-	 * which walks live stacks (the perf engines walk the kernel's copies,
-	 * whose bounds come with them). */
-	cp_sig.rwmap = R->engine->signal_source != CP_SIG_NONE ? cp_rwmap_snapshot() : NULL;
-	if ((path && !R->path) || !cp_sig.ring) {
-		rc = -ENOMEM;
-		cp_session_release();
-		goto out;
-	}
-	cp_sig.period_ns = period;
-	cp_sig.max_depth = s.depth;
-	cp_sig.wake = recorded ? cp_shm_wake() : &cp_session.wake;
-	cp_sig.wake_private = !recorded;
-	atomic_store(&cp_sig.samples, 0);
-	atomic_store(&cp_sig.lost, 0);
-	atomic_store(&cp_sig.lost_ns, 0);
-	atomic_store(&cp_sig.foreign, 0);
-	atomic_store(&cp_sig.wake_pending, 0);
-#ifdef CPUPROF_BENCH
-	atomic_store(&cp_sig.bench_handler_ns, 0);
-	atomic_store(&cp_sig.bench_handler_calls, 0);
-	atomic_store(&cp_sig.bench_handler_slow, 0);
-#endif
+	reset_sampler_state(R);
 	R->keeper_drains = !stream && !recorded && !cp_test_no_drain;
 	cp_session.pid = getpid();
 	cp_names_reset();
@@ -508,32 +583,19 @@ static int start(const char *path, int stream, int recorded, int whole, const st
 	R->cpu0 = cp_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	cp_process_usage(&R->waits0, &R->user0);
 	if ((rc = begin_sampling()) < 0) {
+		cp_error_set("the %s engine did not start: %s", R->engine->name, strerror(-rc));
 		cp_session_release();
 		goto out;
 	}
-	if (R->off_cpu_asked) {
-		/* Where it cannot be had, one line says so. */
-		struct cp_facts f;
-		pthread_mutex_lock(&cp_tab_lock);
-		cp_session_facts_locked(&f);
-		pthread_mutex_unlock(&cp_tab_lock);
-		if (f.off_cpu == CP_OFF_CPU_ABSENT)
-			fprintf(stderr, "cpuprof: no off-CPU time: %s; recording CPU only\n", f.off_cpu_why);
-	}
+	if (R->off_cpu_asked)
+		say_no_off_cpu();
 	if (stream) {
 		pthread_mutex_lock(&cp_tab_lock);
 		cp_session.stream_open = 1;
 		pthread_mutex_unlock(&cp_tab_lock);
 	}
-	if (recorded && opts != &recorded_opts) {
-		/* Kept for forked children (which start with these, and keep
-		 * them as they are). */
-		recorded_opts = opts ? *opts : (struct cpuprof_options){ 0 };
-		snprintf(recorded_engine, sizeof recorded_engine, "%s", s.engine);
-		snprintf(recorded_unwind, sizeof recorded_unwind, "%s", opts && opts->unwind ? opts->unwind : "auto");
-		recorded_opts.engine = recorded_engine;
-		recorded_opts.unwind = recorded_unwind;
-	}
+	if (recorded && opts != &recorded_opts)
+		keep_recorded_opts(opts, &s);
 out:
 	if (rc < 0 && claimed)
 		cp_shm_end(); /* the slot taken for nothing */
@@ -541,17 +603,38 @@ out:
 	return rc;
 }
 
+/* The end of a public call: a failure says why (cpuprof_last_error()). */
+static int api_return(int rc)
+{
+	return cp_error_end(rc, cpuprof_strerror(rc));
+}
+
+static int start(const char *path, int stream, int recorded, int whole, const struct cpuprof_options *opts)
+{
+	cp_error_begin();
+	return api_return(start_profile(path, stream, recorded, whole, opts));
+}
+
+const char *cpuprof_last_error(void)
+{
+	return cp_error_last();
+}
+
 int cpuprof_start(const char *path, const struct cpuprof_options *opts)
 {
-	if (!path || !*path)
+	if (!path || !*path) {
+		cp_error_set("%s: cpuprof_start needs the path of the file to write", cpuprof_strerror(-EINVAL));
 		return -EINVAL;
+	}
 	return start(path, 0, 0, 0, opts);
 }
 
 int cpuprof_start_stream(const char *path, const struct cpuprof_options *opts)
 {
-	if (path && !*path)
+	if (path && !*path) {
+		cp_error_set("%s: an empty path (NULL writes no file)", cpuprof_strerror(-EINVAL));
 		return -EINVAL;
+	}
 	return start(path, 1, 0, 0, opts);
 }
 
@@ -640,11 +723,17 @@ static int recorded_session(void)
 	return cp_session.running && cp_session.run.recorded;
 }
 
+/* The reason a recorded profile refuses the program's own calls. */
+#define RECORDED_WHY "the profile is cpuprof record's: it ends with the process"
+
 int cpuprof_stop(void)
 {
-	if (recorded_session())
-		return -EBUSY;
-	return stop(CP_END_EXIT, 0);
+	cp_error_begin();
+	if (recorded_session()) {
+		cp_error_set("%s", RECORDED_WHY);
+		return api_return(-EBUSY);
+	}
+	return api_return(stop(CP_END_EXIT, 0));
 }
 
 void cp_session_stop_at_exit(void)
@@ -654,11 +743,14 @@ void cp_session_stop_at_exit(void)
 
 int cpuprof_flush(void)
 {
+	cp_error_begin();
 	api_enter();
 	int rc = -ESRCH;
 	if (recorded_session()) {
+		cp_error_set("%s", RECORDED_WHY);
 		rc = -EBUSY;
 	} else if (cp_session.running && cp_session.run.stream) {
+		cp_error_set("a record stream's profile is written at the end of the stream, not flushed");
 		rc = -EINVAL;
 	} else if (cp_session.running) {
 		/* Written from a copy of the table: the keeper goes on moving
@@ -695,12 +787,13 @@ int cpuprof_flush(void)
 		}
 	}
 	api_leave();
-	return rc;
+	return api_return(rc);
 }
 
 int cpuprof_register_thread(void)
 {
-	return cp_threads_register_self();
+	cp_error_begin();
+	return api_return(cp_threads_register_self());
 }
 
 int cp_session_exec_begin(void)
@@ -920,7 +1013,8 @@ static int write_profile(const struct cp_stacktab *tab, const struct cp_facts *f
 	 * process's few comments never reach. */
 	struct cp_comments *c = malloc(sizeof *c);
 	if (!c) {
-		fprintf(stderr, "cpuprof: cannot write %s: out of memory\n", cp_session.run.path);
+		cp_error_set("cannot write %s: out of memory", cp_session.run.path);
+		fprintf(stderr, "cpuprof: %s\n", cp_error_last());
 		return -ENOMEM;
 	}
 	c->n = c->used = 0;
@@ -965,7 +1059,8 @@ static int write_profile(const struct cp_stacktab *tab, const struct cp_facts *f
 	cp_symbols_free((struct cp_symbols *)part.syms);
 	free(c);
 	if (rc < 0) {
-		fprintf(stderr, "cpuprof: cannot write %s: %s\n", path, err[0] ? err : strerror(-rc));
+		cp_error_set("cannot write %s: %s", path, err[0] ? err : strerror(-rc));
+		fprintf(stderr, "cpuprof: %s\n", cp_error_last());
 		return rc;
 	}
 	if (warning.text[0])

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <unistd.h>
 
+#include "base/error.h"
 #include "cpuprof.h"
 #include "session.h"
 
@@ -79,7 +80,7 @@ static int finish_locked(void)
 	return rc;
 }
 
-int cpuprof_read_stream(uint64_t *words, size_t cap, size_t *nwords, int flags)
+static int read_stream(uint64_t *words, size_t cap, size_t *nwords, int flags)
 {
 	*nwords = 0;
 	for (;;) {
@@ -89,6 +90,8 @@ int cpuprof_read_stream(uint64_t *words, size_t cap, size_t *nwords, int flags)
 			return CPUPROF_EOF;
 		}
 		if (cap < 4 + (size_t)cp_sig.max_depth) {
+			cp_error_set("%s: cap is %zu words, and a record of max_depth %u frames takes %zu",
+				     cpuprof_strerror(-EINVAL), cap, cp_sig.max_depth, 4 + (size_t)cp_sig.max_depth);
 			pthread_mutex_unlock(&cp_tab_lock);
 			return -EINVAL;
 		}
@@ -108,4 +111,11 @@ int cpuprof_read_stream(uint64_t *words, size_t cap, size_t *nwords, int flags)
 		}
 		cp_session_wait(&cp_session.wake, seen, READ_WAIT_MS, 1);
 	}
+}
+
+int cpuprof_read_stream(uint64_t *words, size_t cap, size_t *nwords, int flags)
+{
+	cp_error_begin();
+	int rc = read_stream(words, cap, nwords, flags);
+	return cp_error_end(rc, cpuprof_strerror(rc));
 }

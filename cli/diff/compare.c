@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "diff.h"
 
 /* Whether frames of kind k are cpuprof's accounting rather than the
@@ -55,38 +56,69 @@ static int decide(const double *p, const double *delta, size_t m,
 	return 0;
 }
 
+/* A family of tests, gathered one by one (the p-value and the change of
+ * each, and where it came from), then corrected together (Holm) and
+ * judged: padj and verdict, in the order they were added. */
+struct family {
+	double *p, *delta;
+	size_t *which;
+	size_t n, capp, capdelta, capwhich;
+	double *padj;
+	int *verdict;
+};
+
+/* Adds a test of p-value p and change delta, from `which`.  Returns 0,
+ * or -1 if out of memory. */
+static int family_add(struct family *f, size_t which, double p, double delta)
+{
+	if (cp_array_grow((void **)&f->p, &f->capp, f->n + 1, sizeof *f->p, 256) ||
+	    cp_array_grow((void **)&f->delta, &f->capdelta, f->n + 1, sizeof *f->delta, 256) ||
+	    cp_array_grow((void **)&f->which, &f->capwhich, f->n + 1, sizeof *f->which, 256))
+		return -1;
+	f->which[f->n] = which;
+	f->delta[f->n] = delta;
+	f->p[f->n++] = p;
+	return 0;
+}
+
+/* Corrects and judges the family's tests.  Returns 0, or -1 if out of
+ * memory. */
+static int family_decide(struct family *f, const struct diff *d)
+{
+	f->padj = calloc(f->n ? f->n : 1, sizeof *f->padj);
+	f->verdict = calloc(f->n ? f->n : 1, sizeof *f->verdict);
+	if (!f->padj || !f->verdict)
+		return -1;
+	return decide(f->p, f->delta, f->n, d, f->padj, f->verdict);
+}
+
+static void family_free(struct family *f)
+{
+	free(f->p);
+	free(f->delta);
+	free(f->which);
+	free(f->padj);
+	free(f->verdict);
+}
+
 /* Holm over the tested measures of ms[0..n), then their verdicts.
  * Returns the number tested, or -1 if out of memory. */
 static long correct(struct diff_measure **ms, size_t n, const struct diff *d)
 {
-	size_t k = n ? n : 1;
-	double *p = calloc(k, sizeof *p), *delta = calloc(k, sizeof *delta);
-	double *padj = calloc(k, sizeof *padj);
-	int *verdict = calloc(k, sizeof *verdict);
-	size_t *which = calloc(k, sizeof *which);
+	struct family f = { 0 };
 	long rc = -1;
-	if (!p || !delta || !padj || !verdict || !which)
-		goto out;
-	size_t m = 0;
 	for (size_t i = 0; i < n; i++)
-		if (ms[i]->tested) {
-			which[m] = i;
-			delta[m] = ms[i]->c.b - ms[i]->c.a;
-			p[m++] = ms[i]->c.p;
-		}
-	if (decide(p, delta, m, d, padj, verdict) < 0)
+		if (ms[i]->tested && family_add(&f, i, ms[i]->c.p, ms[i]->c.b - ms[i]->c.a) < 0)
+			goto out;
+	if (family_decide(&f, d) < 0)
 		goto out;
-	for (size_t j = 0; j < m; j++) {
-		ms[which[j]]->padj = padj[j];
-		ms[which[j]]->verdict = verdict[j];
+	for (size_t j = 0; j < f.n; j++) {
+		ms[f.which[j]]->padj = f.padj[j];
+		ms[f.which[j]]->verdict = f.verdict[j];
 	}
-	rc = (long)m;
+	rc = (long)f.n;
 out:
-	free(p);
-	free(delta);
-	free(padj);
-	free(verdict);
-	free(which);
+	family_free(&f);
 	return rc;
 }
 
@@ -185,10 +217,7 @@ static int compare_nodes(struct diff *d)
 	const struct stackset *ss = d->ss;
 	struct calltree *t = &d->t;
 	struct share_sum *ta = NULL, *tb = NULL;
-	double *p = NULL, *delta = NULL, *padj = NULL;
-	int *verdict = NULL;
-	uint32_t *which = NULL;
-	size_t m = 0, cap = 0;
+	struct family f = { 0 };
 	int rc = -1;
 	ta = calloc(t->n, sizeof *ta);
 	tb = calloc(t->n, sizeof *tb);
@@ -205,41 +234,21 @@ static int compare_nodes(struct diff *d)
 		if (accounting(ss->frames[t->nodes[i].frame].kind) ||
 		    !share_testable(&c, &d->a, &d->b, d->o.threshold))
 			continue;
-		if (m == cap) {
-			cap = cap ? 2 * cap : 256;
-			double *np = realloc(p, cap * sizeof *p);
-			if (np)
-				p = np;
-			double *nd = np ? realloc(delta, cap * sizeof *delta) : NULL;
-			if (nd)
-				delta = nd;
-			uint32_t *nw = nd ? realloc(which, cap * sizeof *which) : NULL;
-			if (!nw)
-				goto out;
-			which = nw;
-		}
-		which[m] = (uint32_t)i;
-		delta[m] = c.b - c.a;
-		p[m++] = c.p;
+		if (family_add(&f, i, c.p, c.b - c.a) < 0)
+			goto out;
 	}
-	padj = calloc(m ? m : 1, sizeof *padj);
-	verdict = calloc(m ? m : 1, sizeof *verdict);
-	if (!padj || !verdict || decide(p, delta, m, d, padj, verdict) < 0)
+	if (family_decide(&f, d) < 0)
 		goto out;
-	for (size_t j = 0; j < m; j++) {
-		d->nodes[which[j]].padj = padj[j];
-		d->nodes[which[j]].status = (int8_t)verdict[j];
+	for (size_t j = 0; j < f.n; j++) {
+		d->nodes[f.which[j]].padj = f.padj[j];
+		d->nodes[f.which[j]].status = (int8_t)f.verdict[j];
 	}
-	d->nnode_tests = m;
+	d->nnode_tests = f.n;
 	rc = 0;
 out:
 	free(ta);
 	free(tb);
-	free(p);
-	free(delta);
-	free(padj);
-	free(verdict);
-	free(which);
+	family_free(&f);
 	return rc;
 }
 

@@ -5,18 +5,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "tree.h"
 
 struct cp_image *cp_tree_new_image(struct cp_tree *t)
 {
-	if (t->nimages == t->capimages) {
-		size_t cap = t->capimages ? 2 * t->capimages : 16;
-		struct cp_image **n = realloc(t->images, cap * sizeof *n);
-		if (!n)
-			return NULL;
-		t->images = n;
-		t->capimages = cap;
-	}
+	if (cp_array_grow((void **)&t->images, &t->capimages, t->nimages + 1, sizeof *t->images, 16))
+		return NULL;
 	struct cp_image *m = calloc(1, sizeof *m);
 	if (!m)
 		return NULL;

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "format.h"
+#include "base/array.h"
 #include "report.h"
 #include "shares.h"
 
@@ -110,14 +111,8 @@ static long strtab_index(struct strtab *t, const char *s)
 	for (; t->hash[j]; j = (j + 1) & (t->nhash - 1))
 		if (strcmp(t->s[t->hash[j] - 1], s) == 0)
 			return (long)(t->hash[j] - 1);
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? 2 * t->cap : 1024;
-		const char **a = realloc(t->s, cap * sizeof *a);
-		if (!a)
-			return -1;
-		t->s = a;
-		t->cap = cap;
-	}
+	if (cp_array_grow((void **)&t->s, &t->cap, t->n + 1, sizeof *t->s, 1024))
+		return -1;
 	t->s[t->n] = s;
 	t->hash[j] = ++t->n;
 	return (long)(t->n - 1);
@@ -243,6 +238,70 @@ static int64_t self_of(const struct flame_tree *ft, size_t i)
 	return v > 0 ? v : 0;
 }
 
+/* The totals of every node, bottom-up (children come after their
+ * parents), of the value drawn in total and of every value the menu
+ * offers in alt_total: a node is kept if it holds any. */
+static void sum_totals(const struct flame_tree *ft, int64_t *total, int64_t *alt_total)
+{
+	const struct calltree *t = ft->t;
+	for (size_t i = t->n; i-- > 1;) {
+		total[i] = sat_add(total[i], self_of(ft, i));
+		total[t->nodes[i].parent] = sat_add(total[t->nodes[i].parent], total[i]);
+		for (size_t a = 0; a < ft->nalt; a++)
+			alt_total[i] = sat_add(alt_total[i], ft->alt[a].self[i] > 0 ? ft->alt[a].self[i] : 0);
+		alt_total[t->nodes[i].parent] = sat_add(alt_total[t->nodes[i].parent], alt_total[i]);
+	}
+}
+
+/* Node id's entry of the page's array `pass` (0: nodes, 1: alt or the
+ * caller's extra); msq is the mean squared weight its noise is over. */
+static void put_node(FILE *out, const struct flame_tree *ft, uint32_t id, int pass, double msq)
+{
+	const struct cnode *nd = &ft->t->nodes[id];
+	if (pass == 0) {
+		fprintf(out, "%u,%u,%" PRId64 ",", nd->frame, nd->depth, self_of(ft, id));
+		flame_put_number(out, msq > 0 ? ft->q[id] / msq : 0);
+	} else if (ft->nalt) {
+		for (size_t a = 0; a < ft->nalt; a++) {
+			const struct flame_alt *v = &ft->alt[a];
+			double m = v->base.n > 0 ? v->base.q / v->base.n : 0;
+			fprintf(out, "%s%" PRId64 ",", a ? "," : "", v->self[id] > 0 ? v->self[id] : 0);
+			flame_put_number(out, m > 0 ? v->q[id] / m : 0);
+		}
+	} else {
+		ft->node(out, id, ft->arg);
+	}
+}
+
+/* The tree in preorder, a node's subtree right after it, leaving out the
+ * nodes that hold nothing; twice if the caller has an array per node of
+ * its own, in the same order.  stack has room for every node. */
+static void put_tree(FILE *out, const struct flame_tree *ft, uint32_t *stack, const int64_t *total,
+		     const int64_t *alt_total)
+{
+	const struct calltree *t = ft->t;
+	double msq = ft->base->n > 0 ? ft->base->q / ft->base->n : 0;
+	int passes = ft->node || ft->nalt ? 2 : 1;
+	for (int pass = 0; pass < passes; pass++) {
+		fputs(pass ? (ft->nalt ? "],\n\"alt\":[" : "],\n\"extra\":[") : "],\n\"nodes\":[", out);
+		size_t sp = 0;
+		bool first = true;
+		for (uint32_t c = t->nodes[0].child; c; c = t->nodes[c].next)
+			stack[sp++] = c;
+		while (sp > 0) {
+			uint32_t id = stack[--sp];
+			if (total[id] <= 0 && alt_total[id] <= 0)
+				continue;
+			if (!first)
+				fputc(',', out);
+			first = false;
+			put_node(out, ft, id, pass, msq);
+			for (uint32_t c = t->nodes[id].child; c; c = t->nodes[c].next)
+				stack[sp++] = c;
+		}
+	}
+}
+
 int flame_page(FILE *out, const struct report_input *in,
 	       const struct stackset *ss, const struct flame_tree *ft)
 {
@@ -265,17 +324,7 @@ int flame_page(FILE *out, const struct report_input *in,
 		if (fname[i] < 0 || ffile[i] < 0)
 			goto out;
 	}
-	/* Children come after their parents: totals bottom-up (of every
-	 * value the menu offers, in alt_total: a node is kept if it holds
-	 * any). */
-	for (size_t i = t->n; i-- > 1;) {
-		total[i] = sat_add(total[i], self_of(ft, i));
-		total[t->nodes[i].parent] = sat_add(total[t->nodes[i].parent], total[i]);
-		for (size_t a = 0; a < ft->nalt; a++)
-			alt_total[i] = sat_add(alt_total[i], ft->alt[a].self[i] > 0 ? ft->alt[a].self[i] : 0);
-		alt_total[t->nodes[i].parent] = sat_add(alt_total[t->nodes[i].parent], alt_total[i]);
-	}
-	double msq = ft->base->n > 0 ? ft->base->q / ft->base->n : 0;
+	sum_totals(ft, total, alt_total);
 
 	const char *mark = strstr(cpuprof_flame_page, DATA_MARK);
 	if (!mark)
@@ -296,41 +345,7 @@ int flame_page(FILE *out, const struct report_input *in,
 			ffile[i], ss->frames[i].line ? ss->frames[i].line
 						     : ss->frames[i].start_line,
 			(int)ss->frames[i].kind);
-	/* The tree in preorder: a node's subtree right after it; twice if
-	 * the caller has an array per node of its own, in the same order. */
-	int passes = ft->node || ft->nalt ? 2 : 1;
-	for (int pass = 0; pass < passes; pass++) {
-		fputs(pass ? (ft->nalt ? "],\n\"alt\":[" : "],\n\"extra\":[") : "],\n\"nodes\":[", out);
-		size_t sp = 0;
-		bool first = true;
-		for (uint32_t c = t->nodes[0].child; c; c = t->nodes[c].next)
-			stack[sp++] = c;
-		while (sp > 0) {
-			uint32_t id = stack[--sp];
-			const struct cnode *nd = &t->nodes[id];
-			if (total[id] <= 0 && alt_total[id] <= 0)
-				continue;
-			if (!first)
-				fputc(',', out);
-			first = false;
-			if (pass == 0) {
-				fprintf(out, "%u,%u,%" PRId64 ",", nd->frame, nd->depth,
-					self_of(ft, id));
-				flame_put_number(out, msq > 0 ? ft->q[id] / msq : 0);
-			} else if (ft->nalt) {
-				for (size_t a = 0; a < ft->nalt; a++) {
-					const struct flame_alt *v = &ft->alt[a];
-					double m = v->base.n > 0 ? v->base.q / v->base.n : 0;
-					fprintf(out, "%s%" PRId64 ",", a ? "," : "", v->self[id] > 0 ? v->self[id] : 0);
-					flame_put_number(out, m > 0 ? v->q[id] / m : 0);
-				}
-			} else {
-				ft->node(out, id, ft->arg);
-			}
-			for (uint32_t c = nd->child; c; c = t->nodes[c].next)
-				stack[sp++] = c;
-		}
-	}
+	put_tree(out, ft, stack, total, alt_total);
 	fputs("]}", out);
 	fputs(mark + strlen(DATA_MARK) - 1, out);
 	rc = 0;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "format.h"
+#include "base/array.h"
 #include "report.h"
 
 #define LIST_MAX_SOURCE (16u << 20)
@@ -114,14 +115,8 @@ static size_t routine_for(struct listing *L, const struct profile_function *f)
 	for (size_t i = 0; i < L->nr; i++)
 		if (strcmp(L->r[i].name, name) == 0 && strcmp(L->r[i].file, f->filename) == 0)
 			return i;
-	if (L->nr == L->capr) {
-		size_t cap = L->capr ? 2 * L->capr : 16;
-		struct routine *r = realloc(L->r, cap * sizeof *r);
-		if (!r)
-			return (size_t)-1;
-		L->r = r;
-		L->capr = cap;
-	}
+	if (cp_array_grow((void **)&L->r, &L->capr, L->nr + 1, sizeof *L->r, 16))
+		return (size_t)-1;
 	L->r[L->nr] = (struct routine){ name, f->filename, f->start_line,
 					INT64_MAX, 0, 0, 0, 0 };
 	return L->nr++;

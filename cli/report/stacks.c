@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
+#include "base/error.h"
 #include "format.h"
 
 static const char *const kind_names[FRAME_KINDS] = {
@@ -28,17 +30,6 @@ const char *frame_kind_name(enum frame_kind k)
 	return k < FRAME_KINDS ? kind_names[k] : "?";
 }
 
-/* Formats the first error into err; always returns -1. */
-__attribute__((format(printf, 3, 4))) static int
-fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 /* ---- frames ------------------------------------------------------------- */
 
 /* Keeps s (malloc'd) to be freed with ss; returns s, or NULL (and frees s)
@@ -47,15 +38,10 @@ static char *own(struct stackset *ss, char *s)
 {
 	if (!s)
 		return NULL;
-	if (ss->priv_.nowned == ss->priv_.capowned) {
-		size_t cap = ss->priv_.capowned ? 2 * ss->priv_.capowned : 64;
-		char **o = realloc(ss->priv_.owned, cap * sizeof *o);
-		if (!o) {
-			free(s);
-			return NULL;
-		}
-		ss->priv_.owned = o;
-		ss->priv_.capowned = cap;
+	if (cp_array_grow((void **)&ss->priv_.owned, &ss->priv_.capowned, ss->priv_.nowned + 1,
+			  sizeof *ss->priv_.owned, 64)) {
+		free(s);
+		return NULL;
 	}
 	ss->priv_.owned[ss->priv_.nowned++] = s;
 	return s;
@@ -127,15 +113,10 @@ static long intern(struct stackset *ss, const struct frame *f, bool lines,
 	for (j = frame_hash(f) & mask; ss->priv_.hash[j]; j = (j + 1) & mask)
 		if (frame_eq(&ss->priv_.frames[ss->priv_.hash[j] - 1], f))
 			return (long)(ss->priv_.hash[j] - 1);
-	if (ss->nframes == ss->priv_.capframes) {
-		size_t cap = ss->priv_.capframes ? 2 * ss->priv_.capframes : 256;
-		struct frame *fr = realloc(ss->priv_.frames, cap * sizeof *fr);
-		if (!fr)
-			return -1;
-		ss->priv_.frames = fr;
-		ss->frames = fr;
-		ss->priv_.capframes = cap;
-	}
+	if (cp_array_grow((void **)&ss->priv_.frames, &ss->priv_.capframes, ss->nframes + 1, sizeof *ss->priv_.frames,
+			  256))
+		return -1;
+	ss->frames = ss->priv_.frames;
 	struct frame nf = *f;
 	bool inl = f->kind == FRAME_INLINED;
 	if (temporary && !(nf.name = own(ss, strdup(f->name))))
@@ -217,15 +198,10 @@ static int push_frame(struct stackset *ss, long fi)
 {
 	if (fi < 0)
 		return -1;
-	if (ss->priv_.nstack == ss->priv_.capstack) {
-		size_t cap = ss->priv_.capstack ? 2 * ss->priv_.capstack : 4096;
-		uint32_t *a = realloc(ss->priv_.stack_frames, cap * sizeof *a);
-		if (!a)
-			return -1;
-		ss->priv_.stack_frames = a;
-		ss->stack_frames = a;
-		ss->priv_.capstack = cap;
-	}
+	if (cp_array_grow((void **)&ss->priv_.stack_frames, &ss->priv_.capstack, ss->priv_.nstack + 1,
+			  sizeof *ss->priv_.stack_frames, 4096))
+		return -1;
+	ss->stack_frames = ss->priv_.stack_frames;
 	ss->priv_.stack_frames[ss->priv_.nstack++] = (uint32_t)fi;
 	return 0;
 }
@@ -282,13 +258,13 @@ static int check_compatible(struct profile *const *p, const char *const *names,
 			char a[256], b[256];
 			describe_types(p[0], a, sizeof a);
 			describe_types(p[i], b, sizeof b);
-			return fail(err, errlen, "cannot %s %s and %s: their "
+			return cp_why(err, errlen, "cannot %s %s and %s: their "
 				    "sample types differ (%s; %s)", verb, names[0],
 				    names[i], a, b);
 		}
 		if (strcmp(p[i]->period_type.type, p[0]->period_type.type) ||
 		    strcmp(p[i]->period_type.unit, p[0]->period_type.unit))
-			return fail(err, errlen, "cannot %s %s and %s: their "
+			return cp_why(err, errlen, "cannot %s %s and %s: their "
 				    "period types differ (%s/%s; %s/%s)",
 				    verb, names[0], names[i], p[0]->period_type.type,
 				    p[0]->period_type.unit,
@@ -381,10 +357,10 @@ int stackset_build(struct stackset *ss, struct profile *const *p,
 			const char *why = profile_comment(p[0], "off_cpu");
 			bool off = strcmp(value, "off_cpu") == 0 || strcmp(value, "wall") == 0;
 			if (off)
-				return fail(err, errlen, "no sample type '%s' in %s (it has %s): %s", value,
+				return cp_why(err, errlen, "no sample type '%s' in %s (it has %s): %s", value,
 					    names[0], a, why ? why : "it was not recorded with off-CPU time "
 								    "(cpuprof record --off-cpu, CPUPROF_OFF_CPU=1)");
-			return fail(err, errlen, "no sample type '%s' in %s (it "
+			return cp_why(err, errlen, "no sample type '%s' in %s (it "
 				    "has %s)", value, names[0], a);
 		}
 	} else {
@@ -411,10 +387,10 @@ int stackset_build(struct stackset *ss, struct profile *const *p,
 	ss->has_count = ci >= 0;
 	ss->samples = calloc(nsamples ? nsamples : 1, sizeof *ss->samples);
 	if (!ss->samples)
-		return fail(err, errlen, "out of memory");
+		return cp_why(err, errlen, "out of memory");
 	for (size_t i = 0; i < n; i++)
 		if (add_profile(ss, p[i], (size_t)vi, ci, o) < 0)
-			return fail(err, errlen, "out of memory");
+			return cp_why(err, errlen, "out of memory");
 	return 0;
 }
 

@@ -268,7 +268,8 @@ static int start_locked(const char *name, enum gpt_origin origin)
 	struct cpuprof_options o = { .hz = s.hz, .signal = s.signo, .engine = s.engine };
 	int rc = P.words ? cpuprof_start_stream(P.pprof ? P.path : NULL, &o) : -ENOMEM;
 	if (rc < 0) {
-		gpt_warn("cannot turn on CPU profiling for '%s': %s; profiling disabled", name, cpuprof_strerror(rc));
+		gpt_warn("cannot turn on CPU profiling for '%s': %s; profiling disabled", name,
+			 P.words ? cpuprof_last_error() : cpuprof_strerror(rc));
 		goto fail;
 	}
 	if ((rc = gpt_spawn(&P.reader, reader_main, NULL)) != 0) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "rwmap.h"
 
 static int hexval(char c)
@@ -64,20 +65,13 @@ struct cp_rwmap *cp_rwmap_snapshot(void)
 	int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return NULL;
-	size_t cap = 1 << 16, len = 0;
-	char *buf = malloc(cap);
+	size_t cap = 0, len = 0;
+	char *buf = NULL;
 	for (;;) {
-		if (!buf)
+		if (cp_array_grow((void **)&buf, &cap, len + 1, 1, 1 << 16)) {
+			free(buf);
+			buf = NULL;
 			break;
-		if (len == cap) {
-			char *nb = realloc(buf, cap * 2);
-			if (!nb) {
-				free(buf);
-				buf = NULL;
-				break;
-			}
-			buf = nb;
-			cap *= 2;
 		}
 		ssize_t r = read(fd, buf + len, cap - len);
 		if (r < 0 && errno == EINTR)

@@ -46,6 +46,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "base/libc.h"
 #include "engines/threads.h"
 
@@ -505,13 +506,9 @@ static char **gather(const char *arg0, va_list ap, char ***envp)
 	argv[0] = (char *)arg0;
 	for (;;) {
 		char *a = arg0 ? va_arg(ap, char *) : NULL;
-		if (n + 1 >= cap) {
-			char **m = realloc(argv, (cap *= 2) * sizeof *argv);
-			if (!m) {
-				free(argv);
-				return NULL;
-			}
-			argv = m;
+		if (cp_array_grow((void **)&argv, &cap, n + 2, sizeof *argv, 16)) {
+			free(argv);
+			return NULL;
 		}
 		argv[n++] = a;
 		if (!a)

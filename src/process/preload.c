@@ -58,16 +58,12 @@ static int env_options(struct cpuprof_options *o)
 	return 0;
 }
 
-/* Why the start failed, in words: where no engine could sample, each
- * engine's own reason (the engine asked for, or every one auto tried). */
+/* Why the start failed, in words: the library's reason (where no engine
+ * could sample, each engine's own, the engine asked for or every one auto
+ * tried). */
 static const char *start_failure(int rc)
 {
-	static char why[600];
-	if (rc == -ENODEV && !cp_session.run.engine && cp_session.run.engine_reason[0]) {
-		snprintf(why, sizeof why, "no sampling engine works here: %s", cp_session.run.engine_reason);
-		return why;
-	}
-	return cpuprof_strerror(rc);
+	return cpuprof_last_error();
 }
 
 __attribute__((constructor)) static void preload_start(void)

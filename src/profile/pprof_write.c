@@ -29,6 +29,7 @@
 #include <zlib.h>
 
 #include "base/array.h"
+#include "base/error.h"
 #include "symbolize/lines.h"
 #include "pprof_write.h"
 #include "profile_proto.h"
@@ -176,6 +177,42 @@ static size_t hash_str(const char *s)
 	return (size_t)(h ^ h >> 32);
 }
 
+/* Makes the open-addressing index *index, of *n slots, twice as large
+ * (1024 slots at first) if `used` + 1 entries would fill it past half,
+ * placing each entry v again by hash(b, v).  Returns 0, or -1 with b->err
+ * set. */
+static int index_grow(struct builder *b, uint32_t **index, size_t *n, size_t used,
+		      size_t (*hash)(const struct builder *, uint32_t))
+{
+	if ((used + 1) * 2 <= *n)
+		return 0;
+	size_t m = *n ? *n * 2 : 1024;
+	uint32_t *grown = calloc(m, sizeof *grown);
+	if (!grown) {
+		b->err = ENOMEM;
+		return -1;
+	}
+	for (size_t k = 0; k < *n; k++) {
+		uint32_t v = (*index)[k];
+		if (!v)
+			continue;
+		size_t i = hash(b, v) & (m - 1);
+		while (grown[i])
+			i = (i + 1) & (m - 1);
+		grown[i] = v;
+	}
+	free(*index);
+	*index = grown;
+	*n = m;
+	return 0;
+}
+
+/* The hash of string index entry v (1 + a string's index). */
+static size_t str_slot_hash(const struct builder *b, uint32_t v)
+{
+	return hash_str(b->strs[v - 1]);
+}
+
 /* Appends a copy of s to the string table without indexing it (for a
  * string known to be new that is never looked up again) and returns its
  * index.  On failure sets b->err and returns 0. */
@@ -196,28 +233,8 @@ static uint32_t str_append(struct builder *b, const char *s)
  * b->err and returns 0. */
 static uint32_t str_intern(struct builder *b, const char *s)
 {
-	if (!*s)
+	if (!*s || index_grow(b, &b->strindex, &b->nstrindex, b->nindexed, str_slot_hash) < 0)
 		return 0;
-	if ((b->nindexed + 1) * 2 > b->nstrindex) {
-		size_t n = b->nstrindex ? b->nstrindex * 2 : 1024;
-		uint32_t *index = calloc(n, sizeof *index);
-		if (!index) {
-			b->err = ENOMEM;
-			return 0;
-		}
-		for (size_t k = 0; k < b->nstrindex; k++) {
-			uint32_t v = b->strindex[k];
-			if (!v)
-				continue;
-			size_t i = hash_str(b->strs[v - 1]) & (n - 1);
-			while (index[i])
-				i = (i + 1) & (n - 1);
-			index[i] = v;
-		}
-		free(b->strindex);
-		b->strindex = index;
-		b->nstrindex = n;
-	}
 	size_t mask = b->nstrindex - 1, i = hash_str(s) & mask;
 	for (; b->strindex[i]; i = (i + 1) & mask)
 		if (strcmp(b->strs[b->strindex[i] - 1], s) == 0)
@@ -237,6 +254,12 @@ static size_t hash_fn(const struct function *f)
 	return cp_hash64(k * 0xc4ceb9fe1a85ec53ull ^ f->start_line);
 }
 
+/* The hash of function index entry v (a function id). */
+static size_t fn_slot_hash(const struct builder *b, uint32_t v)
+{
+	return hash_fn(&b->fns[v - 1]);
+}
+
 /* The id of the Function with these fields (string indexes), adding it
  * if new; 0 with b->err set on failure. */
 static uint32_t function_id(struct builder *b, uint32_t name, uint32_t system_name,
@@ -245,26 +268,8 @@ static uint32_t function_id(struct builder *b, uint32_t name, uint32_t system_na
 	if (b->err)
 		return 0;
 	struct function f = { name, system_name, filename, start_line };
-	if ((b->nfns + 1) * 2 > b->nfnindex) {
-		size_t n = b->nfnindex ? b->nfnindex * 2 : 1024;
-		uint32_t *index = calloc(n, sizeof *index);
-		if (!index) {
-			b->err = ENOMEM;
-			return 0;
-		}
-		for (size_t k = 0; k < b->nfnindex; k++) {
-			uint32_t v = b->fnindex[k];
-			if (!v)
-				continue;
-			size_t i = hash_fn(&b->fns[v - 1]) & (n - 1);
-			while (index[i])
-				i = (i + 1) & (n - 1);
-			index[i] = v;
-		}
-		free(b->fnindex);
-		b->fnindex = index;
-		b->nfnindex = n;
-	}
+	if (index_grow(b, &b->fnindex, &b->nfnindex, b->nfns, fn_slot_hash) < 0)
+		return 0;
 	size_t mask = b->nfnindex - 1, i = hash_fn(&f) & mask;
 	for (; b->fnindex[i]; i = (i + 1) & mask)
 		if (!memcmp(&b->fns[b->fnindex[i] - 1], &f, sizeof f))
@@ -486,45 +491,42 @@ static void lines_from_chain(struct builder *b, struct location *l,
 	}
 }
 
-/* Symbolizes every Location made so far: its lines from the DWARF of its
- * object where it has some, else its symbol.  Adds the comments that say
- * which objects had no lines, and why.  The objects of all parts are read
- * in one go, each file once however many parts (processes) had it. */
-static void symbolize(struct builder *b)
+/* What symbolize() asks the line reader, and for which Location. */
+struct lines_job {
+	struct cp_lines_object *objs; /* every part's objects, each file once */
+	size_t nobj;
+	size_t **objidx;              /* per part, the index of each of its objects in objs */
+	struct cp_lines_query *q;     /* one per Location in a file */
+	uint32_t *qloc;               /* q[k]'s Location */
+	size_t nq;
+	const char **symname;         /* per Location, its symbol's name or NULL */
+};
+
+/* Lists the objects of all parts in job->objs, each file once however
+ * many parts (processes) had it.  Returns 0 or -1 (out of memory). */
+static int list_objects(struct builder *b, struct lines_job *job)
 {
-	size_t nq = 0, nobj = 0, capobj = 0;
-	for (size_t p = 0; p < b->nparts; p++)
-		capobj += b->parts[p].p->syms->nobjs;
-	/* At least 256 of each: blocks of a size that changes with every
-	 * profile would settle in the allocator's per-thread caches, and a
-	 * program that writes many profiles would see its heap creep. */
-	size_t nl = b->nlocs > 256 ? b->nlocs : 256, no = capobj > 256 ? capobj : 256;
-	struct cp_lines_query *q = malloc(nl * sizeof *q);
-	uint32_t *qloc = malloc(nl * sizeof *qloc);
-	const char **symname = calloc(nl, sizeof *symname);
-	struct cp_lines_object *objs = calloc(no, sizeof *objs);
-	/* Per part, the index of each of its objects in objs. */
-	size_t **objidx = calloc(b->nparts, sizeof *objidx);
-	if (!q || !qloc || !symname || !objs || !objidx) {
-		b->err = ENOMEM;
-		goto out;
-	}
 	for (size_t p = 0; p < b->nparts; p++) {
 		const struct cp_symbols *sy = b->parts[p].p->syms;
-		if (!(objidx[p] = malloc((sy->nobjs ? sy->nobjs : 1) * sizeof *objidx[p]))) {
-			b->err = ENOMEM;
-			goto out;
-		}
+		if (!(job->objidx[p] = malloc((sy->nobjs ? sy->nobjs : 1) * sizeof *job->objidx[p])))
+			return -1;
 		for (size_t i = 0; i < sy->nobjs; i++) {
 			size_t k = 0;
-			while (k < nobj && (strcmp(objs[k].path, sy->objs[i].path) ||
-					    strcmp(objs[k].build_id, sy->objs[i].build_id)))
+			while (k < job->nobj && (strcmp(job->objs[k].path, sy->objs[i].path) ||
+						 strcmp(job->objs[k].build_id, sy->objs[i].build_id)))
 				k++;
-			if (k == nobj)
-				objs[nobj++] = (struct cp_lines_object){ sy->objs[i].path, sy->objs[i].build_id };
-			objidx[p][i] = k;
+			if (k == job->nobj)
+				job->objs[job->nobj++] = (struct cp_lines_object){ sy->objs[i].path, sy->objs[i].build_id };
+			job->objidx[p][i] = k;
 		}
 	}
+	return 0;
+}
+
+/* Names every Location in an object by its symbol, and asks for the lines
+ * of those in files. */
+static void make_queries(struct builder *b, struct lines_job *job)
+{
 	for (size_t i = 0; i < b->nlocs; i++) {
 		const struct location *l = &b->locs[i];
 		if (!l->seg || l->nlines)
@@ -532,68 +534,109 @@ static void symbolize(struct builder *b)
 		const struct cp_symbols *sy = b->parts[l->part].p->syms;
 		const struct cp_object *o = sy->segs[l->seg - 1].obj;
 		uintptr_t start = 0;
-		symname[i] = cp_symbols_name_for(sy, l->addr, &start);
+		job->symname[i] = cp_symbols_name_for(sy, l->addr, &start);
 		/* Only objects that are files ("[vdso]" is not). */
 		if (o->path[0] != '/' || !cp_pprof_lines)
 			continue;
-		q[nq] = (struct cp_lines_query){ objidx[l->part][o - sy->objs], l->addr - o->bias,
-						 symname[i] ? start - o->bias : 0 };
-		qloc[nq++] = (uint32_t)i;
+		job->q[job->nq] = (struct cp_lines_query){ job->objidx[l->part][o - sy->objs], l->addr - o->bias,
+							   job->symname[i] ? start - o->bias : 0 };
+		job->qloc[job->nq++] = (uint32_t)i;
 	}
+}
 
-	struct cp_lines_result res;
-	char global[256] = "";
-	int rc = cp_lines_resolve(objs, nobj, q, nq, LINES_TIMEOUT_MS, &res, global, sizeof global);
-	if (rc != 0) {
-		b->err = ENOMEM;
-		goto out;
-	}
+/* Gives the Locations the line reader found lines for those lines, and
+ * their Mappings the flags that say so.  Returns how many it had. */
+static size_t lines_from_result(struct builder *b, const struct lines_job *job, const struct cp_lines_result *res)
+{
 	size_t with = 0;
-	for (size_t k = 0; k < nq; k++) {
-		struct location *l = &b->locs[qloc[k]];
-		const struct cp_lines_chain *c = &res.chains[k];
+	for (size_t k = 0; k < job->nq; k++) {
+		struct location *l = &b->locs[job->qloc[k]];
+		const struct cp_lines_chain *c = &res->chains[k];
 		if (!c->n)
 			continue;
-		lines_from_chain(b, l, c, symname[qloc[k]]);
+		lines_from_chain(b, l, c, job->symname[job->qloc[k]]);
 		with++;
 		struct mapflags *m = &b->parts[l->part].mapflags[l->seg - 1];
 		for (uint32_t j = 0; j < c->n; j++) {
 			m->filenames |= c->frames[j].file[0] != '\0';
 			m->line_numbers |= c->frames[j].line != 0;
 		}
-		m->inline_frames |= res.has_dwarf[q[k].object];
+		m->inline_frames |= res->has_dwarf[job->q[k].object];
 	}
-	for (size_t i = 0; i < b->nlocs; i++) {
-		struct location *l = &b->locs[i];
-		if (!l->nlines)
-			lines_from_symbol(b, l, l->seg ? &b->parts[l->part].p->syms->segs[l->seg - 1] : NULL,
-					  symname[i]);
-	}
-	if (nq) {
-		add_comment(b, "lines=%zu of %zu addresses in files", with, nq);
+	return with;
+}
+
+/* The comments that say how many addresses have lines, and which objects
+ * had none and why (`global`: why none had any). */
+static void lines_comments(struct builder *b, const struct lines_job *job, const struct cp_lines_result *res,
+			   size_t with, const char *global)
+{
+	if (job->nq) {
+		add_comment(b, "lines=%zu of %zu addresses in files", with, job->nq);
 		if (global[0])
 			add_comment(b, "lines_missing=every object: %s", global);
 	}
 	size_t named = 0, more = 0;
-	for (size_t i = 0; !global[0] && i < res.nobjs; i++) {
-		if (!res.why[i])
+	for (size_t i = 0; !global[0] && i < res->nobjs; i++) {
+		if (!res->why[i])
 			continue;
 		if (named++ < MAX_LINES_COMMENTS)
-			add_comment(b, "lines_missing=%s: %s", objs[i].path, res.why[i]);
+			add_comment(b, "lines_missing=%s: %s", job->objs[i].path, res->why[i]);
 		else
 			more++;
 	}
 	if (more)
 		add_comment(b, "lines_missing_more=%zu objects", more);
+}
+
+/* Symbolizes every Location made so far: its lines from the DWARF of its
+ * object where it has some, else its symbol.  Adds the comments that say
+ * which objects had no lines, and why.  The objects of all parts are read
+ * in one go, each file once however many parts (processes) had it. */
+static void symbolize(struct builder *b)
+{
+	size_t capobj = 0;
+	for (size_t p = 0; p < b->nparts; p++)
+		capobj += b->parts[p].p->syms->nobjs;
+	/* At least 256 of each: blocks of a size that changes with every
+	 * profile would settle in the allocator's per-thread caches, and a
+	 * program that writes many profiles would see its heap creep. */
+	size_t nl = b->nlocs > 256 ? b->nlocs : 256, no = capobj > 256 ? capobj : 256;
+	struct lines_job job = {
+		.objs = calloc(no, sizeof *job.objs),
+		.objidx = calloc(b->nparts, sizeof *job.objidx),
+		.q = malloc(nl * sizeof *job.q),
+		.qloc = malloc(nl * sizeof *job.qloc),
+		.symname = calloc(nl, sizeof *job.symname),
+	};
+	struct cp_lines_result res;
+	char global[256] = "";
+	if (!job.q || !job.qloc || !job.symname || !job.objs || !job.objidx || list_objects(b, &job) < 0) {
+		b->err = ENOMEM;
+		goto out;
+	}
+	make_queries(b, &job);
+	if (cp_lines_resolve(job.objs, job.nobj, job.q, job.nq, LINES_TIMEOUT_MS, &res, global, sizeof global) != 0) {
+		b->err = ENOMEM;
+		goto out;
+	}
+	size_t with = lines_from_result(b, &job, &res);
+	for (size_t i = 0; i < b->nlocs; i++) {
+		struct location *l = &b->locs[i];
+		if (!l->nlines)
+			lines_from_symbol(b, l, l->seg ? &b->parts[l->part].p->syms->segs[l->seg - 1] : NULL,
+					  job.symname[i]);
+	}
+	lines_comments(b, &job, &res, with, global);
 	cp_lines_result_free(&res);
 out:
-	for (size_t p = 0; objidx && p < b->nparts; p++)
-		free(objidx[p]);
-	free(objidx);
-	free(q);
-	free(qloc);
-	free(symname);
-	free(objs);
+	for (size_t p = 0; job.objidx && p < b->nparts; p++)
+		free(job.objidx[p]);
+	free(job.objidx);
+	free(job.q);
+	free(job.qloc);
+	free(job.symname);
+	free(job.objs);
 }
 
 static void put_value_type(struct pb_buf *pb, uint32_t field,
@@ -657,28 +700,60 @@ static void put_pseudo(struct builder *b, const struct part_state *ps, const str
 	put_sample(b, ps, k, &id, 1, x->count, x->ns, 0, 0);
 }
 
-/* Encodes the whole profile into b->pb.  Returns 0 or -ENOMEM. */
-static int build(struct builder *b, const struct cp_profile_meta *meta)
+/* The string indexes of the sample types' names that the profile's
+ * period and default sample type name again. */
+struct type_strs {
+	uint32_t samples, count, cpu, ns, wall;
+};
+
+/* The sample types: samples and cpu, and with off-CPU time off_cpu and
+ * wall (last: what pprof shows by default, as the default sample type says
+ * to readers that look).  Sets b->nvalues and t->wall. */
+static void put_sample_types(struct builder *b, const struct cp_profile_meta *meta, struct type_strs *t)
 {
 	struct pb_buf *pb = &b->pb;
-	uint32_t s_samples = str_intern(b, "samples");
-	uint32_t s_count = str_intern(b, "count");
-	uint32_t s_cpu = str_intern(b, "cpu");
-	uint32_t s_ns = str_intern(b, "nanoseconds");
-	struct label_keys keys = { str_intern(b, "pid"), str_intern(b, "process"), str_intern(b, "tid"),
-				   str_intern(b, "thread") };
-	put_value_type(pb, PROFILE_SAMPLE_TYPE, s_samples, s_count);
-	put_value_type(pb, PROFILE_SAMPLE_TYPE, s_cpu, s_ns);
+	put_value_type(pb, PROFILE_SAMPLE_TYPE, t->samples, t->count);
+	put_value_type(pb, PROFILE_SAMPLE_TYPE, t->cpu, t->ns);
 	b->nvalues = 2;
-	uint32_t s_wall = 0;
+	t->wall = 0;
 	if (meta->off_cpu) {
-		/* wall last: what pprof shows by default, as the default
-		 * sample type says to readers that look. */
-		put_value_type(pb, PROFILE_SAMPLE_TYPE, str_intern(b, "off_cpu"), s_ns);
-		put_value_type(pb, PROFILE_SAMPLE_TYPE, s_wall = str_intern(b, "wall"), s_ns);
+		put_value_type(pb, PROFILE_SAMPLE_TYPE, str_intern(b, "off_cpu"), t->ns);
+		put_value_type(pb, PROFILE_SAMPLE_TYPE, t->wall = str_intern(b, "wall"), t->ns);
 		b->nvalues = 4;
 	}
+}
 
+/* The Location ids of stack s of the current part into ids (room for
+ * s->n + 2), leaf first; returns how many. */
+static size_t stack_ids(struct builder *b, const struct part_state *ps, const struct cp_stack *s, uint64_t *ids)
+{
+	size_t n = 0;
+	/* Waiting for a CPU: a leaf of its own, where every reader shows it. */
+	if (s->flags & CP_STACK_RUNNABLE)
+		ids[n++] = pseudo_location(b, &b->waiting_loc, "[waiting to run]");
+	for (uint32_t k = 0; k < s->n; k++) {
+		uint64_t pc = s->pcs[k];
+		if (k == 1 && (s->flags & CP_STACK_LINK_REG) &&
+		    !cp_symbols_code_outside_function(ps->p->syms, s->pcs[0], pc - 1))
+			continue;
+		/* A caller's frame: point into the call instruction. */
+		ids[n++] = location_for(b, k > 0 && pc > 0 ? pc - 1 : pc);
+	}
+	/* pprof hides a sample without locations from its reports (it only
+	 * counts in the total): give it a frame. */
+	if (s->n == 0 && (s->flags & CP_STACK_BEFORE))
+		ids[n++] = pseudo_location(b, &b->before_loc, "[off-CPU: since before the profile started]");
+	else if (n == 0)
+		ids[n++] = pseudo_location(b, &b->nostack_loc, "[no stack]");
+	if (s->flags & CP_STACK_TRUNCATED)
+		ids[n++] = pseudo_location(b, &b->truncated_loc, "[truncated]");
+	return n;
+}
+
+/* Every part's samples and pseudo-samples, then the profile's own
+ * pseudo-samples.  Returns 0 or -ENOMEM. */
+static int put_samples(struct builder *b, const struct cp_profile_meta *meta, const struct label_keys *keys)
+{
 	size_t maxn = 3;
 	for (size_t p = 0; p < b->nparts; p++)
 		for (size_t i = 0; i < b->parts[p].p->tab->len; i++)
@@ -692,44 +767,27 @@ static int build(struct builder *b, const struct cp_profile_meta *meta)
 		const struct cp_stacktab *tab = ps->p->tab;
 		if (ps->p->process && ps->p->process[0])
 			ps->pid_str = str_intern(b, ps->p->process);
-		for (size_t i = 0; i < tab->len && !b->err && !pb->err; i++) {
+		for (size_t i = 0; i < tab->len && !b->err && !b->pb.err; i++) {
 			const struct cp_stack *s = tab->items[i];
 			int off = (s->flags & CP_STACK_OFF_CPU) != 0;
 			if (off && !meta->off_cpu)
 				continue;
-			size_t n = 0;
-			/* Waiting for a CPU: a leaf of its own, where every
-			 * reader shows it. */
-			if (s->flags & CP_STACK_RUNNABLE)
-				ids[n++] = pseudo_location(b, &b->waiting_loc, "[waiting to run]");
-			for (uint32_t k = 0; k < s->n; k++) {
-				uint64_t pc = s->pcs[k];
-				if (k == 1 && (s->flags & CP_STACK_LINK_REG) &&
-				    !cp_symbols_code_outside_function(ps->p->syms, s->pcs[0], pc - 1))
-					continue;
-				/* A caller's frame: point into the call instruction. */
-				ids[n++] = location_for(b, k > 0 && pc > 0 ? pc - 1 : pc);
-			}
-			/* pprof hides a sample without locations from its
-			 * reports (it only counts in the total): give it a
-			 * frame. */
-			if (s->n == 0 && (s->flags & CP_STACK_BEFORE))
-				ids[n++] = pseudo_location(b, &b->before_loc,
-							   "[off-CPU: since before the profile started]");
-			else if (n == 0)
-				ids[n++] = pseudo_location(b, &b->nostack_loc, "[no stack]");
-			if (s->flags & CP_STACK_TRUNCATED)
-				ids[n++] = pseudo_location(b, &b->truncated_loc, "[truncated]");
-			put_sample(b, ps, &keys, ids, n, s->count, s->ns, off, s->tid);
+			size_t n = stack_ids(b, ps, s, ids);
+			put_sample(b, ps, keys, ids, n, s->count, s->ns, off, s->tid);
 		}
 		for (size_t i = 0; i < ps->p->npseudo; i++)
-			put_pseudo(b, ps, &keys, &ps->p->pseudo[i]);
+			put_pseudo(b, ps, keys, &ps->p->pseudo[i]);
 	}
 	free(ids);
 	for (size_t i = 0; i < meta->npseudo; i++)
-		put_pseudo(b, NULL, &keys, &meta->pseudo[i]);
-	symbolize(b);
+		put_pseudo(b, NULL, keys, &meta->pseudo[i]);
+	return 0;
+}
 
+/* A Mapping per segment that some Location is in. */
+static void put_mappings(struct builder *b)
+{
+	struct pb_buf *pb = &b->pb;
 	for (size_t p = 0; p < b->nparts; p++) {
 		const struct part_state *ps = &b->parts[p];
 		const struct cp_symbols *sy = ps->p->syms;
@@ -753,6 +811,12 @@ static int build(struct builder *b, const struct cp_profile_meta *meta)
 			cp_pb_end(pb, PROFILE_MAPPING, m);
 		}
 	}
+}
+
+/* The Locations with their Lines, and the Functions. */
+static void put_locations_functions(struct builder *b)
+{
+	struct pb_buf *pb = &b->pb;
 	for (size_t i = 0; i < b->nlocs; i++) {
 		const struct location *l = &b->locs[i];
 		size_t m = cp_pb_start(pb);
@@ -778,26 +842,48 @@ static int build(struct builder *b, const struct cp_profile_meta *meta)
 		cp_pb_int64_opt(pb, FUNCTION_START_LINE, f->start_line);
 		cp_pb_end(pb, PROFILE_FUNCTION, m);
 	}
+}
 
+/* The comments: the caller's, then the builder's own.  Returns 0 or
+ * -ENOMEM. */
+static int put_comments(struct builder *b, const struct cp_profile_meta *meta)
+{
+	size_t nc = meta->ncomments + b->ncomments;
+	if (!nc)
+		return 0;
+	int64_t *c = malloc(nc * sizeof *c);
+	if (!c)
+		return -ENOMEM;
+	for (size_t i = 0; i < meta->ncomments; i++)
+		c[i] = str_intern(b, meta->comments[i] ? meta->comments[i] : "");
+	for (size_t i = 0; i < b->ncomments; i++)
+		c[meta->ncomments + i] = str_intern(b, b->comments[i]);
+	cp_pb_packed_int64(&b->pb, PROFILE_COMMENT, c, nc);
+	free(c);
+	return 0;
+}
+
+/* Encodes the whole profile into b->pb.  Returns 0 or -ENOMEM. */
+static int build(struct builder *b, const struct cp_profile_meta *meta)
+{
+	struct pb_buf *pb = &b->pb;
+	struct type_strs t = { str_intern(b, "samples"), str_intern(b, "count"), str_intern(b, "cpu"),
+			       str_intern(b, "nanoseconds"), 0 };
+	struct label_keys keys = { str_intern(b, "pid"), str_intern(b, "process"), str_intern(b, "tid"),
+				   str_intern(b, "thread") };
+	put_sample_types(b, meta, &t);
+	if (put_samples(b, meta, &keys) < 0)
+		return -ENOMEM;
+	symbolize(b);
+	put_mappings(b);
+	put_locations_functions(b);
 	cp_pb_int64_opt(pb, PROFILE_TIME_NANOS, meta->time_nanos);
 	cp_pb_int64_opt(pb, PROFILE_DURATION_NANOS, meta->duration_nanos);
-	put_value_type(pb, PROFILE_PERIOD_TYPE, s_cpu, s_ns);
+	put_value_type(pb, PROFILE_PERIOD_TYPE, t.cpu, t.ns);
 	cp_pb_int64_opt(pb, PROFILE_PERIOD, (int64_t)meta->period_ns);
-	cp_pb_int64_opt(pb, PROFILE_DEFAULT_SAMPLE_TYPE, s_wall);
-	size_t nc = meta->ncomments + b->ncomments;
-	if (nc) {
-		int64_t *c = malloc(nc * sizeof *c);
-		if (!c)
-			return -ENOMEM;
-		for (size_t i = 0; i < meta->ncomments; i++)
-			c[i] = str_intern(b, meta->comments[i] ?
-						     meta->comments[i] : "");
-		for (size_t i = 0; i < b->ncomments; i++)
-			c[meta->ncomments + i] = str_intern(b, b->comments[i]);
-		cp_pb_packed_int64(pb, PROFILE_COMMENT, c, nc);
-		free(c);
-	}
-
+	cp_pb_int64_opt(pb, PROFILE_DEFAULT_SAMPLE_TYPE, t.wall);
+	if (put_comments(b, meta) < 0)
+		return -ENOMEM;
 	/* Last, now that every string is in it. */
 	for (size_t i = 0; i < b->nstrs; i++)
 		cp_pb_string(pb, PROFILE_STRING_TABLE, b->strs[i]);
@@ -909,18 +995,6 @@ static int open_temp(const char *path, char **tmp)
 	return rc;
 }
 
-/* Formats an error message into err[errlen] (either may be empty). */
-__attribute__((format(printf, 3, 4)))
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 int cp_pprof_write_parts(const char *path, const struct cp_profile_part *parts, size_t nparts,
 		      const struct cp_profile_meta *meta, char *err, size_t errlen)
 {
@@ -945,12 +1019,12 @@ int cp_pprof_write_parts(const char *path, const struct cp_profile_part *parts, 
 	}
 	if (!ok || cp_array_grow((void **)&b.strs, &b.capstrs, 1, sizeof *b.strs, 256) || !(b.strs[0] = strdup(""))) {
 		rc = -ENOMEM;
-		set_err(err, errlen, "pprof: out of memory");
+		cp_why(err, errlen, "pprof: out of memory");
 		goto out;
 	}
 	b.nstrs = 1;
 	if ((rc = build(&b, meta)) != 0) {
-		set_err(err, errlen, "pprof: out of memory");
+		cp_why(err, errlen, "pprof: out of memory");
 		goto out;
 	}
 	/* A path that names something other than a regular file (/dev/null,
@@ -960,16 +1034,16 @@ int cp_pprof_write_parts(const char *path, const struct cp_profile_part *parts, 
 	if (exists && !S_ISREG(st.st_mode)) {
 		if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
 			rc = -errno;
-			set_err(err, errlen, "pprof: open %s: %s", path, strerror(-rc));
+			cp_why(err, errlen, "pprof: open %s: %s", path, strerror(-rc));
 			goto out;
 		}
 		if ((rc = write_gzip(fd, b.pb.data, b.pb.len)) != 0)
-			set_err(err, errlen, "pprof: write %s: %s", path, strerror(-rc));
+			cp_why(err, errlen, "pprof: write %s: %s", path, strerror(-rc));
 		goto out;
 	}
 	if ((fd = open_temp(path, &tmp)) < 0) {
 		rc = fd;
-		set_err(err, errlen, "pprof: create %s.tmp.*: %s", path,
+		cp_why(err, errlen, "pprof: create %s.tmp.*: %s", path,
 			 strerror(-rc));
 		goto out;
 	}
@@ -977,23 +1051,23 @@ int cp_pprof_write_parts(const char *path, const struct cp_profile_part *parts, 
 	 * umask's). */
 	if (exists && fchmod(fd, st.st_mode & 0777) != 0) {
 		rc = -errno;
-		set_err(err, errlen, "pprof: chmod %s: %s", tmp, strerror(-rc));
+		cp_why(err, errlen, "pprof: chmod %s: %s", tmp, strerror(-rc));
 		goto out;
 	}
 	if ((rc = write_gzip(fd, b.pb.data, b.pb.len)) != 0) {
-		set_err(err, errlen, "pprof: write %s: %s", tmp, strerror(-rc));
+		cp_why(err, errlen, "pprof: write %s: %s", tmp, strerror(-rc));
 		goto out;
 	}
 	if (close(fd) != 0) {
 		fd = -1;
 		rc = -errno;
-		set_err(err, errlen, "pprof: close %s: %s", tmp, strerror(-rc));
+		cp_why(err, errlen, "pprof: close %s: %s", tmp, strerror(-rc));
 		goto out;
 	}
 	fd = -1;
 	if (rename(tmp, path) != 0) {
 		rc = -errno;
-		set_err(err, errlen, "pprof: rename %s to %s: %s", tmp, path,
+		cp_why(err, errlen, "pprof: rename %s to %s: %s", tmp, path,
 			 strerror(-rc));
 		goto out;
 	}
@@ -1015,7 +1089,7 @@ int cp_pprof_write(const char *path, const struct cp_stacktab *tab, const struct
 {
 	struct cp_profile_part part = { .syms = cp_symbols_load(), .tab = tab };
 	if (!part.syms) {
-		set_err(err, errlen, "pprof: out of memory");
+		cp_why(err, errlen, "pprof: out of memory");
 		return -ENOMEM;
 	}
 	int rc = cp_pprof_write_parts(path, &part, 1, meta, err, errlen);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "protobuf.h"
 
 void cp_pb_init(struct pb_buf *b)
@@ -27,23 +28,12 @@ static int pb_reserve(struct pb_buf *b, size_t more)
 {
 	if (b->err)
 		return -1;
-	if (more <= b->cap - b->len)
-		return 0;
-	size_t cap = b->cap ? b->cap : 4096;
-	while (cap - b->len < more) {
-		if (cap > SIZE_MAX / 2)
-			goto fail;
-		cap *= 2;
+	if (more > SIZE_MAX - b->len ||
+	    cp_array_grow((void **)&b->data, &b->cap, b->len + more, 1, 4096)) {
+		b->err = ENOMEM;
+		return -1;
 	}
-	uint8_t *p = realloc(b->data, cap);
-	if (!p)
-		goto fail;
-	b->data = p;
-	b->cap = cap;
 	return 0;
-fail:
-	b->err = ENOMEM;
-	return -1;
 }
 
 /* Bytes a varint encoding of v takes. */

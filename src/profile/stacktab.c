@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "stacktab.h"
 
 void cp_stacktab_init(struct cp_stacktab *t)
@@ -137,14 +138,8 @@ int cp_stacktab_add_tid(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pc
 	 * contents. */
 	if (t->len >= UINT32_MAX - 1)
 		return -ENOMEM;
-	if (t->len == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 64;
-		struct cp_stack **items = realloc(t->items, cap * sizeof *items);
-		if (!items)
-			return -ENOMEM;
-		t->items = items;
-		t->cap = cap;
-	}
+	if (cp_array_grow((void **)&t->items, &t->cap, t->len + 1, sizeof *t->items, 64))
+		return -ENOMEM;
 	if ((t->len + 1) * 2 > t->nindex) {
 		size_t nindex = t->nindex ? t->nindex * 2 : 128;
 		if (nindex > SIZE_MAX / sizeof *t->index ||

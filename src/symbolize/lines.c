@@ -28,7 +28,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +41,7 @@
 #include <gelf.h>
 
 #include "base/array.h"
+#include "base/error.h"
 #include "lines.h"
 
 const char *cp_lines_debug_root = "/usr/lib/debug";
@@ -152,17 +152,6 @@ struct cp_lines_dwarf {
  * function tables are malformed (GCC nests a few dozen levels). */
 enum { MAX_TREE_DEPTH = 256, MAX_INLINE_VISITS = 1 << 20 };
 
-__attribute__((format(printf, 3, 4)))
-static void say(char *why, size_t len, const char *fmt, ...)
-{
-	if (!why || !len)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-}
-
 static void hex(const uint8_t *p, size_t n, char *out)
 {
 	static const char digits[] = "0123456789abcdef";
@@ -212,18 +201,18 @@ static int elf_open(const char *path, int *fd, Elf **e, char *why, size_t len)
 	*fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (*fd < 0) {
 		int rc = -errno;
-		say(why, len, "%s: %s", path, strerror(-rc));
+		cp_why(why, len, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
 	if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		say(why, len, "%s: not a regular file", path);
+		cp_why(why, len, "%s: not a regular file", path);
 		goto bad;
 	}
 	*e = dw.elf_begin(*fd, ELF_C_READ_MMAP, NULL);
 	GElf_Ehdr eh;
 	if (!*e || dw.elf_kind(*e) != ELF_K_ELF || !dw.gelf_getehdr(*e, &eh) ||
 	    eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)) {
-		say(why, len, "%s: not an ELF file of this machine", path);
+		cp_why(why, len, "%s: not an ELF file of this machine", path);
 		goto bad;
 	}
 	return 0;
@@ -283,7 +272,7 @@ static int try_debug_file(struct cp_lines_dwarf *d, const char *path,
 	else if ((!want[0] || !bid[0]) && (crc < 0 || file_crc(fd) != crc))
 		bad = "does not match (its CRC differs)";
 	if (bad) {
-		say(why, len, "debug file %s %s", path, bad);
+		cp_why(why, len, "debug file %s %s", path, bad);
 		dw.elf_end(e);
 		close(fd);
 		return 0;
@@ -413,7 +402,7 @@ static int index_units(struct cp_lines_dwarf *d, char *why, size_t len)
 			continue;
 		if (cp_array_grow((void **)&d->units, &capu, d->nunits + 1,
 				  sizeof *d->units, 64)) {
-			say(why, len, "out of memory");
+			cp_why(why, len, "out of memory");
 			return -ENOMEM;
 		}
 		struct unit *u = &d->units[d->nunits];
@@ -427,7 +416,7 @@ static int index_units(struct cp_lines_dwarf *d, char *why, size_t len)
 		d->nunits++;
 	}
 	if (rc < 0 && d->nunits == 0) {
-		say(why, len, "libdw: %s", dw.dwarf_errmsg(-1));
+		cp_why(why, len, "libdw: %s", dw.dwarf_errmsg(-1));
 		return -ENOEXEC;
 	}
 	qsort(d->ranges, d->nranges, sizeof *d->ranges, range_cmp);
@@ -442,7 +431,7 @@ int cp_lines_open(const char *path, const char *build_id,
 		return -ENOENT;
 	struct cp_lines_dwarf *d = calloc(1, sizeof *d);
 	if (!d) {
-		say(why, len, "out of memory");
+		cp_why(why, len, "out of memory");
 		return -ENOMEM;
 	}
 	d->fd = d->dfd = -1;
@@ -459,10 +448,10 @@ int cp_lines_open(const char *path, const char *build_id,
 		else if (find_debug_file(d, path, same ? build_id : "", whyd, sizeof whyd))
 			use = d->delf;
 		else if (!same)
-			say(why, len, "the file on disk has another build ID than the loaded "
+			cp_why(why, len, "the file on disk has another build ID than the loaded "
 				      "object and no debug file has its build ID");
 		else
-			say(why, len, "no DWARF: built without -g or stripped, and no debug "
+			cp_why(why, len, "no DWARF: built without -g or stripped, and no debug "
 				      "file found by build ID or .gnu_debuglink%s%s",
 			    whyd[0] ? "; " : "", whyd);
 	} else if (build_id[0] && find_debug_file(d, path, build_id, whyd, sizeof whyd)) {
@@ -476,13 +465,13 @@ int cp_lines_open(const char *path, const char *build_id,
 		return rc == 0 ? -ENOENT : rc;
 	}
 	if (!d->source && !(d->source = strdup(path))) {
-		say(why, len, "out of memory");
+		cp_why(why, len, "out of memory");
 		cp_lines_close(d);
 		return -ENOMEM;
 	}
 	d->dbg = dw.dwarf_begin_elf(use, DWARF_C_READ, NULL);
 	if (!d->dbg) {
-		say(why, len, "libdw: %s", dw.dwarf_errmsg(-1));
+		cp_why(why, len, "libdw: %s", dw.dwarf_errmsg(-1));
 		cp_lines_close(d);
 		return -ENOEXEC;
 	}
@@ -491,7 +480,7 @@ int cp_lines_open(const char *path, const char *build_id,
 		return rc;
 	}
 	if (d->nranges == 0) {
-		say(why, len, "its DWARF describes no code");
+		cp_why(why, len, "its DWARF describes no code");
 		cp_lines_close(d);
 		return -ENOENT;
 	}

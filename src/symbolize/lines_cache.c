@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/array.h"
 #include "base/cachefile.h"
 #include "lines_cache.h"
 
@@ -122,16 +123,8 @@ struct cp_lines_cached *cp_lines_cache_load(const char *path, const char *build_
 		if (i && (a->addr < a[-1].addr ||
 			  (a->addr == a[-1].addr && a->sym_start <= a[-1].sym_start)))
 			goto bad; /* not sorted: binary search would miss */
-		if (nframes + k > capframes) {
-			size_t cap = capframes ? 2 * capframes : 256;
-			while (cap < nframes + k)
-				cap *= 2;
-			struct cp_lines_frame *f = realloc(c->frames, cap * sizeof *f);
-			if (!f)
-				goto bad;
-			c->frames = f;
-			capframes = cap;
-		}
+		if (cp_array_grow((void **)&c->frames, &capframes, nframes + k, sizeof *c->frames, 256))
+			goto bad;
 		/* Frames as indexes until the array stops moving. */
 		a->chain.frames = (const struct cp_lines_frame *)(uintptr_t)nframes;
 		a->chain.n = k;
@@ -194,17 +187,9 @@ static void wr(struct wr *w, const void *v, size_t n)
 {
 	if (w->failed)
 		return;
-	if (w->len + n > w->cap) {
-		size_t cap = w->cap ? 2 * w->cap : 1 << 16;
-		while (cap < w->len + n)
-			cap *= 2;
-		char *b = cap <= MAX_FILE ? realloc(w->buf, cap) : NULL;
-		if (!b) {
-			w->failed = 1;
-			return;
-		}
-		w->buf = b;
-		w->cap = cap;
+	if (w->len + n > MAX_FILE || cp_array_grow((void **)&w->buf, &w->cap, w->len + n, 1, 1 << 16)) {
+		w->failed = 1;
+		return;
 	}
 	memcpy(w->buf + w->len, v, n);
 	w->len += n;

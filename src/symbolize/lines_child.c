@@ -418,6 +418,96 @@ struct objstate {
 	char *source;   /* malloc'd: the file the child read its DWARF from */
 };
 
+/* How reading one record of a child's output went. */
+enum rec { REC_OK, REC_PARTIAL, REC_FAILED /* out of memory */ };
+
+/* 'S': string `id` of the run, its text into the result's arena. */
+static enum rec parse_string(struct parse *ps, struct cp_lines_result *res)
+{
+	uint32_t id;
+	uint16_t len;
+	if (!take(ps, &id, 4) || !take(ps, &len, 2) || (size_t)(ps->end - ps->p) < len)
+		return REC_PARTIAL;
+	if (id < 2 || id > (1u << 30) ||
+	    cp_array_grow((void **)&ps->strs, &ps->capstrs, (size_t)id + 1, sizeof *ps->strs, 1024))
+		return REC_FAILED;
+	while (ps->nstrs <= id)
+		ps->strs[ps->nstrs++] = NULL;
+	char *s = arena_alloc(&res->mem, (size_t)len + 1);
+	if (!s)
+		return REC_FAILED;
+	memcpy(s, ps->p, len);
+	s[len] = '\0';
+	ps->p += len;
+	ps->strs[id] = s;
+	return REC_OK;
+}
+
+/* 'R': the answer to the query at position `pos` of `order`: a status and
+ * its inline chain, innermost first, of strings said before. */
+static enum rec parse_answer(struct parse *ps, const struct cp_lines_query *q, const size_t *order, size_t nq,
+			     struct cp_lines_result *res, struct objstate *os)
+{
+	uint32_t pos;
+	uint8_t st, n;
+	if (!take(ps, &pos, 4) || !take(ps, &st, 1) || !take(ps, &n, 1) || (size_t)(ps->end - ps->p) < (size_t)n * 20)
+		return REC_PARTIAL;
+	if (pos >= nq || n > CP_LINES_MAX_DEPTH) {
+		ps->p += (size_t)n * 20;
+		return REC_OK;
+	}
+	size_t qi = order[pos];
+	struct cp_lines_frame *f = n ? arena_alloc(&res->mem, n * sizeof *f) : NULL;
+	if (n && !f)
+		return REC_FAILED;
+	for (uint8_t k = 0; k < n; k++) {
+		uint32_t v[5];
+		memcpy(v, ps->p, sizeof v);
+		ps->p += sizeof v;
+		f[k].name = str_of(ps, v[0]);
+		f[k].linkage = str_of(ps, v[1]);
+		f[k].file = str_of(ps, v[2]);
+		if (!f[k].file)
+			f[k].file = "";
+		f[k].line = v[3];
+		f[k].start_line = v[4];
+	}
+	if (st == 0 && n) {
+		res->chains[qi].frames = f;
+		res->chains[qi].n = n;
+		os[q[qi].object].answered++;
+	}
+	return REC_OK;
+}
+
+/* 'O': an object is done: whether it opened, how many of its queries'
+ * symbols did not match, why it had no lines and the file it read. */
+static enum rec parse_object(struct parse *ps, struct objstate *os, size_t nobjs)
+{
+	uint32_t obj, mismatch;
+	uint8_t opened;
+	uint16_t len, slen;
+	if (!take(ps, &obj, 4) || !take(ps, &opened, 1) || !take(ps, &mismatch, 4) || !take(ps, &len, 2) ||
+	    (size_t)(ps->end - ps->p) < (size_t)len + 2)
+		return REC_PARTIAL;
+	memcpy(&slen, ps->p + len, 2);
+	if ((size_t)(ps->end - ps->p) < (size_t)len + 2 + slen)
+		return REC_PARTIAL;
+	if (obj < nobjs) {
+		struct objstate *o = &os[obj];
+		o->done = 1;
+		o->opened = opened;
+		o->mismatch = mismatch;
+		free(o->why);
+		o->why = len ? strndup((const char *)ps->p, len) : NULL;
+		free(o->source);
+		o->source = slen ? strndup((const char *)ps->p + len + 2, slen) : NULL;
+	}
+	ps->p += (size_t)len + 2 + slen;
+	ps->begun = SIZE_MAX;
+	return REC_OK;
+}
+
 /* Applies one child's records to the result.  Stops at the first
  * incomplete record (the child died while writing it). */
 static void parse_run(struct parse *ps, const struct cp_lines_query *q,
@@ -428,102 +518,34 @@ static void parse_run(struct parse *ps, const struct cp_lines_query *q,
 	for (;;) {
 		const unsigned char *rec = ps->p;
 		uint8_t tag;
+		uint32_t obj;
+		enum rec r;
 		if (!take(ps, &tag, 1))
 			return;
 		if (tag == 'S') {
-			uint32_t id;
-			uint16_t len;
-			if (!take(ps, &id, 4) || !take(ps, &len, 2) ||
-			    (size_t)(ps->end - ps->p) < len)
-				goto partial;
-			if (id < 2 || id > (1u << 30) ||
-			    cp_array_grow((void **)&ps->strs, &ps->capstrs, (size_t)id + 1,
-					  sizeof *ps->strs, 1024)) {
-				ps->failed = 1;
-				return;
-			}
-			while (ps->nstrs <= id)
-				ps->strs[ps->nstrs++] = NULL;
-			char *s = arena_alloc(&res->mem, (size_t)len + 1);
-			if (!s) {
-				ps->failed = 1;
-				return;
-			}
-			memcpy(s, ps->p, len);
-			s[len] = '\0';
-			ps->p += len;
-			ps->strs[id] = s;
+			r = parse_string(ps, res);
 		} else if (tag == 'B') {
-			uint32_t obj;
-			if (!take(ps, &obj, 4))
-				goto partial;
-			ps->begun = obj < nobjs ? obj : SIZE_MAX;
+			/* An object begun (and not finished if the child dies). */
+			r = take(ps, &obj, 4) ? REC_OK : REC_PARTIAL;
+			if (r == REC_OK)
+				ps->begun = obj < nobjs ? obj : SIZE_MAX;
 		} else if (tag == 'R') {
-			uint32_t pos;
-			uint8_t st, n;
-			if (!take(ps, &pos, 4) || !take(ps, &st, 1) || !take(ps, &n, 1) ||
-			    (size_t)(ps->end - ps->p) < (size_t)n * 20)
-				goto partial;
-			if (pos >= nq || n > CP_LINES_MAX_DEPTH) {
-				ps->p += (size_t)n * 20;
-				continue;
-			}
-			size_t qi = order[pos];
-			struct cp_lines_frame *f = n ? arena_alloc(&res->mem, n * sizeof *f) : NULL;
-			if (n && !f) {
-				ps->failed = 1;
-				return;
-			}
-			for (uint8_t k = 0; k < n; k++) {
-				uint32_t v[5];
-				memcpy(v, ps->p, sizeof v);
-				ps->p += sizeof v;
-				f[k].name = str_of(ps, v[0]);
-				f[k].linkage = str_of(ps, v[1]);
-				f[k].file = str_of(ps, v[2]);
-				if (!f[k].file)
-					f[k].file = "";
-				f[k].line = v[3];
-				f[k].start_line = v[4];
-			}
-			if (st == 0 && n) {
-				res->chains[qi].frames = f;
-				res->chains[qi].n = n;
-				os[q[qi].object].answered++;
-			}
+			r = parse_answer(ps, q, order, nq, res, os);
 		} else if (tag == 'O') {
-			uint32_t obj, mismatch;
-			uint8_t opened;
-			uint16_t len, slen;
-			if (!take(ps, &obj, 4) || !take(ps, &opened, 1) ||
-			    !take(ps, &mismatch, 4) || !take(ps, &len, 2) ||
-			    (size_t)(ps->end - ps->p) < (size_t)len + 2)
-				goto partial;
-			memcpy(&slen, ps->p + len, 2);
-			if ((size_t)(ps->end - ps->p) < (size_t)len + 2 + slen)
-				goto partial;
-			if (obj < nobjs) {
-				struct objstate *o = &os[obj];
-				o->done = 1;
-				o->opened = opened;
-				o->mismatch = mismatch;
-				free(o->why);
-				o->why = len ? strndup((const char *)ps->p, len) : NULL;
-				free(o->source);
-				o->source = slen ? strndup((const char *)ps->p + len + 2, slen) : NULL;
-			}
-			ps->p += (size_t)len + 2 + slen;
-			ps->begun = SIZE_MAX;
-		} else if (tag == 'E') {
-			ps->ended = 1;
-			return;
+			r = parse_object(ps, os, nobjs);
 		} else {
-			return; /* not ours: stop believing it */
+			if (tag == 'E')
+				ps->ended = 1;
+			return; /* the end, or not ours: stop believing it */
 		}
-		continue;
-partial:
-		ps->p = rec;
-		return;
+		if (r == REC_FAILED) {
+			ps->failed = 1;
+			return;
+		}
+		if (r == REC_PARTIAL) {
+			ps->p = rec;
+			return;
+		}
 	}
 }
 

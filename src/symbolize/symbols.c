@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <link.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -281,17 +282,27 @@ void cp_symbols_symtab_free(struct cp_symtab *t)
 	memset(t, 0, sizeof *t);
 }
 
-const struct cp_sym *cp_symbols_symtab_lookup(const struct cp_symtab *t,
-					   uintptr_t addr)
+/* How many of the n elements at base (each `size` bytes, sorted by the
+ * address at offset `off` in it) have theirs at or below addr. */
+static size_t at_or_below(const void *base, size_t n, size_t size, size_t off, uintptr_t addr)
 {
-	size_t lo = 0, hi = t->n;
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (t->syms[mid].start <= addr)
+		uintptr_t v;
+		memcpy(&v, (const char *)base + mid * size + off, sizeof v);
+		if (v <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	return lo;
+}
+
+const struct cp_sym *cp_symbols_symtab_lookup(const struct cp_symtab *t,
+					   uintptr_t addr)
+{
+	size_t lo = at_or_below(t->syms, t->n, sizeof *t->syms, offsetof(struct cp_sym, start), addr);
 	if (lo == 0)
 		return NULL;
 	/* The nearest symbol below addr, or (if addr is past its end) one a
@@ -633,14 +644,7 @@ void cp_symbols_free(struct cp_symbols *s)
 const struct cp_segment *cp_symbols_segment_for(const struct cp_symbols *s,
 					     uintptr_t pc)
 {
-	size_t lo = 0, hi = s->nsegs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->segs[mid].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = at_or_below(s->segs, s->nsegs, sizeof *s->segs, offsetof(struct cp_segment, start), pc);
 	if (lo == 0 || pc >= s->segs[lo - 1].limit)
 		return NULL;
 	return &s->segs[lo - 1];

@@ -13,12 +13,13 @@
  * as a row (a CFA computed by an arbitrary expression, the CFA in another
  * register) become CP_CFA_NONE rows.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arch.h"
+#include "base/array.h"
+#include "base/error.h"
 #include "ehframe.h"
 
 /* DW_EH_PE_* pointer encodings. */
@@ -82,18 +83,6 @@ struct cur {
 	uint64_t addr;                 /* address of base */
 	int bad;
 };
-
-/* Writes the reason into err and returns -1. */
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	if (errlen)
-		vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
 
 /* The address of the next byte c reads. */
 static uint64_t cur_addr(const struct cur *c)
@@ -226,19 +215,19 @@ int cp_ehframe_hdr_parse(const uint8_t *hdr, size_t size, uint64_t hdr_addr, uin
 	uint8_t version = (uint8_t)get_u(&c, 1), ptr_enc = (uint8_t)get_u(&c, 1),
 		count_enc = (uint8_t)get_u(&c, 1), table_enc = (uint8_t)get_u(&c, 1);
 	if (c.bad)
-		return fail(err, errlen, ".eh_frame_hdr: truncated header");
+		return cp_why(err, errlen, ".eh_frame_hdr: truncated header");
 	if (version != 1)
-		return fail(err, errlen, ".eh_frame_hdr: version %u", version);
+		return cp_why(err, errlen, ".eh_frame_hdr: version %u", version);
 	if (get_encoded(&c, ptr_enc, 1, hdr_addr, eh_frame) < 0)
-		return fail(err, errlen, ".eh_frame_hdr: unreadable eh_frame_ptr (encoding %#x)", ptr_enc);
+		return cp_why(err, errlen, ".eh_frame_hdr: unreadable eh_frame_ptr (encoding %#x)", ptr_enc);
 	*fde_count = 0;
 	uint64_t n;
 	if (count_enc != PE_OMIT && table_enc != PE_OMIT) {
 		if (get_encoded(&c, count_enc, 0, 0, &n) < 0)
-			return fail(err, errlen, ".eh_frame_hdr: unreadable fde_count (encoding %#x)", count_enc);
+			return cp_why(err, errlen, ".eh_frame_hdr: unreadable fde_count (encoding %#x)", count_enc);
 		/* Each table entry is two encoded values of at least a byte. */
 		if (n > size)
-			return fail(err, errlen, ".eh_frame_hdr: fde_count %llu exceeds its size", (unsigned long long)n);
+			return cp_why(err, errlen, ".eh_frame_hdr: fde_count %llu exceeds its size", (unsigned long long)n);
 		*fde_count = (size_t)n;
 	}
 	return 0;
@@ -288,14 +277,8 @@ static int push_row(struct builder *b, uint64_t pc, const struct cp_urule *rule)
 	struct ehf_result *r = b->r;
 	if (r->nrows > b->fde_first && !memcmp(&r->rows[r->nrows - 1].rule, rule, sizeof *rule))
 		return 0;
-	if (r->nrows == b->caprows) {
-		size_t cap = b->caprows ? 2 * b->caprows : 1024;
-		struct ehf_row *n = realloc(r->rows, cap * sizeof *n);
-		if (!n)
-			return -1;
-		r->rows = n;
-		b->caprows = cap;
-	}
+	if (cp_array_grow((void **)&r->rows, &b->caprows, r->nrows + 1, sizeof *r->rows, 1024))
+		return -1;
 	r->rows[r->nrows].pc = pc;
 	r->rows[r->nrows].rule = *rule;
 	r->nrows++;
@@ -380,6 +363,282 @@ static int plt_expression(const uint8_t *e, size_t n, int64_t *off, uint8_t *thr
 #endif
 }
 
+/* One CFA instruction, decoded: what it does, with its operands. */
+enum insn_kind {
+	I_NOP,           /* nothing a walk uses (operands skipped) */
+	I_ADVANCE,       /* the location moves on by adv code-alignment units */
+	I_SET_LOC,       /* the location becomes adv (DW_CFA_set_loc) */
+	I_RULE,          /* register reg's rule becomes `rule` (R_OFFSET: at CFA + off) */
+	I_RESTORE,       /* register reg's rule becomes the CIE's */
+	I_REMEMBER,      /* the rules are pushed ... */
+	I_RESTORE_STATE, /* ... and popped */
+	I_CFA,           /* CFA = register reg + off */
+	I_CFA_REG,       /* the CFA's register becomes reg */
+	I_CFA_OFF,       /* the CFA's offset becomes off */
+	I_CFA_EXPR,      /* the CFA is the expression expr[0..len) */
+};
+struct insn {
+	enum insn_kind kind;
+	uint8_t rule;
+	uint64_t reg, adv;
+	int64_t off;
+	const uint8_t *expr;
+	size_t len;
+};
+
+/* Decodes the operands of a DW_CFA opcode that sets a register's rule
+ * into *in; 0, or -1 if op is not one. */
+static int decode_reg_op(struct cur *c, const struct cie *cie, uint8_t op, struct insn *in)
+{
+	in->kind = I_RULE;
+	switch (op) {
+	case CFA_OFFSET_EXTENDED:
+		in->reg = get_uleb(c);
+		in->rule = R_OFFSET;
+		in->off = (int64_t)get_uleb(c) * cie->data_align;
+		return 0;
+	case CFA_OFFSET_EXTENDED_SF:
+		in->reg = get_uleb(c);
+		in->rule = R_OFFSET;
+		in->off = get_sleb(c) * cie->data_align;
+		return 0;
+	case CFA_GNU_NEGATIVE_OFFSET_EXTENDED:
+		in->reg = get_uleb(c);
+		in->rule = R_OFFSET;
+		in->off = -(int64_t)get_uleb(c) * cie->data_align;
+		return 0;
+	case CFA_RESTORE_EXTENDED:
+		in->kind = I_RESTORE;
+		in->reg = get_uleb(c);
+		return 0;
+	case CFA_UNDEFINED:
+	case CFA_SAME_VALUE:
+		in->reg = get_uleb(c);
+		in->rule = op == CFA_UNDEFINED ? R_UNDEF : R_SAME;
+		return 0;
+	case CFA_REGISTER:
+	case CFA_VAL_OFFSET:
+		in->reg = get_uleb(c);
+		(void)get_uleb(c);
+		in->rule = R_OTHER;
+		return 0;
+	case CFA_VAL_OFFSET_SF:
+		in->reg = get_uleb(c);
+		(void)get_sleb(c);
+		in->rule = R_OTHER;
+		return 0;
+	case CFA_EXPRESSION:
+	case CFA_VAL_EXPRESSION: {
+		in->reg = get_uleb(c);
+		uint64_t len = get_uleb(c);
+		if (need(c, len))
+			c->p += len;
+		in->rule = R_OTHER;
+		return 0;
+	}
+	}
+	in->kind = I_NOP;
+	return -1;
+}
+
+/* Decodes the operands of a DW_CFA opcode that defines the CFA into *in;
+ * 0, or -1 if op is not one. */
+static int decode_cfa_op(struct cur *c, const struct cie *cie, uint8_t op, struct insn *in)
+{
+	switch (op) {
+	case CFA_DEF_CFA:
+		in->kind = I_CFA;
+		in->reg = get_uleb(c);
+		in->off = (int64_t)get_uleb(c);
+		return 0;
+	case CFA_DEF_CFA_SF:
+		in->kind = I_CFA;
+		in->reg = get_uleb(c);
+		in->off = get_sleb(c) * cie->data_align;
+		return 0;
+	case CFA_DEF_CFA_REGISTER:
+		in->kind = I_CFA_REG;
+		in->reg = get_uleb(c);
+		return 0;
+	case CFA_DEF_CFA_OFFSET:
+		in->kind = I_CFA_OFF;
+		in->off = (int64_t)get_uleb(c);
+		return 0;
+	case CFA_DEF_CFA_OFFSET_SF:
+		in->kind = I_CFA_OFF;
+		in->off = get_sleb(c) * cie->data_align;
+		return 0;
+	case CFA_DEF_CFA_EXPRESSION:
+		in->len = (size_t)get_uleb(c);
+		if (need(c, in->len)) {
+			in->kind = I_CFA_EXPR;
+			in->expr = c->p;
+			c->p += in->len;
+		}
+		return 0;
+	}
+	return -1;
+}
+
+/* Decodes the instruction at c->p, at address `at`, into *in.  Returns
+ * 0 (operands past the entry's end leave c->bad set), or -1 with err set
+ * for an opcode it does not know or a DW_CFA_set_loc it cannot read. */
+static int decode_insn(struct cur *c, const struct cie *cie, uint64_t datarel, uint64_t at, struct insn *in,
+		       char *err, size_t errlen)
+{
+	uint8_t op = *c->p++;
+	*in = (struct insn){ I_NOP };
+	switch (op & 0xc0) {
+	case CFA_ADVANCE_LOC:
+		*in = (struct insn){ I_ADVANCE, .adv = op & 0x3f };
+		return 0;
+	case CFA_OFFSET:
+		*in = (struct insn){ I_RULE, R_OFFSET, .reg = op & 0x3f, .off = (int64_t)get_uleb(c) * cie->data_align };
+		return 0;
+	case CFA_RESTORE:
+		*in = (struct insn){ I_RESTORE, .reg = op & 0x3f };
+		return 0;
+	}
+	switch (op) {
+	case CFA_NOP:
+	case CFA_GNU_WINDOW_SAVE:
+		return 0;
+	case CFA_GNU_ARGS_SIZE:
+		(void)get_uleb(c);
+		return 0;
+	case CFA_SET_LOC:
+		in->kind = I_SET_LOC;
+		if (get_encoded(c, cie->fde_enc, 1, datarel, &in->adv) < 0)
+			return cp_why(err, errlen, "bad DW_CFA_set_loc at %#llx", (unsigned long long)at);
+		return 0;
+	case CFA_ADVANCE_LOC1: in->kind = I_ADVANCE; in->adv = get_u(c, 1); return 0;
+	case CFA_ADVANCE_LOC2: in->kind = I_ADVANCE; in->adv = get_u(c, 2); return 0;
+	case CFA_ADVANCE_LOC4: in->kind = I_ADVANCE; in->adv = get_u(c, 4); return 0;
+	case CFA_REMEMBER_STATE:
+		in->kind = I_REMEMBER;
+		return 0;
+	case CFA_RESTORE_STATE:
+		in->kind = I_RESTORE_STATE;
+		return 0;
+	}
+	if (decode_reg_op(c, cie, op, in) == 0 || decode_cfa_op(c, cie, op, in) == 0)
+		return 0;
+	return cp_why(err, errlen, "unknown CFA opcode %#x at %#llx", op, (unsigned long long)at);
+}
+
+/* A CFA program as it runs: the state, the CIE's initial state (for
+ * DW_CFA_restore; NULL in the CIE's own instructions), the remembered
+ * states, the location, and where rows go (NULL: a CIE's instructions,
+ * which make none). */
+struct run {
+	const struct cie *cie;
+	struct cfa_state *st;
+	const struct cfa_state *init;
+	struct cfa_state stack[MAX_REMEMBER];
+	unsigned depth;
+	struct builder *b;
+	uint64_t loc, end;
+	uint32_t nrows;
+	char *err;
+	size_t errlen;
+};
+
+/* The rule of reg, if it is one a walk uses (the return address or the
+ * frame pointer). */
+static struct reg_rule *tracked(struct run *r, uint64_t reg)
+{
+	return reg == r->cie->ra_reg ? &r->st->ra : reg == CP_DWARF_FP ? &r->st->fp : NULL;
+}
+
+/* Applies a decoded instruction that changes the state (not the
+ * location).  Returns 0, or -1 with the reason. */
+static int apply_insn(struct run *r, const struct insn *in, uint64_t at)
+{
+	struct cfa_state *st = r->st;
+	struct reg_rule *rr = tracked(r, in->reg);
+	switch (in->kind) {
+	case I_RULE:
+		if (rr) {
+			rr->kind = in->rule;
+			rr->off = in->rule == R_OFFSET ? in->off : 0;
+		}
+		break;
+	case I_RESTORE:
+		if (!r->init)
+			return cp_why(r->err, r->errlen, "DW_CFA_restore in a CIE at %#llx", (unsigned long long)at);
+		if (rr)
+			*rr = rr == &st->ra ? r->init->ra : r->init->fp;
+		break;
+	case I_REMEMBER:
+		if (r->depth == MAX_REMEMBER)
+			return cp_why(r->err, r->errlen, "DW_CFA_remember_state nested too deep at %#llx",
+				    (unsigned long long)at);
+		r->stack[r->depth++] = *st;
+		break;
+	case I_RESTORE_STATE:
+		if (r->depth == 0)
+			return cp_why(r->err, r->errlen, "DW_CFA_restore_state without remember at %#llx",
+				    (unsigned long long)at);
+		/* The CFA and registers come back; the location does not. */
+		*st = r->stack[--r->depth];
+		break;
+	case I_CFA:
+		st->kind = C_REG;
+		st->reg = in->reg;
+		st->off = in->off;
+		break;
+	case I_CFA_REG:
+		st->reg = in->reg;
+		if (st->kind != C_REG)
+			st->kind = C_OTHER; /* an offset never set */
+		break;
+	case I_CFA_OFF:
+		st->off = in->off;
+		if (st->kind == C_PLT)
+			st->kind = C_OTHER;
+		break;
+	case I_CFA_EXPR:
+		st->kind = plt_expression(in->expr, in->len, &st->off, &st->plt) ? C_PLT : C_OTHER;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* Moves the location on by adv bytes: the state so far holds over
+ * [loc, loc + adv), a row if that starts inside the FDE.  Returns 0, or
+ * -1 with the reason. */
+static int advance(struct run *r, uint64_t adv, uint64_t at)
+{
+	if (adv == 0)
+		return 0;
+	if (r->loc < r->end) {
+		struct cp_urule rule = to_rule(r->st, r->cie);
+		if (++r->nrows > MAX_FDE_ROWS)
+			return cp_why(r->err, r->errlen, "too many rows in one FDE at %#llx", (unsigned long long)at);
+		if (push_row(r->b, r->loc, &rule) < 0)
+			return cp_why(r->err, r->errlen, "out of memory");
+	}
+	r->loc = adv > UINT64_MAX - r->loc ? UINT64_MAX : r->loc + adv;
+	return 0;
+}
+
+/* Runs one decoded instruction. */
+static int run_insn(struct run *r, struct insn *in, uint64_t at)
+{
+	if (in->kind != I_ADVANCE && in->kind != I_SET_LOC)
+		return apply_insn(r, in, at);
+	if (!r->b)
+		return cp_why(r->err, r->errlen, "location change in a CIE at %#llx", (unsigned long long)at);
+	if (in->kind == I_ADVANCE) {
+		if (in->adv && r->cie->code_align > UINT64_MAX / in->adv)
+			return cp_why(r->err, r->errlen, "advance overflows at %#llx", (unsigned long long)at);
+		in->adv *= r->cie->code_align;
+	}
+	return advance(r, in->adv, at);
+}
+
 /* Runs the CFA program in [c->p, c->end).  With b == NULL it is a CIE's
  * initial instructions (no rows, no location); otherwise rows for
  * [start, end) are appended to b.  `init` is the CIE's initial state
@@ -387,206 +646,29 @@ static int plt_expression(const uint8_t *e, size_t n, int64_t *off, uint8_t *thr
 static int run_program(struct cur *c, const struct cie *cie, struct cfa_state *st, const struct cfa_state *init,
 		       struct builder *b, uint64_t start, uint64_t end, uint64_t datarel, char *err, size_t errlen)
 {
-	struct cfa_state stack[MAX_REMEMBER];
-	unsigned depth = 0;
-	uint64_t loc = start;
-	uint32_t nrows = 0;
-
+	struct run r = { .cie = cie, .st = st, .init = init, .b = b, .loc = start, .end = end, .err = err,
+			 .errlen = errlen };
 	while (c->p < c->end) {
 		uint64_t at = cur_addr(c);
-		uint8_t op = *c->p++;
-		uint64_t reg = 0, adv = 0, len;
-		int64_t off = 0;
-		struct reg_rule *rr;
-		int is_loc = 0;
-
-		switch (op & 0xc0) {
-		case CFA_ADVANCE_LOC:
-			adv = op & 0x3f;
-			is_loc = 1;
-			break;
-		case CFA_OFFSET:
-			reg = op & 0x3f;
-			off = (int64_t)get_uleb(c) * cie->data_align;
-			goto set_offset;
-		case CFA_RESTORE:
-			reg = op & 0x3f;
-			goto restore;
-		}
-		if (!is_loc) {
-			switch (op) {
-			case CFA_NOP:
-			case CFA_GNU_WINDOW_SAVE:
-				break;
-			case CFA_SET_LOC: {
-				uint64_t to;
-				if (get_encoded(c, cie->fde_enc, 1, datarel, &to) < 0)
-					return fail(err, errlen, "bad DW_CFA_set_loc at %#llx", (unsigned long long)at);
-				if (!b)
-					return fail(err, errlen, "DW_CFA_set_loc in a CIE at %#llx", (unsigned long long)at);
-				if (to < loc)
-					return fail(err, errlen, "DW_CFA_set_loc goes backwards at %#llx", (unsigned long long)at);
-				adv = to - loc;
-				is_loc = 2;
-				break;
-			}
-			case CFA_ADVANCE_LOC1: adv = get_u(c, 1); is_loc = 1; break;
-			case CFA_ADVANCE_LOC2: adv = get_u(c, 2); is_loc = 1; break;
-			case CFA_ADVANCE_LOC4: adv = get_u(c, 4); is_loc = 1; break;
-			case CFA_OFFSET_EXTENDED:
-				reg = get_uleb(c);
-				off = (int64_t)get_uleb(c) * cie->data_align;
-				goto set_offset;
-			case CFA_OFFSET_EXTENDED_SF:
-				reg = get_uleb(c);
-				off = get_sleb(c) * cie->data_align;
-				goto set_offset;
-			case CFA_GNU_NEGATIVE_OFFSET_EXTENDED:
-				reg = get_uleb(c);
-				off = -(int64_t)get_uleb(c) * cie->data_align;
-				goto set_offset;
-			case CFA_RESTORE_EXTENDED:
-				reg = get_uleb(c);
-				goto restore;
-			case CFA_UNDEFINED:
-			case CFA_SAME_VALUE:
-				reg = get_uleb(c);
-				rr = reg == cie->ra_reg ? &st->ra : reg == CP_DWARF_FP ? &st->fp : NULL;
-				if (rr) {
-					rr->kind = op == CFA_UNDEFINED ? R_UNDEF : R_SAME;
-					rr->off = 0;
-				}
-				break;
-			case CFA_REGISTER:
-				reg = get_uleb(c);
-				(void)get_uleb(c);
-				goto other_rule;
-			case CFA_REMEMBER_STATE:
-				if (depth == MAX_REMEMBER)
-					return fail(err, errlen, "DW_CFA_remember_state nested too deep at %#llx", (unsigned long long)at);
-				stack[depth++] = *st;
-				break;
-			case CFA_RESTORE_STATE:
-				if (depth == 0)
-					return fail(err, errlen, "DW_CFA_restore_state without remember at %#llx", (unsigned long long)at);
-				/* The CFA and registers come back; the location does not. */
-				*st = stack[--depth];
-				break;
-			case CFA_DEF_CFA:
-				st->kind = C_REG;
-				st->reg = get_uleb(c);
-				st->off = (int64_t)get_uleb(c);
-				break;
-			case CFA_DEF_CFA_SF:
-				st->kind = C_REG;
-				st->reg = get_uleb(c);
-				st->off = get_sleb(c) * cie->data_align;
-				break;
-			case CFA_DEF_CFA_REGISTER:
-				st->reg = get_uleb(c);
-				if (st->kind != C_REG)
-					st->kind = C_OTHER; /* an offset never set */
-				break;
-			case CFA_DEF_CFA_OFFSET:
-				st->off = (int64_t)get_uleb(c);
-				if (st->kind == C_PLT)
-					st->kind = C_OTHER;
-				break;
-			case CFA_DEF_CFA_OFFSET_SF:
-				st->off = get_sleb(c) * cie->data_align;
-				if (st->kind == C_PLT)
-					st->kind = C_OTHER;
-				break;
-			case CFA_DEF_CFA_EXPRESSION:
-				len = get_uleb(c);
-				if (!need(c, len))
-					break;
-				if (plt_expression(c->p, (size_t)len, &st->off, &st->plt))
-					st->kind = C_PLT;
-				else
-					st->kind = C_OTHER;
-				c->p += len;
-				break;
-			case CFA_EXPRESSION:
-			case CFA_VAL_EXPRESSION:
-				reg = get_uleb(c);
-				len = get_uleb(c);
-				if (!need(c, len))
-					break;
-				c->p += len;
-				goto other_rule;
-			case CFA_VAL_OFFSET:
-				reg = get_uleb(c);
-				(void)get_uleb(c);
-				goto other_rule;
-			case CFA_VAL_OFFSET_SF:
-				reg = get_uleb(c);
-				(void)get_sleb(c);
-				goto other_rule;
-			case CFA_GNU_ARGS_SIZE:
-				(void)get_uleb(c);
-				break;
-			default:
-				return fail(err, errlen, "unknown CFA opcode %#x at %#llx", op, (unsigned long long)at);
-			}
-		}
-		if (c->bad)
-			return fail(err, errlen, "CFA instruction runs past its entry at %#llx", (unsigned long long)at);
-		if (is_loc) {
+		struct insn in;
+		if (decode_insn(c, cie, datarel, at, &in, err, errlen) < 0)
+			return -1;
+		if (in.kind == I_SET_LOC) {
 			if (!b)
-				return fail(err, errlen, "location change in a CIE at %#llx", (unsigned long long)at);
-			if (is_loc == 1) {
-				if (adv && cie->code_align > UINT64_MAX / adv)
-					return fail(err, errlen, "advance overflows at %#llx", (unsigned long long)at);
-				adv *= cie->code_align;
-			}
-			if (adv == 0)
-				continue;
-			/* The state so far holds over [loc, loc + adv). */
-			if (loc < end) {
-				struct cp_urule r = to_rule(st, cie);
-				if (++nrows > MAX_FDE_ROWS)
-					return fail(err, errlen, "too many rows in one FDE at %#llx", (unsigned long long)at);
-				if (push_row(b, loc, &r) < 0)
-					return fail(err, errlen, "out of memory");
-			}
-			loc = adv > UINT64_MAX - loc ? UINT64_MAX : loc + adv;
+				return cp_why(err, errlen, "DW_CFA_set_loc in a CIE at %#llx", (unsigned long long)at);
+			if (in.adv < r.loc)
+				return cp_why(err, errlen, "DW_CFA_set_loc goes backwards at %#llx", (unsigned long long)at);
+			in.adv -= r.loc;
 		}
-		continue;
-
-	set_offset:
 		if (c->bad)
-			return fail(err, errlen, "CFA instruction runs past its entry at %#llx", (unsigned long long)at);
-		rr = reg == cie->ra_reg ? &st->ra : reg == CP_DWARF_FP ? &st->fp : NULL;
-		if (rr) {
-			rr->kind = R_OFFSET;
-			rr->off = off;
-		}
-		continue;
-	restore:
-		if (c->bad)
-			return fail(err, errlen, "CFA instruction runs past its entry at %#llx", (unsigned long long)at);
-		if (!init)
-			return fail(err, errlen, "DW_CFA_restore in a CIE at %#llx", (unsigned long long)at);
-		if (reg == cie->ra_reg)
-			st->ra = init->ra;
-		else if (reg == CP_DWARF_FP)
-			st->fp = init->fp;
-		continue;
-	other_rule:
-		if (c->bad)
-			return fail(err, errlen, "CFA instruction runs past its entry at %#llx", (unsigned long long)at);
-		rr = reg == cie->ra_reg ? &st->ra : reg == CP_DWARF_FP ? &st->fp : NULL;
-		if (rr) {
-			rr->kind = R_OTHER;
-			rr->off = 0;
-		}
-		continue;
+			return cp_why(err, errlen, "CFA instruction runs past its entry at %#llx", (unsigned long long)at);
+		if (run_insn(&r, &in, at) < 0)
+			return -1;
 	}
-	if (b && loc < end) {
-		struct cp_urule r = to_rule(st, cie);
-		if (push_row(b, loc, &r) < 0)
-			return fail(err, errlen, "out of memory");
+	if (b && r.loc < end) {
+		struct cp_urule rule = to_rule(st, cie);
+		if (push_row(b, r.loc, &rule) < 0)
+			return cp_why(err, errlen, "out of memory");
 	}
 	return 0;
 }
@@ -601,12 +683,12 @@ static int parse_cie(struct cur *c, size_t offset, struct cie *cie, char *err, s
 	cie->fde_enc = PE_ABSPTR;
 	uint8_t version = (uint8_t)get_u(c, 1);
 	if (version != 1 && version != 3 && version != 4)
-		return fail(err, errlen, "CIE at %#zx: version %u", offset, version);
+		return cp_why(err, errlen, "CIE at %#zx: version %u", offset, version);
 	const uint8_t *aug = c->p;
 	while (c->p < c->end && *c->p)
 		c->p++;
 	if (!need(c, 1))
-		return fail(err, errlen, "CIE at %#zx: unterminated augmentation", offset);
+		return cp_why(err, errlen, "CIE at %#zx: unterminated augmentation", offset);
 	const uint8_t *aug_end = c->p++;
 	if (aug_end - aug >= 2 && aug[0] == 'e' && aug[1] == 'h') {
 		cie->usable = 0; /* pre-1998 GCC: an extra pointer we do not model */
@@ -621,12 +703,12 @@ static int parse_cie(struct cur *c, size_t offset, struct cie *cie, char *err, s
 	cie->data_align = get_sleb(c);
 	cie->ra_reg = version == 1 ? get_u(c, 1) : get_uleb(c);
 	if (c->bad)
-		return fail(err, errlen, "CIE at %#zx: truncated", offset);
+		return cp_why(err, errlen, "CIE at %#zx: truncated", offset);
 	if (aug < aug_end && aug[0] == 'z') {
 		cie->has_z = 1;
 		uint64_t len = get_uleb(c);
 		if (!need(c, len))
-			return fail(err, errlen, "CIE at %#zx: augmentation data runs past its entry", offset);
+			return cp_why(err, errlen, "CIE at %#zx: augmentation data runs past its entry", offset);
 		struct cur a = { c->p, c->p + len, c->base, c->addr, 0 };
 		c->p += len;
 		for (const uint8_t *ch = aug + 1; ch < aug_end; ch++) {
@@ -642,7 +724,7 @@ static int parse_cie(struct cur *c, size_t offset, struct cie *cie, char *err, s
 				uint8_t enc = (uint8_t)get_u(&a, 1);
 				/* Only skipped: indirect is fine, the base is not applied. */
 				if (get_encoded(&a, enc & 0x7f, 0, 0, &dummy) < 0)
-					return fail(err, errlen, "CIE at %#zx: bad personality encoding %#x", offset, enc);
+					return cp_why(err, errlen, "CIE at %#zx: bad personality encoding %#x", offset, enc);
 				break;
 			}
 			case 'S':
@@ -656,7 +738,7 @@ static int parse_cie(struct cur *c, size_t offset, struct cie *cie, char *err, s
 				break;
 			}
 			if (a.bad)
-				return fail(err, errlen, "CIE at %#zx: augmentation data truncated", offset);
+				return cp_why(err, errlen, "CIE at %#zx: augmentation data truncated", offset);
 		}
 	} else if (aug < aug_end) {
 		cie->usable = 0; /* an augmentation without 'z' we cannot skip */
@@ -702,14 +784,14 @@ static struct cie *find_cie(struct cie *cies, size_t n, size_t off)
 
 /* Reads the header of the entry at pos: *c is left at its body (the id
  * field at *id_pos), bounded by the entry's end *next.  Returns 1, 0 at
- * the terminator (*next past it), or -1 after fail(). */
+ * the terminator (*next past it), or -1 after cp_why(). */
 static int read_entry(const uint8_t *data, size_t size, uint64_t addr, size_t pos, struct cur *c,
 		      size_t *id_pos, size_t *next, uint32_t *id, char *err, size_t errlen)
 {
 	*c = (struct cur){ data + pos, data + size, data, addr, 0 };
 	uint64_t len = get_u(c, 4);
 	if (c->bad)
-		return fail(err, errlen, "entry at %#zx: truncated length", pos);
+		return cp_why(err, errlen, "entry at %#zx: truncated length", pos);
 	if (len == 0) {
 		*next = pos + 4;
 		return 0;
@@ -717,23 +799,23 @@ static int read_entry(const uint8_t *data, size_t size, uint64_t addr, size_t po
 	if (len == 0xffffffffu) {
 		len = get_u(c, 8);
 		if (c->bad)
-			return fail(err, errlen, "entry at %#zx: truncated 64-bit length", pos);
+			return cp_why(err, errlen, "entry at %#zx: truncated 64-bit length", pos);
 	}
 	size_t body = (size_t)(c->p - data);
 	if (len > size - body)
-		return fail(err, errlen, "entry at %#zx: length %#llx runs past the end (%#zx)", pos,
+		return cp_why(err, errlen, "entry at %#zx: length %#llx runs past the end (%#zx)", pos,
 			    (unsigned long long)len, size);
 	*next = body + (size_t)len;
 	c->end = data + *next;
 	*id_pos = body;
 	*id = (uint32_t)get_u(c, 4);
 	if (c->bad)
-		return fail(err, errlen, "entry at %#zx: too short", pos);
+		return cp_why(err, errlen, "entry at %#zx: too short", pos);
 	return 1;
 }
 
 /* Runs the CIE's initial instructions once, for the rule every FDE of it
- * starts from.  0, or -1 after fail(). */
+ * starts from.  0, or -1 after cp_why(). */
 static int cie_init(struct cie *cie, const uint8_t *data, uint64_t addr, char *err, size_t errlen)
 {
 	if (cie->init_done)
@@ -752,34 +834,28 @@ static int cie_init(struct cie *cie, const uint8_t *data, uint64_t addr, char *e
 
 /* The FDE at pos, of CIE cie, its pc range next at *c: its rows appended
  * to b's result, unless its code is outside the text ranges.  0, or -1
- * after fail(). */
+ * after cp_why(). */
 static int parse_fde(struct cur *c, size_t pos, struct cie *cie, const struct ehf_range *text, size_t ntext,
 		     struct builder *b, char *err, size_t errlen)
 {
 	struct ehf_result *out = b->r;
 	uint64_t start, range;
 	if (get_encoded(c, cie->fde_enc, 1, 0, &start) < 0 || get_encoded(c, cie->fde_enc & 0x0f, 0, 0, &range) < 0)
-		return fail(err, errlen, "FDE at %#zx: unreadable pc range (encoding %#x)", pos, cie->fde_enc);
+		return cp_why(err, errlen, "FDE at %#zx: unreadable pc range (encoding %#x)", pos, cie->fde_enc);
 	if (cie->has_z) {
 		uint64_t alen = get_uleb(c);
 		if (!need(c, alen))
-			return fail(err, errlen, "FDE at %#zx: augmentation data runs past its entry", pos);
+			return cp_why(err, errlen, "FDE at %#zx: augmentation data runs past its entry", pos);
 		c->p += alen;
 	}
 	if (c->bad)
-		return fail(err, errlen, "FDE at %#zx: truncated", pos);
+		return cp_why(err, errlen, "FDE at %#zx: truncated", pos);
 	if (range == 0 || start > UINT64_MAX - range || !in_text(text, ntext, start, start + range))
 		return 0;
 	if (cie_init(cie, c->base, c->addr, err, errlen) < 0)
 		return -1;
-	if (out->nfdes == b->capfdes) {
-		size_t cap = b->capfdes ? 2 * b->capfdes : 256;
-		struct ehf_fde *n = realloc(out->fdes, cap * sizeof *n);
-		if (!n)
-			return fail(err, errlen, "out of memory");
-		out->fdes = n;
-		b->capfdes = cap;
-	}
+	if (cp_array_grow((void **)&out->fdes, &b->capfdes, out->nfdes + 1, sizeof *out->fdes, 256))
+		return cp_why(err, errlen, "out of memory");
 	struct ehf_fde *f = &out->fdes[out->nfdes];
 	f->start = start;
 	f->end = start + range;
@@ -787,7 +863,7 @@ static int parse_fde(struct cur *c, size_t pos, struct cie *cie, const struct eh
 	b->fde_first = out->nrows;
 	struct cfa_state st = cie->init;
 	if (out->nrows >= UINT32_MAX / 2)
-		return fail(err, errlen, "too many rows");
+		return cp_why(err, errlen, "too many rows");
 	if (run_program(c, cie, &st, &cie->init, b, start, start + range, 0, err, errlen) < 0) {
 		size_t l = strlen(err);
 		snprintf(err + l, errlen > l ? errlen - l : 0, " (FDE at %#zx)", pos);
@@ -845,15 +921,9 @@ int cp_ehframe_parse(const uint8_t *data, size_t size, uint64_t addr, size_t fde
 			break; /* the terminator */
 		}
 		if (id == 0) {
-			if (ncies == capcies) {
-				size_t cap = capcies ? 2 * capcies : 16;
-				struct cie *n = realloc(cies, cap * sizeof *n);
-				if (!n) {
-					fail(err, errlen, "out of memory");
-					goto out;
-				}
-				cies = n;
-				capcies = cap;
+			if (cp_array_grow((void **)&cies, &capcies, ncies + 1, sizeof *cies, 16)) {
+				cp_why(err, errlen, "out of memory");
+				goto out;
 			}
 			if (parse_cie(&c, pos, &cies[ncies], err, errlen) < 0)
 				goto out;
@@ -865,12 +935,12 @@ int cp_ehframe_parse(const uint8_t *data, size_t size, uint64_t addr, size_t fde
 		/* An FDE: the CIE pointer counts back from its own field. */
 		out->entries++;
 		if (id > id_pos) {
-			fail(err, errlen, "FDE at %#zx: CIE pointer %#x points before the section", pos, id);
+			cp_why(err, errlen, "FDE at %#zx: CIE pointer %#x points before the section", pos, id);
 			goto out;
 		}
 		struct cie *cie = find_cie(cies, ncies, id_pos - id);
 		if (!cie) {
-			fail(err, errlen, "FDE at %#zx: CIE pointer %#x names no CIE", pos, id);
+			cp_why(err, errlen, "FDE at %#zx: CIE pointer %#x names no CIE", pos, id);
 			goto out;
 		}
 		if (cie->usable && parse_fde(&c, pos, cie, text, ntext, &b, err, errlen) < 0)
@@ -879,7 +949,7 @@ int cp_ehframe_parse(const uint8_t *data, size_t size, uint64_t addr, size_t fde
 	}
 	out->used = pos < size ? pos : size;
 	if (fde_count && out->entries < fde_count) {
-		fail(err, errlen, "truncated: %zu FDEs where .eh_frame_hdr lists %zu", out->entries, fde_count);
+		cp_why(err, errlen, "truncated: %zu FDEs where .eh_frame_hdr lists %zu", out->entries, fde_count);
 		goto out;
 	}
 	sort_fdes(out);

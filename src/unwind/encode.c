@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/array.h"
 #include "encode.h"
 
 #define WORD ((int32_t)sizeof(uintptr_t))
@@ -29,15 +30,9 @@ struct buf {
 /* Appends a byte. */
 static void put(struct buf *b, uint8_t v)
 {
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? 2 * b->cap : 4096;
-		uint8_t *n = realloc(b->p, cap);
-		if (!n) {
-			b->oom = 1;
-			return;
-		}
-		b->p = n;
-		b->cap = cap;
+	if (cp_array_grow((void **)&b->p, &b->cap, b->n + 1, 1, 4096)) {
+		b->oom = 1;
+		return;
 	}
 	b->p[b->n++] = v;
 }
@@ -156,6 +151,90 @@ static struct cp_urule common_init(const struct ehf_result *r)
 	return best;
 }
 
+/* Appends FDE i's record to code: its header (op bytes, flags), its span
+ * (in 16-byte units where it can), the hole after it, its initial rule
+ * where it is not the table's common `init`, and an op per row. */
+static void put_record(struct buf *code, const struct ehf_result *r, size_t i, const struct cp_urule *init)
+{
+	const struct ehf_fde *f = &r->fdes[i];
+	uint64_t span = f->end - f->start, gap = 0;
+	unsigned flags = 0;
+	if (i + 1 < r->nfdes) {
+		uint64_t next = r->fdes[i + 1].start;
+		if (next - f->end < PAD_MAX)
+			span = next - f->start;
+		else
+			gap = next - f->end;
+	}
+	if (gap)
+		flags |= CP_UT_HOLE;
+	if (span % 16 == 0) {
+		flags |= CP_UT_UNIT16;
+		span /= 16;
+	}
+	const struct ehf_row *rows = &r->rows[f->first];
+	if (!same(&rows[0].rule, init))
+		flags |= CP_UT_INIT;
+	uint32_t nops = 0;
+	while (nops + 1 < f->nrows && rows[nops + 1].pc < f->end)
+		nops++;
+	struct buf ops = { 0 };
+	struct cp_ustate st = { .cur = rows[0].rule, .init = rows[0].rule, .body = rows[0].rule,
+				.below = rows[0].rule };
+	for (uint32_t j = 1; j <= nops; j++)
+		put_op(&ops, &st, &rows[j].rule, rows[j].pc - rows[j - 1].pc);
+	code->oom |= ops.oom;
+	put(code, (uint8_t)((ops.n < CP_UT_LEN_ESC ? ops.n : CP_UT_LEN_ESC) << CP_UT_SHIFT | flags));
+	if (ops.n >= CP_UT_LEN_ESC)
+		put_uleb(code, ops.n - CP_UT_LEN_ESC);
+	put_uleb(code, span);
+	if (gap)
+		put_uleb(code, gap);
+	if (flags & CP_UT_INIT)
+		put_full(code, &rows[0].rule);
+	for (size_t j = 0; j < ops.n; j++)
+		put(code, ops.p[j]);
+	free(ops.p);
+}
+
+/* Lays the table out in one allocation: the struct, the block index
+ * (blk: nblocks start offsets, then nblocks code offsets), the page index
+ * and the code.  Returns it with its size in *bytes, or NULL. */
+static struct cp_utab *lay_out(const uint32_t *blk, size_t nblocks, const struct buf *code, uint64_t start,
+			       uint64_t end, const struct cp_urule *init, size_t *bytes)
+{
+	size_t idx = 2 * nblocks * sizeof(uint32_t);
+	size_t npages = nblocks <= UINT16_MAX ? (size_t)((end - start - 1) >> CP_UT_PAGE_SHIFT) + 1 : 0;
+	size_t pages = npages * sizeof(uint16_t);
+	size_t total = sizeof(struct cp_utab) + idx + pages + code->n;
+	struct cp_utab *t = malloc(total);
+	if (!t)
+		return NULL;
+	uint32_t *ix = (uint32_t *)(t + 1);
+	uint16_t *pg = (uint16_t *)((uint8_t *)ix + idx);
+	uint8_t *c = (uint8_t *)pg + pages;
+	memcpy(ix, blk, idx);
+	for (size_t p = 0, b = 0; p < npages; p++) {
+		uint64_t at = (uint64_t)p << CP_UT_PAGE_SHIFT;
+		while (b + 1 < nblocks && blk[b + 1] <= at)
+			b++;
+		pg[p] = (uint16_t)b;
+	}
+	memcpy(c, code->p, code->n);
+	t->start = (uintptr_t)start;
+	t->end = (uintptr_t)end;
+	t->nblocks = (uint32_t)nblocks;
+	t->npages = (uint32_t)npages;
+	t->page_blk = pg;
+	t->code_size = (uint32_t)code->n;
+	t->init = *init;
+	t->blk_pc = ix;
+	t->blk_off = ix + nblocks;
+	t->code = c;
+	*bytes = total;
+	return t;
+}
+
 struct cp_utab *cp_unwind_build_blocks(const struct ehf_result *r, unsigned block_fdes, size_t *bytes, char *err,
 				    size_t errlen)
 {
@@ -178,94 +257,20 @@ struct cp_utab *cp_unwind_build_blocks(const struct ehf_result *r, unsigned bloc
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-
 	for (size_t i = 0; i < r->nfdes; i++) {
-		const struct ehf_fde *f = &r->fdes[i];
 		if (i % block_fdes == 0) {
-			blk[i / block_fdes] = (uint32_t)(f->start - start);
+			blk[i / block_fdes] = (uint32_t)(r->fdes[i].start - start);
 			blk[nblocks + i / block_fdes] = (uint32_t)code.n;
 		}
-		uint64_t span = f->end - f->start, gap = 0;
-		unsigned flags = 0;
-		if (i + 1 < r->nfdes) {
-			uint64_t next = r->fdes[i + 1].start;
-			if (next - f->end < PAD_MAX)
-				span = next - f->start;
-			else
-				gap = next - f->end;
-		}
-		if (gap)
-			flags |= CP_UT_HOLE;
-		if (span % 16 == 0) {
-			flags |= CP_UT_UNIT16;
-			span /= 16;
-		}
-		const struct ehf_row *rows = &r->rows[f->first];
-		if (!same(&rows[0].rule, &init))
-			flags |= CP_UT_INIT;
-		uint32_t nops = 0;
-		while (nops + 1 < f->nrows && rows[nops + 1].pc < f->end)
-			nops++;
-		struct buf ops = { 0 };
-		struct cp_ustate st = { .cur = rows[0].rule, .init = rows[0].rule, .body = rows[0].rule,
-					.below = rows[0].rule };
-		for (uint32_t j = 1; j <= nops; j++)
-			put_op(&ops, &st, &rows[j].rule, rows[j].pc - rows[j - 1].pc);
-		code.oom |= ops.oom;
-		put(&code, (uint8_t)((ops.n < CP_UT_LEN_ESC ? ops.n : CP_UT_LEN_ESC) << CP_UT_SHIFT | flags));
-		if (ops.n >= CP_UT_LEN_ESC)
-			put_uleb(&code, ops.n - CP_UT_LEN_ESC);
-		put_uleb(&code, span);
-		if (gap)
-			put_uleb(&code, gap);
-		if (flags & CP_UT_INIT)
-			put_full(&code, &rows[0].rule);
-		for (size_t j = 0; j < ops.n; j++)
-			put(&code, ops.p[j]);
-		free(ops.p);
+		put_record(&code, r, i, &init);
 	}
-	if (code.oom || code.n >= UINT32_MAX) {
-		free(blk);
-		free(code.p);
+	struct cp_utab *t = NULL;
+	if (code.oom || code.n >= UINT32_MAX)
 		snprintf(err, errlen, code.oom ? "out of memory" : "table too large");
-		return NULL;
-	}
-
-	size_t idx = 2 * nblocks * sizeof(uint32_t);
-	size_t npages = nblocks <= UINT16_MAX ? (size_t)((end - start - 1) >> CP_UT_PAGE_SHIFT) + 1 : 0;
-	size_t pages = npages * sizeof(uint16_t);
-	size_t total = sizeof(struct cp_utab) + idx + pages + code.n;
-	struct cp_utab *t = malloc(total);
-	if (!t) {
-		free(blk);
-		free(code.p);
+	else if (!(t = lay_out(blk, nblocks, &code, start, end, &init, bytes)))
 		snprintf(err, errlen, "out of memory");
-		return NULL;
-	}
-	uint32_t *ix = (uint32_t *)(t + 1);
-	uint16_t *pg = (uint16_t *)((uint8_t *)ix + idx);
-	uint8_t *c = (uint8_t *)pg + pages;
-	memcpy(ix, blk, idx);
-	for (size_t p = 0, b = 0; p < npages; p++) {
-		uint64_t at = (uint64_t)p << CP_UT_PAGE_SHIFT;
-		while (b + 1 < nblocks && blk[b + 1] <= at)
-			b++;
-		pg[p] = (uint16_t)b;
-	}
-	memcpy(c, code.p, code.n);
-	t->start = (uintptr_t)start;
-	t->end = (uintptr_t)end;
-	t->nblocks = (uint32_t)nblocks;
-	t->npages = (uint32_t)npages;
-	t->page_blk = pg;
-	t->code_size = (uint32_t)code.n;
-	t->init = init;
-	t->blk_pc = ix;
-	t->blk_off = ix + nblocks;
-	t->code = c;
 	free(blk);
 	free(code.p);
-	*bytes = total;
 	return t;
 }
 

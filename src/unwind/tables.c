@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "ehframe.h"
 #include "base/elf.h"
 #include "base/loader.h"
@@ -107,19 +108,13 @@ static void retire(void *p)
 {
 	if (!p)
 		return;
-	if (U.nretired == U.capretired) {
-		size_t cap = U.capretired ? 2 * U.capretired : 16;
-		void **n = realloc(U.retired, cap * sizeof *n);
-		if (!n) {
-			/* Out of memory: wait for a moment with no handler. */
-			for (int i = 0; i < 100000 && atomic_load(&cp_sig.inflight); i++)
-				sched_yield();
-			if (atomic_load(&cp_sig.inflight) == 0)
-				free(p);
-			return; /* else leak it: never free what a handler may read */
-		}
-		U.retired = n;
-		U.capretired = cap;
+	if (cp_array_grow((void **)&U.retired, &U.capretired, U.nretired + 1, sizeof *U.retired, 16)) {
+		/* Out of memory: wait for a moment with no handler. */
+		for (int i = 0; i < 100000 && atomic_load(&cp_sig.inflight); i++)
+			sched_yield();
+		if (atomic_load(&cp_sig.inflight) == 0)
+			free(p);
+		return; /* else leak it: never free what a handler may read */
 	}
 	U.retired[U.nretired++] = p;
 }
@@ -290,15 +285,9 @@ static int list_cb(struct dl_phdr_info *info, size_t size, void *arg)
 		return 1;
 	if (l->oom)
 		return 0;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? 2 * l->cap : 32;
-		struct uobj *n = realloc(l->objs, cap * sizeof *n);
-		if (!n) {
-			l->oom = 1;
-			return 0;
-		}
-		l->objs = n;
-		l->cap = cap;
+	if (cp_array_grow((void **)&l->objs, &l->cap, l->n + 1, sizeof *l->objs, 32)) {
+		l->oom = 1;
+		return 0;
 	}
 	const char *key = info->dlpi_name ? info->dlpi_name : "";
 	uint64_t sum = hdr_checksum(info);
