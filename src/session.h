@@ -97,6 +97,9 @@ uint64_t cp_session_keeper_cpu_ns(void);
 void cp_session_facts_locked(struct cp_facts *f);
 /* Writes cp_session.run.path from the table.  Under cp_tab_lock. */
 int cp_session_write_locked(void);
+/* Writes tab and the facts f to the profile's path (session_write.c): 0,
+ * or a negative errno with the calling thread's reason, said on stderr. */
+int cp_session_write_profile(const struct cp_stacktab *tab, const struct cp_facts *f);
 /* Frees what start allocated, unless a handler was stuck in it when
  * sampling stopped: then what a handler may read stays mapped. */
 void cp_session_release(void);
