@@ -5,7 +5,7 @@
  *
  * TRUTH is vmwork's output ("truth key=value..." and "range LEAF LO HI"
  * lines); PROFILE is a pprof file (cpuprof's; read with the CLI's own
- * reader, cli/profile.c) or a gperftools legacy CPU profile.  Samples are
+ * reader, cli/pprof_read.c) or a gperftools legacy CPU profile.  Samples are
  * given to a leaf by the address of their innermost frame, so no symbol
  * table is needed.  Prints one line:
  *
@@ -37,7 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profile.h"
+#include "pprof_read.h"
 
 #define LEAVES 3
 

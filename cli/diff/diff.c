@@ -19,7 +19,7 @@
 #include "commands.h"
 #include "flags.h"
 #include "diff.h"
-#include "profile.h"
+#include "pprof_read.h"
 
 enum format { FORMAT_TEXT, FORMAT_FOLDED, FORMAT_HTML };
 

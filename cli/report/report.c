@@ -16,7 +16,7 @@
 
 #include "commands.h"
 #include "flags.h"
-#include "profile.h"
+#include "pprof_read.h"
 #include "report.h"
 #include "stacks.h"
 

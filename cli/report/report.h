@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "profile.h"
+#include "pprof_read.h"
 #include "shares.h"
 #include "stacks.h"
 

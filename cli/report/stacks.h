@@ -19,7 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "profile.h"
+#include "pprof_read.h"
 
 enum frame_kind {
 	FRAME_FUNCTION,  /* a function: the outermost line of a location */

@@ -1,6 +1,6 @@
 /*
  * profile_proto.h -- the fields of pprof's profile.proto that cpuprof
- * writes (src/profile/pprof_write.c) and reads (cli/profile.c), by message: the
+ * writes (src/profile/pprof_write.c) and reads (cli/pprof_decode.c), by message: the
  * one description of the format both sides share.  Wire types: varint for
  * the integers and bools; length-delimited for messages, strings and
  * packed repeated integers (a reader also takes them unpacked).  String

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 
 #include "diff/diff.h"
-#include "profile.h"
+#include "pprof_read.h"
 #include "report/report.h"
 #include "report/stacks.h"
 

@@ -16,7 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "profile.h"
+#include "pprof_read.h"
 
 static const char *base(const char *path)
 {

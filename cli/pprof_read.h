@@ -1,10 +1,10 @@
 /*
- * profile.h -- the CLI's reader of pprof profiles (profile.proto, gzipped
+ * pprof_read.h -- the CLI's reader of pprof profiles (profile.proto, gzipped
  * or not).  profile_read_file() loads a file into a struct profile whose
  * every cross-reference has been checked and resolved to a pointer: string
  * indexes become C strings, ids become pointers to the object they name.
  * Any malformed input yields an error message, never a crash.  Used by
- * `cpuprof report` and by `cpuprof record` for its summary line.
+ * `cpuprof report` and `cpuprof diff`.
  */
 #ifndef CPUPROF_CLI_PROFILE_H
 #define CPUPROF_CLI_PROFILE_H

@@ -1,0 +1,699 @@
+/*
+ * pprof_read.c -- reads pprof profiles for the CLI.  Three stages: the file is
+ * read whole (at most PROFILE_MAX_FILE bytes) and gunzipped with zlib if it
+ * starts with the gzip magic; a bounds-checked protobuf decoder turns the
+ * bytes into "raw" records that still hold string indexes and ids
+ * (pprof_decode.c); then a resolve pass, here,
+ * checks every string index and id and builds the pointer-linked struct
+ * profile of pprof_read.h.  Field numbers are those of profile.proto.
+ */
+#include "pprof_read.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "pprof_int.h"
+#include "profile/profile_proto.h"
+
+/* ---- resolving indexes and ids ------------------------------------------ */
+
+/* An id and the position of the object that has it, for binary search. */
+struct idref {
+	uint64_t id;
+	size_t i;
+};
+
+/* qsort order of struct idref: by id. */
+static int idref_cmp(const void *a, const void *b)
+{
+	uint64_t x = ((const struct idref *)a)->id;
+	uint64_t y = ((const struct idref *)b)->id;
+	return x < y ? -1 : x > y;
+}
+
+/* Builds a sorted id index over n objects of `stride` bytes at arr whose
+ * uint64_t id is at byte `idoff`.  Fails on id 0 or a duplicate id; `what`
+ * names the kind of object.  Returns NULL on failure. */
+static struct idref *index_ids(struct ctx *c, const void *arr, size_t n,
+			       size_t stride, size_t idoff, const char *what)
+{
+	struct idref *ix = malloc((n ? n : 1) * sizeof *ix);
+	if (!ix) {
+		pprof_fail(c, "out of memory");
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *e = (const char *)arr + i * stride + idoff;
+		memcpy(&ix[i].id, e, sizeof ix[i].id);
+		ix[i].i = i;
+		if (ix[i].id == 0) {
+			pprof_fail(c, "%s #%zu has id 0", what, i + 1);
+			free(ix);
+			return NULL;
+		}
+	}
+	if (n > 1)
+		qsort(ix, n, sizeof *ix, idref_cmp);
+	for (size_t i = 1; i < n; i++) {
+		if (ix[i].id == ix[i - 1].id) {
+			pprof_fail(c, "duplicate %s id %llu", what,
+			     (unsigned long long)ix[i].id);
+			free(ix);
+			return NULL;
+		}
+	}
+	return ix;
+}
+
+/* Position of the object with `id` in an index of n entries, or SIZE_MAX. */
+static size_t lookup_id(const struct idref *ix, size_t n, uint64_t id)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (ix[mid].id == id)
+			return ix[mid].i;
+		if (ix[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return SIZE_MAX;
+}
+
+/* Resolves string index idx of p's string table into *out; `what` names
+ * the field for the message. */
+static int get_string(struct ctx *c, const struct profile *p, int64_t idx,
+		      const char **out, const char *what)
+{
+	if (idx < 0 || (uint64_t)idx >= p->nstrings)
+		return pprof_fail(c, "%s: string index %lld out of range (the string "
+			    "table has %zu entries)", what, (long long)idx,
+			    p->nstrings);
+	*out = p->strings[idx];
+	return 0;
+}
+
+/* Copies the string table into one NUL-separated block. */
+static int resolve_strings(struct ctx *c, struct profile *p,
+			   struct builder *b)
+{
+	const struct raw_string *rs = b->strings.a;
+	size_t n = b->strings.n, total = 0;
+	if (n == 0)
+		return pprof_fail(c, "the string table is empty (not a pprof "
+			    "profile?)");
+	if (rs[0].len != 0)
+		return pprof_fail(c, "string_table[0] is not the empty string (not a "
+			    "pprof profile?)");
+	for (size_t i = 0; i < n; i++)
+		total += rs[i].len + 1; /* bounded by the decoded size */
+	char *text = malloc(total);
+	p->strings = malloc(n * sizeof *p->strings);
+	p->priv_.text = text;
+	if (!text || !p->strings)
+		return pprof_fail(c, "out of memory");
+	p->nstrings = n;
+	for (size_t i = 0; i < n; i++) {
+		memcpy(text, rs[i].p, rs[i].len);
+		text[rs[i].len] = '\0';
+		p->strings[i] = text;
+		text += rs[i].len + 1;
+	}
+	return 0;
+}
+
+/* Resolves the two string indexes of a ValueType. */
+static int resolve_value_type(struct ctx *c, struct profile *p,
+			      const struct raw_vt *in,
+			      struct profile_value_type *out, const char *what)
+{
+	if (get_string(c, p, in->type, &out->type, what) ||
+	    get_string(c, p, in->unit, &out->unit, what))
+		return -1;
+	return 0;
+}
+
+/* Builds p->functions (ids are checked when locations are linked). */
+static int resolve_functions(struct ctx *c, struct profile *p,
+			     struct builder *b)
+{
+	const struct raw_function *rf = b->functions.a;
+	size_t n = b->functions.n;
+	p->functions = calloc(n ? n : 1, sizeof *p->functions);
+	if (!p->functions)
+		return pprof_fail(c, "out of memory");
+	p->nfunctions = n;
+	for (size_t i = 0; i < n; i++) {
+		struct profile_function *f = &p->functions[i];
+		f->id = rf[i].id;
+		f->start_line = rf[i].start_line;
+		if (get_string(c, p, rf[i].name, &f->name, "Function.name") ||
+		    get_string(c, p, rf[i].system_name, &f->system_name,
+			       "Function.system_name") ||
+		    get_string(c, p, rf[i].filename, &f->filename,
+			       "Function.filename"))
+			return -1;
+	}
+	return 0;
+}
+
+/* Builds p->mappings (ids are checked when locations are linked). */
+static int resolve_mappings(struct ctx *c, struct profile *p,
+			    struct builder *b)
+{
+	const struct raw_mapping *rm = b->mappings.a;
+	size_t n = b->mappings.n;
+	p->mappings = calloc(n ? n : 1, sizeof *p->mappings);
+	if (!p->mappings)
+		return pprof_fail(c, "out of memory");
+	p->nmappings = n;
+	for (size_t i = 0; i < n; i++) {
+		struct profile_mapping *m = &p->mappings[i];
+		m->id = rm[i].id;
+		m->memory_start = rm[i].start;
+		m->memory_limit = rm[i].limit;
+		m->file_offset = rm[i].file_offset;
+		m->has_functions = rm[i].has_functions;
+		m->has_filenames = rm[i].has_filenames;
+		m->has_line_numbers = rm[i].has_line_numbers;
+		m->has_inline_frames = rm[i].has_inline_frames;
+		if (get_string(c, p, rm[i].filename, &m->filename,
+			       "Mapping.filename") ||
+		    get_string(c, p, rm[i].build_id, &m->build_id,
+			       "Mapping.build_id"))
+			return -1;
+	}
+	return 0;
+}
+
+/* Links locations to their mapping and their lines to functions. */
+static int resolve_locations(struct ctx *c, struct profile *p,
+			     struct builder *b)
+{
+	const struct raw_location *rl = b->locations.a;
+	const struct raw_line *rline = b->lines.a;
+	size_t n = b->locations.n, nlines = b->lines.n;
+	int rc = -1;
+	struct idref *fix = NULL, *mix = NULL;
+	struct profile_line *lines = calloc(nlines ? nlines : 1, sizeof *lines);
+	p->priv_.lines = lines;
+	p->locations = calloc(n ? n : 1, sizeof *p->locations);
+	if (!lines || !p->locations) {
+		pprof_fail(c, "out of memory");
+		goto out;
+	}
+	p->nlocations = n;
+	fix = index_ids(c, p->functions, p->nfunctions, sizeof *p->functions,
+			offsetof(struct profile_function, id), "function");
+	mix = index_ids(c, p->mappings, p->nmappings, sizeof *p->mappings,
+			offsetof(struct profile_mapping, id), "mapping");
+	if (!fix || !mix)
+		goto out;
+	for (size_t i = 0; i < nlines; i++) {
+		lines[i].line = rline[i].line;
+		if (rline[i].function_id == 0)
+			continue;
+		size_t k = lookup_id(fix, p->nfunctions, rline[i].function_id);
+		if (k == SIZE_MAX) {
+			pprof_fail(c, "a location refers to function id %llu, which "
+			     "is not defined",
+			     (unsigned long long)rline[i].function_id);
+			goto out;
+		}
+		lines[i].function = &p->functions[k];
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct profile_location *l = &p->locations[i];
+		l->id = rl[i].id;
+		l->address = rl[i].address;
+		l->is_folded = rl[i].is_folded;
+		l->lines = lines + rl[i].line_off;
+		l->nlines = rl[i].nline;
+		if (rl[i].mapping_id == 0)
+			continue;
+		size_t k = lookup_id(mix, p->nmappings, rl[i].mapping_id);
+		if (k == SIZE_MAX) {
+			pprof_fail(c, "location id %llu refers to mapping id %llu, "
+			     "which is not defined",
+			     (unsigned long long)rl[i].id,
+			     (unsigned long long)rl[i].mapping_id);
+			goto out;
+		}
+		l->mapping = &p->mappings[k];
+	}
+	rc = 0;
+out:
+	free(fix);
+	free(mix);
+	return rc;
+}
+
+/* Resolves the labels of all samples into one array. */
+static int resolve_labels(struct ctx *c, struct profile *p,
+			  struct builder *b)
+{
+	const struct raw_label *rl = b->labels.a;
+	size_t n = b->labels.n;
+	struct profile_label *labels = calloc(n ? n : 1, sizeof *labels);
+	p->priv_.labels = labels;
+	if (!labels)
+		return pprof_fail(c, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		labels[i].num = rl[i].num;
+		if (get_string(c, p, rl[i].key, &labels[i].key, "Label.key") ||
+		    get_string(c, p, rl[i].str, &labels[i].str, "Label.str") ||
+		    get_string(c, p, rl[i].num_unit, &labels[i].num_unit,
+			       "Label.num_unit"))
+			return -1;
+	}
+	return 0;
+}
+
+/* Links samples to their locations and labels, checks one value per
+ * sample type, and counts the frames of all samples against the bound
+ * PROFILE_FRAMES_PER_BYTE per byte of the `decoded` bytes of protobuf. */
+static int resolve_samples(struct ctx *c, struct profile *p,
+			   struct builder *b, size_t decoded)
+{
+	const struct raw_sample *rs = b->samples.a;
+	const uint64_t *ids = b->loc_ids.a;
+	size_t n = b->samples.n, nids = b->loc_ids.n;
+	int rc = -1;
+	const struct profile_location **ptrs =
+		malloc((nids ? nids : 1) * sizeof *ptrs);
+	p->priv_.locptrs = ptrs;
+	p->samples = calloc(n ? n : 1, sizeof *p->samples);
+	if (!ptrs || !p->samples)
+		return pprof_fail(c, "out of memory");
+	if (resolve_labels(c, p, b))
+		return -1;
+	struct idref *lix = index_ids(c, p->locations, p->nlocations,
+				      sizeof *p->locations,
+				      offsetof(struct profile_location, id),
+				      "location");
+	if (!lix)
+		return -1;
+	uint64_t frames = 0;
+	uint64_t max_frames = (uint64_t)decoded * PROFILE_FRAMES_PER_BYTE +
+			      PROFILE_FRAMES_SLACK;
+	for (size_t i = 0; i < nids; i++) {
+		size_t k = lookup_id(lix, p->nlocations, ids[i]);
+		if (k == SIZE_MAX) {
+			pprof_fail(c, "a sample refers to location id %llu, which is "
+			     "not defined", (unsigned long long)ids[i]);
+			goto out;
+		}
+		ptrs[i] = &p->locations[k];
+		frames += p->locations[k].nlines ? p->locations[k].nlines : 1;
+		if (frames > max_frames) {
+			pprof_fail(c, "the samples' stacks hold more than %llu frames "
+			     "(inlined lines included), over %d per byte of "
+			     "protobuf (%zu bytes): a location with very many "
+			     "lines listed very often?  Refusing",
+			     (unsigned long long)max_frames,
+			     PROFILE_FRAMES_PER_BYTE, decoded);
+			goto out;
+		}
+	}
+	p->nframes = (size_t)frames;
+	int64_t *values = pprof_vec_take(c, &b->values);
+	p->priv_.values = values;
+	if (!values)
+		goto out;
+	const struct profile_label *labels = p->priv_.labels;
+	p->nsamples = n;
+	for (size_t i = 0; i < n; i++) {
+		if (rs[i].nval != p->nsample_types) {
+			pprof_fail(c, "sample #%zu (offset %u) has %u values for "
+			     "%zu sample types", i + 1, rs[i].off, rs[i].nval,
+			     p->nsample_types);
+			goto out;
+		}
+		p->samples[i].locations = ptrs + rs[i].loc_off;
+		p->samples[i].nlocations = rs[i].nloc;
+		p->samples[i].values = values + rs[i].val_off;
+		p->samples[i].labels = labels + rs[i].label_off;
+		p->samples[i].nlabels = rs[i].nlabel;
+	}
+	rc = 0;
+out:
+	free(lix);
+	return rc;
+}
+
+/* Turns the decoded records into p, checking every reference. */
+static int resolve(struct ctx *c, struct profile *p, struct builder *b,
+		   size_t decoded)
+{
+	if (resolve_strings(c, p, b))
+		return -1;
+	size_t n = b->sample_types.n;
+	const struct raw_vt *vt = b->sample_types.a;
+	p->sample_types = calloc(n ? n : 1, sizeof *p->sample_types);
+	if (!p->sample_types)
+		return pprof_fail(c, "out of memory");
+	p->nsample_types = n;
+	for (size_t i = 0; i < n; i++)
+		if (resolve_value_type(c, p, &vt[i], &p->sample_types[i],
+				       "Profile.sample_type"))
+			return -1;
+	if (resolve_value_type(c, p, &b->period_type, &p->period_type,
+			       "Profile.period_type") ||
+	    get_string(c, p, b->drop_frames, &p->drop_frames,
+		       "Profile.drop_frames") ||
+	    get_string(c, p, b->keep_frames, &p->keep_frames,
+		       "Profile.keep_frames") ||
+	    get_string(c, p, b->default_sample_type, &p->default_sample_type,
+		       "Profile.default_sample_type"))
+		return -1;
+	const uint64_t *cm = b->comments.a;
+	p->comments = calloc(b->comments.n ? b->comments.n : 1,
+			     sizeof *p->comments);
+	if (!p->comments)
+		return pprof_fail(c, "out of memory");
+	p->ncomments = b->comments.n;
+	for (size_t i = 0; i < b->comments.n; i++)
+		if (get_string(c, p, (int64_t)cm[i], &p->comments[i],
+			       "Profile.comment"))
+			return -1;
+	p->time_nanos = b->time_nanos;
+	p->duration_nanos = b->duration_nanos;
+	p->period = b->period;
+	if (resolve_functions(c, p, b) || resolve_mappings(c, p, b) ||
+	    resolve_locations(c, p, b) || resolve_samples(c, p, b, decoded))
+		return -1;
+	return 0;
+}
+
+/* ---- gzip --------------------------------------------------------------- */
+
+/* True if d starts with the gzip magic bytes. */
+static bool is_gzip(const uint8_t *d, size_t len)
+{
+	return len >= 2 && d[0] == 0x1f && d[1] == 0x8b;
+}
+
+/* Inflates the gzip data at in[inlen] (one or more members, nothing after
+ * them) into a new buffer *out of *outlen bytes, refusing to produce more
+ * than PROFILE_MAX_RATIO times inlen plus PROFILE_RATIO_SLACK bytes (a
+ * gzip bomb), or more than PROFILE_MAX_DECODED. */
+static int gunzip(struct ctx *c, const uint8_t *in, size_t inlen,
+		  uint8_t **out, size_t *outlen)
+{
+	z_stream zs;
+	memset(&zs, 0, sizeof zs);
+	if (inlen > UINT_MAX)
+		return pprof_fail(c, "compressed input too large");
+	uint64_t limit = (uint64_t)inlen * PROFILE_MAX_RATIO + PROFILE_RATIO_SLACK;
+	bool by_ratio = limit < PROFILE_MAX_DECODED;
+	if (!by_ratio)
+		limit = PROFILE_MAX_DECODED;
+	if (inflateInit2(&zs, 15 + 32) != Z_OK)
+		return pprof_fail(c, "zlib initialisation failed");
+	size_t cap = inlen < (1u << 20) ? 64u << 10 : inlen * 4;
+	if (cap > limit)
+		cap = (size_t)limit;
+	size_t n = 0;
+	uint8_t *buf = malloc(cap);
+	if (!buf) {
+		inflateEnd(&zs);
+		return pprof_fail(c, "out of memory");
+	}
+	zs.next_in = (Bytef *)in;
+	zs.avail_in = (uInt)inlen;
+	for (;;) {
+		if (n == cap) {
+			if (cap >= limit) {
+				if (by_ratio)
+					pprof_fail(c, "gzip data inflates to more than "
+					     "%d times its %zu bytes (a gzip "
+					     "bomb?); refusing.  If the profile "
+					     "is genuine, gunzip it and report "
+					     "the plain protobuf",
+					     PROFILE_MAX_RATIO, inlen);
+				else
+					pprof_fail(c, "gzip data inflates to more than "
+					     "%llu GiB; refusing",
+					     (unsigned long long)(PROFILE_MAX_DECODED >> 30));
+				goto err;
+			}
+			size_t ncap = cap * 2;
+			if (ncap > limit)
+				ncap = (size_t)limit;
+			uint8_t *nb = realloc(buf, ncap);
+			if (!nb) {
+				pprof_fail(c, "out of memory");
+				goto err;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		size_t room = cap - n;
+		zs.next_out = buf + n;
+		zs.avail_out = room > UINT_MAX ? UINT_MAX : (uInt)room;
+		uInt before = zs.avail_out;
+		int rc = inflate(&zs, Z_NO_FLUSH);
+		n += before - zs.avail_out;
+		switch (rc) {
+		case Z_OK:
+			continue;
+		case Z_STREAM_END:
+			if (zs.avail_in == 0)
+				goto done;
+			if (!is_gzip(zs.next_in, zs.avail_in)) {
+				pprof_fail(c, "unexpected data after the end of the "
+				     "gzip stream");
+				goto err;
+			}
+			inflateReset(&zs); /* another gzip member follows */
+			continue;
+		case Z_BUF_ERROR:
+			if (zs.avail_out == 0)
+				continue; /* grow the buffer */
+			pprof_fail(c, "truncated gzip data");
+			goto err;
+		case Z_MEM_ERROR:
+			pprof_fail(c, "out of memory");
+			goto err;
+		default: /* Z_DATA_ERROR, Z_NEED_DICT, Z_STREAM_ERROR */
+			pprof_fail(c, "corrupt gzip data (%s)",
+			     zs.msg ? zs.msg : "bad stream");
+			goto err;
+		}
+	}
+done:
+	inflateEnd(&zs);
+	*out = buf;
+	*outlen = n;
+	return 0;
+err:
+	inflateEnd(&zs);
+	free(buf);
+	return -1;
+}
+
+/* ---- public entry points ------------------------------------------------ */
+
+/* Whether bytes[0..n) start as gperftools' own CPU profile does: the
+ * header words 0, 3, 0 (then the period and 0), in 64- or 32-bit words. */
+static bool is_gperftools(const uint8_t *bytes, size_t n)
+{
+	static const uint8_t w64[24] = { [8] = 3 }, w32[12] = { [4] = 3 };
+	return (n >= 40 && memcmp(bytes, w64, sizeof w64) == 0) || (n >= 20 && memcmp(bytes, w32, sizeof w32) == 0);
+}
+
+int profile_parse(const void *data, size_t len, struct profile **out,
+		  char *err, size_t errlen)
+{
+	struct ctx c = { err, errlen, false };
+	struct builder b;
+	uint8_t *plain = NULL;
+	size_t plen = len;
+	const uint8_t *bytes = data;
+	bool gz = is_gzip(bytes, len);
+	struct profile *p = NULL;
+
+	*out = NULL;
+	if (errlen > 0)
+		err[0] = '\0';
+	memset(&b, 0, sizeof b);
+	if (len > PROFILE_MAX_FILE)
+		return pprof_fail(&c, "input larger than %llu GiB; refusing",
+			    (unsigned long long)(PROFILE_MAX_FILE >> 30));
+	if (gz) {
+		if (gunzip(&c, bytes, len, &plain, &plen))
+			return -1;
+		bytes = plain;
+	}
+	struct reader r = { bytes, bytes + plen, bytes };
+	if (plen == 0) {
+		pprof_fail(&c, gz ? "gzip data decompresses to nothing"
+			    : "empty file");
+		goto err;
+	}
+	p = calloc(1, sizeof *p);
+	if (!p) {
+		pprof_fail(&c, "out of memory");
+		goto err;
+	}
+	if (pprof_decode(&c, &b, r) || resolve(&c, p, &b, plen))
+		goto err;
+	pprof_builder_free(&b);
+	free(plain);
+	*out = p;
+	return 0;
+err:
+	if (p && p->nstrings == 0 && errlen > 0 && is_gperftools(bytes, plen)) {
+		snprintf(err, errlen, "a gperftools CPU profile (its own binary format, not pprof's protobuf): "
+			 "`google-pprof --text PROGRAM FILE` or `go tool pprof PROGRAM FILE` reads it");
+	} else if (p && p->nstrings == 0 && errlen > 0) {
+		/* Failed before the string table: most likely not a profile
+		 * at all, so say that first. */
+		char why[256];
+		snprintf(why, sizeof why, "%s", err);
+		snprintf(err, errlen, "%s: %s",
+			 gz ? "the gzip data is not a valid pprof protobuf"
+			    : "not gzip-compressed and not a valid pprof protobuf",
+			 why);
+	}
+	pprof_builder_free(&b);
+	free(plain);
+	profile_free(p);
+	return -1;
+}
+
+int profile_read_file(const char *path, struct profile **out, char *err,
+		      size_t errlen)
+{
+	struct ctx c = { err, errlen, false };
+	struct stat st;
+	uint8_t *buf = NULL;
+	size_t n = 0, cap = 0;
+	int fd;
+
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return pprof_fail(&c, "%s", strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		pprof_fail(&c, "%s", strerror(errno));
+		goto err;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		pprof_fail(&c, "is a directory");
+		goto err;
+	}
+	if (S_ISREG(st.st_mode) && (uint64_t)st.st_size > PROFILE_MAX_FILE) {
+		pprof_fail(&c, "file larger than %llu GiB; refusing",
+		     (unsigned long long)(PROFILE_MAX_FILE >> 30));
+		goto err;
+	}
+	if (S_ISREG(st.st_mode))
+		cap = (size_t)st.st_size + 1; /* +1 sees growth at EOF */
+	for (;;) {
+		if (n == cap) {
+			if (cap > PROFILE_MAX_FILE) {
+				pprof_fail(&c, "file larger than %llu GiB; refusing",
+				     (unsigned long long)(PROFILE_MAX_FILE >> 30));
+				goto err;
+			}
+			size_t ncap = cap < 65536 ? 65536 : cap * 2;
+			if (ncap > PROFILE_MAX_FILE + 1)
+				ncap = PROFILE_MAX_FILE + 1;
+			uint8_t *nb = realloc(buf, ncap);
+			if (!nb) {
+				pprof_fail(&c, "out of memory");
+				goto err;
+			}
+			buf = nb;
+			cap = ncap;
+		}
+		if (!buf && !(buf = malloc(cap))) {
+			pprof_fail(&c, "out of memory");
+			goto err;
+		}
+		ssize_t k = read(fd, buf + n, cap - n);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			pprof_fail(&c, "%s", strerror(errno));
+			goto err;
+		}
+		if (k == 0)
+			break;
+		n += (size_t)k;
+	}
+	close(fd);
+	fd = -1;
+	if (n == 0) {
+		free(buf);
+		return pprof_fail(&c, "empty file");
+	}
+	int rc = profile_parse(buf, n, out, err, errlen);
+	free(buf);
+	return rc;
+err:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return -1;
+}
+
+void profile_free(struct profile *p)
+{
+	if (!p)
+		return;
+	free(p->sample_types);
+	free(p->samples);
+	free(p->mappings);
+	free(p->locations);
+	free(p->functions);
+	free(p->strings);
+	free(p->comments);
+	free(p->priv_.text);
+	free(p->priv_.lines);
+	free(p->priv_.locptrs);
+	free(p->priv_.values);
+	free(p->priv_.labels);
+	free(p);
+}
+
+const char *profile_comment(const struct profile *p, const char *key)
+{
+	size_t klen = strlen(key);
+	for (size_t i = 0; i < p->ncomments; i++) {
+		const char *s = p->comments[i];
+		if (strncmp(s, key, klen) == 0 && s[klen] == '=')
+			return s + klen + 1;
+	}
+	return NULL;
+}
+
+const struct profile_label *profile_label(const struct profile_sample *s,
+					  const char *key)
+{
+	for (size_t i = 0; i < s->nlabels; i++)
+		if (strcmp(s->labels[i].key, key) == 0)
+			return &s->labels[i];
+	return NULL;
+}
+
+int profile_find_sample_type(const struct profile *p, const char *type,
+			     const char *unit)
+{
+	for (size_t i = 0; i < p->nsample_types && i < INT_MAX; i++)
+		if (strcmp(p->sample_types[i].type, type) == 0 &&
+		    strcmp(p->sample_types[i].unit, unit) == 0)
+			return (int)i;
+	return -1;
+}
