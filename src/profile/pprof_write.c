@@ -31,6 +31,7 @@
 #include "base/array.h"
 #include "base/error.h"
 #include "symbolize/lines.h"
+#include "pprof_build.h"
 #include "pprof_write.h"
 #include "profile_proto.h"
 #include "protobuf.h"
@@ -38,19 +39,6 @@
 #include "symbolize/symbols.h"
 #include "base/hash.h"
 
-/* Longest the DWARF reader may take for a whole profile, and most objects
- * the comments name for having no lines. */
-enum { LINES_TIMEOUT_MS = 30000, MAX_LINES_COMMENTS = 8 };
-
-int cp_pprof_lines = 1;
-
-/* Open-addressing map from a 64-bit key to a non-zero 32-bit value (0
- * marks an empty slot), kept at most half full. */
-struct idmap {
-	uint64_t *keys;
-	uint32_t *vals;
-	size_t cap, len; /* cap is 0 or a power of two */
-};
 
 static uint32_t idmap_get(const struct idmap *m, uint64_t key)
 {
@@ -103,70 +91,6 @@ static void idmap_free(struct idmap *m)
 	free(m->vals);
 }
 
-/* A Location: its Lines are lines[line0 .. line0 + nlines). */
-struct location {
-	uint64_t addr;
-	uint32_t mapping;
-	uint32_t part;   /* whose address space it is in */
-	uint32_t seg;    /* 1 + symbols segment index of its part, 0 if in none */
-	uint32_t line0, nlines;
-};
-
-struct line {
-	uint32_t function;
-	uint32_t line;
-};
-
-struct function {
-	uint32_t name, system_name, filename; /* string indexes */
-	uint32_t start_line;
-};
-
-/* Per Mapping: what its Locations have. */
-struct mapflags {
-	unsigned char filenames, line_numbers, inline_frames;
-};
-
-/* What the builder keeps per part (an address space). */
-struct part_state {
-	const struct cp_profile_part *p;
-	struct idmap locmap;       /* address -> location id */
-	uint32_t *segmapping;      /* per segment: mapping id or 0 */
-	struct mapflags *mapflags; /* per segment */
-	uint32_t pid_str;          /* its "process" label's string, or 0 */
-};
-
-struct builder {
-	struct part_state *parts;
-	size_t nparts, cur;        /* the part whose samples are being encoded */
-	struct pb_buf pb;
-	int err; /* ENOMEM once anything failed */
-
-	char **strs; /* string table; strs[0] is "" */
-	size_t nstrs, capstrs;
-	uint32_t *strindex; /* open addressing: 1 + string index, 0 empty */
-	size_t nstrindex, nindexed;
-
-	struct location *locs; /* location id i + 1 is locs[i] */
-	size_t nlocs, caplocs;
-
-	struct line *lines;
-	size_t nlines, caplines;
-
-	struct function *fns; /* function id i + 1 is fns[i] */
-	size_t nfns, capfns;
-	uint32_t *fnindex; /* open addressing: function id, 0 empty */
-	size_t nfnindex;
-
-	uint32_t nmappings;
-	/* The profile's own comments (lines_missing=...), malloc'd. */
-	char **comments;
-	size_t ncomments, capcomments;
-	/* Pseudo-frame locations, or 0 until used. */
-	uint32_t truncated_loc, nostack_loc, waiting_loc, before_loc;
-	/* The values per Sample: 2, or 4 with off-CPU time (meta.off_cpu). */
-	size_t nvalues;
-};
 
 
 static size_t hash_str(const char *s)
@@ -231,7 +155,7 @@ static uint32_t str_append(struct builder *b, const char *s)
 
 /* Index of s in the string table, adding a copy if new.  On failure sets
  * b->err and returns 0. */
-static uint32_t str_intern(struct builder *b, const char *s)
+uint32_t cp_pb_str_intern(struct builder *b, const char *s)
 {
 	if (!*s || index_grow(b, &b->strindex, &b->nstrindex, b->nindexed, str_slot_hash) < 0)
 		return 0;
@@ -262,7 +186,7 @@ static size_t fn_slot_hash(const struct builder *b, uint32_t v)
 
 /* The id of the Function with these fields (string indexes), adding it
  * if new; 0 with b->err set on failure. */
-static uint32_t function_id(struct builder *b, uint32_t name, uint32_t system_name,
+uint32_t cp_pb_function_id(struct builder *b, uint32_t name, uint32_t system_name,
 			    uint32_t filename, uint32_t start_line)
 {
 	if (b->err)
@@ -285,14 +209,14 @@ static uint32_t function_id(struct builder *b, uint32_t name, uint32_t system_na
 
 /* A Function without a source file named `name`, a string known to be
  * new (it names one address or pseudo-frame). */
-static uint32_t function_unique(struct builder *b, const char *name)
+uint32_t cp_pb_function_unique(struct builder *b, const char *name)
 {
 	uint32_t s = str_append(b, name);
-	return s ? function_id(b, s, s, 0, 0) : 0;
+	return s ? cp_pb_function_id(b, s, s, 0, 0) : 0;
 }
 
 /* Appends a Line to Location l. */
-static void line_add(struct builder *b, struct location *l, uint32_t function, uint32_t line)
+void cp_pb_line_add(struct builder *b, struct location *l, uint32_t function, uint32_t line)
 {
 	if (!function || cp_array_grow((void **)&b->lines, &b->caplines, b->nlines + 1,
 				       sizeof *b->lines, 256)) {
@@ -321,7 +245,7 @@ static uint32_t location_new(struct builder *b, uint64_t addr, uint32_t mapping,
 
 /* The Location id for the (already adjusted) address addr, creating the
  * Location and its Mapping on first sight (its Lines come later, from
- * symbolize()); 0 with b->err set on failure. */
+ * cp_pb_symbolize()); 0 with b->err set on failure. */
 static uint32_t location_for(struct builder *b, uint64_t addr)
 {
 	struct part_state *ps = &b->parts[b->cur];
@@ -351,16 +275,16 @@ static uint32_t pseudo_location(struct builder *b, uint32_t *cache,
 				const char *name)
 {
 	if (!*cache) {
-		uint32_t fn = function_unique(b, name);
+		uint32_t fn = cp_pb_function_unique(b, name);
 		*cache = location_new(b, 0, 0, 0);
 		if (*cache)
-			line_add(b, &b->locs[*cache - 1], fn, 0);
+			cp_pb_line_add(b, &b->locs[*cache - 1], fn, 0);
 	}
 	return *cache;
 }
 
 __attribute__((format(printf, 2, 3)))
-static void add_comment(struct builder *b, const char *fmt, ...)
+void cp_pb_add_comment(struct builder *b, const char *fmt, ...)
 {
 	char *s = NULL;
 	va_list ap;
@@ -375,268 +299,6 @@ static void add_comment(struct builder *b, const char *fmt, ...)
 		return;
 	}
 	b->comments[b->ncomments++] = s;
-}
-
-/* The string index of symbol name s without its symbol version
- * ("memcpy@GLIBC_2.2.5", "__libc_start_main@@GLIBC_2.34"). */
-static uint32_t str_unversioned(struct builder *b, const char *s)
-{
-	const char *at = strchr(s, '@');
-	if (!at || at == s)
-		return str_intern(b, s);
-	char *copy = strndup(s, (size_t)(at - s));
-	if (!copy) {
-		b->err = ENOMEM;
-		return 0;
-	}
-	uint32_t k = str_intern(b, copy);
-	free(copy);
-	return k;
-}
-
-/* The string index of the demangled form of symbol (or linkage name) s,
- * without its version, or 0 if s is not a mangled name. */
-static uint32_t str_demangled(struct builder *b, const char *s)
-{
-	const char *at = strchr(s, '@');
-	char *base = at && at != s ? strndup(s, (size_t)(at - s)) : NULL;
-	if (at && at != s && !base) {
-		b->err = ENOMEM;
-		return 0;
-	}
-	char *d = cp_demangle(base ? base : s);
-	free(base);
-	if (!d)
-		return 0;
-	uint32_t k = str_intern(b, d);
-	free(d);
-	return k;
-}
-
-/* The string index of the readable form of symbol (or linkage name) s:
- * without its version, demangled if it is a C++ or Rust name. */
-static uint32_t str_readable(struct builder *b, const char *s)
-{
-	uint32_t k = str_demangled(b, s);
-	return k ? k : str_unversioned(b, s);
-}
-
-/* Gives Location l, of segment g, Lines from its symbol alone (the name
- * `sym` from the symbol table, or NULL) as before DWARF: one Line, no
- * source file. */
-static void lines_from_symbol(struct builder *b, struct location *l,
-			      const struct cp_segment *g, const char *sym)
-{
-	uint32_t fn;
-	if (sym) {
-		fn = function_id(b, str_readable(b, sym), str_unversioned(b, sym), 0, 0);
-	} else if (g) {
-		/* Unique per address: no need to look it up. */
-		const char *base = strrchr(g->obj->path, '/');
-		char *s = NULL;
-		if (asprintf(&s, "%s+0x%llx", base ? base + 1 : g->obj->path,
-			     (unsigned long long)(l->addr - g->start + g->file_offset)) < 0)
-			s = NULL;
-		fn = s ? function_unique(b, s) : 0;
-		free(s);
-	} else {
-		char s[24];
-		snprintf(s, sizeof s, "0x%llx", (unsigned long long)l->addr);
-		fn = function_unique(b, s);
-	}
-	line_add(b, l, fn, 0);
-}
-
-/* Gives Location l one Line per level of its inline chain c, innermost
- * first, each named as `addr2line -C -f -i` names it.  The outermost level
- * is the function the symbol table names `sym`: its system name is that
- * symbol (a clone's, "f.part.0", or a cold part's); every other level's
- * is its linkage name, or its name in C. */
-static void lines_from_chain(struct builder *b, struct location *l,
-			     const struct cp_lines_chain *c, const char *sym)
-{
-	for (uint32_t k = 0; k < c->n && !b->err; k++) {
-		const struct cp_lines_frame *f = &c->frames[k];
-		uint32_t name, system;
-		int outermost = k + 1 == c->n;
-		if (!f->name || (!f->name[0] && !f->linkage)) {
-			/* No function DIE (assembly): the symbol names it. */
-			if (!sym) {
-				char s[24];
-				snprintf(s, sizeof s, "0x%llx", (unsigned long long)l->addr);
-				name = system = str_intern(b, s);
-			} else {
-				name = str_readable(b, sym);
-				system = str_unversioned(b, sym);
-			}
-		} else if (outermost && !f->linkage && sym && (name = str_demangled(b, sym)) != 0) {
-			/* A C++ function of internal linkage (static, in an
-			 * anonymous namespace) has no linkage name: addr2line
-			 * names it by its symbol, which starts where it does,
-			 * "(anonymous namespace)::Hasher::run(unsigned long)". */
-			system = str_unversioned(b, sym);
-		} else {
-			/* As addr2line -C names it: by its linkage name,
-			 * demangled (qualified, with C++'s parameters), also
-			 * one that does not demangle (a C function's asm
-			 * label, libc's "__GI___libc_write"); without one, by
-			 * its plain name ("step", a method of an anonymous
-			 * namespace's class inlined). */
-			name = f->linkage ? str_readable(b, f->linkage) : str_intern(b, f->name);
-			system = outermost && sym ? str_unversioned(b, sym) :
-				 f->linkage ? str_intern(b, f->linkage) : name;
-		}
-		line_add(b, l, function_id(b, name, system, str_intern(b, f->file), f->start_line),
-			 f->line);
-	}
-}
-
-/* What symbolize() asks the line reader, and for which Location. */
-struct lines_job {
-	struct cp_lines_object *objs; /* every part's objects, each file once */
-	size_t nobj;
-	size_t **objidx;              /* per part, the index of each of its objects in objs */
-	struct cp_lines_query *q;     /* one per Location in a file */
-	uint32_t *qloc;               /* q[k]'s Location */
-	size_t nq;
-	const char **symname;         /* per Location, its symbol's name or NULL */
-};
-
-/* Lists the objects of all parts in job->objs, each file once however
- * many parts (processes) had it.  Returns 0 or -1 (out of memory). */
-static int list_objects(struct builder *b, struct lines_job *job)
-{
-	for (size_t p = 0; p < b->nparts; p++) {
-		const struct cp_symbols *sy = b->parts[p].p->syms;
-		if (!(job->objidx[p] = malloc((sy->nobjs ? sy->nobjs : 1) * sizeof *job->objidx[p])))
-			return -1;
-		for (size_t i = 0; i < sy->nobjs; i++) {
-			size_t k = 0;
-			while (k < job->nobj && (strcmp(job->objs[k].path, sy->objs[i].path) ||
-						 strcmp(job->objs[k].build_id, sy->objs[i].build_id)))
-				k++;
-			if (k == job->nobj)
-				job->objs[job->nobj++] = (struct cp_lines_object){ sy->objs[i].path, sy->objs[i].build_id };
-			job->objidx[p][i] = k;
-		}
-	}
-	return 0;
-}
-
-/* Names every Location in an object by its symbol, and asks for the lines
- * of those in files. */
-static void make_queries(struct builder *b, struct lines_job *job)
-{
-	for (size_t i = 0; i < b->nlocs; i++) {
-		const struct location *l = &b->locs[i];
-		if (!l->seg || l->nlines)
-			continue;
-		const struct cp_symbols *sy = b->parts[l->part].p->syms;
-		const struct cp_object *o = sy->segs[l->seg - 1].obj;
-		uintptr_t start = 0;
-		job->symname[i] = cp_symbols_name_for(sy, l->addr, &start);
-		/* Only objects that are files ("[vdso]" is not). */
-		if (o->path[0] != '/' || !cp_pprof_lines)
-			continue;
-		job->q[job->nq] = (struct cp_lines_query){ job->objidx[l->part][o - sy->objs], l->addr - o->bias,
-							   job->symname[i] ? start - o->bias : 0 };
-		job->qloc[job->nq++] = (uint32_t)i;
-	}
-}
-
-/* Gives the Locations the line reader found lines for those lines, and
- * their Mappings the flags that say so.  Returns how many it had. */
-static size_t lines_from_result(struct builder *b, const struct lines_job *job, const struct cp_lines_result *res)
-{
-	size_t with = 0;
-	for (size_t k = 0; k < job->nq; k++) {
-		struct location *l = &b->locs[job->qloc[k]];
-		const struct cp_lines_chain *c = &res->chains[k];
-		if (!c->n)
-			continue;
-		lines_from_chain(b, l, c, job->symname[job->qloc[k]]);
-		with++;
-		struct mapflags *m = &b->parts[l->part].mapflags[l->seg - 1];
-		for (uint32_t j = 0; j < c->n; j++) {
-			m->filenames |= c->frames[j].file[0] != '\0';
-			m->line_numbers |= c->frames[j].line != 0;
-		}
-		m->inline_frames |= res->has_dwarf[job->q[k].object];
-	}
-	return with;
-}
-
-/* The comments that say how many addresses have lines, and which objects
- * had none and why (`global`: why none had any). */
-static void lines_comments(struct builder *b, const struct lines_job *job, const struct cp_lines_result *res,
-			   size_t with, const char *global)
-{
-	if (job->nq) {
-		add_comment(b, "lines=%zu of %zu addresses in files", with, job->nq);
-		if (global[0])
-			add_comment(b, "lines_missing=every object: %s", global);
-	}
-	size_t named = 0, more = 0;
-	for (size_t i = 0; !global[0] && i < res->nobjs; i++) {
-		if (!res->why[i])
-			continue;
-		if (named++ < MAX_LINES_COMMENTS)
-			add_comment(b, "lines_missing=%s: %s", job->objs[i].path, res->why[i]);
-		else
-			more++;
-	}
-	if (more)
-		add_comment(b, "lines_missing_more=%zu objects", more);
-}
-
-/* Symbolizes every Location made so far: its lines from the DWARF of its
- * object where it has some, else its symbol.  Adds the comments that say
- * which objects had no lines, and why.  The objects of all parts are read
- * in one go, each file once however many parts (processes) had it. */
-static void symbolize(struct builder *b)
-{
-	size_t capobj = 0;
-	for (size_t p = 0; p < b->nparts; p++)
-		capobj += b->parts[p].p->syms->nobjs;
-	/* At least 256 of each: blocks of a size that changes with every
-	 * profile would settle in the allocator's per-thread caches, and a
-	 * program that writes many profiles would see its heap creep. */
-	size_t nl = b->nlocs > 256 ? b->nlocs : 256, no = capobj > 256 ? capobj : 256;
-	struct lines_job job = {
-		.objs = calloc(no, sizeof *job.objs),
-		.objidx = calloc(b->nparts, sizeof *job.objidx),
-		.q = malloc(nl * sizeof *job.q),
-		.qloc = malloc(nl * sizeof *job.qloc),
-		.symname = calloc(nl, sizeof *job.symname),
-	};
-	struct cp_lines_result res;
-	char global[256] = "";
-	if (!job.q || !job.qloc || !job.symname || !job.objs || !job.objidx || list_objects(b, &job) < 0) {
-		b->err = ENOMEM;
-		goto out;
-	}
-	make_queries(b, &job);
-	if (cp_lines_resolve(job.objs, job.nobj, job.q, job.nq, LINES_TIMEOUT_MS, &res, global, sizeof global) != 0) {
-		b->err = ENOMEM;
-		goto out;
-	}
-	size_t with = lines_from_result(b, &job, &res);
-	for (size_t i = 0; i < b->nlocs; i++) {
-		struct location *l = &b->locs[i];
-		if (!l->nlines)
-			lines_from_symbol(b, l, l->seg ? &b->parts[l->part].p->syms->segs[l->seg - 1] : NULL,
-					  job.symname[i]);
-	}
-	lines_comments(b, &job, &res, with, global);
-	cp_lines_result_free(&res);
-out:
-	for (size_t p = 0; job.objidx && p < b->nparts; p++)
-		free(job.objidx[p]);
-	free(job.objidx);
-	free(job.q);
-	free(job.qloc);
-	free(job.symname);
-	free(job.objs);
 }
 
 static void put_value_type(struct pb_buf *pb, uint32_t field,
@@ -682,7 +344,7 @@ static void put_sample(struct builder *b, const struct part_state *ps, const str
 		put_label(pb, k->tid, 0, tid);
 		const char *name = p->thread_name ? p->thread_name(p->arg, tid) : NULL;
 		if (name && name[0])
-			put_label(pb, k->thread, str_intern(b, name), 0);
+			put_label(pb, k->thread, cp_pb_str_intern(b, name), 0);
 	}
 	cp_pb_end(pb, PROFILE_SAMPLE, m);
 }
@@ -693,10 +355,10 @@ static void put_pseudo(struct builder *b, const struct part_state *ps, const str
 {
 	if (x->count == 0 && x->ns == 0)
 		return;
-	uint32_t fn = function_unique(b, x->name);
+	uint32_t fn = cp_pb_function_unique(b, x->name);
 	uint64_t id = location_new(b, 0, 0, 0);
 	if (id)
-		line_add(b, &b->locs[id - 1], fn, 0);
+		cp_pb_line_add(b, &b->locs[id - 1], fn, 0);
 	put_sample(b, ps, k, &id, 1, x->count, x->ns, 0, 0);
 }
 
@@ -717,8 +379,8 @@ static void put_sample_types(struct builder *b, const struct cp_profile_meta *me
 	b->nvalues = 2;
 	t->wall = 0;
 	if (meta->off_cpu) {
-		put_value_type(pb, PROFILE_SAMPLE_TYPE, str_intern(b, "off_cpu"), t->ns);
-		put_value_type(pb, PROFILE_SAMPLE_TYPE, t->wall = str_intern(b, "wall"), t->ns);
+		put_value_type(pb, PROFILE_SAMPLE_TYPE, cp_pb_str_intern(b, "off_cpu"), t->ns);
+		put_value_type(pb, PROFILE_SAMPLE_TYPE, t->wall = cp_pb_str_intern(b, "wall"), t->ns);
 		b->nvalues = 4;
 	}
 }
@@ -766,7 +428,7 @@ static int put_samples(struct builder *b, const struct cp_profile_meta *meta, co
 		struct part_state *ps = &b->parts[b->cur];
 		const struct cp_stacktab *tab = ps->p->tab;
 		if (ps->p->process && ps->p->process[0])
-			ps->pid_str = str_intern(b, ps->p->process);
+			ps->pid_str = cp_pb_str_intern(b, ps->p->process);
 		for (size_t i = 0; i < tab->len && !b->err && !b->pb.err; i++) {
 			const struct cp_stack *s = tab->items[i];
 			int off = (s->flags & CP_STACK_OFF_CPU) != 0;
@@ -800,8 +462,8 @@ static void put_mappings(struct builder *b)
 			cp_pb_uint64_opt(pb, MAPPING_MEMORY_START, g->start);
 			cp_pb_uint64_opt(pb, MAPPING_MEMORY_LIMIT, g->limit);
 			cp_pb_uint64_opt(pb, MAPPING_FILE_OFFSET, g->file_offset);
-			cp_pb_int64_opt(pb, MAPPING_FILENAME, str_intern(b, g->obj->path));
-			cp_pb_int64_opt(pb, MAPPING_BUILD_ID, str_intern(b, g->obj->build_id));
+			cp_pb_int64_opt(pb, MAPPING_FILENAME, cp_pb_str_intern(b, g->obj->path));
+			cp_pb_int64_opt(pb, MAPPING_BUILD_ID, cp_pb_str_intern(b, g->obj->build_id));
 			cp_pb_bool(pb, MAPPING_HAS_FUNCTIONS, 1);
 			/* True where some Location has them, as pprof's own
 			 * symbolizer sets them. */
@@ -855,9 +517,9 @@ static int put_comments(struct builder *b, const struct cp_profile_meta *meta)
 	if (!c)
 		return -ENOMEM;
 	for (size_t i = 0; i < meta->ncomments; i++)
-		c[i] = str_intern(b, meta->comments[i] ? meta->comments[i] : "");
+		c[i] = cp_pb_str_intern(b, meta->comments[i] ? meta->comments[i] : "");
 	for (size_t i = 0; i < b->ncomments; i++)
-		c[meta->ncomments + i] = str_intern(b, b->comments[i]);
+		c[meta->ncomments + i] = cp_pb_str_intern(b, b->comments[i]);
 	cp_pb_packed_int64(&b->pb, PROFILE_COMMENT, c, nc);
 	free(c);
 	return 0;
@@ -867,14 +529,14 @@ static int put_comments(struct builder *b, const struct cp_profile_meta *meta)
 static int build(struct builder *b, const struct cp_profile_meta *meta)
 {
 	struct pb_buf *pb = &b->pb;
-	struct type_strs t = { str_intern(b, "samples"), str_intern(b, "count"), str_intern(b, "cpu"),
-			       str_intern(b, "nanoseconds"), 0 };
-	struct label_keys keys = { str_intern(b, "pid"), str_intern(b, "process"), str_intern(b, "tid"),
-				   str_intern(b, "thread") };
+	struct type_strs t = { cp_pb_str_intern(b, "samples"), cp_pb_str_intern(b, "count"), cp_pb_str_intern(b, "cpu"),
+			       cp_pb_str_intern(b, "nanoseconds"), 0 };
+	struct label_keys keys = { cp_pb_str_intern(b, "pid"), cp_pb_str_intern(b, "process"), cp_pb_str_intern(b, "tid"),
+				   cp_pb_str_intern(b, "thread") };
 	put_sample_types(b, meta, &t);
 	if (put_samples(b, meta, &keys) < 0)
 		return -ENOMEM;
-	symbolize(b);
+	cp_pb_symbolize(b);
 	put_mappings(b);
 	put_locations_functions(b);
 	cp_pb_int64_opt(pb, PROFILE_TIME_NANOS, meta->time_nanos);
