@@ -5,7 +5,7 @@
  * stacks.h: the same reader, frames and names as `report`; several NEW
  * files are merged) and exits 0, 1 or 2; compare.c tests every function's
  * flat and cum share (report's shares.h: the method) and every path of
- * the call tree; text.c, folded.c and page.c write the formats.
+ * the call tree; text.c, diff_folded.c and page.c write the formats.
  */
 #ifndef CPUPROF_CLI_DIFF_H
 #define CPUPROF_CLI_DIFF_H

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "tree.h"
+#include "proctree.h"
 
 struct cp_collector {
 	struct cp_tree tree;      /* what was collected */

@@ -8,7 +8,7 @@
  * kernel's records of forks, execs, mappings, names and exits --, unwinds
  * each sample with the unwind table of the file its code is in (one table
  * per file for the whole tree, built when first needed), and fills the
- * tree's images (tree.h), which record_write.c writes.  Nothing is
+ * tree's images (proctree.h), which record_write.c writes.  Nothing is
  * preloaded into any process, and nothing of theirs is touched: no signal,
  * no descriptor, no memory.
  */
@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "tree.h"
+#include "proctree.h"
 
 struct cp_kernel_conf {
 	int hz;           /* asked for */

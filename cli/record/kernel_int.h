@@ -140,7 +140,7 @@ struct cp_kcollector {
 };
 
 /* kernel_tables.c: tables of pids; files and their unwind tables;
- * processes, their images (tree.h) and threads. */
+ * processes, their images (proctree.h) and threads. */
 void *kc_pidmap_get(const struct pidmap *m, pid_t key);
 int kc_pidmap_put(struct pidmap *m, pid_t key, void *val);
 /* The value in m's i-th slot, of m->t.cap (NULL: empty). */

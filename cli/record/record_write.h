@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "tree.h"
+#include "proctree.h"
 
 /* What record knows of the run besides what it collected. */
 struct record_run {

@@ -2,7 +2,7 @@
  * autostart.c -- what gperftools does without being called: before
  * main(), a profile of the whole run from CPUPROFILE, or the
  * CPUPROFILESIGNAL switch (toggle.c); at exit, the stop that writes it.
- * The top of the drop-in (session.h): it calls the environment, the
+ * The top of the drop-in (gp_session.h): it calls the environment, the
  * profile and the switch, and nothing calls it.  Setuid and other
  * secure-exec programs are never profiled.
  */
@@ -11,7 +11,7 @@
 #include <sys/auxv.h>
 
 #include "environ.h"
-#include "session.h"
+#include "gp_session.h"
 #include "toggle.h"
 
 /* After cpuprof's constructor (the build links cpuprof first): see

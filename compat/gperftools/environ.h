@@ -2,7 +2,7 @@
  * environ.h -- gperftools' environment (environ.c): the settings a
  * profile starts with, the per-process file name, and the one-line
  * warnings every file of the drop-in says things with.  The bottom of the
- * drop-in: it calls nothing else of it.  Hidden names, gpt_ (session.h).
+ * drop-in: it calls nothing else of it.  Hidden names, gpt_ (gp_session.h).
  */
 #ifndef GPT_ENVIRON_H
 #define GPT_ENVIRON_H

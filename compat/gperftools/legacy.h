@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stacks.h"
+#include "legacy_stacks.h"
 
 /* Writes the whole profile of table t, sampled every period_us
  * microseconds, into fd from its start (truncating a regular file first),

@@ -45,8 +45,8 @@
 
 #include "environ.h"
 #include "legacy.h"
-#include "session.h"
-#include "stacks.h"
+#include "gp_session.h"
+#include "legacy_stacks.h"
 
 #define GPT_API __attribute__((visibility("default")))
 
@@ -69,7 +69,7 @@ static struct {
 	size_t cap;
 	int stream_rc;      /* the reader's last cpuprof_read_stream() result */
 	int finished;       /* at exit: no profile may start any more */
-} P = { .fd = -1 };
+} prof = { .fd = -1 }; /* the profile being taken */
 
 static pthread_mutex_t api_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t tab_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -174,9 +174,9 @@ static void *reader_main(void *unused)
 {
 	int hdr = 0, rc;
 	size_t n;
-	while ((rc = cpuprof_read_stream(P.words, P.cap, &n, 0)) == 0)
-		consume(P.words, n, &hdr);
-	P.stream_rc = rc < 0 ? rc : 0;
+	while ((rc = cpuprof_read_stream(prof.words, prof.cap, &n, 0)) == 0)
+		consume(prof.words, n, &hdr);
+	prof.stream_rc = rc < 0 ? rc : 0;
 	return NULL;
 }
 
@@ -185,7 +185,7 @@ static void *reader_main(void *unused)
 static void drain_stream(void)
 {
 	size_t n;
-	while (cpuprof_read_stream(P.words, P.cap, &n, 0) == 0) {
+	while (cpuprof_read_stream(prof.words, prof.cap, &n, 0) == 0) {
 	}
 }
 
@@ -230,7 +230,7 @@ int gpt_spawn(pthread_t *th, void *(*fn)(void *), void *arg)
  * api_lock. */
 static int start_locked(const char *name, enum gpt_origin origin)
 {
-	if (P.finished || P.running) {
+	if (prof.finished || prof.running) {
 		errno = EBUSY;
 		return 0;
 	}
@@ -240,39 +240,39 @@ static int start_locked(const char *name, enum gpt_origin origin)
 	}
 	struct gpt_settings s;
 	gpt_env_settings(&s);
-	if (absolute(name, P.path) < 0) {
+	if (absolute(name, prof.path) < 0) {
 		int e = errno;
 		if (origin != GPT_BY_PROGRAM)
 			gpt_warn("cannot turn on CPU profiling for '%s': %s; profiling disabled", name, strerror(e));
 		errno = e;
 		return 0;
 	}
-	P.pprof = s.pprof ? s.pprof > 0 : pprof_by_name(name);
+	prof.pprof = s.pprof ? s.pprof > 0 : pprof_by_name(name);
 
 	/* The file is opened (and emptied) now, as gperftools does: a path
 	 * that cannot be written fails here, not after the run. */
-	P.fd = open(P.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	if (P.fd < 0) {
+	prof.fd = open(prof.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (prof.fd < 0) {
 		int e = errno;
 		if (origin != GPT_BY_PROGRAM)
 			gpt_warn("cannot turn on CPU profiling for '%s': %s; profiling disabled", name, strerror(e));
 		errno = e;
 		return 0;
 	}
-	if (P.pprof) {
-		close(P.fd); /* cpuprof writes it at the end of the stream */
-		P.fd = -1;
+	if (prof.pprof) {
+		close(prof.fd); /* cpuprof writes it at the end of the stream */
+		prof.fd = -1;
 	}
-	P.cap = STREAM_WORDS;
-	P.words = malloc(P.cap * sizeof *P.words);
+	prof.cap = STREAM_WORDS;
+	prof.words = malloc(prof.cap * sizeof *prof.words);
 	struct cpuprof_options o = { .hz = s.hz, .signal = s.signo, .engine = s.engine };
-	int rc = P.words ? cpuprof_start_stream(P.pprof ? P.path : NULL, &o) : -ENOMEM;
+	int rc = prof.words ? cpuprof_start_stream(prof.pprof ? prof.path : NULL, &o) : -ENOMEM;
 	if (rc < 0) {
 		gpt_warn("cannot turn on CPU profiling for '%s': %s; profiling disabled", name,
-			 P.words ? cpuprof_last_error() : cpuprof_strerror(rc));
+			 prof.words ? cpuprof_last_error() : cpuprof_strerror(rc));
 		goto fail;
 	}
-	if ((rc = gpt_spawn(&P.reader, reader_main, NULL)) != 0) {
+	if ((rc = gpt_spawn(&prof.reader, reader_main, NULL)) != 0) {
 		gpt_warn("cannot turn on CPU profiling for '%s': no thread to read samples: %s; profiling disabled",
 			 name, strerror(rc));
 		cpuprof_stop();
@@ -280,18 +280,18 @@ static int start_locked(const char *name, enum gpt_origin origin)
 		rc = -rc;
 		goto fail;
 	}
-	P.hz = s.hz;
-	P.origin = origin;
-	P.running = 1;
-	snprintf(P.name, sizeof P.name, "%s", name);
+	prof.hz = s.hz;
+	prof.origin = origin;
+	prof.running = 1;
+	snprintf(prof.name, sizeof prof.name, "%s", name);
 	publish(1, name);
 	return 1;
 fail:
-	if (P.fd >= 0)
-		close(P.fd);
-	P.fd = -1;
-	free(P.words);
-	P.words = NULL;
+	if (prof.fd >= 0)
+		close(prof.fd);
+	prof.fd = -1;
+	free(prof.words);
+	prof.words = NULL;
 	errno = rc == -EBUSY ? EBUSY : rc == -ENOMEM ? ENOMEM : ENODEV;
 	return 0;
 }
@@ -309,22 +309,22 @@ int gpt_start(const char *name, enum gpt_origin origin)
 /* Stops the running profile and writes it.  Under api_lock. */
 static void stop_locked(void)
 {
-	if (!P.running)
+	if (!prof.running)
 		return;
 	cpuprof_stop();
-	pthread_join(P.reader, NULL);
+	pthread_join(prof.reader, NULL);
 	size_t bytes = 0;
-	if (!P.pprof) {
+	if (!prof.pprof) {
 		pthread_mutex_lock(&tab_lock);
-		int rc = gpt_legacy_write(P.fd, &tab, 1000000u / (unsigned)P.hz, &bytes);
+		int rc = gpt_legacy_write(prof.fd, &tab, 1000000u / (unsigned)prof.hz, &bytes);
 		pthread_mutex_unlock(&tab_lock);
 		if (rc < 0)
-			gpt_warn("cannot write %s: %s", P.name, strerror(-rc));
-		close(P.fd);
-		P.fd = -1;
+			gpt_warn("cannot write %s: %s", prof.name, strerror(-rc));
+		close(prof.fd);
+		prof.fd = -1;
 	} else {
 		struct stat st;
-		if (P.stream_rc == 0 && stat(P.path, &st) == 0)
+		if (prof.stream_rc == 0 && stat(prof.path, &st) == 0)
 			bytes = (size_t)st.st_size;
 		/* cpuprof said why it could not write */
 	}
@@ -332,14 +332,14 @@ static void stop_locked(void)
 	/* gperftools' closing line, word for word: scripts look for it. */
 	fprintf(stderr, "PROFILE: interrupts/evictions/bytes = %llu/%d/%zu\n", (unsigned long long)samples, 0, bytes);
 	if (lost * 100 > samples + lost)
-		gpt_warn("%s: %llu of %llu samples were lost (cpuprof's buffers were full)", P.name,
+		gpt_warn("%s: %llu of %llu samples were lost (cpuprof's buffers were full)", prof.name,
 			 (unsigned long long)lost, (unsigned long long)(samples + lost));
 	pthread_mutex_lock(&tab_lock);
 	gpt_stacks_free(&tab);
 	pthread_mutex_unlock(&tab_lock);
-	free(P.words);
-	P.words = NULL;
-	P.running = 0;
+	free(prof.words);
+	prof.words = NULL;
+	prof.running = 0;
 	publish(0, NULL);
 }
 
@@ -347,7 +347,7 @@ void gpt_stop(int final)
 {
 	pthread_mutex_lock(&api_lock);
 	if (final)
-		P.finished = 1;
+		prof.finished = 1;
 	stop_locked();
 	pthread_mutex_unlock(&api_lock);
 }
@@ -362,12 +362,12 @@ void gpt_switch_base(const char *base)
 void gpt_switch(void)
 {
 	pthread_mutex_lock(&api_lock);
-	if (P.running && P.origin == GPT_BY_SWITCH) {
+	if (prof.running && prof.origin == GPT_BY_SWITCH) {
 		stop_locked();
-	} else if (P.running) {
+	} else if (prof.running) {
 		if (!sw.warned++)
 			gpt_warn("CPUPROFILESIGNAL: a profile the program started is running; the signal leaves it alone");
-	} else if (!P.finished) {
+	} else if (!prof.finished) {
 		char name[PATH_MAX + 16];
 		snprintf(name, sizeof name, "%s.%u", sw.base, sw.count++);
 		start_locked(name, GPT_BY_SWITCH);
@@ -419,13 +419,13 @@ static void after_fork_child(void)
 	int quiet = fork_locked;
 	pthread_mutex_init(&api_lock, NULL);
 	pthread_mutex_init(&tab_lock, NULL);
-	if (P.running) {
-		if (quiet && P.fd >= 0)
-			close(P.fd);
-		P.fd = -1;
+	if (prof.running) {
+		if (quiet && prof.fd >= 0)
+			close(prof.fd);
+		prof.fd = -1;
 		memset(&tab, 0, sizeof tab);
-		P.words = NULL;
-		P.running = 0;
+		prof.words = NULL;
+		prof.running = 0;
 		publish(0, NULL);
 	}
 	switch_after_fork();
@@ -469,10 +469,10 @@ GPT_API void ProfilerFlush(void)
 		errno = e;
 		return;
 	}
-	if (P.running && !P.pprof) {
+	if (prof.running && !prof.pprof) {
 		size_t bytes;
 		pthread_mutex_lock(&tab_lock);
-		gpt_legacy_write(P.fd, &tab, 1000000u / (unsigned)P.hz, &bytes);
+		gpt_legacy_write(prof.fd, &tab, 1000000u / (unsigned)prof.hz, &bytes);
 		pthread_mutex_unlock(&tab_lock);
 	}
 	pthread_mutex_unlock(&api_lock);

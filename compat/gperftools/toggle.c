@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "environ.h"
-#include "session.h"
+#include "gp_session.h"
 #include "sig/switch.h"
 #include "toggle.h"
 

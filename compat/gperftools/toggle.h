@@ -1,6 +1,6 @@
 /*
  * toggle.h -- CPUPROFILESIGNAL, the switch (toggle.c): above the profile
- * (session.h), whose starts and stops it calls.
+ * (gp_session.h), whose starts and stops it calls.
  */
 #ifndef GPT_TOGGLE_H
 #define GPT_TOGGLE_H

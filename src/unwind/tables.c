@@ -96,7 +96,7 @@ static struct {
 	int eager;                  /* every table built when listed */
 	void **retired;             /* to free once no handler can see them */
 	size_t nretired, capretired;
-} U;
+} loaded; /* the loaded objects and their tables */
 /* When cp_unwind_tick() last looked, and last looked because of a miss
  * (CLOCK_MONOTONIC ns): the first miss is looked into at once, later ones
  * at most every MISS_CHECK_NS. */
@@ -108,7 +108,7 @@ static void retire(void *p)
 {
 	if (!p)
 		return;
-	if (cp_array_grow((void **)&U.retired, &U.capretired, U.nretired + 1, sizeof *U.retired, 16)) {
+	if (cp_array_grow((void **)&loaded.retired, &loaded.capretired, loaded.nretired + 1, sizeof *loaded.retired, 16)) {
 		/* Out of memory: wait for a moment with no handler. */
 		for (int i = 0; i < 100000 && atomic_load(&cp_sig.inflight); i++)
 			sched_yield();
@@ -116,16 +116,16 @@ static void retire(void *p)
 			free(p);
 		return; /* else leak it: never free what a handler may read */
 	}
-	U.retired[U.nretired++] = p;
+	loaded.retired[loaded.nretired++] = p;
 }
 
 /* Finds the object with this identity among the current ones. */
 static struct uobj *find_obj(uintptr_t addr, const void *phdr, const char *key, uint64_t hdr_sum)
 {
-	for (size_t i = 0; i < U.n; i++)
-		if (U.objs[i].addr == addr && U.objs[i].phdr == phdr && U.objs[i].hdr_sum == hdr_sum &&
-		    !strcmp(U.objs[i].key, key))
-			return &U.objs[i];
+	for (size_t i = 0; i < loaded.n; i++)
+		if (loaded.objs[i].addr == addr && loaded.objs[i].phdr == phdr && loaded.objs[i].hdr_sum == hdr_sum &&
+		    !strcmp(loaded.objs[i].key, key))
+			return &loaded.objs[i];
 	return NULL;
 }
 
@@ -384,21 +384,21 @@ static int range_cmp(const void *a, const void *b)
 	return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
-/* Publishes a new set for U.objs and retires the one it replaces.  Under
+/* Publishes a new set for loaded.objs and retires the one it replaces.  Under
  * lock.  0, or -1 if out of memory (the old set stays). */
 static int publish_locked(void)
 {
 	size_t n = 0;
-	for (size_t i = 0; i < U.n; i++)
-		n += U.objs[i].ntext;
+	for (size_t i = 0; i < loaded.n; i++)
+		n += loaded.objs[i].ntext;
 	struct cp_unwind_set *set = malloc(sizeof *set + (n ? n : 1) * sizeof set->r[0]);
 	if (!set)
 		return -1;
 	static uint64_t generation;
 	set->gen = ++generation;
 	set->n = 0;
-	for (size_t i = 0; i < U.n; i++) {
-		const struct uobj *o = &U.objs[i];
+	for (size_t i = 0; i < loaded.n; i++) {
+		const struct uobj *o = &loaded.objs[i];
 		for (size_t k = 0; k < o->ntext; k++)
 			set->r[set->n++] = (struct cp_urange){ .lo = o->text[k].lo, .hi = o->text[k].hi, .tab = o->tab,
 							     .obj = (uint32_t)i, .state = (uint32_t)o->state };
@@ -410,8 +410,8 @@ static int publish_locked(void)
 			set->r[k++] = set->r[i];
 	set->n = k;
 	atomic_store_explicit(&cp_sig.unwind, set, memory_order_seq_cst);
-	retire(U.set);
-	U.set = set;
+	retire(loaded.set);
+	loaded.set = set;
 	return 0;
 }
 
@@ -427,16 +427,16 @@ static void rebuild_locked(void)
 		listing_free(&l);
 		return; /* keep the old set; the next look tries again */
 	}
-	struct uobj *old = U.objs;
-	size_t nold = U.n;
-	U.objs = l.objs;
-	U.n = l.n;
+	struct uobj *old = loaded.objs;
+	size_t nold = loaded.n;
+	loaded.objs = l.objs;
+	loaded.n = l.n;
 	/* Before the set is published: no walk sees these objects lazy. */
-	if (U.eager)
+	if (loaded.eager)
 		build_all_locked();
 	if (publish_locked() < 0) {
-		U.objs = old;
-		U.n = nold;
+		loaded.objs = old;
+		loaded.n = nold;
 		/* Tables just built, never published: no walk can see them. */
 		for (size_t i = 0; i < l.n; i++) {
 			int known = 0;
@@ -460,9 +460,9 @@ static void rebuild_locked(void)
 	for (size_t i = 0; i < l.n; i++)
 		l.objs[i].reused = 0;
 	free(old);
-	U.adds = l.adds;
-	U.subs = l.subs;
-	U.have_counts = l.have_counts;
+	loaded.adds = l.adds;
+	loaded.subs = l.subs;
+	loaded.have_counts = l.have_counts;
 }
 
 /* dl_iterate_phdr callback of build_wanted_locked(): copies the .eh_frame
@@ -470,8 +470,8 @@ static void rebuild_locked(void)
 static int copy_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	const uint8_t *wanted = arg;
-	for (size_t i = 0; i < U.n; i++) {
-		struct uobj *o = &U.objs[i];
+	for (size_t i = 0; i < loaded.n; i++) {
+		struct uobj *o = &loaded.objs[i];
 		if (wanted[i] && o->state == CP_UR_LAZY && !o->eh_copy && o->addr == info->dlpi_addr &&
 		    o->phdr == (const void *)info->dlpi_phdr)
 			copy_eh_frame(o);
@@ -479,33 +479,33 @@ static int copy_cb(struct dl_phdr_info *info, size_t size, void *arg)
 	return 0;
 }
 
-/* Copies and builds the tables of the objects of U.objs marked in wanted
- * (U.n entries; only those not built yet count).  Under lock; publishes
+/* Copies and builds the tables of the objects of loaded.objs marked in wanted
+ * (loaded.n entries; only those not built yet count).  Under lock; publishes
  * nothing.  Returns how many it built. */
 static size_t build_marked_locked(uint8_t *wanted)
 {
 	size_t n = 0;
-	for (size_t i = 0; i < U.n; i++) {
-		wanted[i] = wanted[i] && U.objs[i].state == CP_UR_LAZY;
+	for (size_t i = 0; i < loaded.n; i++) {
+		wanted[i] = wanted[i] && loaded.objs[i].state == CP_UR_LAZY;
 		n += wanted[i];
 	}
 	if (!n)
 		return 0;
 	cp_loader_walk(copy_cb, wanted);
-	for (size_t i = 0; i < U.n; i++)
+	for (size_t i = 0; i < loaded.n; i++)
 		if (wanted[i])
-			build_object(&U.objs[i]);
+			build_object(&loaded.objs[i]);
 	return n;
 }
 
-/* Eager: builds every table of U.objs not built yet.  Under lock; publishes
+/* Eager: builds every table of loaded.objs not built yet.  Under lock; publishes
  * nothing.  Out of memory, they stay to be built when wanted. */
 static void build_all_locked(void)
 {
-	uint8_t *all = U.n ? malloc(U.n) : NULL;
+	uint8_t *all = loaded.n ? malloc(loaded.n) : NULL;
 	if (!all)
 		return;
-	memset(all, 1, U.n);
+	memset(all, 1, loaded.n);
 	build_marked_locked(all);
 	free(all);
 }
@@ -518,13 +518,13 @@ static int build_wanted_locked(void)
 	int any = 0;
 	for (int i = 0; i < CP_UNWIND_WANT_WORDS; i++)
 		any |= (want[i] = atomic_exchange(&cp_sig.unwind_want[i], 0)) != 0;
-	if (!any || !U.n)
+	if (!any || !loaded.n)
 		return 0;
 	int all = (want[CP_UNWIND_WANT_ANY / 64] >> (CP_UNWIND_WANT_ANY % 64)) & 1;
-	uint8_t *wanted = calloc(U.n, 1);
+	uint8_t *wanted = calloc(loaded.n, 1);
 	if (!wanted)
 		return 0;
-	for (size_t i = 0; i < U.n; i++)
+	for (size_t i = 0; i < loaded.n; i++)
 		wanted[i] = all || (i < CP_UNWIND_WANT_ANY && (want[i / 64] >> (i % 64)) & 1);
 	size_t n = build_marked_locked(wanted);
 	if (n)
@@ -545,7 +545,7 @@ void cp_unwind_start(int mode, int eager)
 {
 	pthread_mutex_lock(&lock);
 	cp_sig.unwind_mode = mode;
-	U.eager = eager;
+	loaded.eager = eager;
 	atomic_store(&cp_sig.unwind_miss, 0);
 	atomic_store(&last_check, cp_mono_ns());
 	atomic_store(&last_miss_check, 0);
@@ -565,7 +565,7 @@ int cp_unwind_refresh(void)
 	if (cp_sig.unwind_mode != CP_UNWIND_FP) {
 		struct listing l = { .counts_only = 1 };
 		cp_loader_walk(list_cb, &l);
-		if (!l.have_counts || !U.have_counts || l.adds != U.adds || l.subs != U.subs) {
+		if (!l.have_counts || !loaded.have_counts || l.adds != loaded.adds || l.subs != loaded.subs) {
 			rebuild_locked();
 			changed = 1;
 		}
@@ -577,10 +577,10 @@ int cp_unwind_refresh(void)
 void cp_unwind_reclaim(void)
 {
 	pthread_mutex_lock(&lock);
-	if (U.nretired && atomic_load_explicit(&cp_sig.inflight, memory_order_seq_cst) == 0) {
-		for (size_t i = 0; i < U.nretired; i++)
-			free(U.retired[i]);
-		U.nretired = 0;
+	if (loaded.nretired && atomic_load_explicit(&cp_sig.inflight, memory_order_seq_cst) == 0) {
+		for (size_t i = 0; i < loaded.nretired; i++)
+			free(loaded.retired[i]);
+		loaded.nretired = 0;
 	}
 	pthread_mutex_unlock(&lock);
 }
@@ -621,13 +621,13 @@ void cp_unwind_stop(int quiet)
 	if (!quiet) {
 		/* A stuck handler may still read any of it: leak it all. */
 		cp_sig.ucache = NULL;
-		free(U.retired);
-		for (size_t i = 0; i < U.n; i++) {
-			free(U.objs[i].key);
-			free(U.objs[i].name);
+		free(loaded.retired);
+		for (size_t i = 0; i < loaded.n; i++) {
+			free(loaded.objs[i].key);
+			free(loaded.objs[i].name);
 		}
-		free(U.objs);
-		memset(&U, 0, sizeof U);
+		free(loaded.objs);
+		memset(&loaded, 0, sizeof loaded);
 		pthread_mutex_unlock(&lock);
 		return;
 	}
@@ -637,14 +637,14 @@ void cp_unwind_stop(int quiet)
 	if (cp_sig.ucache)
 		munmap(cp_sig.ucache, sizeof(struct cp_ucache));
 	cp_sig.ucache = NULL;
-	for (size_t i = 0; i < U.nretired; i++)
-		free(U.retired[i]);
-	free(U.retired);
-	U.retired = NULL;
-	U.nretired = U.capretired = 0;
-	free(U.set);
-	U.set = NULL;
-	U.have_counts = 0;
+	for (size_t i = 0; i < loaded.nretired; i++)
+		free(loaded.retired[i]);
+	free(loaded.retired);
+	loaded.retired = NULL;
+	loaded.nretired = loaded.capretired = 0;
+	free(loaded.set);
+	loaded.set = NULL;
+	loaded.have_counts = 0;
 	pthread_mutex_unlock(&lock);
 }
 
@@ -653,14 +653,14 @@ void cp_unwind_after_fork(void)
 	pthread_mutex_init(&lock, NULL);
 	atomic_store(&cp_sig.unwind, NULL);
 	cp_sig.ucache = NULL;
-	memset(&U, 0, sizeof U); /* the parent's tables leak in the child */
+	memset(&loaded, 0, sizeof loaded); /* the parent's tables leak in the child */
 }
 
 void cp_unwind_each_object(void (*fn)(const struct unwind_object *o, void *arg), void *arg)
 {
 	pthread_mutex_lock(&lock);
-	for (size_t i = 0; i < U.n; i++) {
-		const struct uobj *u = &U.objs[i];
+	for (size_t i = 0; i < loaded.n; i++) {
+		const struct uobj *u = &loaded.objs[i];
 		struct unwind_object o = {
 			.name = u->name,
 			.has_table = u->tab != NULL,

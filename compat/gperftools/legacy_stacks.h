@@ -1,5 +1,5 @@
 /*
- * stacks.h -- the distinct stacks of a profile in the binary format, each
+ * legacy_stacks.h -- the distinct stacks of a profile in the binary format, each
  * with its count of sampling periods.  The memory is mmap'd, never
  * malloc'd, so that ProfilerFlush() can read the table from a signal
  * handler without meeting a malloc lock the interrupted code holds.

@@ -1,5 +1,5 @@
 /*
- * folded.c -- `cpuprof diff --format folded`: the two-column folded
+ * diff_folded.c -- `cpuprof diff --format folded`: the two-column folded
  * stacks of FlameGraph's difffolded.pl, which flamegraph.pl draws as a
  * differential flame graph: one line "root;...;leaf BASE NEW" per
  * distinct stack of either profile, in name order, NEW's value as

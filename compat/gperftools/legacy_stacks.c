@@ -1,6 +1,6 @@
 /*
- * stacks.c -- the distinct stacks of a profile in the binary format (see
- * stacks.h): a dense array of stacks in order of first appearance, a pool
+ * legacy_stacks.c -- the distinct stacks of a profile in the binary format (see
+ * legacy_stacks.h): a dense array of stacks in order of first appearance, a pool
  * of their PCs, and an open-addressing index by hash.  Arrays grow with
  * mremap and the index is rebuilt in a fresh mapping, so nothing here
  * calls malloc.
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "stacks.h"
+#include "legacy_stacks.h"
 
 #define MIN_STACKS 1024
 #define MIN_PCS 16384

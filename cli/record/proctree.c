@@ -1,12 +1,12 @@
 /*
- * tree.c -- the images of the processes of a recorded tree (tree.h).
+ * proctree.c -- the images of the processes of a recorded tree (proctree.h).
  */
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "base/array.h"
-#include "tree.h"
+#include "proctree.h"
 
 struct cp_image *cp_tree_new_image(struct cp_tree *t)
 {

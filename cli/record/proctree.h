@@ -1,5 +1,5 @@
 /*
- * tree.h -- what `cpuprof record` knows of the processes of the tree it
+ * proctree.h -- what `cpuprof record` knows of the processes of the tree it
  * profiles, however it learns it (from the kernel's rings, kernel.c; or
  * from processes that preloaded the library, collect.c): one image per
  * process and per program it exec'd, each with its samples, the objects it

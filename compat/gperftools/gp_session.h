@@ -1,5 +1,5 @@
 /*
- * session.h -- the profile being taken (profiler.c), as the rest of
+ * gp_session.h -- the profile being taken (profiler.c), as the rest of
  * cpuprof's gperftools drop-in sees it.  The drop-in is layered, each file
  * calling only those below it: environ.c (the environment, the warnings),
  * profiler.c (the profile, gperftools' API), toggle.c (the
