@@ -16,7 +16,8 @@
 # session or process/ (the CLI runs nothing of the in-process profiler);
 # cli/diff/ also includes cli/report/ (its stacks, shares and page: one
 # reader, one set of names), and no other CLI room includes another.
-# Prints each include that breaks a rule and exits 1 if there is one.
+# Then the map (below).  Prints each include or name that breaks a rule
+# and exits 1 if there is one.
 cd "$(dirname "$0")/../.." || exit 2
 ORDER="arch sig base unwind perf symbolize profile shm engines session process"
 rank() {
@@ -76,4 +77,21 @@ for f in $(find src cli compat -name '*.[ch]' | sort); do
 	done
 done
 [ $bad -eq 0 ] && echo "layers: every include goes down ($ORDER; cli, cli/diff over cli/report, compat)"
+# The map: docs/architecture.md names every source file (each .c, and
+# each .h with no .c of its name beside it) by its name in backquotes, and
+# no two files share a name (but arch.h, one per CPU).
+map=docs/architecture.md
+names=$(find src cli compat -name '*.[ch]' | sort | while read -r f; do
+	case $f in *.h) [ -f "${f%.h}.c" ] && continue ;; esac
+	echo "${f##*/}"
+done)
+for n in $(echo "$names" | sort | uniq -d); do
+	[ "$n" = arch.h ] && continue
+	echo "map: two files are named $n: $(find src cli compat -name "$n" | tr '\n' ' ')"
+	bad=1
+done
+for n in $(echo "$names" | sort -u); do
+	grep -q "\`[^\`]*\b$n\`" "$map" || { echo "map: $map does not name $n"; bad=1; }
+done
+[ $bad -eq 0 ] && echo "map: $map names every source file, each name one file's"
 exit $bad
