@@ -6,8 +6,8 @@
  * Any malformed input yields an error message, never a crash.  Used by
  * `cpuprof report` and `cpuprof diff`.
  */
-#ifndef CPUPROF_CLI_PROFILE_H
-#define CPUPROF_CLI_PROFILE_H
+#ifndef CPUPROF_CLI_PPROF_READ_H
+#define CPUPROF_CLI_PPROF_READ_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -10,17 +10,24 @@
 #include <string.h>
 
 #include "cpuprof.h"
+#include "base/error.h"
 #include "profile/options.h"
 
 int cpuprof_check_setting(const char *name, const char *value, char *why, size_t len)
 {
-	char none[1];
+	char reason[256];
 	long v;
-	if (!why || !len)
-		why = none, len = sizeof none;
+	int rc = -ENOENT;
+	cp_error_begin();
+	snprintf(reason, sizeof reason, "'%s' is not a setting of cpuprof's", name ? name : "(null)");
 	for (size_t i = 0; name && i < CP_NOPTIONS; i++)
 		if (strcmp(cp_options[i].name, name) == 0)
-			return cp_option_parse(&cp_options[i], value ? value : "", &v, why, len) == 0 ? 0 : -EINVAL;
-	snprintf(why, len, "'%s' is not a setting of cpuprof's", name ? name : "(null)");
-	return -ENOENT;
+			rc = cp_option_parse(&cp_options[i], value ? value : "", &v, reason, sizeof reason) == 0 ? 0
+														 : -EINVAL;
+	if (rc < 0) {
+		cp_error_set("%s", reason);
+		if (why && len)
+			snprintf(why, len, "%s", reason);
+	}
+	return cp_error_end(rc, reason);
 }

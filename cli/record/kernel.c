@@ -32,9 +32,10 @@
  * the kernel, and the switch records (out, with PREEMPT if it was still
  * runnable, and in).  Its samples are taken in kernel mode, so it needs
  * root, CAP_PERFMON or perf_event_paranoid <= 1; without them record
- * says so and records CPU only.  Every sample then starts with its
- * event's id (PERF_SAMPLE_IDENTIFIER), which tells the two events'
- * samples apart.  In time order with everything else, each thread's
+ * says so and records CPU only.  Every sample starts with its event's id
+ * (PERF_SAMPLE_IDENTIFIER: src/perf/records.h), which tells the two
+ * events' samples apart, also after off-CPU time was given up with some
+ * switch events already writing (their samples are then dropped).  In time order with everything else, each thread's
  * switch-outs are paired with its switch-ins (src/perf/switches.c) and
  * the intervals go into the images' stack tables, charged to the stack of
  * the switch-out.
@@ -323,7 +324,7 @@ static void enqueue(const struct perf_event_header *h, int cpu, void *arg)
 {
 	struct cp_kcollector *k = arg;
 	struct cp_perf_event ev;
-	if (!cp_perf_decode(h, cpu, k->use_read, k->off_cpu ? &k->sw : NULL, &ev))
+	if (!cp_perf_decode(h, cpu, k->use_read, &k->sw, &ev))
 		return;
 	if (ev.type == PERF_RECORD_LOST)
 		k->lost += ev.lost;

@@ -54,9 +54,11 @@
  * (perf/switches.h): a sample at every switch-out with the user stack
  * where the thread entered the kernel, and the switch records.  It needs
  * the right to sample kernel mode (root, CAP_PERFMON or paranoid <= 1);
- * without it the profile says why and holds CPU only.  Every sample then
- * leads with its event's id and carries its time (CLOCK_MONOTONIC, as the
- * records do).  The keeper walks each switch-out's stack at once, queues
+ * without it the profile says why and holds CPU only.  Every sample leads
+ * with its event's id and carries its time (CLOCK_MONOTONIC, as the
+ * records do: src/perf/records.h), which tell the two events' samples
+ * apart, also after off-CPU time was given up with some switch events
+ * already writing.  The keeper walks each switch-out's stack at once, queues
  * it with the switch, fork and exit records, and hands them to
  * switches.c in time order once no older record can still be in another
  * CPU's ring; each interval it hands back goes into cp_sig.ring as a
@@ -624,7 +626,7 @@ static void on_record(const struct perf_event_header *h, int cpu, void *unused)
 {
 	(void)unused;
 	struct cp_perf_event ev;
-	if (!cp_perf_decode(h, cpu, eng.use_read, eng.off_cpu ? &eng.sw : NULL, &ev))
+	if (!cp_perf_decode(h, cpu, eng.use_read, &eng.sw, &ev))
 		return;
 	switch (ev.type) {
 	case PERF_RECORD_SAMPLE:

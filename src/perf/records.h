@@ -20,7 +20,8 @@
 #include "events.h"
 
 /* What every sample of every event cpuprof opens carries, in the kernel's
- * order: its event's id, the thread, the time (CLOCK_MONOTONIC), the CPU,
+ * order: its event's id, the thread, the time (CLOCK_MONOTONIC), the CPU
+ * (read past: each ring is one CPU's, and the ring says which),
  * the event's count (with PERF_SAMPLE_READ, where asked), the user
  * registers and the top of the user stack. */
 #define CP_PERF_SAMPLE_TYPE                                                                                        \
@@ -127,8 +128,8 @@ struct cp_perf_queue {
 	size_t nbuf, capbuf;
 	uint64_t seq;
 };
-/* Queues a copy of ev and of its data.  0 or -ENOMEM (ev is then lost:
- * the caller counts it). */
+/* Queues a copy of ev and of its data.  0 or -ENOMEM (ev is then lost;
+ * record counts a lost sample among the lost). */
 int cp_perf_queue_push(struct cp_perf_queue *q, const struct cp_perf_event *ev);
 /* Hands every queued record older than `until` to fn, oldest first (ties
  * in the order they came), and keeps the rest.  UINT64_MAX: all. */

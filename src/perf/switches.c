@@ -138,7 +138,6 @@ int cp_switches_is_switch(const struct cp_switches *s, uint64_t id)
 	return 0;
 }
 
-/* The slot of tid: its own, or the empty one where it would go. */
 const struct cp_switch_thread *cp_switches_thread(const struct cp_switches *s, pid_t tid)
 {
 	return tid > 0 ? cp_table_find(&s->threads, (unsigned)tid) : NULL;

@@ -46,6 +46,14 @@ static void bad_options(void)
 	CHECK_EQ(cpuprof_start(NULL, NULL), -EINVAL);
 	CHECK_REASON_PREFIX("invalid option: cpuprof_start needs the path");
 	CHECK(access(path, F_OK) != 0, "a refused start wrote a file");
+	/* cpuprof_check_setting, the drop-in's check, is a public call too:
+	 * its reason in why[] and in the thread's last reason alike. */
+	char why[200];
+	CHECK_EQ(cpuprof_check_setting("hz", "0", why, sizeof why), -EINVAL);
+	CHECK_REASON(why);
+	CHECK_REASON_PREFIX("the sampling rate");
+	CHECK_EQ(cpuprof_check_setting("colour", "red", NULL, 0), -ENOENT);
+	CHECK_REASON("'colour' is not a setting of cpuprof's");
 }
 
 /* An engine that cannot sample as asked says why, in its own words. */
