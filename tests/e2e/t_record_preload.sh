@@ -44,7 +44,7 @@ grep '^work_hot worked ' out | awk '{ print $3, $4 }' | LC_ALL=C sort -k1,1 >tru
 [ "$(wc -l <truth)" -eq $procs ] || { cat out; fail "expected $procs work_hot processes to say what they worked"; }
 
 # The profile's CPU in hot_top and warm_top, by pid.
-"$CP" report --format folded --group-by process p.pb.gz >folded || fail "cpuprof report failed"
+$EMU "$CP" report --format folded --group-by process p.pb.gz >folded || fail "cpuprof report failed"
 awk '/;(hot|warm)_top(;| )/ {
 	if (match($0, /\(pid [0-9]+\)/)) { p = substr($0, RSTART + 5, RLENGTH - 6); ns[p] += $NF }
 } END { for (p in ns) print p, ns[p] }' folded | LC_ALL=C sort -k1,1 >profiled
