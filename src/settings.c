@@ -24,10 +24,7 @@ int cpuprof_check_setting(const char *name, const char *value, char *why, size_t
 		if (strcmp(cp_options[i].name, name) == 0)
 			rc = cp_option_parse(&cp_options[i], value ? value : "", &v, reason, sizeof reason) == 0 ? 0
 														 : -EINVAL;
-	if (rc < 0) {
-		cp_error_set("%s", reason);
-		if (why && len)
-			snprintf(why, len, "%s", reason);
-	}
+	if (rc < 0 && why && len)
+		snprintf(why, len, "%s", reason);
 	return cp_error_end(rc, reason);
 }

@@ -48,8 +48,9 @@ static inline void *cp_table_get(struct cp_table *t, uint64_t key, int *made)
 	*made = 0;
 	if (key == 0)
 		return NULL;
-	if (t->cap && t->key_of(cp_table_slot(t, key)))
-		return cp_table_slot(t, key); /* found: no room needed */
+	void *found = cp_table_find(t, key);
+	if (found)
+		return found; /* no room needed */
 	if ((t->n + 1) * 2 > t->cap) {
 		size_t cap = t->cap ? t->cap * 2 : 64;
 		uint8_t *e = calloc(cap, t->size);

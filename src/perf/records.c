@@ -119,13 +119,7 @@ int cp_perf_decode(const struct perf_event_header *h, int cpu, int use_read, con
 {
 	const uint8_t *body = (const uint8_t *)(h + 1), *end = (const uint8_t *)h + h->size;
 	struct cp_perf_rec r = { body, end };
-	memset(ev, 0, offsetof(struct cp_perf_event, regs));
-	ev->type = h->type;
-	ev->misc = h->misc;
-	ev->cpu = cpu;
-	ev->data = NULL;
-	ev->len = 0;
-	ev->ppid = ev->ptid = 0;
+	*ev = (struct cp_perf_event){ .type = h->type, .misc = h->misc, .cpu = cpu };
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
 		return decode_sample(&r, use_read, sw, ev);
@@ -226,6 +220,8 @@ void cp_perf_queue_flush(struct cp_perf_queue *q, uint64_t until, cp_perf_delive
 	size_t i = 0;
 	for (; i < q->n && q->q[i].time < until; i++)
 		deliver(q, &q->q[i], fn, arg);
+	if (i == 0)
+		return; /* nothing handed on: every entry's copy stays where it is */
 	if (i == q->n) {
 		q->n = q->nbuf = 0;
 		return;
