@@ -22,10 +22,15 @@
 #    and 0.105-0.34 with two processes burning the host's two CPUs (8
 #    boots), which an eighth, the bound before, failed 3 times of 8;
 #  - on aarch64 (QEMU's -cpu max has a PMU) auto took the hw engine.
-# QEMU's emulated PMU has raised no overflow interrupt at all in about one
-# boot of 30-40: when auto's probe says so and took another engine, or
-# the hw engine's profile has no sample and the PMU raised no interrupt
-# in the cell, the VM is booted once more (and the check says so).
+# Two faults of the emulator, not of cpuprof, boot the VM again (up to
+# three boots, and the check says so):
+#  - the guest kernel hit a soft lockup (vmwork stuck on CPU 0 in the
+#    kernel, seen twice so far, both times under the hw engine; the kernel
+#    then panics, softlockup_panic=1, and qemu exits);
+#  - QEMU's emulated PMU raised no overflow interrupt for the workload
+#    (about one boot of 30-40): auto's probe says so and took another
+#    engine, or the hw engine's profile has no sample and the PMU raised
+#    no more interrupts in the cell than the probe raises itself (16).
 # Coverage and shares are vmprof's, against the workload's own clocks, not
 # the profile's claims (printed beside them).
 #
@@ -43,16 +48,27 @@ for arch in "$@"; do
 	bad() { echo "check-vm $arch: FAIL: $*" >&2; fail=1; }
 	field() { echo "$row" | awk -F'|' -v i="$1" '{ gsub(/^ +| +$/, "", $i); print $i }'; }
 	ran=
-	for boot in 1 2; do
+	for boot in 1 2 3; do
 		ran=
-		VM_ARCH=$arch VM_LOG=$b/vm/check.log sh bench/vm/run.sh @check > $b/vm/check.md || break
+		if ! VM_ARCH=$arch VM_LOG=$b/vm/check.log sh bench/vm/run.sh @check > $b/vm/check.md; then
+			# The guest kernel hung (a soft lockup: a CPU stuck in the
+			# kernel for 20 s, which no user program can cause on a
+			# sound kernel; seen under the emulated PMU about once in
+			# dozens of boots).  softlockup_panic=1 ends such a boot.
+			if [ $boot -lt 3 ] && grep -q 'soft lockup' $b/vm/check.log; then
+				cp $b/vm/check.log $b/vm/check-lockup.log
+				echo "check-vm $arch: the guest kernel hit a soft lockup (log kept in $b/vm/check-lockup.log): booting again"
+				continue
+			fi
+			break
+		fi
 		ran=1
 		cat $b/vm/check.md
 		row=$(grep '^| auto | sleepy |' $b/vm/check.md || true)
 		samples=$(field 6) pmu=$(field 16)
-		if [ "$arch" = aarch64 ] && [ $boot -eq 1 ] &&
+		if [ "$arch" = aarch64 ] && [ $boot -lt 3 ] &&
 			{ echo "$row" | grep -q 'overflow interrupt does not come' ||
-				{ echo "$row" | grep -q 'engine=hw;' && [ "$samples" = 0 ] && [ "$pmu" = 0 ]; }; }; then
+				{ echo "$row" | grep -q 'engine=hw;' && [ "$samples" = 0 ] && [ "${pmu:-0}" -le 16 ] 2>/dev/null; }; }; then
 			echo "check-vm $arch: the emulated PMU raised no overflow interrupt in this boot: booting again"
 			continue
 		fi

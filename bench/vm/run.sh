@@ -274,7 +274,10 @@ ncells=$#
 TIMEOUT=${VM_TIMEOUT:-$((120 + 90 * ncells))}
 # mitigations=off: no page-table isolation, so a system call does not
 # flush TCG's software TLB twice; the timers are untouched by it.
-APPEND="console=$CONSOLE highres=off nohz=off mitigations=off panic=-1 quiet ${VM_APPEND:-}"
+# softlockup_panic=1: a guest CPU stuck in the kernel for 20 s panics the
+# guest, and panic=-1 with -no-reboot ends qemu, instead of the boot
+# waiting out its timeout (bench/vm/check.sh boots again).
+APPEND="console=$CONSOLE highres=off nohz=off mitigations=off panic=-1 softlockup_panic=1 quiet ${VM_APPEND:-}"
 echo "run.sh: booting $kpkg ($ncells cells, timeout ${TIMEOUT}s)" >&2
 start=$(date +%s)
 rc=0
