@@ -298,11 +298,26 @@ void kc_name_thread(struct cp_image *m, pid_t tid, const char *name)
  * offset pgoff with this bias; a mapping over one of another file starts
  * a new epoch. */
 static void image_object(struct cp_kcollector *k, struct kproc *p, const struct kfile *f, const struct kmap *map,
-			 int clash)
+			 const struct cp_elf_seg *seg, int clash)
 {
 	struct cp_image *m = p->img;
 	if (!m)
 		return;
+	/* The profile's Mapping is the segment as loaded (its first byte at
+	 * bias + p_vaddr, from file offset p_offset), not the pages around
+	 * it: pprof readers that place a binary by its executable segment's
+	 * p_vaddr alone (Go's own `go tool pprof`) then agree with readers
+	 * that use the file offset, on every linker's layout. */
+	struct cp_shm_seg at = { map->lo, map->hi, map->pgoff };
+	if (seg && map->bias_known) {
+		uint64_t lo = map->bias + seg->vaddr, hi = lo + seg->memsz;
+		if (lo > at.start && lo < at.limit) {
+			at.file_offset += lo - at.start;
+			at.start = lo;
+		}
+		if (hi > at.start && hi < at.limit)
+			at.limit = hi;
+	}
 	if (clash) {
 		p->gen++;
 		cp_image_add_epoch(m, p->gen);
@@ -319,7 +334,7 @@ static void image_object(struct cp_kcollector *k, struct kproc *p, const struct 
 	for (uint32_t i = m->nobjs; i-- > 0;) {
 		struct cp_shm_obj *o = &m->objs[i];
 		if (o->gen == p->gen && !strcmp(o->path, f->path) && o->bias == map->bias && o->nsegs < CP_SHM_MAX_SEGS) {
-			o->segs[o->nsegs++] = (struct cp_shm_seg){ map->lo, map->hi, map->pgoff };
+			o->segs[o->nsegs++] = at;
 			return;
 		}
 	}
@@ -333,7 +348,7 @@ static void image_object(struct cp_kcollector *k, struct kproc *p, const struct 
 	snprintf(o->build_id, sizeof o->build_id, "%s", f->build_id);
 	o->bias = map->bias;
 	o->nsegs = 1;
-	o->segs[0] = (struct cp_shm_seg){ map->lo, map->hi, map->pgoff };
+	o->segs[0] = at;
 	o->gen = p->gen;
 	(void)k;
 }
@@ -345,13 +360,22 @@ void kc_add_mapping(struct cp_kcollector *k, struct kproc *p, size_t fi, uint64_
 	struct kfile *f = k->files[fi];
 	file_headers(k, f);
 	struct kmap map = { .lo = lo, .hi = hi, .pgoff = pgoff, .file = (uint32_t)fi };
+	/* The segment this mapping loads: the executable one whose pages
+	 * hold pgoff (record sees code mappings only).  Where the linker put
+	 * a segment at another address than its file offset (lld, mold:
+	 * p_vaddr = p_offset + 0x1000), the read-only one before it shares
+	 * its first page and would give a bias one page off. */
+	const struct cp_elf_seg *seg = NULL;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
 	for (size_t i = 0; i < f->nloads; i++) {
 		const struct cp_elf_seg *s = &f->loads[i];
-		if (pgoff >= (s->offset & ~4095ull) && pgoff < s->offset + s->filesz) {
-			map.bias = lo - (s->vaddr - s->offset + pgoff);
-			map.bias_known = 1;
-			break;
-		}
+		if (pgoff >= (s->offset & ~(page - 1)) && pgoff < s->offset + s->filesz &&
+		    (!seg || ((s->flags & PF_X) && !(seg->flags & PF_X))))
+			seg = s;
+	}
+	if (seg) {
+		map.bias = lo - (seg->vaddr - seg->offset + pgoff);
+		map.bias_known = 1;
 	}
 	/* What it maps over goes. */
 	int clash = 0;
@@ -385,5 +409,5 @@ void kc_add_mapping(struct cp_kcollector *k, struct kproc *p, size_t fi, uint64_
 	p->nmaps++;
 	free(p->set);
 	p->set = NULL;
-	image_object(k, p, f, &map, clash);
+	image_object(k, p, f, &map, seg, clash);
 }

@@ -415,12 +415,7 @@ static int load_one(struct dl_phdr_info *info, size_t size, void *arg)
 		struct cp_segment *g = &s->segs[s->nsegs];
 		g->start = info->dlpi_addr + p->p_vaddr;
 		g->limit = g->start + p->p_memsz;
-		g->file_offset = p->p_offset;
-		uintptr_t slack = g->start & (c->pagesize - 1);
-		if ((p->p_offset & (c->pagesize - 1)) == slack) {
-			g->start -= slack;
-			g->file_offset -= slack;
-		}
+		g->file_offset = p->p_offset; /* as loaded: see kernel_tables.c's image_object */
 		g->obj = NULL;
 		c->segowner[s->nsegs++] = idx;
 	}
