@@ -25,9 +25,12 @@ cd "$(dirname "$0")/.."
 # tests/e2e/t_names.sh (Debian's rustc 1.63 knows both of Rust's manglings);
 # dpkg-dev unpacks the Debian source package (lua5.4) that
 # tests/e2e/t_lines_lua.sh builds, with a deb-src line beside the machine's
-# own deb lines (the same mirrors) when it has none (scripts/deb-src.sh).
+# own deb lines (the same mirrors) when it has none (scripts/deb-src.sh);
+# clang, lld and mold are the other linkers of tests/e2e/t_toolchains.sh
+# (lld and mold lay out segments unlike GNU ld; rustc links with lld too).
 sh scripts/deps.sh gcc make libc6-dev zlib1g-dev golang-go google-perftools libgoogle-perftools-dev pkg-config \
-	python3 ca-certificates chromium nodejs fonts-dejavu-core libdw-dev libiberty-dev binutils g++ rustc dpkg-dev
+	python3 ca-certificates chromium nodejs fonts-dejavu-core libdw-dev libiberty-dev binutils g++ rustc dpkg-dev \
+	clang lld mold
 sh scripts/deb-src.sh
 case ${1:-} in
 '')

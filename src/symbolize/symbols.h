@@ -50,8 +50,9 @@ struct cp_object {
 	uintptr_t image_lo, image_hi;
 };
 
-/* One executable PT_LOAD segment of an object, page-aligned as in
- * /proc/self/maps: [start, limit) in memory maps to file_offset onwards. */
+/* One executable PT_LOAD segment of an object as loaded (not rounded to
+ * pages as /proc/self/maps shows it): [start, limit) in memory maps to
+ * file_offset onwards. */
 struct cp_segment {
 	uintptr_t start, limit;
 	uint64_t file_offset;
