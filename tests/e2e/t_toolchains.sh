@@ -8,8 +8,9 @@
 # GNU ld (Debian's rustc), and Go (gc: static, its own linker).  lld and
 # mold load the text segment a page above its file offset (p_vaddr !=
 # p_offset), which is where addresses went wrong: each is profiled under
-# `cpuprof record`, `record -p` (attached while it runs) and LD_PRELOAD
-# (not Go: static, nothing to preload into), and for each:
+# `cpuprof record`, `record -p` (attached while it runs), LD_PRELOAD and
+# the gperftools drop-in (not these two for Go: static, nothing to preload
+# into), and for each:
 #  - inner holds at least 80% of the profile's CPU, cumulatively;
 #  - the leaf frames' names agree with `addr2line -C -f -i` on the same
 #    binary, every level of the inline chain, for at least 0.95 of the
@@ -27,12 +28,13 @@ B=${B:-build}
 ROOT=$(pwd -P)
 CP=$ROOT/$B/cpuprof
 LIB=$ROOT/$B/libcpuprof.so
+GP=$ROOT/$B/libprofiler.so.0
 TOOLS=
 WORK=$ROOT/tests/work
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "skip: $*" >&2; exit 77; }
-[ -x "$CP" ] && [ -e "$LIB" ] || fail "build first (make tests)"
+[ -x "$CP" ] && [ -e "$LIB" ] && [ -e "$GP" ] || fail "build first (make tests)"
 [ -z "$EMU" ] || skip "toolchains are checked on the native build"
 command -v go >/dev/null 2>&1 || skip "go (go tool pprof) is not installed"
 command -v addr2line >/dev/null 2>&1 || skip "addr2line is not installed (binutils)"
@@ -141,6 +143,8 @@ for cell in $built; do
 	[ "$cell" = go ] && continue
 	LD_PRELOAD=$LIB CPUPROF="$cell.pre.pb.gz" "./$cell" >/dev/null 2>"$cell.pre.err" || { cat "$cell.pre.err"; fail "$cell: failed under LD_PRELOAD"; }
 	check "$cell" LD_PRELOAD "$cell.pre.pb.gz"
+	LD_PRELOAD=$GP CPUPROFILE="$cell.gp.pb.gz" "./$cell" >/dev/null 2>"$cell.gp.err" || { cat "$cell.gp.err"; fail "$cell: failed under the gperftools drop-in"; }
+	check "$cell" "the gperftools drop-in" "$cell.gp.pb.gz"
 done
 echo "# cells:$built"
 exit 0
