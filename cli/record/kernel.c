@@ -98,7 +98,7 @@ static void on_mmap2(struct cp_kcollector *k, const struct cp_perf_event *ev)
 		p = kc_proc_new(k, (pid_t)pt[0], NULL);
 	if (!p)
 		return;
-	size_t fi = kc_file_of(k, path, build_id, dev, ino);
+	size_t fi = kc_file_of(k, (pid_t)pt[0], path, build_id, dev, ino);
 	if (fi != SIZE_MAX)
 		kc_add_mapping(k, p, fi, addr, addr + len, pgoff);
 }

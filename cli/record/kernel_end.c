@@ -192,6 +192,17 @@ void cp_kernel_finish(struct cp_kcollector *k)
 	}
 	cp_perf_fds_close(&k->fds, 0);
 	cp_perf_fds_close(&k->swfds, 0);
+	/* Code record could not read as it was mapped has no names and no
+	 * frames above its own: say which, and why. */
+	size_t said = 0, more = 0;
+	for (size_t i = 0; i < k->nfiles; i++)
+		if (k->files[i]->unreadable[0] && said++ < 4)
+			fprintf(stderr, "cpuprof record: no names or unwinding for %s: %s\n", k->files[i]->path,
+				k->files[i]->unreadable);
+		else if (k->files[i]->unreadable[0])
+			more++;
+	if (more)
+		fprintf(stderr, "cpuprof record: ... and %zu more files it could not read\n", more);
 }
 
 void cp_kernel_hold_to(struct cp_kcollector *k, int64_t cpu_ns, int64_t switches)
@@ -231,6 +242,9 @@ void cp_kernel_free(struct cp_kcollector *k)
 	free(k->cache);
 	for (size_t i = 0; i < k->nfiles; i++) {
 		free(k->files[i]->path);
+		free(k->files[i]->file);
+		if (k->files[i]->fd >= 0)
+			close(k->files[i]->fd);
 		free(k->files[i]->tab);
 		free(k->files[i]);
 	}

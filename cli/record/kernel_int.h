@@ -43,7 +43,11 @@ struct pidfd_exit_info {
 
 /* One file mapped for its code somewhere in the tree. */
 struct kfile {
-	char *path;
+	char *path;                   /* as the process that mapped it names it */
+	char *file;                   /* where record reads it, if not path: through the process's root
+	                                 (a container's, a chroot's), /proc/self/fd/<fd> of `fd` */
+	int fd;                       /* kept open for `file`, or -1 */
+	char unreadable[160];         /* why it cannot be read as what was mapped, or "" */
 	char build_id[2 * CP_ELF_BUILD_ID_MAX + 1]; /* from the kernel, or "" */
 	uint64_t dev, ino;            /* when the kernel gave no build ID */
 	int vdso;
@@ -145,7 +149,8 @@ void *kc_pidmap_get(const struct pidmap *m, pid_t key);
 int kc_pidmap_put(struct pidmap *m, pid_t key, void *val);
 /* The value in m's i-th slot, of m->t.cap (NULL: empty). */
 void *kc_pidmap_slot(const struct pidmap *m, size_t i);
-size_t kc_file_of(struct cp_kcollector *k, const char *path, const char *build_id, uint64_t dev, uint64_t ino);
+size_t kc_file_of(struct cp_kcollector *k, pid_t pid, const char *path, const char *build_id, uint64_t dev,
+		  uint64_t ino);
 int kc_file_open(const struct cp_kcollector *k, const struct kfile *f, struct cp_elf *e);
 int kc_build_wanted(struct cp_kcollector *k);
 const struct cp_unwind_set *kc_proc_set(struct cp_kcollector *k, struct kproc *p);

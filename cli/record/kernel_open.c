@@ -373,7 +373,7 @@ static int synthesize(struct cp_kcollector *k, pid_t pid)
 		/* The build ID of the file on disk: what it is now is what we
 		 * can read, and kc_file_open checks it is still the one mapped
 		 * by its inode. */
-		size_t fi = kc_file_of(k, file, "", (uint64_t)maj << 32 | min, ino);
+		size_t fi = kc_file_of(k, pid, file, "", (uint64_t)maj << 32 | min, ino);
 		if (fi != SIZE_MAX)
 			kc_add_mapping(k, p, fi, lo, hi, off);
 	}

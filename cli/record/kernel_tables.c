@@ -58,8 +58,57 @@ void *kc_pidmap_slot(const struct pidmap *m, size_t i)
 
 /* ---- files and their tables ---- */
 
-/* The file of a mapping, made if new; SIZE_MAX if out of memory. */
-size_t kc_file_of(struct cp_kcollector *k, const char *path, const char *build_id, uint64_t dev, uint64_t ino)
+/* Where f, mapped by process pid, is read from: the path it names, unless
+ * pid has another root than ours (a container's mount namespace, a
+ * chroot) and the file at that path here is not the one mapped (the
+ * kernel names a mapping from the mapping process's root; /proc/PID/maps
+ * from ours where it can): then through /proc/PID/root, kept open while
+ * record runs, for the process may be gone when its names and lines are
+ * read. */
+static void file_through_root(const struct cp_kcollector *k, struct kfile *f, pid_t pid)
+{
+	char root[64], at[CP_SHM_PATH_MAX + 64];
+	struct stat ours, theirs;
+	struct cp_elf e;
+	snprintf(root, sizeof root, "/proc/%d/root", (int)pid);
+	if (f->vdso || stat("/", &ours) != 0 || stat(root, &theirs) != 0 ||
+	    (ours.st_dev == theirs.st_dev && ours.st_ino == theirs.st_ino))
+		return;
+	if (kc_file_open(k, f, &e) == 0) {
+		cp_elf_close(&e);
+		return;
+	}
+	snprintf(at, sizeof at, "%s%s", root, f->path);
+	int fd = open(at, O_RDONLY | O_CLOEXEC);
+	/* /proc/PID/maps names a chroot's file with the chroot's own path
+	 * before it (as the kernel finds it from the mount): take that off. */
+	char in[CP_SHM_PATH_MAX];
+	ssize_t n = readlink(root, in, sizeof in - 1);
+	if (fd < 0 && n > 1) {
+		in[n] = '\0';
+		if (!strncmp(f->path, in, (size_t)n) && f->path[n] == '/') {
+			snprintf(at, sizeof at, "%s%s", root, f->path + n);
+			fd = open(at, O_RDONLY | O_CLOEXEC);
+		}
+	}
+	if (fd < 0) {
+		snprintf(f->unreadable, sizeof f->unreadable, "not in the root of process %d (%s): %s", (int)pid,
+			 "another mount namespace or a chroot", strerror(errno));
+		return;
+	}
+	char self[64];
+	snprintf(self, sizeof self, "/proc/%d/fd/%d", (int)getpid(), fd);
+	if (!(f->file = strdup(self))) {
+		close(fd);
+		return;
+	}
+	f->fd = fd;
+}
+
+/* The file of a mapping by process pid, made if new; SIZE_MAX if out of
+ * memory. */
+size_t kc_file_of(struct cp_kcollector *k, pid_t pid, const char *path, const char *build_id, uint64_t dev,
+		  uint64_t ino)
 {
 	int vdso = !strcmp(path, "[vdso]");
 	for (size_t i = 0; i < k->nfiles; i++) {
@@ -81,6 +130,8 @@ size_t kc_file_of(struct cp_kcollector *k, const char *path, const char *build_i
 	f->dev = dev;
 	f->ino = ino;
 	f->state = CP_UR_LAZY;
+	f->fd = -1;
+	file_through_root(k, f, pid);
 	k->files[k->nfiles] = f;
 	return k->nfiles++;
 }
@@ -91,7 +142,7 @@ int kc_file_open(const struct cp_kcollector *k, const struct kfile *f, struct cp
 {
 	if (f->vdso)
 		return k->vdso_lo && cp_elf_open_image(e, (const void *)k->vdso_lo, k->vdso_hi - k->vdso_lo) == 0 ? 0 : -1;
-	if (cp_elf_open(e, f->path) != 0)
+	if (cp_elf_open(e, f->file ? f->file : f->path) != 0)
 		return -1;
 	struct stat st;
 	int same = f->build_id[0] ? !strcmp(e->build_id, f->build_id)
@@ -101,6 +152,24 @@ int kc_file_open(const struct cp_kcollector *k, const struct kfile *f, struct cp
 		return -1;
 	}
 	return 0;
+}
+
+/* Says in f->unreadable why f cannot be read as what was mapped, unless
+ * it says already. */
+static void file_unreadable(struct kfile *f)
+{
+	if (f->unreadable[0] || f->vdso)
+		return;
+	const char *at = f->file ? f->file : f->path;
+	struct cp_elf e;
+	int rc = cp_elf_open(&e, at);
+	if (rc != 0) {
+		snprintf(f->unreadable, sizeof f->unreadable, "%s", rc == -ENOEXEC ? "not an ELF file of this machine's" : strerror(-rc));
+		return;
+	}
+	snprintf(f->unreadable, sizeof f->unreadable, "the file there now is not the one mapped (%s)",
+		 f->build_id[0] ? "another build ID" : "another inode");
+	cp_elf_close(&e);
 }
 
 /* Reads f's PT_LOAD headers, which say where its code is in its own
@@ -113,6 +182,7 @@ static void file_headers(struct cp_kcollector *k, struct kfile *f)
 	f->headers = -1;
 	if (kc_file_open(k, f, &e) < 0) {
 		f->state = CP_UR_NONE;
+		file_unreadable(f);
 		return;
 	}
 	for (size_t i = 0; i < e.nseg; i++)
@@ -342,6 +412,11 @@ static void image_object(struct cp_kcollector *k, struct kproc *p, const struct 
 	if (!objs)
 		return;
 	m->objs = objs;
+	char **files = realloc(m->files, (m->nobjs + 1) * sizeof *files);
+	if (!files)
+		return;
+	m->files = files;
+	files[m->nobjs] = f->file ? strdup(f->file) : NULL;
 	struct cp_shm_obj *o = &objs[m->nobjs++];
 	memset(o, 0, sizeof *o);
 	snprintf(o->path, sizeof o->path, "%s", f->path);

@@ -71,6 +71,9 @@ void cp_tree_free(struct cp_tree *t)
 		for (size_t e = 0; e < m->nepochs; e++)
 			cp_stacktab_free(&m->epochs[e].tab);
 		free(m->epochs);
+		for (uint32_t j = 0; m->files && j < m->nobjs; j++)
+			free(m->files[j]);
+		free(m->files);
 		free(m->objs);
 		free(m->names);
 		if (m->pidfd >= 0)

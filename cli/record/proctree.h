@@ -40,6 +40,8 @@ struct cp_image {
 	struct cp_facts facts;    /* as last published */
 	int have_facts;
 	struct cp_shm_obj *objs;  /* as published, in order */
+	char **files;             /* beside objs (from outside only, else NULL): where record reads each, if
+	                             not at its path (a container's file, through its root), or NULL */
 	uint32_t nobjs;
 	struct cp_image_name *names; /* in the order published: the last of a tid wins */
 	size_t nnames, capnames;

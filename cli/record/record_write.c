@@ -242,7 +242,8 @@ static struct cp_symbols *epoch_symbols(const struct cp_image *m, size_t e)
 		for (uint32_t g = 0; g < o->nsegs; g++)
 			sd[g] = (struct cp_segment_desc){ (uintptr_t)o->segs[g].start, (uintptr_t)o->segs[g].limit,
 							  o->segs[g].file_offset };
-		d[n++] = (struct cp_object_desc){ o->path, o->build_id, (uintptr_t)o->bias, sd, o->nsegs };
+		d[n++] = (struct cp_object_desc){ o->path, o->build_id, (uintptr_t)o->bias, sd, o->nsegs,
+						  m->files ? m->files[i] : NULL };
 	}
 	struct cp_symbols *s = d && segs ? cp_symbols_from_objects(d, n, m->exe) : NULL;
 	free(d);

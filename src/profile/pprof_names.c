@@ -171,7 +171,8 @@ static int list_objects(struct builder *b, struct lines_job *job)
 						 strcmp(job->objs[k].build_id, sy->objs[i].build_id)))
 				k++;
 			if (k == job->nobj)
-				job->objs[job->nobj++] = (struct cp_lines_object){ sy->objs[i].path, sy->objs[i].build_id };
+				job->objs[job->nobj++] = (struct cp_lines_object){ sy->objs[i].path, sy->objs[i].build_id,
+										   sy->objs[i].file };
 			job->objidx[p][i] = k;
 		}
 	}

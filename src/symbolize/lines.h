@@ -98,6 +98,7 @@ extern const char *cp_lines_libdw_soname;
 struct cp_lines_object {
 	const char *path;     /* the object's file */
 	const char *build_id; /* lowercase hex, "" if unknown */
+	const char *file;     /* where to read it, if not at path (NULL) */
 };
 
 struct cp_lines_query {

@@ -260,7 +260,7 @@ static void child_run(int fd, const struct cp_lines_object *objs,
 			while ((int)obj == cp_lines_fault_object && cp_lines_fault_kind == 2)
 				pause();
 			why[0] = '\0';
-			opened = cp_lines_open(objs[obj].path, objs[obj].build_id, &d,
+			opened = cp_lines_open(objs[obj].file ? objs[obj].file : objs[obj].path, objs[obj].build_id, &d,
 					       why, sizeof why) == 0;
 		}
 		if (!opened)

@@ -483,7 +483,7 @@ static void read_symtab(const struct cp_object *o, struct cp_symtab *t)
 	} else if (read_debug_file(o, t) == 0) {
 		return;
 	} else {
-		rc = read_file_kept(o->self_exe ? "/proc/self/exe" : o->path, o->build_id, t, bid);
+		rc = read_file_kept(o->self_exe ? "/proc/self/exe" : o->file ? o->file : o->path, o->build_id, t, bid);
 	}
 	if (rc == 0 && o->build_id[0] && bid[0] && strcmp(o->build_id, bid) != 0)
 		cp_symbols_symtab_free(t);
@@ -588,7 +588,7 @@ struct cp_symbols *cp_symbols_from_objects(const struct cp_object_desc *objs, si
 	s->exe_index = s->vdso_index = SIZE_MAX;
 	for (size_t i = 0; i < n; i++) {
 		struct cp_object *o = &s->objs[s->nobjs];
-		if (!(o->path = strdup(objs[i].path))) {
+		if (!(o->path = strdup(objs[i].path)) || (objs[i].file && !(o->file = strdup(objs[i].file)))) {
 			cp_symbols_free(s);
 			return NULL;
 		}
@@ -626,6 +626,7 @@ void cp_symbols_free(struct cp_symbols *s)
 		return;
 	for (size_t i = 0; i < s->nobjs; i++) {
 		free(s->objs[i].path);
+		free(s->objs[i].file);
 		if (s->objs[i].symtab && !s->objs[i].symtab_shared) {
 			cp_symbols_symtab_free(s->objs[i].symtab);
 			free(s->objs[i].symtab);

@@ -40,6 +40,7 @@ struct cp_symtab {
 
 struct cp_object {
 	char *path;      /* file path, "[vdso]" for the vDSO */
+	char *file;      /* where it is read, if not at path (another root's: record), or NULL */
 	char build_id[2 * SYMBOLS_BUILD_ID_MAX + 1]; /* lowercase hex, "" if none */
 	uintptr_t bias;  /* load bias: run-time address - link-time address */
 	/* Its symbols once read (cp_symbols_object_symtab), where they are
@@ -96,6 +97,7 @@ struct cp_object_desc {
 		uint64_t file_offset;
 	} *segs;
 	size_t nsegs;
+	const char *file;     /* where to read it, if not at path (NULL) */
 };
 
 /* A snapshot of the objects another process had loaded, whose main
