@@ -42,7 +42,9 @@
 
 #include "base/array.h"
 #include "base/error.h"
+#include "base/testhooks.h"
 #include "lines.h"
+#include "unpack.h"
 
 const char *cp_lines_debug_root = "/usr/lib/debug";
 const char *cp_lines_libdw_soname = "libdw.so.1";
@@ -61,7 +63,8 @@ const char *cp_lines_libdw_soname = "libdw.so.1";
 	X(dwarf_decl_file) X(dwarf_getsrclines) X(dwarf_onesrcline)          \
 	X(dwarf_lineaddr) X(dwarf_lineno) X(dwarf_linesrc)                   \
 	X(dwarf_lineendsequence) X(dwarf_getsrcfiles) X(dwarf_filesrc)     \
-	X(dwarf_cu_getdwarf) X(dwarf_cuoffset) X(dwarf_next_unit) X(dwarf_getelf)
+	X(dwarf_cu_getdwarf) X(dwarf_cuoffset) X(dwarf_next_unit) X(dwarf_getelf)  \
+	X(elf_memory)
 
 static struct {
 #define FIELD(f) __typeof__(f) *f;
@@ -136,6 +139,7 @@ struct path {
 struct cp_lines_dwarf {
 	int fd, dfd;         /* the object's file, its debug file (or -1) */
 	Elf *elf, *delf;
+	void *image, *dimage; /* their inflated copies (unpack.h), or NULL */
 	char *source;        /* the path of the file its DWARF is read from */
 	int split;           /* some units are in .dwo files */
 	Dwarf *dbg;
@@ -145,7 +149,7 @@ struct cp_lines_dwarf {
 	size_t nranges;
 	struct path *paths;   /* open addressing */
 	size_t npaths, cappaths;
-	char trouble[160];
+	char trouble[256];
 };
 
 /* Bounds on what a walk of a DIE tree may take: deeper trees and larger
@@ -193,14 +197,19 @@ static int has_debug_info(Elf *e)
 }
 
 /* Opens path as a native ELF file: 0 with *fd and *e, or a negative errno
- * with the reason in why. */
-static int elf_open(const char *path, int *fd, Elf **e, char *why, size_t len)
+ * with the reason in why.  A file with zstd-compressed sections, which
+ * libdw 0.188 cannot inflate, is read from an inflated copy in memory,
+ * *image (to free after *e is ended), else *image is NULL. */
+static int elf_open(const char *path, int *fd, Elf **e, void **image, char *why, size_t len)
 {
 	struct stat st;
+	size_t isize;
+	int rc = -ENOEXEC;
 	*e = NULL;
+	*image = NULL;
 	*fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (*fd < 0) {
-		int rc = -errno;
+		rc = -errno;
 		cp_why(why, len, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
@@ -208,7 +217,15 @@ static int elf_open(const char *path, int *fd, Elf **e, char *why, size_t len)
 		cp_why(why, len, "%s: not a regular file", path);
 		goto bad;
 	}
-	*e = dw.elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	char zwhy[200];
+	int z = cp_unpack_zstd_elf(*fd, image, &isize, zwhy, sizeof zwhy);
+	if (z < 0) {
+		rc = z == -ENOMEM ? z : -ENOEXEC;
+		cp_why(why, len, "%s: its DWARF is zstd-compressed, which libdw 0.188 cannot inflate, "
+			    "and cpuprof could not: %s", path, zwhy);
+		goto bad;
+	}
+	*e = z ? dw.elf_memory(*image, isize) : dw.elf_begin(*fd, ELF_C_READ_MMAP, NULL);
 	GElf_Ehdr eh;
 	if (!*e || dw.elf_kind(*e) != ELF_K_ELF || !dw.gelf_getehdr(*e, &eh) ||
 	    eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)) {
@@ -220,9 +237,11 @@ bad:
 	if (*e)
 		dw.elf_end(*e);
 	*e = NULL;
+	free(*image);
+	*image = NULL;
 	close(*fd);
 	*fd = -1;
-	return -ENOEXEC;
+	return rc;
 }
 
 /* The CRC-32 of a whole file (the one .gnu_debuglink records), or -1. */
@@ -260,9 +279,18 @@ static int try_debug_file(struct cp_lines_dwarf *d, const char *path,
 {
 	int fd;
 	Elf *e;
+	void *image;
 	char bid[129];
-	if (access(path, F_OK) != 0 || elf_open(path, &fd, &e, NULL, 0) != 0)
+	if (access(path, F_OK) != 0)
 		return 0;
+	char ewhy[400] = "";
+	if (elf_open(path, &fd, &e, &image, ewhy, sizeof ewhy) != 0) {
+		/* Not an ELF file is no debug file; one that cannot be
+		 * inflated is, and says so. */
+		if (strstr(ewhy, "zstd"))
+			cp_why(why, len, "debug file %s", ewhy);
+		return 0;
+	}
 	elf_build_id(e, bid);
 	const char *bad = NULL;
 	if (!has_debug_info(e))
@@ -274,16 +302,19 @@ static int try_debug_file(struct cp_lines_dwarf *d, const char *path,
 	if (bad) {
 		cp_why(why, len, "debug file %s %s", path, bad);
 		dw.elf_end(e);
+		free(image);
 		close(fd);
 		return 0;
 	}
 	if (!(d->source = strdup(path))) {
 		dw.elf_end(e);
+		free(image);
 		close(fd);
 		return 0;
 	}
 	d->dfd = fd;
 	d->delf = e;
+	d->dimage = image;
 	return 1;
 }
 
@@ -293,7 +324,7 @@ static int try_debug_file(struct cp_lines_dwarf *d, const char *path,
 static int find_debug_file(struct cp_lines_dwarf *d, const char *path,
 			   const char *want, char *why, size_t len)
 {
-	const char *root = cp_lines_debug_root;
+	const char *root = cp_test_debug_root() ? cp_test_debug_root() : cp_lines_debug_root;
 	size_t plen = strlen(root) + strlen(path) + 300;
 	char *p = malloc(plen);
 	if (!p)
@@ -439,7 +470,7 @@ int cp_lines_open(const char *path, const char *build_id,
 		build_id = "";
 	char own[129] = "", whyd[256] = "";
 	Elf *use = NULL;
-	int rc = elf_open(path, &d->fd, &d->elf, why, len);
+	int rc = elf_open(path, &d->fd, &d->elf, &d->image, why, len);
 	if (rc == 0) {
 		elf_build_id(d->elf, own);
 		int same = !build_id[0] || !own[0] || !strcmp(own, build_id);
@@ -506,6 +537,8 @@ void cp_lines_close(struct cp_lines_dwarf *d)
 		dw.elf_end(d->delf);
 	if (d->elf)
 		dw.elf_end(d->elf);
+	free(d->dimage);
+	free(d->image);
 	if (d->dfd >= 0)
 		close(d->dfd);
 	if (d->fd >= 0)
@@ -591,8 +624,18 @@ static int unit_load(struct cp_lines_dwarf *d, struct unit *u)
 			const char *dwo = dw.dwarf_formstring(
 				dw.dwarf_attr(&u->top, DW_AT_dwo_name, &a) ? &a :
 				dw.dwarf_attr(&u->top, DW_AT_GNU_dwo_name, &a));
-			snprintf(d->trouble, sizeof d->trouble,
-				 "split DWARF unit %.120s not found", dwo ? dwo : "(unnamed)");
+			/* A package of the units (dwp) beside the file: libdw
+			 * reads those from elfutils 0.191 on, not before. */
+			char *dwp = NULL;
+			if (d->source && asprintf(&dwp, "%s.dwp", d->source) > 0 && access(dwp, R_OK) == 0)
+				snprintf(d->trouble, sizeof d->trouble,
+					 "split DWARF unit %.60s not found, and its DWARF package %.60s cannot be "
+					 "read: this libdw reads no .dwp (elfutils 0.191 does)",
+					 dwo ? dwo : "(unnamed)", strrchr(dwp, '/') ? strrchr(dwp, '/') + 1 : dwp);
+			else
+				snprintf(d->trouble, sizeof d->trouble,
+					 "split DWARF unit %.120s not found", dwo ? dwo : "(unnamed)");
+			free(dwp);
 			return u->state = CP_LINES_NO_DWO;
 		}
 		u->die = sub;
