@@ -22,6 +22,8 @@
 #include "base/array.h"
 #include "base/elf.h"
 #include "base/loader.h"
+#include "base/testhooks.h"
+#include "minidebug.h"
 #include "symbols.h"
 #include "symtab_cache.h"
 
@@ -243,6 +245,10 @@ static int elf_read(const struct cp_elf *src, struct cp_symtab *out,
 		goto done;
 	rc = symtab_build(out, sy, nsym, sh, shnum, str, st->sh_size);
 done:
+	/* Stripped of .symtab: the function names its MiniDebugInfo keeps,
+	 * if it has one (minidebug.h); without them, .dynsym's alone. */
+	if (rc == 0 && (!ss || ss->sh_type != SHT_SYMTAB))
+		cp_minidebug_add(src, &eh, sh, out);
 	free(sh);
 	free(sy);
 	free(str);
@@ -452,12 +458,15 @@ static int read_file_kept(const char *path, const char *want, struct cp_symtab *
  * with a matching build ID and at least one symbol. */
 static int read_debug_file(const struct cp_object *o, struct cp_symtab *t)
 {
-	char path[sizeof "/usr/lib/debug/.build-id//.debug" + sizeof o->build_id];
+	char path[PATH_MAX];
 	char bid[sizeof o->build_id];
 	size_t len = strlen(o->build_id);
+	const char *root = cp_test_debug_root() ? cp_test_debug_root() : "/usr/lib/debug";
 	if (len < 4)
 		return -ENOENT;
-	snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug", o->build_id, o->build_id + 2);
+	if ((size_t)snprintf(path, sizeof path, "%s/.build-id/%.2s/%s.debug", root, o->build_id, o->build_id + 2) >=
+	    sizeof path)
+		return -ENAMETOOLONG;
 	int rc = read_file_kept(path, o->build_id, t, bid);
 	if (rc == 0 && (strcmp(bid, o->build_id) != 0 || t->n == 0)) {
 		cp_symbols_symtab_free(t);
