@@ -151,9 +151,11 @@ LINES_CODE := $(firstword $(shell cat src/symbolize/lines.c src/symbolize/unpack
 $(B)/src/symbolize/lines_cache.o: src/symbolize/lines.c src/symbolize/unpack.c
 # And the symbol table cache (src/symbolize/symtab_cache.c): tables read
 # by the same code.
-SYMBOLS_CODE := $(firstword $(shell cat src/symbolize/symbols.c src/symbolize/minidebug.c src/symbolize/unpack.c | cksum))
+SYMBOLS_CODE := $(firstword $(shell cat src/symbolize/symbols.c src/symbolize/minidebug.c src/symbolize/unpack.c \
+	src/symbolize/debuglink.c | cksum))
 %/src/symbolize/symtab_cache.o: CFLAGS += -DCP_SYMBOLS_CODE=$(SYMBOLS_CODE)u
-$(B)/src/symbolize/symtab_cache.o: src/symbolize/symbols.c src/symbolize/minidebug.c src/symbolize/unpack.c
+$(B)/src/symbolize/symtab_cache.o: src/symbolize/symbols.c src/symbolize/minidebug.c src/symbolize/unpack.c \
+	src/symbolize/debuglink.c
 # The same for the unwind table cache (src/unwind/table_cache.c): tables
 # of the same parser and encoder, for the same architecture.
 UNWIND_CODE_SRCS := src/unwind/ehframe.c src/unwind/encode.c src/unwind/file.c src/sig/unwind_table.h \

@@ -23,6 +23,7 @@
 #include "base/elf.h"
 #include "base/loader.h"
 #include "base/testhooks.h"
+#include "debuglink.h"
 #include "minidebug.h"
 #include "symbols.h"
 #include "symtab_cache.h"
@@ -475,6 +476,26 @@ static int read_debug_file(const struct cp_object *o, struct cp_symtab *t)
 	return rc;
 }
 
+/* Reads o's symbols from the debug file its .gnu_debuglink names
+ * (debuglink.h), which must have o's build ID: a stripped object's full
+ * .symtab, as for one found by build ID.  0 if found with symbols. */
+static int read_debuglink_file(const struct cp_object *o, struct cp_symtab *t)
+{
+	char path[PATH_MAX];
+	char bid[sizeof o->build_id];
+	const char *root = cp_test_debug_root() ? cp_test_debug_root() : "/usr/lib/debug";
+	if (!o->build_id[0])
+		return -ENOENT;
+	for (int k = 0; cp_debuglink_candidate(o->path, root, k, path, sizeof path); k++) {
+		if (!strcmp(path, o->path) || access(path, R_OK) != 0)
+			continue;
+		if (read_file_kept(path, o->build_id, t, bid) == 0 && !strcmp(bid, o->build_id) && t->n > 0)
+			return 0;
+		cp_symbols_symtab_free(t);
+	}
+	return -ENOENT;
+}
+
 /* Reads o's symbols into t: the vDSO's from its image in memory (none if
  * there is none), the others from their separate debug file or their own
  * (the running program's through /proc/self/exe).  A file whose build ID
@@ -489,7 +510,7 @@ static void read_symtab(const struct cp_object *o, struct cp_symtab *t)
 		if (!o->image_lo)
 			return;
 		rc = cp_symbols_read_image((const void *)o->image_lo, o->image_hi - o->image_lo, t, bid);
-	} else if (read_debug_file(o, t) == 0) {
+	} else if (read_debug_file(o, t) == 0 || read_debuglink_file(o, t) == 0) {
 		return;
 	} else {
 		rc = read_file_kept(o->self_exe ? "/proc/self/exe" : o->path, o->build_id, t, bid);
