@@ -193,17 +193,17 @@ profile() {
 # check PATH CELL KIND: the profile PATH-CELL.pb.gz against addr2line on
 # ./ref_CELL.
 check() {
-	path=$1 c=$2 kind=$3 p=$1-$2.pb.gz
+	path=$1 c=$2 ck=$3 p=$1-$2.pb.gz
 	ROOT_BIN=$tmp/wi_$c
 	profile_chains "$p" "wi_$c" | unnamed | sort >"$path-$c.ours"
-	if [ "$kind" = dwp ]; then
+	if [ "$ck" = dwp ]; then
 		if grep -q "$ROOT_BIN [0-9a-f]* \[FN\]\[FL\]" raw; then
-			kind=lines
+			ck=lines
 		else
 			grep -q "lines_missing=$ROOT_BIN: .*its DWARF package wi_$c.dwp cannot be read: this libdw reads no .dwp" raw ||
 				{ grep lines raw; fail "$path $c: no lines, and no comment saying the .dwp cannot be read"; }
 			echo "$path $c: no lines: $(sed -n "s|.*lines_missing=$ROOT_BIN: ||p" raw)"
-			kind=names
+			ck=names
 		fi
 	fi
 	n=$(wc -l <"$path-$c.ours")
@@ -220,7 +220,7 @@ check() {
 		n % 2 == 0 { if (a in name) name[a] = name[a] "|" $0; else name[a] = $0; n++; next }
 		{ n++ }
 		END { for (a in name) print a, name[a] }' >"$path-$c.refnames"
-	awk -F '\t' -v bin="$ROOT_BIN" -v kind="$kind" '
+	awk -F '\t' -v bin="$ROOT_BIN" -v kind="$ck" '
 		FILENAME ~ /refnames$/ { split($0, f, " "); ref[f[1]] = f[2]; next }
 		FILENAME ~ /weights$/ { split($0, f, " "); w[f[1]] = f[2]; next }
 		$1 == bin { if ($3 in ours) ours[$3] = ours[$3] "|" $5; else ours[$3] = $5; addr[$3] = $2 }
@@ -241,7 +241,7 @@ check() {
 	awk -v r="$ratio" -v m=$MIN 'BEGIN { exit !(r < m) }' &&
 		fail "$path $c: names agree with addr2line for $ratio of the sampled weight < $MIN"
 	grep -q '	hot_mix	' lines || fail "$path $c: hot_mix is not named"
-	if [ "$kind" = lines ]; then
+	if [ "$ck" = lines ]; then
 		addr2line_chains "ref_$c" <"$path-$c.ours" | unnamed | sort >"$path-$c.ref"
 		if ! cmp -s "$path-$c.ours" "$path-$c.ref"; then
 			diff "$path-$c.ref" "$path-$c.ours" | head -20
