@@ -146,9 +146,9 @@ $(B)/cli/%.o: cli/%.c
 
 # The lines cache (src/symbolize/lines_cache.c) believes only answers of
 # the same DWARF reader: a checksum of lines.c, compiled in.
-LINES_CODE := $(firstword $(shell cat src/symbolize/lines.c src/symbolize/unpack.c | cksum))
+LINES_CODE := $(firstword $(shell cat src/symbolize/lines.c src/symbolize/unpack.c src/symbolize/dwp.c | cksum))
 %/src/symbolize/lines_cache.o: CFLAGS += -DCP_LINES_CODE=$(LINES_CODE)u
-$(B)/src/symbolize/lines_cache.o: src/symbolize/lines.c src/symbolize/unpack.c
+$(B)/src/symbolize/lines_cache.o: src/symbolize/lines.c src/symbolize/unpack.c src/symbolize/dwp.c
 # And the symbol table cache (src/symbolize/symtab_cache.c): tables read
 # by the same code.
 SYMBOLS_CODE := $(firstword $(shell cat src/symbolize/symbols.c src/symbolize/minidebug.c src/symbolize/unpack.c \
