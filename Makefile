@@ -146,14 +146,16 @@ $(B)/cli/%.o: cli/%.c
 
 # The lines cache (src/symbolize/lines_cache.c) believes only answers of
 # the same DWARF reader: a checksum of lines.c, compiled in.
-LINES_CODE := $(firstword $(shell cksum src/symbolize/lines.c))
+LINES_CODE := $(firstword $(shell cat src/symbolize/lines.c src/symbolize/unpack.c src/symbolize/dwp.c | cksum))
 %/src/symbolize/lines_cache.o: CFLAGS += -DCP_LINES_CODE=$(LINES_CODE)u
-$(B)/src/symbolize/lines_cache.o: src/symbolize/lines.c
+$(B)/src/symbolize/lines_cache.o: src/symbolize/lines.c src/symbolize/unpack.c src/symbolize/dwp.c
 # And the symbol table cache (src/symbolize/symtab_cache.c): tables read
 # by the same code.
-SYMBOLS_CODE := $(firstword $(shell cksum src/symbolize/symbols.c))
+SYMBOLS_CODE := $(firstword $(shell cat src/symbolize/symbols.c src/symbolize/minidebug.c src/symbolize/unpack.c \
+	src/symbolize/debuglink.c | cksum))
 %/src/symbolize/symtab_cache.o: CFLAGS += -DCP_SYMBOLS_CODE=$(SYMBOLS_CODE)u
-$(B)/src/symbolize/symtab_cache.o: src/symbolize/symbols.c
+$(B)/src/symbolize/symtab_cache.o: src/symbolize/symbols.c src/symbolize/minidebug.c src/symbolize/unpack.c \
+	src/symbolize/debuglink.c
 # The same for the unwind table cache (src/unwind/table_cache.c): tables
 # of the same parser and encoder, for the same architecture.
 UNWIND_CODE_SRCS := src/unwind/ehframe.c src/unwind/encode.c src/unwind/file.c src/sig/unwind_table.h \

@@ -23,6 +23,8 @@ cd "$(dirname "$0")/.."
 # is linked with; binutils' addr2line is the reference the line and name
 # tests compare with; g++ and rustc build the C++ and Rust workloads of
 # tests/e2e/t_names.sh (Debian's rustc 1.63 knows both of Rust's manglings);
+# xz-utils makes the MiniDebugInfo of tests/e2e/t_debuginfo.sh (its
+# liblzma5, and libzstd1, are loaded at run time and come with dpkg);
 # dpkg-dev unpacks the Debian source package (lua5.4) that
 # tests/e2e/t_lines_lua.sh builds, with a deb-src line beside the machine's
 # own deb lines (the same mirrors) when it has none (scripts/deb-src.sh);
@@ -30,7 +32,7 @@ cd "$(dirname "$0")/.."
 # (lld and mold lay out segments unlike GNU ld; rustc links with lld too).
 sh scripts/deps.sh gcc make libc6-dev zlib1g-dev golang-go google-perftools libgoogle-perftools-dev pkg-config \
 	python3 ca-certificates chromium nodejs fonts-dejavu-core libdw-dev libiberty-dev binutils g++ rustc dpkg-dev \
-	clang lld mold
+	clang lld mold xz-utils
 sh scripts/deb-src.sh
 case ${1:-} in
 '')

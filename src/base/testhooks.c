@@ -26,6 +26,19 @@ uint64_t cp_test_clock_ahead_pct(void)
 	return (uint64_t)pct;
 }
 
+const char *cp_test_debug_root(void)
+{
+	static int read;
+	static const char *root;
+	if (!read) {
+		root = getenv("CPUPROF_TEST_DEBUG_ROOT");
+		if (root && !root[0])
+			root = NULL;
+		read = 1;
+	}
+	return root;
+}
+
 #else
 
 /* ISO C wants a translation unit to declare something. */

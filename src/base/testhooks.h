@@ -48,6 +48,13 @@ extern int cp_lines_fault_object, cp_lines_fault_kind;
  * on: $CPUPROF_TEST_CLOCK_AHEAD_PCT (0 to 1000), read once. */
 uint64_t cp_test_clock_ahead_pct(void);
 
+/* src/symbolize/symbols.c and lines.c (t_debuginfo.sh): the directory
+ * searched for separate debug files in place of /usr/lib/debug (its
+ * .build-id/ tree and the mirrored .gnu_debuglink tree):
+ * $CPUPROF_TEST_DEBUG_ROOT, read once; NULL when unset.  The tests install
+ * debug files there, never in the machine's own. */
+const char *cp_test_debug_root(void);
+
 #define cp_test_read(knob) __atomic_load_n(&(knob), __ATOMIC_RELAXED)
 
 #else
@@ -61,6 +68,7 @@ uint64_t cp_test_clock_ahead_pct(void);
 #define cp_lines_fault_object (-1)
 #define cp_lines_fault_kind 0
 #define cp_test_clock_ahead_pct() ((uint64_t)0)
+#define cp_test_debug_root() ((const char *)0)
 #define cp_test_read(knob) (knob)
 
 #endif

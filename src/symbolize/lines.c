@@ -42,7 +42,10 @@
 
 #include "base/array.h"
 #include "base/error.h"
+#include "base/testhooks.h"
 #include "lines.h"
+#include "dwp.h"
+#include "unpack.h"
 
 const char *cp_lines_debug_root = "/usr/lib/debug";
 const char *cp_lines_libdw_soname = "libdw.so.1";
@@ -61,7 +64,8 @@ const char *cp_lines_libdw_soname = "libdw.so.1";
 	X(dwarf_decl_file) X(dwarf_getsrclines) X(dwarf_onesrcline)          \
 	X(dwarf_lineaddr) X(dwarf_lineno) X(dwarf_linesrc)                   \
 	X(dwarf_lineendsequence) X(dwarf_getsrcfiles) X(dwarf_filesrc)     \
-	X(dwarf_cu_getdwarf) X(dwarf_cuoffset) X(dwarf_next_unit) X(dwarf_getelf)
+	X(dwarf_cu_getdwarf) X(dwarf_cuoffset) X(dwarf_next_unit) X(dwarf_getelf)  \
+	X(elf_memory)
 
 static struct {
 #define FIELD(f) __typeof__(f) *f;
@@ -136,6 +140,12 @@ struct path {
 struct cp_lines_dwarf {
 	int fd, dfd;         /* the object's file, its debug file (or -1) */
 	Elf *elf, *delf;
+	void *image, *dimage; /* their inflated copies (unpack.h), or NULL */
+	size_t image_size, dimage_size;
+	int sfd;             /* the skeleton unpacked with a .dwp (dwp.h), or -1 */
+	char dwp_why[160];   /* why a .dwp beside it was not used, or "" */
+	Elf *selfe;
+	void *simage;
 	char *source;        /* the path of the file its DWARF is read from */
 	int split;           /* some units are in .dwo files */
 	Dwarf *dbg;
@@ -145,7 +155,7 @@ struct cp_lines_dwarf {
 	size_t nranges;
 	struct path *paths;   /* open addressing */
 	size_t npaths, cappaths;
-	char trouble[160];
+	char trouble[256];
 };
 
 /* Bounds on what a walk of a DIE tree may take: deeper trees and larger
@@ -193,14 +203,19 @@ static int has_debug_info(Elf *e)
 }
 
 /* Opens path as a native ELF file: 0 with *fd and *e, or a negative errno
- * with the reason in why. */
-static int elf_open(const char *path, int *fd, Elf **e, char *why, size_t len)
+ * with the reason in why.  A file with zstd-compressed sections, which
+ * libdw 0.188 cannot inflate, is read from an inflated copy in memory,
+ * *image (to free after *e is ended), else *image is NULL. */
+static int elf_open(const char *path, int *fd, Elf **e, void **image, size_t *isize_out, char *why, size_t len)
 {
 	struct stat st;
+	size_t isize = 0;
+	int rc = -ENOEXEC;
 	*e = NULL;
+	*image = NULL;
 	*fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (*fd < 0) {
-		int rc = -errno;
+		rc = -errno;
 		cp_why(why, len, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
@@ -208,7 +223,17 @@ static int elf_open(const char *path, int *fd, Elf **e, char *why, size_t len)
 		cp_why(why, len, "%s: not a regular file", path);
 		goto bad;
 	}
-	*e = dw.elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	char zwhy[200];
+	int z = cp_unpack_zstd_elf(*fd, image, &isize, zwhy, sizeof zwhy);
+	if (z < 0) {
+		rc = z == -ENOMEM ? z : -ENOEXEC;
+		cp_why(why, len, "%s: its DWARF is zstd-compressed, which libdw 0.188 cannot inflate, "
+			    "and cpuprof could not: %s", path, zwhy);
+		goto bad;
+	}
+	*e = z ? dw.elf_memory(*image, isize) : dw.elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	if (isize_out)
+		*isize_out = isize;
 	GElf_Ehdr eh;
 	if (!*e || dw.elf_kind(*e) != ELF_K_ELF || !dw.gelf_getehdr(*e, &eh) ||
 	    eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)) {
@@ -220,9 +245,11 @@ bad:
 	if (*e)
 		dw.elf_end(*e);
 	*e = NULL;
+	free(*image);
+	*image = NULL;
 	close(*fd);
 	*fd = -1;
-	return -ENOEXEC;
+	return rc;
 }
 
 /* The CRC-32 of a whole file (the one .gnu_debuglink records), or -1. */
@@ -260,9 +287,19 @@ static int try_debug_file(struct cp_lines_dwarf *d, const char *path,
 {
 	int fd;
 	Elf *e;
+	void *image;
 	char bid[129];
-	if (access(path, F_OK) != 0 || elf_open(path, &fd, &e, NULL, 0) != 0)
+	if (access(path, F_OK) != 0)
 		return 0;
+	char ewhy[400] = "";
+	size_t isize;
+	if (elf_open(path, &fd, &e, &image, &isize, ewhy, sizeof ewhy) != 0) {
+		/* Not an ELF file is no debug file; one that cannot be
+		 * inflated is, and says so. */
+		if (strstr(ewhy, "zstd"))
+			cp_why(why, len, "debug file %s", ewhy);
+		return 0;
+	}
 	elf_build_id(e, bid);
 	const char *bad = NULL;
 	if (!has_debug_info(e))
@@ -274,16 +311,20 @@ static int try_debug_file(struct cp_lines_dwarf *d, const char *path,
 	if (bad) {
 		cp_why(why, len, "debug file %s %s", path, bad);
 		dw.elf_end(e);
+		free(image);
 		close(fd);
 		return 0;
 	}
 	if (!(d->source = strdup(path))) {
 		dw.elf_end(e);
+		free(image);
 		close(fd);
 		return 0;
 	}
 	d->dfd = fd;
 	d->delf = e;
+	d->dimage = image;
+	d->dimage_size = isize;
 	return 1;
 }
 
@@ -293,7 +334,7 @@ static int try_debug_file(struct cp_lines_dwarf *d, const char *path,
 static int find_debug_file(struct cp_lines_dwarf *d, const char *path,
 			   const char *want, char *why, size_t len)
 {
-	const char *root = cp_lines_debug_root;
+	const char *root = cp_test_debug_root() ? cp_test_debug_root() : cp_lines_debug_root;
 	size_t plen = strlen(root) + strlen(path) + 300;
 	char *p = malloc(plen);
 	if (!p)
@@ -423,6 +464,107 @@ static int index_units(struct cp_lines_dwarf *d, char *why, size_t len)
 	return 0;
 }
 
+/* The .dwo name of skeleton DIE top, or NULL. */
+static const char *dwo_name(Dwarf_Die *top)
+{
+	Dwarf_Attribute a;
+	return dw.dwarf_formstring(dw.dwarf_attr(top, DW_AT_dwo_name, &a) ? &a :
+				   dw.dwarf_attr(top, DW_AT_GNU_dwo_name, &a));
+}
+
+/* Split units whose .dwo files libdw does not find, packed in a .dwp
+ * beside the object (or its debug file), which this libdw may not read
+ * (dwp.h): unpacked where it finds them, the units read again from there,
+ * every split unit opened, and the unpacked files removed.  Nothing
+ * changes if anything fails (the units then say their .dwo was not
+ * found). */
+static void use_dwp(struct cp_lines_dwarf *d, const char *path)
+{
+	struct unit *first = NULL;
+	for (size_t i = 0; i < d->nunits && !first; i++) {
+		uint8_t type = 0;
+		Dwarf_Die sub;
+		if (dw.dwarf_cu_info(d->units[i].cu, NULL, &type, NULL, &sub, NULL, NULL, NULL) == 0 &&
+		    type == DW_UT_skeleton) {
+			if (sub.addr != NULL)
+				return; /* its .dwo is there: libdw reads them */
+			first = &d->units[i];
+		}
+	}
+	char *dwp = NULL;
+	if (!first || asprintf(&dwp, "%s.dwp", path) < 0)
+		return;
+	if (access(dwp, R_OK) != 0 && d->source && strcmp(d->source, path) != 0) {
+		free(dwp);
+		if (asprintf(&dwp, "%s.dwp", d->source) < 0)
+			return;
+	}
+	struct cp_dwp_unit *list = calloc(d->nunits, sizeof *list);
+	size_t n = 0;
+	for (size_t i = 0; list && i < d->nunits; i++) {
+		uint8_t type = 0;
+		uint64_t id = 0;
+		const char *name;
+		if (dw.dwarf_cu_info(d->units[i].cu, NULL, &type, NULL, NULL, &id, NULL, NULL) == 0 &&
+		    type == DW_UT_skeleton && (name = dwo_name(&d->units[i].top)))
+			list[n++] = (struct cp_dwp_unit){ id, name };
+	}
+	/* The file the skeletons are in, as read (inflated if it was). */
+	int own = d->delf == NULL;
+	struct cp_elf src = { .fd = own ? d->fd : d->dfd, .mem = own ? d->image : d->dimage,
+			      .size = own ? d->image_size : d->dimage_size };
+	struct stat st;
+	if (src.mem)
+		src.fd = -1;
+	else if (fstat(src.fd, &st) == 0)
+		src.size = (uint64_t)st.st_size;
+	char dir[4096];
+	if (!list || n == 0 || access(dwp, R_OK) != 0 ||
+	    cp_dwp_unpack(&src, dwp, list, n, dir, sizeof dir, d->dwp_why, sizeof d->dwp_why) <= 0) {
+		free(list);
+		free(dwp);
+		return;
+	}
+	free(list);
+	free(dwp);
+	char skel[4200];
+	snprintf(skel, sizeof skel, "%s/skeleton", dir);
+	Dwarf *dbg = NULL;
+	if (elf_open(skel, &d->sfd, &d->selfe, &d->simage, NULL, NULL, 0) == 0 &&
+	    (dbg = dw.dwarf_begin_elf(d->selfe, DWARF_C_READ, NULL))) {
+		Dwarf *old = d->dbg;
+		struct unit *units = d->units;
+		struct range *ranges = d->ranges;
+		size_t nunits = d->nunits, nranges = d->nranges;
+		d->dbg = dbg;
+		d->units = NULL;
+		d->ranges = NULL;
+		d->nunits = d->nranges = 0;
+		if (index_units(d, NULL, 0) == 0 && d->nranges > 0) {
+			/* libdw opens each .dwo now, while they are there. */
+			for (size_t i = 0; i < d->nunits; i++) {
+				Dwarf_Die sub;
+				dw.dwarf_cu_info(d->units[i].cu, NULL, NULL, NULL, &sub, NULL, NULL, NULL);
+			}
+			dw.dwarf_end(old);
+			free(units);
+			free(ranges);
+			d->dwp_why[0] = '\0';
+		} else {
+			snprintf(d->dwp_why, sizeof d->dwp_why, "libdw could not read the units unpacked from it");
+			free(d->units);
+			free(d->ranges);
+			dw.dwarf_end(dbg);
+			d->dbg = old;
+			d->units = units;
+			d->ranges = ranges;
+			d->nunits = nunits;
+			d->nranges = nranges;
+		}
+	}
+	cp_dwp_clean(dir);
+}
+
 int cp_lines_open(const char *path, const char *build_id,
 		  struct cp_lines_dwarf **out, char *why, size_t len)
 {
@@ -434,12 +576,12 @@ int cp_lines_open(const char *path, const char *build_id,
 		cp_why(why, len, "out of memory");
 		return -ENOMEM;
 	}
-	d->fd = d->dfd = -1;
+	d->fd = d->dfd = d->sfd = -1;
 	if (!build_id)
 		build_id = "";
 	char own[129] = "", whyd[256] = "";
 	Elf *use = NULL;
-	int rc = elf_open(path, &d->fd, &d->elf, why, len);
+	int rc = elf_open(path, &d->fd, &d->elf, &d->image, &d->image_size, why, len);
 	if (rc == 0) {
 		elf_build_id(d->elf, own);
 		int same = !build_id[0] || !own[0] || !strcmp(own, build_id);
@@ -479,6 +621,8 @@ int cp_lines_open(const char *path, const char *build_id,
 		cp_lines_close(d);
 		return rc;
 	}
+	if (d->split)
+		use_dwp(d, path);
 	if (d->nranges == 0) {
 		cp_why(why, len, "its DWARF describes no code");
 		cp_lines_close(d);
@@ -506,6 +650,13 @@ void cp_lines_close(struct cp_lines_dwarf *d)
 		dw.elf_end(d->delf);
 	if (d->elf)
 		dw.elf_end(d->elf);
+	free(d->dimage);
+	free(d->image);
+	if (d->selfe)
+		dw.elf_end(d->selfe);
+	free(d->simage);
+	if (d->sfd >= 0)
+		close(d->sfd);
 	if (d->dfd >= 0)
 		close(d->dfd);
 	if (d->fd >= 0)
@@ -591,8 +742,13 @@ static int unit_load(struct cp_lines_dwarf *d, struct unit *u)
 			const char *dwo = dw.dwarf_formstring(
 				dw.dwarf_attr(&u->top, DW_AT_dwo_name, &a) ? &a :
 				dw.dwarf_attr(&u->top, DW_AT_GNU_dwo_name, &a));
-			snprintf(d->trouble, sizeof d->trouble,
-				 "split DWARF unit %.120s not found", dwo ? dwo : "(unnamed)");
+			/* Nor in the package (dwp) beside the file, if any. */
+			if (d->dwp_why[0])
+				snprintf(d->trouble, sizeof d->trouble, "split DWARF unit %.60s not found, nor in "
+					 "its DWARF package: %.120s", dwo ? dwo : "(unnamed)", d->dwp_why);
+			else
+				snprintf(d->trouble, sizeof d->trouble,
+					 "split DWARF unit %.120s not found", dwo ? dwo : "(unnamed)");
 			return u->state = CP_LINES_NO_DWO;
 		}
 		u->die = sub;

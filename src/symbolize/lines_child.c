@@ -45,6 +45,7 @@
 #include "base/testhooks.h"
 #include "lines.h"
 #include "lines_cache.h"
+#include "unpack.h"
 
 /* Records from child to parent, in the machine's byte order:
  *   'S' u32 id, u16 len, bytes   a string; ids 0 (NULL) and 1 ("") are fixed
@@ -799,11 +800,18 @@ int cp_lines_resolve(const struct cp_lines_object *objs, size_t nobjs,
 	/* libdw is loaded at the first write that has something to look up
 	 * that the cache does not hold: a profile with no address (an empty
 	 * program's) costs no libdw, which with its own libraries is a
-	 * millisecond to load. */
+	 * millisecond to load.  libzstd with it, for the children that meet
+	 * zstd-compressed DWARF (unpack.h): loaded here, before the fork, as
+	 * libdw is (a child of a threaded program must not take the loader's
+	 * lock that another thread may have held at the fork). */
 	int r = 0;
-	if (nmiss)
-		r = cp_lines_libdw(global, glen) != 0 ? 1 :
-		    read_with_children(objs, nobjs, q, miss, nmiss, timeout_ms, out, os, &ps, global, glen);
+	if (nmiss) {
+		r = cp_lines_libdw(global, glen) != 0 ? 1 : 0;
+		if (r == 0) {
+			cp_unpack_prepare();
+			r = read_with_children(objs, nobjs, q, miss, nmiss, timeout_ms, out, os, &ps, global, glen);
+		}
+	}
 	if (r < 0) {
 		rc = r;
 		goto done;

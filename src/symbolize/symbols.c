@@ -22,6 +22,9 @@
 #include "base/array.h"
 #include "base/elf.h"
 #include "base/loader.h"
+#include "base/testhooks.h"
+#include "debuglink.h"
+#include "minidebug.h"
 #include "symbols.h"
 #include "symtab_cache.h"
 
@@ -243,6 +246,10 @@ static int elf_read(const struct cp_elf *src, struct cp_symtab *out,
 		goto done;
 	rc = symtab_build(out, sy, nsym, sh, shnum, str, st->sh_size);
 done:
+	/* Stripped of .symtab: the function names its MiniDebugInfo keeps,
+	 * if it has one (minidebug.h); without them, .dynsym's alone. */
+	if (rc == 0 && (!ss || ss->sh_type != SHT_SYMTAB))
+		cp_minidebug_add(src, &eh, sh, out);
 	free(sh);
 	free(sy);
 	free(str);
@@ -452,18 +459,41 @@ static int read_file_kept(const char *path, const char *want, struct cp_symtab *
  * with a matching build ID and at least one symbol. */
 static int read_debug_file(const struct cp_object *o, struct cp_symtab *t)
 {
-	char path[sizeof "/usr/lib/debug/.build-id//.debug" + sizeof o->build_id];
+	char path[PATH_MAX];
 	char bid[sizeof o->build_id];
 	size_t len = strlen(o->build_id);
+	const char *root = cp_test_debug_root() ? cp_test_debug_root() : "/usr/lib/debug";
 	if (len < 4)
 		return -ENOENT;
-	snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug", o->build_id, o->build_id + 2);
+	if ((size_t)snprintf(path, sizeof path, "%s/.build-id/%.2s/%s.debug", root, o->build_id, o->build_id + 2) >=
+	    sizeof path)
+		return -ENAMETOOLONG;
 	int rc = read_file_kept(path, o->build_id, t, bid);
 	if (rc == 0 && (strcmp(bid, o->build_id) != 0 || t->n == 0)) {
 		cp_symbols_symtab_free(t);
 		rc = -ENOENT;
 	}
 	return rc;
+}
+
+/* Reads o's symbols from the debug file its .gnu_debuglink names
+ * (debuglink.h), which must have o's build ID: a stripped object's full
+ * .symtab, as for one found by build ID.  0 if found with symbols. */
+static int read_debuglink_file(const struct cp_object *o, struct cp_symtab *t)
+{
+	char path[PATH_MAX];
+	char bid[sizeof o->build_id];
+	const char *root = cp_test_debug_root() ? cp_test_debug_root() : "/usr/lib/debug";
+	if (!o->build_id[0])
+		return -ENOENT;
+	for (int k = 0; cp_debuglink_candidate(o->path, root, k, path, sizeof path); k++) {
+		if (!strcmp(path, o->path) || access(path, R_OK) != 0)
+			continue;
+		if (read_file_kept(path, o->build_id, t, bid) == 0 && !strcmp(bid, o->build_id) && t->n > 0)
+			return 0;
+		cp_symbols_symtab_free(t);
+	}
+	return -ENOENT;
 }
 
 /* Reads o's symbols into t: the vDSO's from its image in memory (none if
@@ -480,7 +510,7 @@ static void read_symtab(const struct cp_object *o, struct cp_symtab *t)
 		if (!o->image_lo)
 			return;
 		rc = cp_symbols_read_image((const void *)o->image_lo, o->image_hi - o->image_lo, t, bid);
-	} else if (read_debug_file(o, t) == 0) {
+	} else if (read_debug_file(o, t) == 0 || read_debuglink_file(o, t) == 0) {
 		return;
 	} else {
 		rc = read_file_kept(o->self_exe ? "/proc/self/exe" : o->file ? o->file : o->path, o->build_id, t, bid);

@@ -114,7 +114,7 @@ static struct cp_lines_result pristine;
  * chain. */
 static void test_self(void)
 {
-	struct cp_lines_object o = { exe, bid };
+	struct cp_lines_object o = { exe, bid, NULL };
 	char global[256];
 	CHECK_EQ(cp_lines_resolve(&o, 1, queries, nqueries, 30000, &pristine, global,
 				  sizeof global), 0);
@@ -215,7 +215,7 @@ static void test_mismatch(void)
 	memcpy(q, queries, nqueries * sizeof *q);
 	for (size_t i = 0; i < nqueries; i++)
 		q[i].sym_start++;
-	struct cp_lines_object o = { exe, bid };
+	struct cp_lines_object o = { exe, bid, NULL };
 	struct cp_lines_result r;
 	char global[256];
 	CHECK_EQ(cp_lines_resolve(&o, 1, q, nqueries, 30000, &r, global, sizeof global), 0);
@@ -231,7 +231,7 @@ static void test_mismatch(void)
 /* Three objects (this program thrice); the child fails on the middle one. */
 static void resolve3(int kind, int timeout_ms, struct cp_lines_result *r)
 {
-	struct cp_lines_object o[3] = { { exe, bid }, { exe, bid }, { exe, bid } };
+	struct cp_lines_object o[3] = { { exe, bid, NULL }, { exe, bid, NULL }, { exe, bid, NULL } };
 	struct cp_lines_query *q = malloc(3 * nqueries * sizeof *q);
 	for (size_t k = 0; k < 3; k++)
 		for (size_t i = 0; i < nqueries; i++) {
@@ -283,7 +283,7 @@ static void test_child_failures(void)
 	 * out): each must be found by where it is, not by how many were
 	 * kept. */
 	{
-		struct cp_lines_object o[2] = { { exe, bid }, { exe, bid } };
+		struct cp_lines_object o[2] = { { exe, bid, NULL }, { exe, bid, NULL } };
 		size_t nbogus = nqueries, n = 2 * nqueries + nbogus;
 		struct cp_lines_query *q = malloc(n * sizeof *q);
 		for (size_t i = 0; i < nbogus; i++) {

@@ -1,0 +1,69 @@
+/*
+ * debuglink.c -- where an object's .gnu_debuglink file may be
+ * (debuglink.h).  The section is read with bounded reads (base/elf.h).
+ */
+#include <elf.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/elf.h"
+#include "debuglink.h"
+
+/* The file name in path's .gnu_debuglink into name[256]: 1 if it has one
+ * (a plain name, no directory). */
+static int link_name(const char *path, char name[256])
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), found = 0;
+	struct stat st;
+	if (fd < 0)
+		return 0;
+	ElfW(Ehdr) eh;
+	ElfW(Shdr) *sh = NULL;
+	struct cp_elf f = { .fd = fd };
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		goto out;
+	f.size = (uint64_t)st.st_size;
+	if (cp_elf_read(&f, 0, &eh, sizeof eh) != 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh.e_ident[EI_CLASS] != ELF_CLASS_NATIVE || eh.e_shentsize != sizeof *sh || eh.e_shnum == 0 ||
+	    eh.e_shstrndx >= eh.e_shnum || !(sh = malloc(eh.e_shnum * sizeof *sh)) ||
+	    cp_elf_read(&f, eh.e_shoff, sh, eh.e_shnum * sizeof *sh) != 0)
+		goto out;
+	const ElfW(Shdr) *names = &sh[eh.e_shstrndx];
+	static const char want[] = ".gnu_debuglink";
+	for (size_t i = 0; i < eh.e_shnum && !found; i++) {
+		char buf[sizeof want];
+		if (sh[i].sh_name >= names->sh_size || names->sh_size - sh[i].sh_name < sizeof want ||
+		    cp_elf_read(&f, names->sh_offset + sh[i].sh_name, buf, sizeof want) != 0 ||
+		    memcmp(buf, want, sizeof want) != 0 || sh[i].sh_size < 2)
+			continue;
+		size_t n = sh[i].sh_size < 256 ? (size_t)sh[i].sh_size : 255;
+		if (cp_elf_read(&f, sh[i].sh_offset, name, n) != 0)
+			break;
+		name[n] = '\0';
+		found = name[0] && strlen(name) < n && !strchr(name, '/');
+	}
+out:
+	free(sh);
+	close(fd);
+	return found;
+}
+
+int cp_debuglink_candidate(const char *path, const char *root, int k, char *out, size_t len)
+{
+	char name[256];
+	if (k < 0 || k > 2 || !link_name(path, name))
+		return 0;
+	const char *slash = strrchr(path, '/');
+	int dl = slash ? (int)(slash - path) : 1;
+	const char *dir = slash ? path : ".";
+	int n = k == 0 ? snprintf(out, len, "%.*s/%s", dl, dir, name) :
+		k == 1 ? snprintf(out, len, "%.*s/.debug/%s", dl, dir, name) :
+			 snprintf(out, len, "%s%.*s/%s", root, dl, dir, name);
+	return n > 0 && (size_t)n < len;
+}
