@@ -323,7 +323,7 @@ static void test_child_failures(void)
 static int no_libdw_main(void)
 {
 	cp_lines_libdw_soname = "libdw-absent.so.1";
-	struct cp_lines_object o = { exe, "" };
+	struct cp_lines_object o = { exe, "", NULL };
 	struct cp_lines_query q = { 0, (uintptr_t)&no_libdw_main, 0 };
 	struct cp_lines_result r;
 	char global[256];
@@ -349,7 +349,7 @@ static void test_no_libdw(void)
  * answer then. */
 static void resolve_as(const char *path, int crash, struct cp_lines_result *r)
 {
-	struct cp_lines_object o = { path, bid };
+	struct cp_lines_object o = { path, bid, NULL };
 	char global[256];
 	cp_lines_fault_object = crash ? 0 : -1;
 	cp_lines_fault_kind = 1;
@@ -400,7 +400,7 @@ static void test_cache(void)
 	memcpy(q, queries, nqueries * sizeof *q);
 	q[nqueries] = queries[0];
 	q[nqueries].addr++;
-	struct cp_lines_object o = { copy, bid };
+	struct cp_lines_object o = { copy, bid, NULL };
 	char global[256];
 	cp_lines_fault_object = 0;
 	CHECK_EQ(cp_lines_resolve(&o, 1, q, nqueries + 1, 30000, &r, global, sizeof global), 0);
@@ -490,7 +490,7 @@ static void fuzz_section(const char *name, int rounds, unsigned *seed)
 					(unsigned char)(1u << (rand_r(seed) % 8));
 		}
 		write_file(path, p, fimglen);
-		struct cp_lines_object o = { path, "" };
+		struct cp_lines_object o = { path, "", NULL };
 		struct cp_lines_result r;
 		char global[256];
 		double t0 = now_s();
@@ -570,7 +570,7 @@ int main(int argc, char **argv)
 	snprintf(lib, sizeof lib, "%s/libcpuprof.so", getenv("B") ? getenv("B") : "build");
 	fimg = read_file(lib, &fimglen);
 	fq = make_queries(lib, &nfq);
-	struct cp_lines_object o = { lib, "" };
+	struct cp_lines_object o = { lib, "", NULL };
 	CHECK_EQ(cp_lines_resolve(&o, 1, fq, nfq, 30000, &fpristine, why, sizeof why), 0);
 	size_t fl = 0;
 	for (size_t i = 0; i < nfq; i++)
