@@ -74,6 +74,13 @@ struct kproc {
 	int pidfd;                    /* for its exit status, or -1 */
 	int exited;
 	uint64_t start_time;
+	/* Its JIT (kernel_jit.c): seen (anonymous code or a jitdump mapped),
+	 * its names read; its root directory (or -1) and PID there; the
+	 * jitdump it mapped, or NULL. */
+	int jit, jit_read;
+	int jit_root;
+	pid_t jit_nspid;
+	char *jit_dump;
 };
 
 struct kthread {
@@ -156,10 +163,19 @@ struct kthread *kc_thread_get(struct cp_kcollector *k, pid_t tid, pid_t pid);
 void kc_name_thread(struct cp_image *m, pid_t tid, const char *name);
 void kc_add_mapping(struct cp_kcollector *k, struct kproc *p, size_t fi, uint64_t lo, uint64_t hi, uint64_t pgoff);
 
+/* kernel_jit.c: process p has a JIT (anonymous code mapped, or the
+ * jitdump `dump`); its names read into its image (once, the first time
+ * asked); its root directory and jitdump let go (its exec, the end). */
+void kc_jit_note(struct cp_kcollector *k, struct kproc *p, const char *dump);
+void kc_jit_read(struct cp_kcollector *k, struct kproc *p);
+void kc_jit_end(struct kproc *p);
+
 /* kernel.c: a record handed on in time order (cp_perf_deliver_fn); every
  * ring read and what is older than `until` handled; an off-CPU interval
  * into its image's stacks (cp_switch_emit_fn). */
 void kc_handle(void *arg, const struct cp_perf_event *ev);
+void kc_code_mapping(struct cp_kcollector *k, struct kproc *p, const char *path, const char *build_id, uint64_t dev,
+		     uint64_t ino, uint64_t lo, uint64_t hi, uint64_t pgoff);
 void kc_drain(struct cp_kcollector *k, uint64_t until);
 void kc_off_into_image(void *arg, void *ctx, uint64_t gen, pid_t tid, const uintptr_t *pcs, uint32_t n,
 		       uint32_t stack_flags, uint32_t kind, uint64_t ns);

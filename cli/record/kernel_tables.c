@@ -236,12 +236,16 @@ struct kproc *kc_proc_new(struct cp_kcollector *k, pid_t pid, struct kproc *pare
 	}
 	p->pid = pid;
 	p->pidfd = -1;
+	p->jit_root = -1;
 	if (k->npidfds < MAX_PIDFDS) {
 		p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 		k->npidfds += p->pidfd >= 0;
 	}
 	if (!parent || !parent->img)
 		return p;
+	/* A fork of a JIT has its code, and writes its own files. */
+	if (parent->jit)
+		kc_jit_note(k, p, NULL);
 	if (parent->nmaps && (p->maps = malloc(parent->nmaps * sizeof *p->maps))) {
 		memcpy(p->maps, parent->maps, parent->nmaps * sizeof *p->maps);
 		p->nmaps = p->capmaps = parent->nmaps;
