@@ -75,12 +75,11 @@ struct kproc {
 	int exited;
 	uint64_t start_time;
 	/* Its JIT (kernel_jit.c): seen (anonymous code or a jitdump mapped),
-	 * its names read; its root directory (or -1) and PID there; the
-	 * jitdump it mapped, or NULL. */
+	 * its names read; its /tmp and the jitdump it mapped, open (or -1);
+	 * its PID in its own namespace. */
 	int jit, jit_read;
-	int jit_root;
+	int jit_tmp, jit_dump;
 	pid_t jit_nspid;
-	char *jit_dump;
 };
 
 struct kthread {
@@ -164,8 +163,9 @@ void kc_name_thread(struct cp_image *m, pid_t tid, const char *name);
 void kc_add_mapping(struct cp_kcollector *k, struct kproc *p, size_t fi, uint64_t lo, uint64_t hi, uint64_t pgoff);
 
 /* kernel_jit.c: process p has a JIT (anonymous code mapped, or the
- * jitdump `dump`); its names read into its image (once, the first time
- * asked); its root directory and jitdump let go (its exec, the end). */
+ * jitdump `dump`, a path in its mount namespace); its names read into its
+ * image (once, the first time asked); its files let go (its exec, the
+ * end). */
 void kc_jit_note(struct cp_kcollector *k, struct kproc *p, const char *dump);
 void kc_jit_read(struct cp_kcollector *k, struct kproc *p);
 void kc_jit_end(struct kproc *p);

@@ -4,10 +4,11 @@
  * map (/tmp/perf-PID.map) and its jitdump (jit-PID.dump, which it marks by
  * mapping it: record sees the path in the mmap record).  A process is
  * known to have a JIT when it maps anonymous memory executable, or a
- * jitdump; then record opens its root directory (/proc/PID/root) and
- * reads its PID in its own namespace (the last of NSpid), so that a
- * process in a container, which writes /tmp/perf-1.map in its own /tmp,
- * is found there even after it has ended.  The files are read when the
+ * jitdump; then record opens its /tmp and its jitdump through its root
+ * directory (/proc/PID/root), and reads its PID in its own namespace (the
+ * last of NSpid), so that a process in a container, which writes
+ * /tmp/perf-1.map in its own /tmp, is found there even after it has ended
+ * and its namespaces with it.  The files are read when the
  * process ends (its exit record) or when its image ends by an exec, else
  * at the finish: a map the program removes as it exits is often still
  * there then, and no later than that is the file sure to be whole.
@@ -50,32 +51,40 @@ static pid_t ns_pid(pid_t pid)
 	return last > 0 ? (pid_t)last : pid;
 }
 
+/* Opens `path` (absolute, in p's mount namespace, whose root directory
+ * is root or, if that is -1, ours) with flags. */
+static int open_in(int root, const char *path, int flags)
+{
+	if (root < 0)
+		return open(path, flags | O_CLOEXEC);
+	while (*path == '/')
+		path++;
+	return openat(root, *path ? path : ".", flags | O_CLOEXEC);
+}
+
 void kc_jit_note(struct cp_kcollector *k, struct kproc *p, const char *dump)
 {
 	(void)k;
-	if (dump) {
-		free(p->jit_dump);
-		p->jit_dump = strdup(dump);
+	int root = -1;
+	if (!p->jit || (dump && p->jit_dump < 0)) {
+		char path[64];
+		snprintf(path, sizeof path, "/proc/%d/root", (int)p->pid);
+		root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	}
-	if (p->jit)
-		return;
-	p->jit = 1;
-	p->jit_read = 0;
-	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/root", (int)p->pid);
-	p->jit_root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	p->jit_nspid = p->jit_root >= 0 ? ns_pid(p->pid) : p->pid;
-}
-
-/* The path of `path` (absolute, in p's mount namespace) for openat() from
- * *dirfd. */
-static const char *in_root(const struct kproc *p, const char *path, int *dirfd)
-{
-	*dirfd = p->jit_root >= 0 ? p->jit_root : AT_FDCWD;
-	if (p->jit_root >= 0)
-		while (*path == '/')
-			path++;
-	return path;
+	/* The jitdump, open now: the program may unlink it, and its mount
+	 * namespace goes with its last process. */
+	if (dump && p->jit_dump < 0)
+		p->jit_dump = open_in(root, dump, O_RDONLY | O_NOCTTY);
+	if (!p->jit) {
+		/* Its /tmp, where its perf map will be: a descriptor keeps a
+		 * private /tmp (a container's) readable after it ends. */
+		p->jit = 1;
+		p->jit_read = 0;
+		p->jit_tmp = open_in(root, "/tmp", O_PATH | O_DIRECTORY);
+		p->jit_nspid = root >= 0 ? ns_pid(p->pid) : p->pid;
+	}
+	if (root >= 0)
+		close(root);
 }
 
 void kc_jit_read(struct cp_kcollector *k, struct kproc *p)
@@ -87,14 +96,13 @@ void kc_jit_read(struct cp_kcollector *k, struct kproc *p)
 	struct cp_jit *j = calloc(1, sizeof *j);
 	if (!j)
 		return;
-	char map[64], why[256];
-	int dirfd;
-	snprintf(map, sizeof map, "/tmp/perf-%d.map", (int)p->jit_nspid);
-	const char *path = in_root(p, map, &dirfd);
-	cp_jit_read_map(j, dirfd, path);
-	if (p->jit_dump) {
-		path = in_root(p, p->jit_dump, &dirfd);
-		cp_jit_read_dump(j, dirfd, path, why, sizeof why);
+	char path[64], why[256];
+	snprintf(path, sizeof path, "%sperf-%d.map", p->jit_tmp >= 0 ? "" : "/tmp/", (int)p->jit_nspid);
+	cp_jit_read_map(j, p->jit_tmp >= 0 ? p->jit_tmp : AT_FDCWD, path);
+	if (p->jit_dump >= 0) {
+		/* Opened again, to read from its start whatever was read before. */
+		snprintf(path, sizeof path, "/proc/self/fd/%d", p->jit_dump);
+		cp_jit_read_dump(j, AT_FDCWD, path, why, sizeof why);
 	}
 	if ((!j->map_entries && !j->dump_entries) || cp_jit_finish(j) < 0) {
 		cp_jit_free(j);
@@ -106,10 +114,10 @@ void kc_jit_read(struct cp_kcollector *k, struct kproc *p)
 
 void kc_jit_end(struct kproc *p)
 {
-	if (p->jit_root >= 0)
-		close(p->jit_root);
-	p->jit_root = -1;
-	free(p->jit_dump);
-	p->jit_dump = NULL;
+	if (p->jit_tmp >= 0)
+		close(p->jit_tmp);
+	if (p->jit_dump >= 0)
+		close(p->jit_dump);
+	p->jit_tmp = p->jit_dump = -1;
 	p->jit = 0;
 }

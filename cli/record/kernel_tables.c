@@ -236,7 +236,7 @@ struct kproc *kc_proc_new(struct cp_kcollector *k, pid_t pid, struct kproc *pare
 	}
 	p->pid = pid;
 	p->pidfd = -1;
-	p->jit_root = -1;
+	p->jit_tmp = p->jit_dump = -1;
 	if (k->npidfds < MAX_PIDFDS) {
 		p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 		k->npidfds += p->pidfd >= 0;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/array.h"
@@ -306,6 +307,12 @@ long cp_jit_read_dump(struct cp_jit *j, int dirfd, const char *path, char *why, 
 			if (take(f, body + 40, n) < 0)
 				break;
 			body[40 + n] = '\0';
+			/* A load whose code is not all there yet is not taken:
+			 * what is read is only what came whole. */
+			struct stat st;
+			long pos = ftell(f);
+			if (pos < 0 || fstat(fileno(f), &st) != 0 || (uint64_t)pos + code > (uint64_t)st.st_size)
+				break;
 			uint64_t addr;
 			memcpy(&addr, fixed + 16, 8);
 			const char *name = (const char *)body + 40;
