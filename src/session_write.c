@@ -165,7 +165,7 @@ int cp_session_write_profile(const struct cp_stacktab *tab, const struct cp_fact
 		/* A profile without a stack names no object: no snapshot. */
 		.syms = tab->len ? cp_symbols_load() : cp_symbols_from_objects(NULL, 0, NULL),
 		/* What a JIT of this process told perf of its code. */
-		.jit = tab->len ? cp_jit_load_self() : NULL,
+		.jit = tab->len ? cp_jit_load(getpid()) : NULL,
 		.tab = tab,
 		.pid = getpid(),
 		.process = own_name(exe, sizeof exe),

@@ -196,7 +196,10 @@ static long dump_lines(struct cp_jit *j, const uint8_t *b, size_t n)
 			return -1;
 		size_t len = (size_t)(nul - (b + at));
 		/* "\xff" is the file of the entry before. */
-		if (!(len == 1 && b[at] == 0xff))
+		/* A file named again (the lines of one function mostly are
+		 * of one file) is kept once. */
+		int again = file && !strcmp(j->str + file, (const char *)b + at);
+		if (!(len == 1 && b[at] == 0xff) && !again)
 			file = is_text(b + at, len) ? str_add(j, (const char *)b + at, len) : 0;
 		at += len + 1;
 		/* An address below the code's is an offset into it. */
@@ -553,18 +556,19 @@ static void add_region(struct cp_jit *j, uint64_t lo, uint64_t hi)
 	}
 }
 
-struct cp_jit *cp_jit_load_self(void)
+struct cp_jit *cp_jit_load(pid_t pid)
 {
 	struct cp_jit *j = calloc(1, sizeof *j);
 	if (!j)
 		return NULL;
-	char path[64], why[256];
-	int pid = (int)getpid();
-	snprintf(path, sizeof path, "/tmp/perf-%d.map", pid);
+	char path[96], why[256];
+	snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)pid);
 	cp_jit_read_map(j, AT_FDCWD, path);
-	/* The jitdumps it has mapped (as the JIT marks them for perf). */
+	/* Its anonymous code, and the jitdumps it has mapped (as a JIT
+	 * marks them for perf). */
 	int dumps = 0;
-	FILE *m = fopen("/proc/self/maps", "re");
+	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
+	FILE *m = fopen(path, "re");
 	char line[4096 + 128];
 	while (m && fgets(line, sizeof line, m)) {
 		unsigned long long lo, hi;
@@ -585,7 +589,7 @@ struct cp_jit *cp_jit_load_self(void)
 		fclose(m);
 	/* A JIT that has closed its dump unmapped it: where perf's JITs put
 	 * it, the directory it was started in. */
-	snprintf(path, sizeof path, "jit-%d.dump", pid);
+	snprintf(path, sizeof path, "/proc/%d/cwd/jit-%d.dump", (int)pid, (int)pid);
 	if (!dumps)
 		cp_jit_read_dump(j, AT_FDCWD, path, why, sizeof why);
 	if ((!j->map_entries && !j->dump_entries) || cp_jit_finish(j) < 0) {

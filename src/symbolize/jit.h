@@ -80,10 +80,12 @@ uint32_t cp_jit_line_of(const struct cp_jit *j, const struct cp_jit_sym *s, uint
  * in where known, else its named range. */
 void cp_jit_region(const struct cp_jit *j, const struct cp_jit_sym *s, uint64_t pc, uint64_t *lo, uint64_t *hi);
 
-/* This process's own JIT names: its perf map (/tmp/perf-PID.map) and the
- * jitdumps it has mapped (/proc/self/maps), finished; NULL if it has
- * neither or memory ran out. */
-struct cp_jit *cp_jit_load_self(void);
+/* The JIT names of process pid (this one, or another that shares our
+ * /tmp and PID namespace): its perf map (/tmp/perf-PID.map) and the
+ * jitdumps it has mapped (/proc/PID/maps; or, if it has none mapped now,
+ * jit-PID.dump where it runs), finished; NULL if it has neither or
+ * memory ran out. */
+struct cp_jit *cp_jit_load(pid_t pid);
 
 void cp_jit_free(struct cp_jit *j);
 

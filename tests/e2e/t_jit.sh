@@ -5,8 +5,8 @@
 # memory and names it (map: "jit_stale", then "jit_hot_loop" for the same
 # range on a later line, which wins; dump: "jit_hot_dump" with the lines
 # jit_fixture.js:10 and :11; both: the dump wins), and prints the CPU its
-# thread's clock gave the loop.  Under `record`, `record -p` and
-# LD_PRELOAD, at least 0.9 of that CPU is in the frame the JIT named,
+# thread's clock gave the loop.  Under `record`, `record -p`, LD_PRELOAD
+# and `record --preload` (its map), at least 0.9 of that CPU is in the frame the JIT named,
 # which leads, is marked a JIT frame (" [jit]" in top, "_[j]" in folded
 # stacks, kind "jit" in the flame graph's page) under main (its frame
 # pointer walked), in a Mapping "[jit]" that go tool pprof keeps (where Go
@@ -112,6 +112,10 @@ for mode in map dump; do
 		{ cat pre_$mode.err; fail "preload $mode"; }
 	fixture "LD_PRELOAD $mode" pre_$mode.pb.gz pre_$mode.out $name $line
 done
+
+# record --preload: record reads the map as each process ends.
+"$CP" record --preload -o rp.pb.gz -- "$W" map 1500 >rp.out 2>rp.err || { cat rp.err; fail "record --preload"; }
+fixture "record --preload map" rp.pb.gz rp.out jit_hot_loop
 
 # Its own PID and mount namespaces, its /tmp a tmpfs of its own: it
 # writes /tmp/perf-1.map there, gone with it.
