@@ -138,7 +138,7 @@ static void on_comm(struct cp_kcollector *k, const struct cp_perf_event *ev)
 			return;
 		/* The old program's JIT names are its image's. */
 		kc_jit_read(k, p);
-		kc_jit_end(p);
+		kc_jit_end(k, p);
 		/* The old program's mappings are gone with it. */
 		p->nmaps = 0;
 		free(p->set);

@@ -243,7 +243,7 @@ void cp_kernel_free(struct cp_kcollector *k)
 			struct kproc *p = kc_pidmap_slot(&k->procs, i);
 			if (p->pidfd >= 0)
 				close(p->pidfd);
-			kc_jit_end(p);
+			kc_jit_end(k, p);
 			free(p->maps);
 			free(p->set);
 			free(p);

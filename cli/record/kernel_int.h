@@ -30,6 +30,8 @@
 #define RING_MS 250
 /* The most file descriptors record keeps for processes' exit statuses. */
 #define MAX_PIDFDS 4096
+/* ... and for JITs' files (kernel_jit.c). */
+#define MAX_JIT_FDS 4096
 
 /* pidfd's PIDFD_GET_INFO (Linux 6.13) and its exit status (6.15), which
  * Debian 12's headers lack. */
@@ -79,6 +81,7 @@ struct kproc {
 	 * its PID in its own namespace. */
 	int jit, jit_read;
 	int jit_tmp, jit_dump;
+	int jit_fds;                  /* how many of the two are open */
 	pid_t jit_nspid;
 };
 
@@ -123,7 +126,7 @@ struct cp_kcollector {
 	uint64_t lost, throttled;
 	int64_t wall0_ns;
 	uint64_t mono0, mono1;
-	int npidfds;
+	int npidfds, njitfds;
 	pid_t first;                  /* the command's process, or the first attached to */
 	int64_t sched0, sched1;       /* -p: the scheduler's count of their live threads' CPU, at both ends */
 	int64_t switches0, switches1; /* ... and their context switches */
@@ -168,7 +171,7 @@ void kc_add_mapping(struct cp_kcollector *k, struct kproc *p, size_t fi, uint64_
  * end). */
 void kc_jit_note(struct cp_kcollector *k, struct kproc *p, const char *dump);
 void kc_jit_read(struct cp_kcollector *k, struct kproc *p);
-void kc_jit_end(struct kproc *p);
+void kc_jit_end(struct cp_kcollector *k, struct kproc *p);
 
 /* kernel.c: a record handed on in time order (cp_perf_deliver_fn); every
  * ring read and what is older than `until` handled; an off-CPU interval

@@ -64,9 +64,12 @@ static int open_in(int root, const char *path, int flags)
 
 void kc_jit_note(struct cp_kcollector *k, struct kproc *p, const char *dump)
 {
-	(void)k;
 	int root = -1;
-	if (!p->jit || (dump && p->jit_dump < 0)) {
+	/* Past so many processes' files held open, a JIT's are looked for in
+	 * our own /tmp, and its jitdump not at all. */
+	if (k->njitfds >= MAX_JIT_FDS)
+		dump = NULL;
+	else if (!p->jit || (dump && p->jit_dump < 0)) {
 		char path[64];
 		snprintf(path, sizeof path, "/proc/%d/root", (int)p->pid);
 		root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -80,16 +83,29 @@ void kc_jit_note(struct cp_kcollector *k, struct kproc *p, const char *dump)
 		 * private /tmp (a container's) readable after it ends. */
 		p->jit = 1;
 		p->jit_read = 0;
-		p->jit_tmp = open_in(root, "/tmp", O_PATH | O_DIRECTORY);
+		p->jit_tmp = k->njitfds < MAX_JIT_FDS ? open_in(root, "/tmp", O_PATH | O_DIRECTORY) : -1;
 		p->jit_nspid = root >= 0 ? ns_pid(p->pid) : p->pid;
 	}
 	if (root >= 0)
 		close(root);
+	k->njitfds = k->njitfds - (p->jit_fds) + (p->jit_tmp >= 0) + (p->jit_dump >= 0);
+	p->jit_fds = (p->jit_tmp >= 0) + (p->jit_dump >= 0);
+}
+
+/* Lets p's JIT's files go. */
+static void let_go(struct cp_kcollector *k, struct kproc *p)
+{
+	if (p->jit_tmp >= 0)
+		close(p->jit_tmp);
+	if (p->jit_dump >= 0)
+		close(p->jit_dump);
+	p->jit_tmp = p->jit_dump = -1;
+	k->njitfds -= p->jit_fds;
+	p->jit_fds = 0;
 }
 
 void kc_jit_read(struct cp_kcollector *k, struct kproc *p)
 {
-	(void)k;
 	if (!p->jit || p->jit_read || !p->img)
 		return;
 	p->jit_read = 1;
@@ -104,6 +120,7 @@ void kc_jit_read(struct cp_kcollector *k, struct kproc *p)
 		snprintf(path, sizeof path, "/proc/self/fd/%d", p->jit_dump);
 		cp_jit_read_dump(j, AT_FDCWD, path, why, sizeof why);
 	}
+	let_go(k, p);
 	if ((!j->map_entries && !j->dump_entries) || cp_jit_finish(j) < 0) {
 		cp_jit_free(j);
 		return;
@@ -112,12 +129,8 @@ void kc_jit_read(struct cp_kcollector *k, struct kproc *p)
 	p->img->jit = j;
 }
 
-void kc_jit_end(struct kproc *p)
+void kc_jit_end(struct cp_kcollector *k, struct kproc *p)
 {
-	if (p->jit_tmp >= 0)
-		close(p->jit_tmp);
-	if (p->jit_dump >= 0)
-		close(p->jit_dump);
-	p->jit_tmp = p->jit_dump = -1;
+	let_go(k, p);
 	p->jit = 0;
 }
