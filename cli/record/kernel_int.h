@@ -83,6 +83,7 @@ struct kproc {
 	int jit_tmp, jit_dump;
 	int jit_fds;                  /* how many of the two are open */
 	pid_t jit_nspid;
+	int64_t jit_not_before;       /* when it started (cp_jit_not_before) */
 };
 
 struct kthread {

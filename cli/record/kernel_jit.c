@@ -85,6 +85,7 @@ void kc_jit_note(struct cp_kcollector *k, struct kproc *p, const char *dump)
 		p->jit_read = 0;
 		p->jit_tmp = k->njitfds < MAX_JIT_FDS ? open_in(root, "/tmp", O_PATH | O_DIRECTORY) : -1;
 		p->jit_nspid = root >= 0 ? ns_pid(p->pid) : p->pid;
+		p->jit_not_before = root >= 0 ? cp_jit_not_before(p->pid) : 0;
 	}
 	if (root >= 0)
 		close(root);
@@ -112,6 +113,8 @@ void kc_jit_read(struct cp_kcollector *k, struct kproc *p)
 	struct cp_jit *j = calloc(1, sizeof *j);
 	if (!j)
 		return;
+	/* A map older than the process is of another that had its PID. */
+	j->not_before_ns = p->jit_not_before;
 	char path[64], why[256];
 	snprintf(path, sizeof path, "%sperf-%d.map", p->jit_tmp >= 0 ? "" : "/tmp/", (int)p->jit_nspid);
 	cp_jit_read_map(j, p->jit_tmp >= 0 ? p->jit_tmp : AT_FDCWD, path);

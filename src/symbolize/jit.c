@@ -112,11 +112,61 @@ static int hex(const char **p, uint64_t *v)
 	return 0;
 }
 
-long cp_jit_read_map(struct cp_jit *j, int dirfd, const char *path)
+/* Opens path (from dirfd) if it was written since j->not_before_ns: a
+ * file or a negative errno. */
+static int open_fresh(const struct cp_jit *j, int dirfd, const char *path)
 {
 	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
+	struct stat st;
+	if (j->not_before_ns && fstat(fd, &st) == 0 &&
+	    (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec < j->not_before_ns) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+int64_t cp_jit_not_before(pid_t pid)
+{
+	char path[64], buf[1024];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* Field 22, starttime (clock ticks after boot), counted from after
+	 * the name in parentheses, which may hold anything. */
+	const char *at = strrchr(buf, ')');
+	unsigned long long ticks = 0;
+	if (!at || sscanf(at + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+			  &ticks) != 1)
+		return 0;
+	FILE *f = fopen("/proc/stat", "re");
+	char line[256];
+	long long btime = 0;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "btime %lld", &btime) == 1)
+			break;
+	if (f)
+		fclose(f);
+	long hz = sysconf(_SC_CLK_TCK);
+	if (btime <= 0 || hz <= 0)
+		return 0;
+	return (btime + (long long)(ticks / (unsigned long long)hz) - 2) * 1000000000 +
+	       (int64_t)(ticks % (unsigned long long)hz) * (1000000000 / hz);
+}
+
+long cp_jit_read_map(struct cp_jit *j, int dirfd, const char *path)
+{
+	int fd = open_fresh(j, dirfd, path);
+	if (fd < 0)
+		return fd;
 	size_t len = 0;
 	char *buf = slurp(fd, &len);
 	close(fd);
@@ -242,11 +292,10 @@ static int dump_move(struct cp_jit *j, uint64_t from, uint64_t to, uint64_t size
 
 long cp_jit_read_dump(struct cp_jit *j, int dirfd, const char *path, char *why, size_t len)
 {
-	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	int fd = open_fresh(j, dirfd, path);
 	if (fd < 0) {
-		int e = errno;
-		cp_why(why, len, "%s: %s", path, strerror(e));
-		return -e;
+		cp_why(why, len, "%s: %s", path, fd == -ESTALE ? "older than the process" : strerror(-fd));
+		return fd;
 	}
 	FILE *f = fdopen(fd, "rb");
 	if (!f) {
@@ -562,6 +611,7 @@ struct cp_jit *cp_jit_load(pid_t pid)
 	if (!j)
 		return NULL;
 	char path[96], why[256];
+	j->not_before_ns = cp_jit_not_before(pid);
 	snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)pid);
 	cp_jit_read_map(j, AT_FDCWD, path);
 	/* Its anonymous code, and the jitdumps it has mapped (as a JIT

@@ -41,6 +41,9 @@ struct cp_jit {
 	struct cp_jit_line *lines;
 	size_t nlines, caplines;
 	size_t map_entries, dump_entries; /* what was read of each kind */
+	/* A file last written before this (CLOCK_REALTIME ns; 0: any) is of
+	 * another process that had the same PID: not read (-ESTALE). */
+	int64_t not_before_ns;
 	/* The anonymous executable mappings its code is in, where known
 	 * (cp_jit_load_self): [lo, hi) pairs, sorted by lo. */
 	uint64_t *regions;
@@ -75,6 +78,10 @@ const char *cp_jit_name(const struct cp_jit *j, const struct cp_jit_sym *s);
 /* The source line of pc in s (0 if none), its file in *file ("" if
  * none). */
 uint32_t cp_jit_line_of(const struct cp_jit *j, const struct cp_jit_sym *s, uint64_t pc, const char **file);
+
+/* When process pid started (CLOCK_REALTIME ns, to the second: the
+ * kernel's boot time is whole seconds), less 2 s; 0 if unknown. */
+int64_t cp_jit_not_before(pid_t pid);
 
 /* The region of finished j that holds pc: the anonymous mapping it is
  * in where known, else its named range. */

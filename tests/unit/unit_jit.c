@@ -1,7 +1,8 @@
 /*
  * unit_jit.c -- JIT names (symbolize/jit.h) on files made by hand.  A perf
  * map: names with spaces, 0x or not, a malformed line skipped, a last line
- * without its newline; for every address the entry read last wins, over
+ * without its newline, one older than its process (another's, that had
+ * its PID) not read; for every address the entry read last wins, over
  * whole and partial overlaps, and a dump read after a map wins over it.  A
  * jitdump: loads with their debug info lines (a file name "\xff" is the
  * one before, one that is not text is none), a move, a debug info record
@@ -9,6 +10,7 @@
  * before the cut and never reads past it; a bad magic, a code size beyond
  * its record, a header of absurd size each say so.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -83,6 +85,14 @@ static void test_map(void)
 	struct cp_jit k = { 0 };
 	CHECK(cp_jit_read_map(&k, AT_FDCWD, at("none.map")) < 0, "a missing map read");
 	free(k.syms);
+	/* A map older than its process is another's (the same PID, before). */
+	struct cp_jit old = { .not_before_ns = cp_jit_not_before(getpid()) + 4000000000ll };
+	CHECK(old.not_before_ns > 4000000000ll, "no start time of this process");
+	CHECK_EQ(cp_jit_read_map(&old, AT_FDCWD, at("perf-1.map")), -ESTALE);
+	struct cp_jit fresh = { .not_before_ns = cp_jit_not_before(getpid()) };
+	CHECK_EQ(cp_jit_read_map(&fresh, AT_FDCWD, at("perf-1.map")), 6);
+	free(fresh.syms);
+	free(fresh.str);
 }
 
 /* A jitdump being built. */
