@@ -381,6 +381,13 @@ long cp_jit_read_dump(struct cp_jit *j, int dirfd, const char *path, char *why, 
 				break;
 			continue;
 		}
+		if (id != JIT_CODE_MOVE && id != JIT_CODE_DEBUG_INFO) {
+			/* JIT_CODE_CLOSE, or one not needed here (unwinding
+			 * info) or not known yet: passed over. */
+			if (id == JIT_CODE_CLOSE || fseek(f, (long)n, SEEK_CUR) != 0)
+				break;
+			continue;
+		}
 		if (n > JITDUMP_MAX_RECORD) {
 			cp_why(why, len, "%s: a record of %u bytes", path, total);
 			rc = -EINVAL;
@@ -412,8 +419,6 @@ long cp_jit_read_dump(struct cp_jit *j, int dirfd, const char *path, char *why, 
 			memcpy(&pending_addr, body, 8);
 			pending = (size_t)got;
 			qsort(j->lines + j->nlines - pending, pending, sizeof *j->lines, by_line_addr);
-		} else if (id == JIT_CODE_CLOSE) {
-			break;
 		}
 	}
 	j->nlines -= pending;
