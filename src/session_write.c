@@ -17,6 +17,7 @@
 #include "profile/names.h"
 #include "profile/pprof_write.h"
 #include "session.h"
+#include "symbolize/jit.h"
 #include "symbolize/symbols.h"
 #include "unwind/tables.h"
 
@@ -163,6 +164,8 @@ int cp_session_write_profile(const struct cp_stacktab *tab, const struct cp_fact
 	struct cp_profile_part part = {
 		/* A profile without a stack names no object: no snapshot. */
 		.syms = tab->len ? cp_symbols_load() : cp_symbols_from_objects(NULL, 0, NULL),
+		/* What a JIT of this process told perf of its code. */
+		.jit = tab->len ? cp_jit_load(getpid()) : NULL,
 		.tab = tab,
 		.pid = getpid(),
 		.process = own_name(exe, sizeof exe),
@@ -171,6 +174,7 @@ int cp_session_write_profile(const struct cp_stacktab *tab, const struct cp_fact
 	};
 	int rc = part.syms ? cp_pprof_write_parts(path, &part, 1, &meta, err, sizeof err) : -ENOMEM;
 	cp_symbols_free((struct cp_symbols *)part.syms);
+	cp_jit_free((struct cp_jit *)part.jit);
 	free(c);
 	if (rc < 0) {
 		cp_error_set("cannot write %s: %s", path, err[0] ? err : strerror(-rc));

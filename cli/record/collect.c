@@ -20,6 +20,7 @@
 
 #include "collect.h"
 #include "sig/ring.h"
+#include "symbolize/jit.h"
 
 static size_t round_up(size_t v, size_t a)
 {
@@ -228,6 +229,9 @@ static int drain(struct cp_collector *c, struct cp_image *m, struct cp_shm_slot 
 static void give_back(struct cp_collector *c, struct cp_image *m, struct cp_shm_slot *s)
 {
 	m->done = 1;
+	/* What its JIT named, now that it has ended (or exec'd). */
+	if (!m->jit)
+		m->jit = cp_jit_load(m->pid);
 	if (m->pidfd >= 0 && !m->dead) {
 		struct pollfd p = { m->pidfd, POLLIN, 0 };
 		m->dead = poll(&p, 1, 0) == 1;
@@ -308,6 +312,8 @@ void cp_collect_finish(struct cp_collector *c)
 			read_facts(m, s);
 			if (!m->dead)
 				m->live_cpu_ns = process_cpu_ns(m->pid);
+			if (!m->jit)
+				m->jit = cp_jit_load(m->pid);
 			drain(c, m, s, 0);
 		}
 	}

@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include "kernel_int.h"
+#include "symbolize/jit.h"
 
 /* ---- records ---- */
 
@@ -91,16 +92,36 @@ static void on_mmap2(struct cp_kcollector *k, const struct cp_perf_event *ev)
 		return;
 	char path[CP_SHM_PATH_MAX];
 	cp_perf_take_name(r, path, sizeof path);
-	if (path[0] != '/' && strcmp(path, "[vdso]") != 0)
-		return; /* anonymous code (a JIT's): frame pointers only */
 	struct kproc *p = kc_proc_get(k, (pid_t)pt[0]);
 	if (!p)
 		p = kc_proc_new(k, (pid_t)pt[0], NULL);
-	if (!p)
+	if (p)
+		kc_code_mapping(k, p, path, build_id, dev, ino, addr, addr + len, pgoff);
+}
+
+/* Process p maps `path` executable at [lo, hi) from offset pgoff.  A
+ * jitdump is a JIT's mark for perf, not code; anonymous memory (the
+ * kernel's "//anon", a memfd, a named anonymous mapping) is a JIT's code:
+ * a range of its own, unwound by frame pointers, its names read from the
+ * JIT's files (kernel_jit.c). */
+void kc_code_mapping(struct cp_kcollector *k, struct kproc *p, const char *path, const char *build_id, uint64_t dev,
+		     uint64_t ino, uint64_t lo, uint64_t hi, uint64_t pgoff)
+{
+	if (path[0] == '/' && cp_jit_is_dump_path(path)) {
+		kc_jit_note(k, p, path);
 		return;
-	size_t fi = kc_file_of(k, (pid_t)pt[0], path, build_id, dev, ino);
+	}
+	int anon = path[0] == '\0' || !strncmp(path, "//anon", 6) || !strncmp(path, "[anon", 5) ||
+		   !strncmp(path, "/memfd:", 7);
+	if (anon) {
+		kc_jit_note(k, p, NULL);
+		path = "//anon";
+	} else if (path[0] != '/' && strcmp(path, "[vdso]") != 0) {
+		return; /* [vsyscall], [uprobes]: no code of the program's */
+	}
+	size_t fi = kc_file_of(k, p->pid, path, build_id, dev, ino);
 	if (fi != SIZE_MAX)
-		kc_add_mapping(k, p, fi, addr, addr + len, pgoff);
+		kc_add_mapping(k, p, fi, lo, hi, pgoff);
 }
 
 static void on_comm(struct cp_kcollector *k, const struct cp_perf_event *ev)
@@ -115,6 +136,9 @@ static void on_comm(struct cp_kcollector *k, const struct cp_perf_event *ev)
 			p = kc_proc_new(k, ev->pid, NULL);
 		if (!p)
 			return;
+		/* The old program's JIT names are its image's. */
+		kc_jit_read(k, p);
+		kc_jit_end(k, p);
 		/* The old program's mappings are gone with it. */
 		p->nmaps = 0;
 		free(p->set);
@@ -166,8 +190,11 @@ static void on_task_exit(struct cp_kcollector *k, const struct cp_perf_event *ev
 		t->exited = 1;
 	k->sched_partial = 1; /* its count is gone from the scheduler's */
 	struct kproc *p = kc_proc_get(k, ev->pid);
-	if (p && ev->pid == ev->tid)
+	if (p && ev->pid == ev->tid) {
 		p->exited = 1;
+		/* Its JIT's files are whole now, and may soon be gone. */
+		kc_jit_read(k, p);
+	}
 }
 
 /* An inherited thread's final count on its CPU (inherit_stat). */

@@ -189,6 +189,9 @@ void cp_kernel_finish(struct cp_kcollector *k)
 		}
 		if (p->exited || p->img->have_status)
 			p->img->dead = 1;
+		/* Names of the JIT code of the processes still running, or whose
+		 * exit came in no record. */
+		kc_jit_read(k, p);
 	}
 	cp_perf_fds_close(&k->fds, 0);
 	cp_perf_fds_close(&k->swfds, 0);
@@ -254,6 +257,7 @@ void cp_kernel_free(struct cp_kcollector *k)
 			struct kproc *p = kc_pidmap_slot(&k->procs, i);
 			if (p->pidfd >= 0)
 				close(p->pidfd);
+			kc_jit_end(k, p);
 			free(p->maps);
 			free(p->set);
 			free(p);

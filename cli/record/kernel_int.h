@@ -30,6 +30,8 @@
 #define RING_MS 250
 /* The most file descriptors record keeps for processes' exit statuses. */
 #define MAX_PIDFDS 4096
+/* ... and for JITs' files (kernel_jit.c). */
+#define MAX_JIT_FDS 4096
 
 /* pidfd's PIDFD_GET_INFO (Linux 6.13) and its exit status (6.15), which
  * Debian 12's headers lack. */
@@ -51,6 +53,7 @@ struct kfile {
 	char build_id[2 * CP_ELF_BUILD_ID_MAX + 1]; /* from the kernel, or "" */
 	uint64_t dev, ino;            /* when the kernel gave no build ID */
 	int vdso;
+	int anon;                     /* no file: a JIT's code ("//anon", as kc_code_mapping names it) */
 	int headers;                  /* 0: not read; 1: read; -1: unreadable */
 	struct cp_elf_seg loads[CP_ELF_MAX_SEGS];
 	size_t nloads;
@@ -78,6 +81,14 @@ struct kproc {
 	int pidfd;                    /* for its exit status, or -1 */
 	int exited;
 	uint64_t start_time;
+	/* Its JIT (kernel_jit.c): seen (anonymous code or a jitdump mapped),
+	 * its names read; its /tmp and the jitdump it mapped, open (or -1);
+	 * its PID in its own namespace. */
+	int jit, jit_read;
+	int jit_tmp, jit_dump;
+	int jit_fds;                  /* how many of the two are open */
+	pid_t jit_nspid;
+	int64_t jit_not_before;       /* when it started (cp_jit_not_before) */
 };
 
 struct kthread {
@@ -121,7 +132,7 @@ struct cp_kcollector {
 	uint64_t lost, throttled;
 	int64_t wall0_ns;
 	uint64_t mono0, mono1;
-	int npidfds;
+	int npidfds, njitfds;
 	pid_t first;                  /* the command's process, or the first attached to */
 	int64_t sched0, sched1;       /* -p: the scheduler's count of their live threads' CPU, at both ends */
 	int64_t switches0, switches1; /* ... and their context switches */
@@ -161,10 +172,20 @@ struct kthread *kc_thread_get(struct cp_kcollector *k, pid_t tid, pid_t pid);
 void kc_name_thread(struct cp_image *m, pid_t tid, const char *name);
 void kc_add_mapping(struct cp_kcollector *k, struct kproc *p, size_t fi, uint64_t lo, uint64_t hi, uint64_t pgoff);
 
+/* kernel_jit.c: process p has a JIT (anonymous code mapped, or the
+ * jitdump `dump`, a path in its mount namespace); its names read into its
+ * image (once, the first time asked); its files let go (its exec, the
+ * end). */
+void kc_jit_note(struct cp_kcollector *k, struct kproc *p, const char *dump);
+void kc_jit_read(struct cp_kcollector *k, struct kproc *p);
+void kc_jit_end(struct cp_kcollector *k, struct kproc *p);
+
 /* kernel.c: a record handed on in time order (cp_perf_deliver_fn); every
  * ring read and what is older than `until` handled; an off-CPU interval
  * into its image's stacks (cp_switch_emit_fn). */
 void kc_handle(void *arg, const struct cp_perf_event *ev);
+void kc_code_mapping(struct cp_kcollector *k, struct kproc *p, const char *path, const char *build_id, uint64_t dev,
+		     uint64_t ino, uint64_t lo, uint64_t hi, uint64_t pgoff);
 void kc_drain(struct cp_kcollector *k, uint64_t until);
 void kc_off_into_image(void *arg, void *ctx, uint64_t gen, pid_t tid, const uintptr_t *pcs, uint32_t n,
 		       uint32_t stack_flags, uint32_t kind, uint64_t ns);

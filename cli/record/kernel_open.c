@@ -368,14 +368,10 @@ static int synthesize(struct cp_kcollector *k, pid_t pid)
 			continue;
 		char *file = line + at;
 		file[strcspn(file, "\n")] = '\0';
-		if (file[0] != '/' && strcmp(file, "[vdso]") != 0)
-			continue;
 		/* The build ID of the file on disk: what it is now is what we
 		 * can read, and kc_file_open checks it is still the one mapped
-		 * by its inode. */
-		size_t fi = kc_file_of(k, pid, file, "", (uint64_t)maj << 32 | min, ino);
-		if (fi != SIZE_MAX)
-			kc_add_mapping(k, p, fi, lo, hi, off);
+		 * by its inode.  Anonymous code is a JIT's. */
+		kc_code_mapping(k, p, file, "", (uint64_t)maj << 32 | min, ino, lo, hi, off);
 	}
 	fclose(f);
 	return 0;

@@ -71,7 +71,7 @@ static void file_through_root(const struct cp_kcollector *k, struct kfile *f, pi
 	struct stat ours, theirs;
 	struct cp_elf e;
 	snprintf(root, sizeof root, "/proc/%d/root", (int)pid);
-	if (f->vdso || stat("/", &ours) != 0 || stat(root, &theirs) != 0 ||
+	if (f->vdso || f->anon || stat("/", &ours) != 0 || stat(root, &theirs) != 0 ||
 	    (ours.st_dev == theirs.st_dev && ours.st_ino == theirs.st_ino))
 		return;
 	if (kc_file_open(k, f, &e) == 0) {
@@ -126,6 +126,7 @@ size_t kc_file_of(struct cp_kcollector *k, pid_t pid, const char *path, const ch
 		return SIZE_MAX;
 	}
 	f->vdso = vdso;
+	f->anon = !strcmp(path, "//anon");
 	snprintf(f->build_id, sizeof f->build_id, "%s", vdso ? k->vdso_build_id : build_id);
 	f->dev = dev;
 	f->ino = ino;
@@ -158,7 +159,7 @@ int kc_file_open(const struct cp_kcollector *k, const struct kfile *f, struct cp
  * it says already. */
 static void file_unreadable(struct kfile *f)
 {
-	if (f->unreadable[0] || f->vdso)
+	if (f->unreadable[0] || f->vdso || f->anon)
 		return;
 	const char *at = f->file ? f->file : f->path;
 	struct cp_elf e;
@@ -306,12 +307,16 @@ struct kproc *kc_proc_new(struct cp_kcollector *k, pid_t pid, struct kproc *pare
 	}
 	p->pid = pid;
 	p->pidfd = -1;
+	p->jit_tmp = p->jit_dump = -1;
 	if (k->npidfds < MAX_PIDFDS) {
 		p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 		k->npidfds += p->pidfd >= 0;
 	}
 	if (!parent || !parent->img)
 		return p;
+	/* A fork of a JIT has its code, and writes its own files. */
+	if (parent->jit)
+		kc_jit_note(k, p, NULL);
 	if (parent->nmaps && (p->maps = malloc(parent->nmaps * sizeof *p->maps))) {
 		memcpy(p->maps, parent->maps, parent->nmaps * sizeof *p->maps);
 		p->nmaps = p->capmaps = parent->nmaps;

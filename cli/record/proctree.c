@@ -7,6 +7,7 @@
 
 #include "base/array.h"
 #include "proctree.h"
+#include "symbolize/jit.h"
 
 struct cp_image *cp_tree_new_image(struct cp_tree *t)
 {
@@ -76,6 +77,7 @@ void cp_tree_free(struct cp_tree *t)
 		free(m->files);
 		free(m->objs);
 		free(m->names);
+		cp_jit_free(m->jit);
 		if (m->pidfd >= 0)
 			close(m->pidfd);
 		free(m);

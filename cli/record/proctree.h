@@ -17,6 +17,8 @@
 #include "profile/stacktab.h"
 #include "shm/shm.h"
 
+struct cp_jit;
+
 /* The samples of one image taken while one set of objects was loaded: a
  * new epoch starts when an object is loaded where another was. */
 struct cp_epoch {
@@ -60,6 +62,7 @@ struct cp_image {
 	int counted;              /* its CPU is the kernel's count of its own threads (kernel.c), not what a
 	                             process published: a wait's count, which has its children's, is not better */
 	char corrupt[128];        /* why its slot was given up as unreadable, or "" */
+	struct cp_jit *jit;       /* what its JIT named (symbolize/jit.h), or NULL */
 };
 
 struct cp_tree {

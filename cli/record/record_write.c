@@ -275,6 +275,7 @@ static int image_parts(const struct cp_image *m, const struct cp_facts *f, struc
 		memset(p, 0, sizeof *p);
 		p->syms = s;
 		p->tab = &m->epochs[e].tab;
+		p->jit = m->jit;
 		p->pid = m->pid;
 		p->process = image_name(m);
 		p->thread_name = thread_name;

@@ -5,10 +5,12 @@
  * leaf, joined by ';', a space and the value (nanoseconds of CPU, or the
  * sample type chosen with --value).  Stacks come in name order of their
  * frames, walked with an explicit stack: a hostile profile's stacks may be
- * very deep.  ';' and control characters in names become '?'.
+ * very deep.  ';' and control characters in names become '?'.  A frame
+ * its JIT named ends in "_[j]", as flamegraph.pl's input marks JIT code.
  */
 #include <inttypes.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "format.h"
@@ -40,7 +42,17 @@ static void line(const uint32_t *path, size_t depth, void *arg)
 	for (size_t i = 0; i < depth; i++) {
 		if (i)
 			fputc(';', c->out);
-		put_name(c->out, c->ss->frames[c->t->nodes[path[i]].frame].label, ";");
+		const struct frame *f = &c->ss->frames[c->t->nodes[path[i]].frame];
+		if (f->kind == FRAME_JIT) {
+			/* flamegraph.pl's mark of JIT code (its --color=java). */
+			size_t n = strlen(f->label);
+			char *s = strndup(f->label, n >= 6 ? n - 6 : n); /* less " [jit]" */
+			put_name(c->out, s ? s : f->name, ";");
+			free(s);
+			fputs("_[j]", c->out);
+			continue;
+		}
+		put_name(c->out, f->label, ";");
 	}
 	fprintf(c->out, " %" PRId64 "\n", nd->self);
 }

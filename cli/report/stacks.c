@@ -22,7 +22,7 @@ static const char *const kind_names[FRAME_KINDS] = {
 	[FRAME_UNSAMPLED] = "unsampled", [FRAME_PROFILER] = "profiler",
 	[FRAME_TRUNCATED] = "truncated", [FRAME_NOSTACK] = "pseudo",
 	[FRAME_WAITING] = "waiting",     [FRAME_PROCESS] = "process",
-	[FRAME_THREAD] = "thread",
+	[FRAME_THREAD] = "thread",       [FRAME_JIT] = "jit",
 };
 
 const char *frame_kind_name(enum frame_kind k)
@@ -118,17 +118,16 @@ static long intern(struct stackset *ss, const struct frame *f, bool lines,
 		return -1;
 	ss->frames = ss->priv_.frames;
 	struct frame nf = *f;
-	bool inl = f->kind == FRAME_INLINED;
+	const char *mark = f->kind == FRAME_INLINED ? " (inlined)" : f->kind == FRAME_JIT ? " [jit]" : "";
 	if (temporary && !(nf.name = own(ss, strdup(f->name))))
 		return -1;
 	if (lines && *f->file && f->line > 0)
 		nf.label = own_printf(ss, "%s %s:%" PRId64 "%s", nf.name, f->file,
-				      f->line, inl ? " (inlined)" : "");
+				      f->line, mark);
 	else if (lines && *f->file)
-		nf.label = own_printf(ss, "%s %s%s", nf.name, f->file,
-				      inl ? " (inlined)" : "");
-	else if (inl)
-		nf.label = own_printf(ss, "%s (inlined)", nf.name);
+		nf.label = own_printf(ss, "%s %s%s", nf.name, f->file, mark);
+	else if (*mark)
+		nf.label = own_printf(ss, "%s%s", nf.name, mark);
 	else
 		nf.label = nf.name;
 	if (!nf.label)
@@ -169,7 +168,9 @@ static long line_frame(struct stackset *ss, const struct profile_location *l,
 	f->start_line = fn && fn->start_line > 0 ? fn->start_line : 0;
 	f->name = fn && *fn->name ? fn->name : fn && *fn->system_name ? fn->system_name : NULL;
 	if (f->name) {
-		if (f->name[0] == '[' && !*f->file)
+		if (l->mapping && !strcmp(l->mapping->filename, "[jit]"))
+			f->kind = FRAME_JIT; /* named by the JIT (cpuprof's pprof_write.c) */
+		else if (f->name[0] == '[' && !*f->file)
 			f->kind = pseudo_kind(f->name);
 		else
 			f->kind = inlined ? FRAME_INLINED : FRAME_FUNCTION;

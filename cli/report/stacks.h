@@ -33,6 +33,7 @@ enum frame_kind {
 	FRAME_WAITING,   /* "[waiting to run]": off the CPU, runnable */
 	FRAME_PROCESS,   /* a grouping frame: a sample's process label */
 	FRAME_THREAD,    /* a grouping frame: a sample's thread label */
+	FRAME_JIT,       /* a function its JIT named (a Location of a "[jit]" Mapping) */
 	FRAME_KINDS
 };
 
@@ -47,7 +48,7 @@ struct frame {
 			       the first location seen says; not in the key */
 	enum frame_kind kind;
 	/* What text formats print: name, " file:line" with `lines`, and
-	 * " (inlined)" for inlined frames. */
+	 * " (inlined)" for inlined frames, " [jit]" for JIT frames. */
 	const char *label;
 };
 

@@ -53,6 +53,15 @@ struct part_state {
 	uint32_t *segmapping;      /* per segment: mapping id or 0 */
 	struct mapflags *mapflags; /* per segment */
 	uint32_t pid_str;          /* its "process" label's string, or 0 */
+	struct idmap jitregion;    /* a JIT region's start -> 1 + its index in jitmaps */
+};
+
+/* A Mapping of JIT code: the anonymous mapping its code is in (or, where
+ * that is not known, the named range itself). */
+struct jitmap {
+	uint32_t id;
+	uint64_t lo, hi;
+	unsigned char lines;       /* some Location of it has a source line */
 };
 
 struct builder {
@@ -78,6 +87,9 @@ struct builder {
 	size_t nfnindex;
 
 	uint32_t nmappings;
+	struct jitmap *jitmaps;
+	size_t njitmaps, capjitmaps;
+	size_t jitlocs;            /* Locations named by a JIT */
 	/* The profile's own comments (lines_missing=...), malloc'd. */
 	char **comments;
 	size_t ncomments, capcomments;

@@ -36,6 +36,7 @@
 #include "profile_proto.h"
 #include "protobuf.h"
 #include "symbolize/demangle.h"
+#include "symbolize/jit.h"
 #include "symbolize/symbols.h"
 #include "base/hash.h"
 
@@ -243,6 +244,56 @@ static uint32_t location_new(struct builder *b, uint64_t addr, uint32_t mapping,
 	return (uint32_t)++b->nlocs;
 }
 
+/* Whether object o is anonymous memory (a JIT's code), not a file: the
+ * kernel names such a mapping "//anon", a memfd "/memfd:NAME (deleted)". */
+static int anonymous(const struct cp_object *o)
+{
+	return !strncmp(o->path, "//anon", 6) || !strncmp(o->path, "/memfd:", 7) || !strncmp(o->path, "[anon", 5);
+}
+
+/* The Location of addr, which the part's JIT named s: in the Mapping of
+ * its region (g, the anonymous mapping it is in, where the part's objects
+ * have it), with its one Line, named by the JIT, its source line where a
+ * jitdump gave one.  0 with b->err set on failure. */
+static uint32_t jit_location(struct builder *b, struct part_state *ps, uint64_t addr, const struct cp_jit_sym *s,
+			     const struct cp_segment *g)
+{
+	const struct cp_jit *j = ps->p->jit;
+	uint64_t lo, hi;
+	if (g) {
+		lo = g->start;
+		hi = g->limit;
+	} else {
+		cp_jit_region(j, s, addr, &lo, &hi);
+	}
+	uint32_t r = idmap_get(&ps->jitregion, lo);
+	if (!r) {
+		if (cp_array_grow((void **)&b->jitmaps, &b->capjitmaps, b->njitmaps + 1, sizeof *b->jitmaps, 16) ||
+		    idmap_put(&ps->jitregion, lo, (uint32_t)b->njitmaps + 1) != 0) {
+			b->err = ENOMEM;
+			return 0;
+		}
+		b->jitmaps[b->njitmaps] = (struct jitmap){ ++b->nmappings, lo, hi, 0 };
+		r = (uint32_t)++b->njitmaps;
+	}
+	uint32_t id = location_new(b, addr, b->jitmaps[r - 1].id, 0);
+	if (!id || idmap_put(&ps->locmap, addr, id) != 0) {
+		b->err = ENOMEM;
+		return 0;
+	}
+	const char *file;
+	uint32_t line = cp_jit_line_of(j, s, addr, &file);
+	/* A line without its file (node 20 writes none of a script) says
+	 * little, and would part one function in two. */
+	if (!file[0])
+		line = 0;
+	uint32_t name = cp_pb_str_intern(b, cp_jit_name(j, s)[0] ? cp_jit_name(j, s) : "[jit]");
+	cp_pb_line_add(b, &b->locs[id - 1], cp_pb_function_id(b, name, name, cp_pb_str_intern(b, file), 0), line);
+	b->jitmaps[r - 1].lines |= line != 0;
+	b->jitlocs++;
+	return id;
+}
+
 /* The Location id for the (already adjusted) address addr, creating the
  * Location and its Mapping on first sight (its Lines come later, from
  * cp_pb_symbolize()); 0 with b->err set on failure. */
@@ -254,6 +305,10 @@ static uint32_t location_for(struct builder *b, uint64_t addr)
 		return id;
 	const struct cp_symbols *sy = ps->p->syms;
 	const struct cp_segment *g = cp_symbols_segment_for(sy, addr);
+	/* Code in no file: its JIT may have named it. */
+	const struct cp_jit_sym *js = ps->p->jit && (!g || anonymous(g->obj)) ? cp_jit_lookup(ps->p->jit, addr) : NULL;
+	if (js)
+		return jit_location(b, ps, addr, js, g);
 	uint32_t mapping = 0, seg = 0;
 	if (g) {
 		size_t k = (size_t)(g - sy->segs);
@@ -473,6 +528,22 @@ static void put_mappings(struct builder *b)
 			cp_pb_end(pb, PROFILE_MAPPING, m);
 		}
 	}
+	/* JIT code: "[jit]", a name in brackets, which pprof readers take for
+	 * memory no file backs ("[vdso]", "[heap]"): they keep the names the
+	 * profile gives, never look for a binary to symbolize it, and never
+	 * take it for the main program. */
+	for (size_t i = 0; i < b->njitmaps; i++) {
+		const struct jitmap *jm = &b->jitmaps[i];
+		size_t m = cp_pb_start(pb);
+		cp_pb_uint64(pb, MAPPING_ID, jm->id);
+		cp_pb_uint64_opt(pb, MAPPING_MEMORY_START, jm->lo);
+		cp_pb_uint64_opt(pb, MAPPING_MEMORY_LIMIT, jm->hi);
+		cp_pb_int64_opt(pb, MAPPING_FILENAME, cp_pb_str_intern(b, "[jit]"));
+		cp_pb_bool(pb, MAPPING_HAS_FUNCTIONS, 1);
+		cp_pb_bool(pb, MAPPING_HAS_FILENAMES, jm->lines);
+		cp_pb_bool(pb, MAPPING_HAS_LINE_NUMBERS, jm->lines);
+		cp_pb_end(pb, PROFILE_MAPPING, m);
+	}
 }
 
 /* The Locations with their Lines, and the Functions. */
@@ -537,6 +608,8 @@ static int build(struct builder *b, const struct cp_profile_meta *meta)
 	if (put_samples(b, meta, &keys) < 0)
 		return -ENOMEM;
 	cp_pb_symbolize(b);
+	if (b->jitlocs)
+		cp_pb_add_comment(b, "jit=%zu addresses named by their JIT (perf map or jitdump)", b->jitlocs);
 	put_mappings(b);
 	put_locations_functions(b);
 	cp_pb_int64_opt(pb, PROFILE_TIME_NANOS, meta->time_nanos);
@@ -562,10 +635,12 @@ static void builder_free(struct builder *b)
 	free(b->locs);
 	for (size_t p = 0; b->parts && p < b->nparts; p++) {
 		idmap_free(&b->parts[p].locmap);
+		idmap_free(&b->parts[p].jitregion);
 		free(b->parts[p].segmapping);
 		free(b->parts[p].mapflags);
 	}
 	free(b->parts);
+	free(b->jitmaps);
 	free(b->lines);
 	free(b->fns);
 	free(b->fnindex);

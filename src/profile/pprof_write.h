@@ -12,6 +12,7 @@
 #include "stacktab.h"
 
 struct cp_symbols;
+struct cp_jit;
 
 struct cp_pseudo_sample {
 	const char *name; /* "[lost]", ... */
@@ -44,6 +45,10 @@ struct cp_profile_meta {
  * sampled in a thread). */
 struct cp_profile_part {
 	const struct cp_symbols *syms;  /* the objects its addresses are in */
+	/* Names of its JIT's code (symbolize/jit.h, finished), for addresses
+	 * in no file's mapping; NULL: none.  Their Locations are in Mappings
+	 * of their own, named "[jit]". */
+	const struct cp_jit *jit;
 	const struct cp_stacktab *tab;
 	int64_t pid;                    /* 0: no pid label */
 	const char *process;            /* NULL: no process label */
