@@ -62,7 +62,11 @@ struct cp_image {
 	char corrupt[128];        /* why its slot was given up as unreadable, or "" */
 };
 
+struct cp_kallsyms;
 struct cp_tree {
+	/* The kernel's names, where samples have kernel frames (record
+	 * --kernel, from outside), else NULL: their object in every image. */
+	const struct cp_kallsyms *kernel;
 	struct cp_image **images;
 	size_t nimages, capimages;
 	uint32_t no_slot;         /* processes that found no slot in record's shared memory */
