@@ -40,7 +40,7 @@ static void line(const uint32_t *path, size_t depth, void *arg)
 	for (size_t i = 0; i < depth; i++) {
 		if (i)
 			fputc(';', c->out);
-		put_name(c->out, c->ss->frames[c->t->nodes[path[i]].frame].label, ";");
+		put_frame_folded(c->out, &c->ss->frames[c->t->nodes[path[i]].frame]);
 	}
 	fprintf(c->out, " %" PRId64 "\n", nd->self);
 }

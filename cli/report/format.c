@@ -3,6 +3,7 @@
  * (see format.h).
  */
 #include "format.h"
+#include "stacks.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -124,5 +125,15 @@ void put_name(FILE *out, const char *s, const char *also)
 		}
 		p += k;
 		n -= k;
+	}
+}
+
+void put_frame_folded(FILE *out, const struct frame *f)
+{
+	if (f->kind == FRAME_KERNEL) {
+		put_name(out, f->name, ";");
+		fputs("_[k]", out);
+	} else {
+		put_name(out, f->label, ";");
 	}
 }

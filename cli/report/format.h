@@ -36,4 +36,9 @@ size_t utf8_char_len(const unsigned char *s, size_t n);
  * neither forge lines nor send escape sequences to a terminal. */
 void put_name(FILE *out, const char *s, const char *also);
 
+/* Writes frame f of a folded stack: its label, or a kernel function's
+ * name with flamegraph.pl's mark of the kernel, "name_[k]". */
+struct frame;
+void put_frame_folded(FILE *out, const struct frame *f);
+
 #endif

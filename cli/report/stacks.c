@@ -22,7 +22,7 @@ static const char *const kind_names[FRAME_KINDS] = {
 	[FRAME_UNSAMPLED] = "unsampled", [FRAME_PROFILER] = "profiler",
 	[FRAME_TRUNCATED] = "truncated", [FRAME_NOSTACK] = "pseudo",
 	[FRAME_WAITING] = "waiting",     [FRAME_PROCESS] = "process",
-	[FRAME_THREAD] = "thread",
+	[FRAME_THREAD] = "thread",      [FRAME_KERNEL] = "kernel",
 };
 
 const char *frame_kind_name(enum frame_kind k)
@@ -129,6 +129,8 @@ static long intern(struct stackset *ss, const struct frame *f, bool lines,
 				      inl ? " (inlined)" : "");
 	else if (inl)
 		nf.label = own_printf(ss, "%s (inlined)", nf.name);
+	else if (f->kind == FRAME_KERNEL)
+		nf.label = own_printf(ss, "%s [k]", nf.name);
 	else
 		nf.label = nf.name;
 	if (!nf.label)
@@ -137,6 +139,10 @@ static long intern(struct stackset *ss, const struct frame *f, bool lines,
 	ss->priv_.hash[j] = ++ss->nframes;
 	return (long)(ss->nframes - 1);
 }
+
+/* The Mapping of the kernel's functions, as cpuprof record --kernel and
+ * perf's converters write it. */
+#define KERNEL_MAPPING "[kernel.kallsyms]"
 
 /* The kind of a pseudo-function cpuprof writes ("[lost]", ...): a name in
  * brackets with no source file. */
@@ -171,6 +177,8 @@ static long line_frame(struct stackset *ss, const struct profile_location *l,
 	if (f->name) {
 		if (f->name[0] == '[' && !*f->file)
 			f->kind = pseudo_kind(f->name);
+		else if (l->mapping && strcmp(l->mapping->filename, KERNEL_MAPPING) == 0)
+			f->kind = FRAME_KERNEL;
 		else
 			f->kind = inlined ? FRAME_INLINED : FRAME_FUNCTION;
 		return intern(ss, f, lines, false);

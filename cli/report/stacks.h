@@ -33,6 +33,8 @@ enum frame_kind {
 	FRAME_WAITING,   /* "[waiting to run]": off the CPU, runnable */
 	FRAME_PROCESS,   /* a grouping frame: a sample's process label */
 	FRAME_THREAD,    /* a grouping frame: a sample's thread label */
+	FRAME_KERNEL,    /* a function of the kernel (its location's mapping is
+			    [kernel.kallsyms]: record --kernel) */
 	FRAME_KINDS
 };
 
@@ -46,8 +48,10 @@ struct frame {
 	int64_t start_line; /* the function's first line (0 if unknown), as
 			       the first location seen says; not in the key */
 	enum frame_kind kind;
-	/* What text formats print: name, " file:line" with `lines`, and
-	 * " (inlined)" for inlined frames. */
+	/* What text formats print: name, " file:line" with `lines`,
+	 * " (inlined)" for inlined frames and " [k]" for the kernel's (as
+	 * perf report marks them; folded stacks write "name_[k]", as
+	 * flamegraph.pl and inferno colour them: put_frame_folded). */
 	const char *label;
 };
 
