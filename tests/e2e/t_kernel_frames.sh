@@ -70,6 +70,18 @@ if command -v go >/dev/null 2>&1; then
 	grep -q '^[0-9]*: 0x[0-9a-f]*/0x[0-9a-f]*/0x0 \[kernel\.kallsyms\]' k.raw || { cat k.raw >&2; fail "no Mapping [kernel.kallsyms]"; }
 fi
 [ "$(comment k.pb.gz kernel_frames)" = "recorded:" ] || fail "no comment kernel_frames=recorded"
+# The flame graph: its kind, colour, tooltip and legend (in headless
+# Chromium, where it and Node.js are installed).
+kname=$(sed -n 's/^.*;\([^;]*\)_\[k\] [0-9]*$/\1/p' k.folded | head -1)
+if [ -x "${CHROMIUM:-/usr/bin/chromium}" ] && command -v node >/dev/null 2>&1; then
+	"$CP" report --format html -o k.html k.pb.gz || fail "report --format html"
+	node "$ROOT/tests/tools/html_check.js" --kernel k.html "$kname" >html.out 2>&1
+	rc=$?
+	[ $rc -eq 0 ] || [ $rc -eq 77 ] || { cat html.out >&2; fail "the flame graph's kernel frames"; }
+	grep '^ok\|^skip' html.out
+else
+	echo "Chromium or Node.js is not installed: the flame graph is not checked"
+fi
 
 # Where the kernel's time went: under kernel frames, sys_pipe's share.
 total=$(awk '{ s += $NF } END { print s }' k.folded)
