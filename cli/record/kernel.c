@@ -39,6 +39,15 @@
  * switch-outs are paired with its switch-ins (src/perf/switches.c) and
  * the intervals go into the images' stack tables, charged to the stack of
  * the switch-out.
+ *
+ * Kernel frames (--kernel).  Where the kernel allows samples in kernel
+ * mode and shows kallsyms' addresses (kernel_open.c's kframes_begin and
+ * kframes_refused say what refused them otherwise), the task clock's
+ * samples also carry the kernel's callchain, its user part excluded: a
+ * sample taken in a system call or a fault has those frames put leaf
+ * first above the user stack unwound as always, and its weight is the
+ * image's kframes_ns.  record_write.c names them from the kallsyms table
+ * read at the start, one object [kernel.kallsyms] in every image.
  */
 #include <elf.h>
 #include <errno.h>
