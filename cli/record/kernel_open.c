@@ -109,7 +109,7 @@ const char *cp_kernel_kframes_absent(const struct cp_kcollector *k)
  * previous one) and build IDs in the mmap records (5.12).  What it did not
  * take is not tried again; with kernel-mode samples refused, --kernel's
  * chains go too (kframes_refused).  The fd, or a negative errno. */
-static int open_one(struct cp_kcollector *k, pid_t pid, int cpu, int on_exec)
+static int open_tries(struct cp_kcollector *k, pid_t pid, int cpu, int on_exec)
 {
 	static const int tries[4][2] = { { 1, 1 }, { 1, 0 }, { 0, 1 }, { 0, 0 } };
 	struct perf_event_attr a;
@@ -134,6 +134,22 @@ static int open_one(struct cp_kcollector *k, pid_t pid, int cpu, int on_exec)
 		}
 		if (fd != -EINVAL)
 			return fd;
+	}
+	return fd;
+}
+
+/* open_tries, and where the first event cannot be had with --kernel's
+ * chains for another reason than privileges (a kernel that refuses them),
+ * again without them: record never fails for --kernel.  Not after an
+ * event was opened with them: one ring's samples have one layout. */
+static int open_one(struct cp_kcollector *k, pid_t pid, int cpu, int on_exec)
+{
+	int fd = open_tries(k, pid, cpu, on_exec);
+	if (fd < 0 && k->kframes && k->fds.n == 0 && fd != -ESRCH && fd != -EACCES && fd != -EPERM) {
+		k->kframes = 0;
+		snprintf(k->kframes_why, sizeof k->kframes_why, "perf_event_open refused the kernel's callchain: %s",
+			 strerror(-fd));
+		fd = open_tries(k, pid, cpu, on_exec);
 	}
 	return fd;
 }

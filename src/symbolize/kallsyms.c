@@ -12,8 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/array.h"
+#include "base/testhooks.h"
 #include "kallsyms.h"
 
 /* A symbol as read: its name's offset in the names, and its rank. */
@@ -83,6 +85,8 @@ int cp_kallsyms_read(const char *path, struct cp_kallsyms *k, char *why, size_t 
 {
 	memset(k, 0, sizeof *k);
 	if (!path)
+		path = cp_test_kallsyms_path();
+	if (!path)
 		path = "/proc/kallsyms";
 	FILE *f = fopen(path, "re");
 	if (!f) {
@@ -130,15 +134,19 @@ int cp_kallsyms_read(const char *path, struct cp_kallsyms *k, char *why, size_t 
 		 * shows them where perf_event_paranoid <= 1, or to CAP_SYSLOG;
 		 * 1 to CAP_SYSLOG only; 2 to nobody. */
 		int kptr = sysctl_kernel("kptr_restrict"), par = sysctl_kernel("perf_event_paranoid");
+		int root = geteuid() == 0;
 		rc = -EPERM;
-		if (kptr == 0)
+		if (kptr >= 2 || (kptr == 1 && !root))
+			snprintf(why, len, "kernel.kptr_restrict=%d hides the kernel's addresses in %s from %s (every "
+				 "one reads 0; `sysctl kernel.kptr_restrict=0` shows them)", kptr, path,
+				 kptr == 1 ? "this user (root or CAP_SYSLOG sees them)" : "every user, root too");
+		else if (kptr == 0 && !root && par > 1)
 			snprintf(why, len, "kernel.perf_event_paranoid=%d hides the kernel's addresses in %s from this "
 				 "user (every one reads 0; root, CAP_SYSLOG or perf_event_paranoid <= 1 shows them)", par,
 				 path);
 		else
-			snprintf(why, len, "kernel.kptr_restrict=%d hides the kernel's addresses in %s from %s (every "
-				 "one reads 0; `sysctl kernel.kptr_restrict=0` shows them)", kptr, path,
-				 kptr == 1 ? "this user (root or CAP_SYSLOG sees them)" : "every user, root too");
+			snprintf(why, len, "every address in %s reads 0, which hides the kernel's addresses "
+				 "(kernel.kptr_restrict=%d, perf_event_paranoid=%d)", path, kptr, par);
 	} else if (rc == 0 && n == 0) {
 		rc = -ENOENT;
 		snprintf(why, len, "%s has no text symbol", path);

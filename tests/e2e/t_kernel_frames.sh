@@ -17,10 +17,12 @@
 #   as does the comment kernel_frames_cpu_ns; user_spin keeps its own.
 # - Without --kernel the profile has none of it (no kernel Mapping, no
 #   [k], no kernel_frames comment): the default is as it was.
-# - As nobody (perf_event_paranoid 2): one line says perf_event_paranoid
-#   refused them, the profile has user frames only and says why; with
-#   CAP_SYSLOG (kallsyms readable, kernel-mode samples still refused) the
-#   line says the samples were refused.
+# - Refused, record goes on from outside with user frames, one line saying
+#   what refused, the profile saying why: as root by the test build's
+#   knobs (kallsyms' addresses hidden, as kptr_restrict=2 hides them from
+#   root; a kernel that gives no callchain); as nobody (perf_event_paranoid
+#   2) perf_event_paranoid; and with CAP_SYSLOG (kallsyms readable,
+#   kernel-mode samples still refused) the samples were refused.
 B=${B:-build}
 ROOT=$(pwd -P)
 CP=$ROOT/$B/cpuprof
@@ -109,6 +111,30 @@ near "${spin:-0}" "$want" 8 || fail "user_spin $spin%, truly $want%"
 [ $? -le 1 ] || { cat d.txt >&2; fail "diff failed"; }
 grep -qE '^ *(flat|cum) .* [^ ]+ \[k\]$' d.txt || { cat d.txt >&2; fail "diff names no kernel function [k]"; }
 "$CP" diff --format folded u.pb.gz k.pb.gz | grep -q '_\[k\];\|_\[k\] ' || fail "diff's folded stacks have no name_[k]"
+
+# Refused as root, by the test build's knobs (src/base/testhooks.h): a
+# kallsyms whose addresses read 0 (kptr_restrict=2 hides them from root
+# too), and a kernel that gives no callchain.  One line each; the profile
+# is from outside still, with user frames, the kernel's time charged to
+# the user frame that entered it as without --kernel.
+HCP=$ROOT/$B/hooks/cpuprof
+[ -x "$HCP" ] || fail "build first (make tests): no $HCP"
+# hooked WHAT PATTERN VAR=VALUE: record --kernel with the knob set.
+hooked() {
+	env "$3" "$HCP" record --kernel -o h.pb.gz -- "$W" syscalls 300 >out 2>err || { cat err; fail "$1: record failed"; }
+	grep 'kernel frames' err >lines
+	[ "$(wc -l <lines)" = 1 ] && grep -q "^cpuprof record: no kernel frames: .*$2" lines ||
+		{ cat err; fail "$1: not one line saying $2"; }
+	! grep -q 'not from outside' err || { cat err; fail "$1: record gave up sampling from outside"; }
+	echo "$1: $(cat lines)"
+	"$CP" report --format folded h.pb.gz >h.folded || fail "$1: report"
+	! grep -q '_\[k\]' h.folded || fail "$1: kernel frames"
+	grep -qE ';sys_pipe(;| )' h.folded || fail "$1: no user frames"
+	comment h.pb.gz kernel_frames | grep -q '^absent:' || fail "$1: the profile does not say they are absent"
+}
+printf '0000000000000000 T _stext\n0000000000000000 t vfs_read\n' >zeros
+hooked "hidden addresses" "$tmp/zeros.*hides the kernel's addresses" CPUPROF_TEST_KALLSYMS="$tmp/zeros"
+hooked "no callchain" "perf_event_open refused the kernel's callchain: Invalid argument" CPUPROF_TEST_NO_CALLCHAIN=1
 
 # Refused: as nobody, one line naming the setting, user frames only.
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
