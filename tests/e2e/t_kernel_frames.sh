@@ -63,7 +63,7 @@ grep -E '(^|;)main;.*;sys_pipe;([^;]*;)*[^;]*(read|write|pipe|copy|syscall)[^;]*
 awk '{ sub(/ [0-9]+$/, ""); n = split($0, f, ";"); k = 0
 	for (i = 1; i <= n; i++) { if (f[i] ~ /_\[k\]$/) k = 1; else if (k) { print; exit 1 } } }' k.folded ||
 	fail "a user frame above a kernel frame"
-grep -E '^ .* (read|write|pipe|copy|syscall)[^ ]* \[k\]$' k.top >/dev/null ||
+grep -E '^ .* [^ ]*(read|write|pipe|copy|syscall)[^ ]* \[k\]$' k.top >/dev/null ||
 	{ cat k.top >&2; fail "top marks no kernel function [k]"; }
 "$CP" report --format tree k.pb.gz | grep -q ' \[k\]$' || fail "tree marks no kernel function [k]"
 gzip -dc k.pb.gz | grep -aq '\[kernel\.kallsyms\]' || fail "no [kernel.kallsyms] in the pprof file"
