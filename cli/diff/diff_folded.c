@@ -53,7 +53,7 @@ static void line(const uint32_t *path, size_t depth, void *arg)
 	for (size_t i = 0; i < depth; i++) {
 		if (i)
 			fputc(';', c->out);
-		put_name(c->out, c->d->ss->frames[t->nodes[path[i]].frame].label, ";");
+		put_frame_folded(c->out, &c->d->ss->frames[t->nodes[path[i]].frame]);
 	}
 	fprintf(c->out, " %" PRId64 " %" PRId64 "\n", a, b);
 }

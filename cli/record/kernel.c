@@ -39,6 +39,15 @@
  * switch-outs are paired with its switch-ins (src/perf/switches.c) and
  * the intervals go into the images' stack tables, charged to the stack of
  * the switch-out.
+ *
+ * Kernel frames (--kernel).  Where the kernel allows samples in kernel
+ * mode and shows kallsyms' addresses (kernel_open.c's kframes_begin and
+ * kframes_refused say what refused them otherwise), the task clock's
+ * samples also carry the kernel's callchain, its user part excluded: a
+ * sample taken in a system call or a fault has those frames put leaf
+ * first above the user stack unwound as always, and its weight is the
+ * image's kframes_ns.  record_write.c names them from the kallsyms table
+ * read at the start, one object [kernel.kallsyms] in every image.
  */
 #include <elf.h>
 #include <errno.h>
@@ -292,6 +301,17 @@ void kc_off_into_image(void *arg, void *ctx, uint64_t gen, pid_t tid, const uint
 		m->facts.runnable_ns += ns;
 }
 
+/* The kernel's frames of sample s (--kernel), leaf first, into pcs[max]:
+ * its chain without the context markers; how many. */
+static unsigned kernel_frames(const struct cp_perf_event *s, uintptr_t *pcs, unsigned max)
+{
+	unsigned n = 0;
+	for (uint32_t i = 0; i < s->nchain && n < max; i++)
+		if (s->chain[i] < (uint64_t)PERF_CONTEXT_MAX)
+			pcs[n++] = (uintptr_t)s->chain[i];
+	return n;
+}
+
 static void on_sample(struct cp_kcollector *k, const struct cp_perf_event *s)
 {
 	if (s->is_switch) {
@@ -314,9 +334,14 @@ static void on_sample(struct cp_kcollector *k, const struct cp_perf_event *s)
 		t->img = p->img;
 		t->sampled_units += weight;
 	}
-	uintptr_t pcs[1024];
+	/* With --kernel, a sample taken in the kernel has its kernel frames
+	 * above the user stack that entered it. */
+	uintptr_t pcs[1024 + CP_PERF_KERNEL_CHAIN_MAX];
 	uint32_t flags;
-	unsigned n = walk(k, p, s, pcs, &flags);
+	unsigned nk = kernel_frames(s, pcs, CP_PERF_KERNEL_CHAIN_MAX);
+	unsigned n = nk + walk(k, p, s, pcs + nk, &flags);
+	if (nk)
+		flags &= ~CP_STACK_LINK_REG; /* its leaf is the kernel's, not the user code's */
 	struct cp_image *m = p->img;
 	struct cp_epoch *e = m->epochs ? cp_image_epoch_for(m, p->gen) : NULL;
 	if (!e || cp_stacktab_add_tid(&e->tab, (uint32_t)s->tid, pcs, n, flags, 1, weight) < 0) {
@@ -326,6 +351,8 @@ static void on_sample(struct cp_kcollector *k, const struct cp_perf_event *s)
 	}
 	m->samples++;
 	m->sampled_ns += weight;
+	if (nk)
+		m->facts.kframes_ns += weight;
 }
 
 /* A record handed on in time order. */
@@ -351,7 +378,7 @@ static void enqueue(const struct perf_event_header *h, int cpu, void *arg)
 {
 	struct cp_kcollector *k = arg;
 	struct cp_perf_event ev;
-	if (!cp_perf_decode(h, cpu, k->use_read, &k->sw, &ev))
+	if (!cp_perf_decode_chain(h, cpu, k->use_read, k->kframes, &k->sw, &ev))
 		return;
 	if (ev.type == PERF_RECORD_LOST)
 		k->lost += ev.lost;

@@ -28,6 +28,7 @@ struct cp_kernel_conf {
 	int unwind;       /* enum cp_unwind_mode */
 	const char *engine; /* "perf" (the task clock) or "hw" (cycles) */
 	int off_cpu;      /* also off-CPU time: a context-switch event beside the task clock */
+	int kframes;      /* --kernel: also the kernel's part of each stack, where the kernel allows it */
 };
 
 struct cp_kcollector;
@@ -57,6 +58,10 @@ int cp_kernel_start(struct cp_kcollector **out, const struct cp_kernel_conf *c, 
  * (then nothing stays open). */
 int cp_kernel_attach(struct cp_kcollector **out, const struct cp_kernel_conf *c, const pid_t *pids, size_t n,
 		     char *why, size_t len);
+
+/* With kframes asked for: why the profile has none (what refused them),
+ * or NULL where it has them (or they were not asked for). */
+const char *cp_kernel_kframes_absent(const struct cp_kcollector *k);
 
 /* The descriptors to poll for POLLIN (the rings, woken a quarter full)
  * into out[max]; how many. */

@@ -66,6 +66,18 @@ static void image_off_cpu(struct cp_kcollector *k, struct cp_image *m)
 	cp_switches_check(&k->sw, image_thread_cpu, &c, 10000000, &f->acct);
 }
 
+/* Image m's facts of kernel frames: asked for or not, why they are
+ * absent (their CPU, kframes_ns, came with the samples). */
+static void image_kframes(const struct cp_kcollector *k, struct cp_image *m)
+{
+	struct cp_facts *f = &m->facts;
+	if (!k->conf.kframes)
+		return;
+	f->kframes = k->kframes ? CP_KFRAMES_ON : CP_KFRAMES_ABSENT;
+	if (!k->kframes)
+		snprintf(f->kframes_why, sizeof f->kframes_why, "%s", k->kframes_why);
+}
+
 /* The switches' time no task clock counted (cp_perf_unseen), `unseen`
  * ns, shared by the images of tree t as their CPU is (`counted` in all):
  * the kernel does not say whose switches they were. */
@@ -108,6 +120,7 @@ static void hold(struct cp_kcollector *k, int64_t cpu_ns, int64_t switches)
 		cp_image_scale(m, factor);
 		f->unsampled_ns = (uint64_t)((double)f->unsampled_ns * factor + 0.5);
 		f->kernel_ns = (uint64_t)((double)f->kernel_ns * factor + 0.5);
+		f->kframes_ns = (uint64_t)((double)f->kframes_ns * factor + 0.5);
 		int64_t before = f->cpu_ns;
 		f->cpu_ns = image_counted_ns(m);
 		f->ahead_ns = before > f->cpu_ns ? (uint64_t)(before - f->cpu_ns) : 0;
@@ -130,6 +143,7 @@ void cp_kernel_finish(struct cp_kcollector *k)
 	}
 	k->t_end = cp_mono_ns();
 	kc_drain(k, UINT64_MAX);
+	k->tree.kernel = k->kframes ? &k->ksyms : NULL;
 	k->mono1 = cp_mono_ns();
 	/* Threads off the CPU at the end are charged up to it. */
 	if (k->off_cpu)
@@ -157,6 +171,7 @@ void cp_kernel_finish(struct cp_kcollector *k)
 		f->throttled = i == 0 ? k->throttled : 0;
 		f->lost = i == 0 ? k->lost : 0;
 		image_off_cpu(k, m);
+		image_kframes(k, m);
 		/* An exec that mapped nothing the events saw: the kernel took
 		 * them away at a secure exec (setuid or setgid). */
 		if (m->nobjs == 0 && !m->unprofiled)
@@ -241,6 +256,7 @@ void cp_kernel_free(struct cp_kcollector *k)
 	for (size_t i = 0; k->rings && i < k->nrings; i++)
 		cp_perf_ring_unmap(&k->rings[i]);
 	free(k->rings);
+	cp_kallsyms_free(&k->ksyms);
 	free(k->bounce);
 	free(k->cache);
 	for (size_t i = 0; i < k->nfiles; i++) {

@@ -23,6 +23,7 @@
 #include "profile/options.h"
 #include "sig/clock.h"
 #include "sig/sigstate.h"
+#include "symbolize/kallsyms.h"
 #include "unwind/file.h"
 
 /* Each CPU's ring holds this long of samples at the rate asked for (as
@@ -115,6 +116,11 @@ struct cp_kcollector {
 	uint64_t period;              /* ns of task clock */
 	int use_read, build_id;       /* what the kernel takes (open_one) */
 	int kernel;                   /* samples are taken in kernel mode too (open_one) */
+	/* --kernel: the samples carry the kernel's chain (open_one), named
+	 * from ksyms; or why not. */
+	int kframes;
+	char kframes_why[256];
+	struct cp_kallsyms ksyms;
 	struct cp_perf_ring *rings;
 	size_t nrings;
 	unsigned ring_pages;

@@ -28,6 +28,8 @@
 static void attr_for(const struct cp_kcollector *k, struct perf_event_attr *a, int use_read, int build_id)
 {
 	cp_perf_sampler_attr(a, PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK, k->period, k->kernel, use_read);
+	if (k->kframes)
+		cp_perf_kernel_chain_attr(a);
 	a->comm_exec = 1;
 	a->mmap = 1;
 	a->mmap2 = 1;
@@ -63,6 +65,40 @@ static void off_cpu_fails(struct cp_kcollector *k, int e, const char *what)
 		 strerror(-e));
 }
 
+/* --kernel's frames refused with the kernel-mode samples (errno e): the
+ * samples are the user's alone, and the profile says which setting
+ * refused. */
+static void kframes_refused(struct cp_kcollector *k, int e)
+{
+	if (!k->kframes)
+		return;
+	k->kframes = 0;
+	int par = cp_perf_paranoid();
+	if (par >= 2)
+		snprintf(k->kframes_why, sizeof k->kframes_why, "kernel.perf_event_paranoid=%d refuses samples in "
+			 "kernel mode to this user (root, CAP_PERFMON or perf_event_paranoid <= 1 allows them)", par);
+	else
+		snprintf(k->kframes_why, sizeof k->kframes_why, "samples in kernel mode were refused (perf_event_open: "
+			 "%s), though kernel.perf_event_paranoid=%d allows them: a seccomp filter or a security module",
+			 strerror(-e), par);
+}
+
+/* With --kernel asked for: the kernel's names, and the samples' chains
+ * from the next event opened; where the names cannot be had
+ * (kptr_restrict), no chains, and why. */
+static void kframes_begin(struct cp_kcollector *k)
+{
+	if (!k->conf.kframes)
+		return;
+	if (cp_kallsyms_read(NULL, &k->ksyms, k->kframes_why, sizeof k->kframes_why) == 0)
+		k->kframes = 1;
+}
+
+const char *cp_kernel_kframes_absent(const struct cp_kcollector *k)
+{
+	return k->conf.kframes && !k->kframes ? k->kframes_why : NULL;
+}
+
 /* Opens an event on pid and cpu with what this kernel and its settings
  * allow, best first: samples in kernel mode too (root, CAP_PERFMON or
  * perf_event_paranoid <= 1: a sample taken in a system call, a page fault
@@ -71,8 +107,9 @@ static void off_cpu_fails(struct cp_kcollector *k, int e, const char *what)
  * it, not to the user code that runs next); PERF_SAMPLE_READ under
  * inherit (Linux 6.12: each sample weighs the CPU since the thread's
  * previous one) and build IDs in the mmap records (5.12).  What it did not
- * take is not tried again.  The fd, or a negative errno. */
-static int open_one(struct cp_kcollector *k, pid_t pid, int cpu, int on_exec)
+ * take is not tried again; with kernel-mode samples refused, --kernel's
+ * chains go too (kframes_refused).  The fd, or a negative errno. */
+static int open_tries(struct cp_kcollector *k, pid_t pid, int cpu, int on_exec)
 {
 	static const int tries[4][2] = { { 1, 1 }, { 1, 0 }, { 0, 1 }, { 0, 0 } };
 	struct perf_event_attr a;
@@ -85,6 +122,7 @@ static int open_one(struct cp_kcollector *k, pid_t pid, int cpu, int on_exec)
 		a.enable_on_exec = (unsigned)on_exec;
 		fd = cp_perf_open(&a, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 		if ((fd == -EACCES || fd == -EPERM) && k->kernel) {
+			kframes_refused(k, fd);
 			k->kernel = 0; /* user mode only, as an unprivileged user may */
 			i--;
 			continue;
@@ -96,6 +134,22 @@ static int open_one(struct cp_kcollector *k, pid_t pid, int cpu, int on_exec)
 		}
 		if (fd != -EINVAL)
 			return fd;
+	}
+	return fd;
+}
+
+/* open_tries, and where the first event cannot be had with --kernel's
+ * chains for another reason than privileges (a kernel that refuses them),
+ * again without them: record never fails for --kernel.  Not after an
+ * event was opened with them: one ring's samples have one layout. */
+static int open_one(struct cp_kcollector *k, pid_t pid, int cpu, int on_exec)
+{
+	int fd = open_tries(k, pid, cpu, on_exec);
+	if (fd < 0 && k->kframes && k->fds.n == 0 && fd != -ESRCH && fd != -EACCES && fd != -EPERM) {
+		k->kframes = 0;
+		snprintf(k->kframes_why, sizeof k->kframes_why, "perf_event_open refused the kernel's callchain: %s",
+			 strerror(-fd));
+		fd = open_tries(k, pid, cpu, on_exec);
 	}
 	return fd;
 }
@@ -278,6 +332,8 @@ int cp_kernel_start(struct cp_kcollector **out, const struct cp_kernel_conf *c, 
 {
 	struct cp_kcollector *k;
 	int rc = setup(&k, c);
+	if (rc == 0)
+		kframes_begin(k);
 	if (rc == 0 && (rc = open_task(k, pid, 1)) < 0)
 		refused(rc, "the command", why, len);
 	else if (rc < 0)
@@ -456,6 +512,7 @@ int cp_kernel_attach(struct cp_kcollector **out, const struct cp_kernel_conf *c,
 		snprintf(why, len, "out of memory");
 		return rc;
 	}
+	kframes_begin(k);
 	k->attached = calloc(n ? n : 1, sizeof *k->attached);
 	if (!k->attached) {
 		cp_kernel_free(k);

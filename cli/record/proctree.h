@@ -65,7 +65,11 @@ struct cp_image {
 	struct cp_jit *jit;       /* what its JIT named (symbolize/jit.h), or NULL */
 };
 
+struct cp_kallsyms;
 struct cp_tree {
+	/* The kernel's names, where samples have kernel frames (record
+	 * --kernel, from outside), else NULL: their object in every image. */
+	const struct cp_kallsyms *kernel;
 	struct cp_image **images;
 	size_t nimages, capimages;
 	uint32_t no_slot;         /* processes that found no slot in record's shared memory */

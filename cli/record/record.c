@@ -64,8 +64,8 @@
 #define MAX_PIDS 64
 
 /* record's flags: their order is the usage's. */
-enum { F_OUTPUT, F_HZ, F_ENGINE, F_DEPTH, F_SIGNAL, F_UNWIND, F_PER_PROCESS, F_GRACE, F_PRELOAD, F_OFF_CPU, F_PID,
-       F_DURATION, F_NFLAGS };
+enum { F_OUTPUT, F_HZ, F_ENGINE, F_DEPTH, F_SIGNAL, F_UNWIND, F_PER_PROCESS, F_GRACE, F_PRELOAD, F_OFF_CPU, F_KERNEL,
+       F_PID, F_DURATION, F_NFLAGS };
 
 static const struct flag record_flags[F_NFLAGS] = {
 	[F_OUTPUT] = { "--output", 'o', FLAG_TEXT, "FILE", .want = "a file name",
@@ -93,6 +93,11 @@ static const struct flag record_flags[F_NFLAGS] = {
 				"the stack where it left the CPU: sample types off_cpu and wall beside cpu (from "
 				"outside only; needs root, CAP_PERFMON or perf_event_paranoid <= 1, else CPU only, "
 				"and it says why)" },
+	[F_KERNEL] = { "--kernel", 0, FLAG_BOOL,
+		       .help = "also the kernel's part of each stack sampled in it (system calls, page faults), above "
+			       "the user frames that entered it, named from /proc/kallsyms and marked as kernel "
+			       "frames (from outside only; needs root, CAP_PERFMON or perf_event_paranoid <= 1, "
+			       "else user frames only, and it says why)" },
 	[F_PID] = { "--pid", 'p', FLAG_TEXT, "PID[,PID...]", .want = "a list of process IDs",
 		    .help = "the running processes to record, instead of CMD" },
 	[F_DURATION] = { "--duration", 'd', FLAG_INT, "SECONDS", .min = 1, .max = 86400 * 365, .no_def = true,
@@ -122,6 +127,7 @@ struct record_opts {
 	bool per_process;
 	bool preload;                /* inside each process, whatever the engine */
 	bool off_cpu;                /* off-CPU time too */
+	bool kframes;                /* --kernel: kernel frames too */
 	const struct flag_value *v;  /* every flag's, by F_* */
 	char **cmd;                  /* NULL-terminated argv of the command, or NULL with -p */
 };
@@ -163,6 +169,15 @@ static int check_fit(const struct record_opts *o, const struct flag_value *v, si
 	return -1;
 }
 
+/* With --kernel from outside: where the kernel frames were refused, one
+ * line says what refused them. */
+static void kframes_said(const struct cp_kcollector *k)
+{
+	const char *why = cp_kernel_kframes_absent(k);
+	if (why)
+		fprintf(stderr, "cpuprof record: no kernel frames: %s; recording user frames only\n", why);
+}
+
 /* Parses argv (argv[0] is "record") into *o, whose values point into fr
  * (the caller frees it).  Returns 0, FLAGS_HELP (printed), or -1 after
  * printing what is wrong.  Each value is checked as it is read, a
@@ -182,6 +197,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o, struct flags
 	o->per_process = v[F_PER_PROCESS].set;
 	o->preload = v[F_PRELOAD].set;
 	o->off_cpu = v[F_OFF_CPU].set;
+	o->kframes = v[F_KERNEL].set;
 	o->cmd = o->pids ? NULL : fr->operands;
 	return check_fit(o, v, fr->noperands);
 }
@@ -511,6 +527,8 @@ static int spawn(const struct record_opts *o, const struct cp_kernel_conf *kc, s
 		rc = -1;
 	} else if (kc) {
 		rc = cp_kernel_start(&c->kernel, kc, pid, refused, rlen) < 0 ? -2 : 0;
+		if (rc == 0)
+			kframes_said(c->kernel);
 		reaped = rc < 0;
 		ssize_t w = write(go[1], rc == 0 ? "g" : "n", 1);
 		(void)w;
@@ -650,6 +668,7 @@ static int run_attach(const struct record_opts *o, const struct cp_kernel_conf *
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		return EXIT_USAGE;
 	}
+	kframes_said(k);
 	int64_t end = o->duration ? mono_ms() + (int64_t)o->duration * 1000 : 0;
 	const char *stopped = "the processes ended";
 	for (;;) {
@@ -692,6 +711,7 @@ static int run_attach(const struct record_opts *o, const struct cp_kernel_conf *
 		.scheduler_ns = cp_kernel_scheduler_ns(k),
 		.off_cpu = o->off_cpu,
 		.off_cpu_absent = absent[0] ? absent : NULL,
+		.kframes = o->kframes,
 	};
 	fprintf(stderr, "cpuprof: recorded %s from outside until %s\n", shown_cmd, stopped);
 	int rc = record_write(cp_kernel_tree(k), abs, output, &run_info) < 0 ? 1 : 0;
@@ -816,7 +836,7 @@ static int record_command(const struct record_opts *o, struct cp_kernel_conf *kc
 {
 	struct collector c;
 	struct run_state rs;
-	char refusal[512] = "", absent[512] = "", *lib = NULL;
+	char refusal[512] = "", absent[512] = "", kabsent[512] = "", *lib = NULL;
 	int exec_errno, rc = EXIT_USAGE, status = -2;
 	const char *engine = engine_asked(o);
 	memset(&c, 0, sizeof c);
@@ -840,6 +860,12 @@ static int record_command(const struct record_opts *o, struct cp_kernel_conf *kc
 	if (status == -2) {
 		if (preload_setup(o, &c, refusal, absent, sizeof absent, &lib) < 0)
 			goto out;
+		if (o->kframes) {
+			snprintf(kabsent, sizeof kabsent, "they are recorded from outside only, and record is not: %s",
+				 refusal[0] ? refusal : o->preload ? "--preload runs the profiler inside each process"
+				 : "the engine asked for runs inside each process");
+			fprintf(stderr, "cpuprof record: no kernel frames: %s; recording user frames only\n", kabsent);
+		}
 		status = run(o, NULL, &c, &rs, &exec_errno, NULL, 0);
 	}
 	if (status < 0) {
@@ -859,6 +885,8 @@ static int record_command(const struct record_opts *o, struct cp_kernel_conf *kc
 		.refusal = refusal,
 		.off_cpu = o->off_cpu,
 		.off_cpu_absent = absent[0] ? absent : NULL,
+		.kframes = o->kframes,
+		.kframes_absent = !c.kernel && kabsent[0] ? kabsent : NULL,
 	};
 	record_write(tree_of(&c), abs, output, &run_info);
 out:
@@ -889,7 +917,8 @@ int cmd_record(int argc, char **argv)
 		 * the same libraries. */
 		cp_symbols_share_files();
 		struct cp_kernel_conf kc = { .hz = (int)o.v[F_HZ].n, .depth = (unsigned)o.v[F_DEPTH].n,
-					     .unwind = (int)o.v[F_UNWIND].n, .engine = CP_ENGINE_PERF };
+					     .unwind = (int)o.v[F_UNWIND].n, .engine = CP_ENGINE_PERF,
+					     .kframes = o.kframes };
 		rc = o.pids ? run_attach(&o, &kc, abs, o.output) : record_command(&o, &kc, abs, o.output);
 	}
 	free(abs);

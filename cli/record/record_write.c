@@ -22,6 +22,7 @@
 #include "profile/judge.h"
 #include "profile/pprof_write.h"
 #include "record_write.h"
+#include "symbolize/kallsyms.h"
 #include "symbolize/symbols.h"
 
 /* Most processes the comments describe one by one. */
@@ -170,6 +171,7 @@ static void add_facts(struct cp_facts *t, const struct cp_facts *f)
 	t->off_stackless += f->off_stackless;
 	t->off_unpaired += f->off_unpaired;
 	cp_switch_check_add(&t->acct, &f->acct);
+	t->kframes_ns += f->kframes_ns;
 }
 
 /* Where --off-cpu was asked for and the profile has none, its facts say
@@ -180,6 +182,16 @@ static void off_cpu_absent(struct cp_facts *f, const struct record_run *r)
 		return;
 	f->off_cpu = CP_OFF_CPU_ABSENT;
 	snprintf(f->off_cpu_why, sizeof f->off_cpu_why, "%s", r->off_cpu_absent);
+}
+
+/* Where --kernel was asked for and recorded inside each process (which
+ * has no kernel frames), its facts say why. */
+static void kframes_absent(struct cp_facts *f, const struct record_run *r)
+{
+	if (!r->kframes || !r->kframes_absent)
+		return;
+	f->kframes = CP_KFRAMES_ABSENT;
+	snprintf(f->kframes_why, sizeof f->kframes_why, "%s", r->kframes_absent);
 }
 
 /* Why a program was not profiled, from its file: statically linked (no
@@ -217,11 +229,13 @@ static const char *thread_name(const void *arg, uint32_t tid)
 }
 
 /* The objects image m had loaded in epoch e: those published before the
- * next epoch, less any that a later one of them was loaded over. */
-static struct cp_symbols *epoch_symbols(const struct cp_image *m, size_t e)
+ * next epoch, less any that a later one of them was loaded over; and the
+ * kernel, named by `kernel` (NULL: no kernel frames), one object
+ * CP_KALLSYMS_OBJECT over all its text, as perf's converters write it. */
+static struct cp_symbols *epoch_symbols(const struct cp_image *m, size_t e, const struct cp_kallsyms *kernel)
 {
 	uint32_t until = e + 1 < m->nepochs ? m->epochs[e + 1].gen : UINT32_MAX;
-	struct cp_object_desc *d = calloc(m->nobjs ? m->nobjs : 1, sizeof *d);
+	struct cp_object_desc *d = calloc(m->nobjs + 1, sizeof *d);
 	struct cp_segment_desc *segs = calloc(m->nobjs ? m->nobjs * CP_SHM_MAX_SEGS : 1, sizeof *segs);
 	size_t n = 0;
 	for (uint32_t i = 0; d && segs && i < m->nobjs; i++) {
@@ -243,8 +257,11 @@ static struct cp_symbols *epoch_symbols(const struct cp_image *m, size_t e)
 			sd[g] = (struct cp_segment_desc){ (uintptr_t)o->segs[g].start, (uintptr_t)o->segs[g].limit,
 							  o->segs[g].file_offset };
 		d[n++] = (struct cp_object_desc){ o->path, o->build_id, (uintptr_t)o->bias, sd, o->nsegs,
-						  m->files ? m->files[i] : NULL };
+						  m->files ? m->files[i] : NULL, NULL };
 	}
+	struct cp_segment_desc ktext = { kernel ? kernel->lo : 0, kernel ? kernel->hi : 0, 0 };
+	if (d && kernel)
+		d[n++] = (struct cp_object_desc){ CP_KALLSYMS_OBJECT, "", 0, &ktext, 1, NULL, &kernel->tab };
 	struct cp_symbols *s = d && segs ? cp_symbols_from_objects(d, n, m->exe) : NULL;
 	free(d);
 	free(segs);
@@ -254,7 +271,8 @@ static struct cp_symbols *epoch_symbols(const struct cp_image *m, size_t e)
 /* The parts of image m (one per epoch with samples, the first with its
  * frames that are not code) appended to *parts; its pseudo samples go in
  * pseudo[CP_FACTS_PSEUDO].  0 or -1 (out of memory). */
-static int image_parts(const struct cp_image *m, const struct cp_facts *f, struct cp_pseudo_sample *pseudo,
+static int image_parts(const struct cp_image *m, const struct cp_kallsyms *kernel, const struct cp_facts *f,
+		       struct cp_pseudo_sample *pseudo,
 		       struct cp_profile_part **parts, size_t *nparts, size_t *cap)
 {
 	for (size_t e = 0; e < m->nepochs; e++) {
@@ -268,7 +286,7 @@ static int image_parts(const struct cp_image *m, const struct cp_facts *f, struc
 			*parts = np;
 			*cap = nc;
 		}
-		struct cp_symbols *s = epoch_symbols(m, e);
+		struct cp_symbols *s = epoch_symbols(m, e, kernel);
 		if (!s)
 			return -1;
 		struct cp_profile_part *p = &(*parts)[(*nparts)++];
@@ -367,6 +385,8 @@ static void tree_facts(const struct cp_tree *c, pid_t root, struct cp_facts *tre
 	memset(&tree->cpu_ns, 0, sizeof *tree - offsetof(struct cp_facts, cpu_ns));
 	tree->off_cpu = first->facts.off_cpu;
 	memcpy(tree->off_cpu_why, first->facts.off_cpu_why, sizeof tree->off_cpu_why);
+	tree->kframes = first->facts.kframes;
+	memcpy(tree->kframes_why, first->facts.kframes_why, sizeof tree->kframes_why);
 	tree->unwind_tables = first->facts.unwind_tables;
 	tree->unwind_bytes = first->facts.unwind_bytes;
 	tree->unwind_cached = first->facts.unwind_cached;
@@ -458,7 +478,7 @@ static int write_merged(const struct cp_tree *c, const char *path, const char *s
 	for (size_t k = 0; k < c->nimages && rc == 0; k++) {
 		image_facts(c, c->images[k], &facts[k]);
 		add_facts(&tree, &facts[k]);
-		rc = image_parts(c->images[k], &facts[k], pseudo[k], &parts, &nparts, &cap);
+		rc = image_parts(c->images[k], c->kernel, &facts[k], pseudo[k], &parts, &nparts, &cap);
 	}
 	if (rc < 0) {
 		fprintf(stderr, "cpuprof: cannot write %s: out of memory\n", shown);
@@ -493,6 +513,7 @@ static int write_merged(const struct cp_tree *c, const char *path, const char *s
 		free(ix.v);
 	}
 	off_cpu_absent(&tree, r);
+	kframes_absent(&tree, r);
 	tree_warning(&tree, unprofiled, &warning);
 	cp_facts_comments(&cm, &tree, warning.text);
 	record_comments(&cm, r);
@@ -568,13 +589,14 @@ static int write_per_process(const struct cp_tree *c, const char *path, const ch
 		cm.n = cm.used = 0;
 		image_facts(c, m, &f);
 		off_cpu_absent(&f, r);
+		kframes_absent(&f, r);
 		tree_warning(&f, own ? unprofiled : NULL, &warning);
 		cp_facts_comments(&cm, &f, warning.text);
 		record_comments(&cm, r);
 		ended(m, how, sizeof how);
 		cp_comment(&cm, "process=%d %s ended=%s", m->pid, image_name(m), how);
 		if (image_file(c, k, primary, path, shown, &file, &name) < 0 ||
-		    image_parts(m, &f, pseudo, &parts, &nparts, &cap) < 0 ||
+		    image_parts(m, c->kernel, &f, pseudo, &parts, &nparts, &cap) < 0 ||
 		    write_one(file, name, parts, nparts, &f, &cm, &warning, 1) < 0)
 			rc = -1;
 		free_parts(parts, nparts);
@@ -590,7 +612,7 @@ int record_write(const struct cp_tree *all, const char *path, const char *shown,
 {
 	static struct cp_warning unprofiled;
 	/* The images that were profiled; the others are named. */
-	struct cp_tree view = { .no_slot = all->no_slot };
+	struct cp_tree view = { .kernel = all->kernel, .no_slot = all->no_slot };
 	view.images = malloc((all->nimages ? all->nimages : 1) * sizeof *view.images);
 	if (!view.images) {
 		fprintf(stderr, "cpuprof: cannot write %s: out of memory\n", shown);

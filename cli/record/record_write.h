@@ -30,6 +30,8 @@ struct record_run {
 	int64_t scheduler_ns; /* -p: the scheduler's count of the window, for comparison */
 	int off_cpu;         /* --off-cpu asked for */
 	const char *off_cpu_absent; /* ... and why the profile has none, or NULL (it has) */
+	int kframes;         /* --kernel asked for */
+	const char *kframes_absent; /* ... and why the profile has none where the collector could not say, or NULL */
 };
 
 /* Writes the profile(s) to path (shown as `shown` in messages) and says

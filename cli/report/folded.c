@@ -42,17 +42,7 @@ static void line(const uint32_t *path, size_t depth, void *arg)
 	for (size_t i = 0; i < depth; i++) {
 		if (i)
 			fputc(';', c->out);
-		const struct frame *f = &c->ss->frames[c->t->nodes[path[i]].frame];
-		if (f->kind == FRAME_JIT) {
-			/* flamegraph.pl's mark of JIT code (its --color=java). */
-			size_t n = strlen(f->label);
-			char *s = strndup(f->label, n >= 6 ? n - 6 : n); /* less " [jit]" */
-			put_name(c->out, s ? s : f->name, ";");
-			free(s);
-			fputs("_[j]", c->out);
-			continue;
-		}
-		put_name(c->out, f->label, ";");
+		put_frame_folded(c->out, &c->ss->frames[c->t->nodes[path[i]].frame]);
 	}
 	fprintf(c->out, " %" PRId64 "\n", nd->self);
 }

@@ -3,9 +3,11 @@
  * (see format.h).
  */
 #include "format.h"
+#include "stacks.h"
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int64_t sat_add(int64_t a, int64_t b)
@@ -125,4 +127,17 @@ void put_name(FILE *out, const char *s, const char *also)
 		p += k;
 		n -= k;
 	}
+}
+
+void put_frame_folded(FILE *out, const struct frame *f)
+{
+	/* The marks flamegraph.pl and inferno colour by: "_[k]" the kernel's,
+	 * "_[j]" a JIT's (their --color=java), in place of the label's. */
+	const char *suffix = f->kind == FRAME_KERNEL ? "_[k]" : f->kind == FRAME_JIT ? "_[j]" : NULL;
+	size_t len = strlen(f->label), mark = strlen(frame_kind_mark(f->kind));
+	char *s = suffix && len >= mark ? strndup(f->label, len - mark) : NULL;
+	put_name(out, s ? s : f->label, ";");
+	free(s);
+	if (suffix)
+		fputs(suffix, out);
 }

@@ -36,4 +36,10 @@ size_t utf8_char_len(const unsigned char *s, size_t n);
  * neither forge lines nor send escape sequences to a terminal. */
 void put_name(FILE *out, const char *s, const char *also);
 
+/* Writes frame f of a folded stack: its label, a kernel's or a JIT's
+ * with flamegraph.pl's mark of its kind in place of the label's:
+ * "name_[k]", "name_[j]". */
+struct frame;
+void put_frame_folded(FILE *out, const struct frame *f);
+
 #endif

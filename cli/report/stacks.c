@@ -23,11 +23,17 @@ static const char *const kind_names[FRAME_KINDS] = {
 	[FRAME_TRUNCATED] = "truncated", [FRAME_NOSTACK] = "pseudo",
 	[FRAME_WAITING] = "waiting",     [FRAME_PROCESS] = "process",
 	[FRAME_THREAD] = "thread",       [FRAME_JIT] = "jit",
+	[FRAME_KERNEL] = "kernel",
 };
 
 const char *frame_kind_name(enum frame_kind k)
 {
 	return k < FRAME_KINDS ? kind_names[k] : "?";
+}
+
+const char *frame_kind_mark(enum frame_kind k)
+{
+	return k == FRAME_INLINED ? " (inlined)" : k == FRAME_JIT ? " [jit]" : k == FRAME_KERNEL ? " [k]" : "";
 }
 
 /* ---- frames ------------------------------------------------------------- */
@@ -118,7 +124,7 @@ static long intern(struct stackset *ss, const struct frame *f, bool lines,
 		return -1;
 	ss->frames = ss->priv_.frames;
 	struct frame nf = *f;
-	const char *mark = f->kind == FRAME_INLINED ? " (inlined)" : f->kind == FRAME_JIT ? " [jit]" : "";
+	const char *mark = frame_kind_mark(f->kind);
 	if (temporary && !(nf.name = own(ss, strdup(f->name))))
 		return -1;
 	if (lines && *f->file && f->line > 0)
@@ -136,6 +142,10 @@ static long intern(struct stackset *ss, const struct frame *f, bool lines,
 	ss->priv_.hash[j] = ++ss->nframes;
 	return (long)(ss->nframes - 1);
 }
+
+/* The Mapping of the kernel's functions, as cpuprof record --kernel and
+ * perf's converters write it. */
+#define KERNEL_MAPPING "[kernel.kallsyms]"
 
 /* The kind of a pseudo-function cpuprof writes ("[lost]", ...): a name in
  * brackets with no source file. */
@@ -172,6 +182,8 @@ static long line_frame(struct stackset *ss, const struct profile_location *l,
 			f->kind = FRAME_JIT; /* named by the JIT (cpuprof's pprof_write.c) */
 		else if (f->name[0] == '[' && !*f->file)
 			f->kind = pseudo_kind(f->name);
+		else if (l->mapping && strcmp(l->mapping->filename, KERNEL_MAPPING) == 0)
+			f->kind = FRAME_KERNEL;
 		else
 			f->kind = inlined ? FRAME_INLINED : FRAME_FUNCTION;
 		return intern(ss, f, lines, false);

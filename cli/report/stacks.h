@@ -34,11 +34,16 @@ enum frame_kind {
 	FRAME_PROCESS,   /* a grouping frame: a sample's process label */
 	FRAME_THREAD,    /* a grouping frame: a sample's thread label */
 	FRAME_JIT,       /* a function its JIT named (a Location of a "[jit]" Mapping) */
+	FRAME_KERNEL,    /* a function of the kernel (its location's mapping is
+			    [kernel.kallsyms]: record --kernel) */
 	FRAME_KINDS
 };
 
 /* The short name of a kind ("function", "inlined", "lost", ...). */
 const char *frame_kind_name(enum frame_kind k);
+/* What a label adds to the name for a frame of kind k: " (inlined)",
+ * " [jit]", " [k]", or "". */
+const char *frame_kind_mark(enum frame_kind k);
 
 struct frame {
 	const char *name; /* the function's (or pseudo-frame's) name */
@@ -48,7 +53,10 @@ struct frame {
 			       the first location seen says; not in the key */
 	enum frame_kind kind;
 	/* What text formats print: name, " file:line" with `lines`, and
-	 * " (inlined)" for inlined frames, " [jit]" for JIT frames. */
+	 * its kind's mark: " (inlined)", " [jit]", " [k]" for the kernel's
+	 * (as perf report marks them; folded stacks write "name_[j]" and
+	 * "name_[k]", as flamegraph.pl and inferno colour them:
+	 * put_frame_folded). */
 	const char *label;
 };
 

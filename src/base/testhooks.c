@@ -7,6 +7,7 @@
 #ifdef CPUPROF_TEST_HOOKS
 
 #include <stdlib.h>
+#include <string.h>
 
 size_t cp_test_ring_cells;
 int cp_test_no_drain;
@@ -37,6 +38,17 @@ const char *cp_test_debug_root(void)
 		read = 1;
 	}
 	return root;
+}
+
+const char *cp_test_kallsyms_path(void)
+{
+	return getenv("CPUPROF_TEST_KALLSYMS");
+}
+
+int cp_test_no_callchain(void)
+{
+	const char *v = getenv("CPUPROF_TEST_NO_CALLCHAIN");
+	return v && !strcmp(v, "1");
 }
 
 #else

@@ -47,6 +47,14 @@ extern int cp_lines_fault_object, cp_lines_fault_kind;
  * as when a virtual machine's host takes its CPU and the task clock runs
  * on: $CPUPROF_TEST_CLOCK_AHEAD_PCT (0 to 1000), read once. */
 uint64_t cp_test_clock_ahead_pct(void);
+/* src/symbolize/kallsyms.c, src/perf/events.c (t_kernel_frames.sh): the
+ * kallsyms file record --kernel reads instead of /proc/kallsyms
+ * ($CPUPROF_TEST_KALLSYMS, or NULL), as one whose addresses kptr_restrict
+ * hides even from root; and perf_event_open refusing every event that
+ * asks for a callchain with EINVAL ($CPUPROF_TEST_NO_CALLCHAIN=1), as a
+ * kernel that cannot give one. */
+const char *cp_test_kallsyms_path(void);
+int cp_test_no_callchain(void);
 
 /* src/symbolize/symbols.c and lines.c (t_debuginfo.sh): the directory
  * searched for separate debug files in place of /usr/lib/debug (its
@@ -69,6 +77,8 @@ const char *cp_test_debug_root(void);
 #define cp_lines_fault_kind 0
 #define cp_test_clock_ahead_pct() ((uint64_t)0)
 #define cp_test_debug_root() ((const char *)0)
+#define cp_test_kallsyms_path() ((const char *)0)
+#define cp_test_no_callchain() 0
 #define cp_test_read(knob) (knob)
 
 #endif

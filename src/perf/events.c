@@ -20,6 +20,8 @@
 
 int cp_perf_open(struct perf_event_attr *a, pid_t pid, int cpu, int group, unsigned long flags)
 {
+	if (cp_test_no_callchain() && (a->sample_type & PERF_SAMPLE_CALLCHAIN))
+		return -EINVAL;
 	long fd = syscall(SYS_perf_event_open, a, pid, cpu, group, flags);
 	return fd < 0 ? -errno : (int)fd;
 }

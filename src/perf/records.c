@@ -40,6 +40,15 @@ void cp_perf_sampler_attr(struct perf_event_attr *a, uint32_t type, uint64_t con
 	a->comm = 1;
 }
 
+void cp_perf_kernel_chain_attr(struct perf_event_attr *a)
+{
+	a->exclude_kernel = 0;
+	a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+	a->exclude_callchain_user = 1;
+	/* sample_max_stack 0: kernel.perf_event_max_stack's (asking for more
+	 * than it allows is refused). */
+}
+
 int cp_perf_ring_join(struct cp_perf_ring *r, int fd, unsigned *pages)
 {
 	if (r->fd < 0)
@@ -92,7 +101,21 @@ void cp_perf_take_name(struct cp_perf_rec *r, char *name, size_t size)
  * pid and tid, time, CPU, id (CP_PERF_SAMPLE_TYPE's order). */
 #define SAMPLE_ID_BYTES 32
 
-static int decode_sample(struct cp_perf_rec *r, int use_read, const struct cp_switches *sw, struct cp_perf_event *ev)
+/* The callchain at r into ev (its markers, PERF_CONTEXT_*, kept: the
+ * reader skips them).  0 if it is short. */
+static int take_chain(struct cp_perf_rec *r, struct cp_perf_event *ev)
+{
+	uint64_t nr;
+	if (!cp_perf_take(r, &nr, 8) || nr > (uint64_t)(r->end - r->p) / 8)
+		return 0;
+	ev->chain = nr ? (const uint64_t *)(const void *)r->p : NULL; /* 8-aligned in the record */
+	ev->nchain = (uint32_t)nr;
+	r->p += 8 * nr;
+	return 1;
+}
+
+static int decode_sample(struct cp_perf_rec *r, int use_read, int chain, const struct cp_switches *sw,
+			 struct cp_perf_event *ev)
 {
 	uint32_t pt[2], cr[2];
 	ev->id = cp_perf_u64(r);
@@ -103,6 +126,8 @@ static int decode_sample(struct cp_perf_rec *r, int use_read, const struct cp_sw
 	/* A context-switch event's samples carry no count (cp_switches_attr). */
 	ev->is_switch = sw && cp_switches_is_switch(sw, ev->id);
 	ev->value = use_read && !ev->is_switch ? cp_perf_u64(r) : 0;
+	if (chain && !ev->is_switch && !take_chain(r, ev))
+		return 0;
 	const uint8_t *stack;
 	uint64_t dyn;
 	int user = cp_perf_take_user(r, ev->regs, CP_PERF_NREGS, &stack, &dyn);
@@ -117,12 +142,18 @@ static int decode_sample(struct cp_perf_rec *r, int use_read, const struct cp_sw
 int cp_perf_decode(const struct perf_event_header *h, int cpu, int use_read, const struct cp_switches *sw,
 		   struct cp_perf_event *ev)
 {
+	return cp_perf_decode_chain(h, cpu, use_read, 0, sw, ev);
+}
+
+int cp_perf_decode_chain(const struct perf_event_header *h, int cpu, int use_read, int chain,
+			 const struct cp_switches *sw, struct cp_perf_event *ev)
+{
 	const uint8_t *body = (const uint8_t *)(h + 1), *end = (const uint8_t *)h + h->size;
 	struct cp_perf_rec r = { body, end };
 	*ev = (struct cp_perf_event){ .type = h->type, .misc = h->misc, .cpu = cpu };
 	switch (h->type) {
 	case PERF_RECORD_SAMPLE:
-		return decode_sample(&r, use_read, sw, ev);
+		return decode_sample(&r, use_read, chain, sw, ev);
 	case PERF_RECORD_LOST:
 		cp_perf_u64(&r); /* the event's id */
 		ev->lost = cp_perf_u64(&r);
@@ -175,22 +206,25 @@ int cp_perf_decode(const struct perf_event_header *h, int cpu, int use_read, con
 
 /* ---- the queue ---- */
 
-/* An entry's bytes: the event, then its data, 8-aligned. */
-static size_t entry_bytes(size_t data_len)
+/* An entry's bytes: the event, its chain, then its data, 8-aligned. */
+static size_t entry_bytes(const struct cp_perf_event *ev)
 {
-	return (sizeof(struct cp_perf_event) + data_len + 7) & ~(size_t)7;
+	return (sizeof(struct cp_perf_event) + 8 * (size_t)ev->nchain + ev->len + 7) & ~(size_t)7;
 }
 
 int cp_perf_queue_push(struct cp_perf_queue *q, const struct cp_perf_event *ev)
 {
-	size_t n = entry_bytes(ev->len);
+	size_t n = entry_bytes(ev);
 	if (cp_array_grow((void **)&q->buf, &q->capbuf, q->nbuf + n, 1, 1u << 20) ||
 	    cp_array_grow((void **)&q->q, &q->cap, q->n + 1, sizeof *q->q, 1024))
 		return -ENOMEM;
 	uint8_t *at = q->buf + q->nbuf;
 	memcpy(at, ev, sizeof *ev);
+	size_t chain = 8 * (size_t)ev->nchain;
+	if (chain)
+		memcpy(at + sizeof *ev, ev->chain, chain);
 	if (ev->len)
-		memcpy(at + sizeof *ev, ev->data, ev->len);
+		memcpy(at + sizeof *ev + chain, ev->data, ev->len);
 	q->q[q->n++] = (struct cp_perf_qent){ ev->time, q->seq++, q->nbuf, n };
 	q->nbuf += n;
 	return 0;
@@ -208,7 +242,9 @@ static void deliver(const struct cp_perf_queue *q, const struct cp_perf_qent *e,
 {
 	struct cp_perf_event ev;
 	memcpy(&ev, q->buf + e->off, sizeof ev);
-	ev.data = ev.len ? q->buf + e->off + sizeof ev : NULL;
+	size_t chain = 8 * (size_t)ev.nchain;
+	ev.chain = chain ? (const uint64_t *)(const void *)(q->buf + e->off + sizeof ev) : NULL;
+	ev.data = ev.len ? q->buf + e->off + sizeof ev + chain : NULL;
 	fn(arg, &ev);
 }
 

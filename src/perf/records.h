@@ -46,6 +46,18 @@ void cp_perf_sampling_attr(struct perf_event_attr *a, int use_read, uint32_t sta
 void cp_perf_sampler_attr(struct perf_event_attr *a, uint32_t type, uint64_t config, uint64_t period, int kernel,
 			  int use_read);
 
+/* The most kernel frames record keeps of a sample's chain (the kernel's
+ * own default limit, kernel.perf_event_max_stack, is 127). */
+#define CP_PERF_KERNEL_CHAIN_MAX 127
+
+/* Adds the kernel's part of each stack to sampler *a (record --kernel):
+ * samples in kernel mode too, and PERF_SAMPLE_CALLCHAIN with the user
+ * part left out (exclude_callchain_user: the user stack is unwound from
+ * the registers and the stack copy, as without it).  Samples then carry
+ * the chain between the count and the user registers; decode them with
+ * cp_perf_decode_chain. */
+void cp_perf_kernel_chain_attr(struct perf_event_attr *a);
+
 /* Makes event fd write into ring r: maps it as r if r has no event yet
  * (*pages as cp_perf_ring_map), else redirects it there.  0 or a negative
  * errno. */
@@ -81,6 +93,12 @@ struct cp_perf_event {
 	uint64_t value;
 	int user;
 	uint64_t regs[CP_PERF_NREGS];
+	/* A sample's kernel frames (cp_perf_kernel_chain_attr), leaf first,
+	 * among the kernel's context markers (PERF_CONTEXT_KERNEL: every
+	 * value from PERF_CONTEXT_MAX up, to be skipped); nchain 0 without
+	 * them.  In a queued record, a copy. */
+	const uint64_t *chain;
+	uint32_t nchain;
 	/* PERF_RECORD_FORK, _EXIT: the parent process and thread. */
 	pid_t ppid, ptid;
 	/* PERF_RECORD_LOST: how many. */
@@ -100,6 +118,11 @@ struct cp_perf_event {
 struct cp_switches;
 int cp_perf_decode(const struct perf_event_header *h, int cpu, int use_read, const struct cp_switches *sw,
 		   struct cp_perf_event *ev);
+/* The same, of samplers that also carry the kernel's chain if `chain`
+ * (cp_perf_kernel_chain_attr; the context-switch events' samples never
+ * do). */
+int cp_perf_decode_chain(const struct perf_event_header *h, int cpu, int use_read, int chain,
+			 const struct cp_switches *sw, struct cp_perf_event *ev);
 
 /* A record's body as a cursor (MMAP2's and COMM's fields). */
 static inline struct cp_perf_rec cp_perf_event_body(const struct cp_perf_event *ev)
@@ -128,7 +151,7 @@ struct cp_perf_queue {
 	size_t nbuf, capbuf;
 	uint64_t seq;
 };
-/* Queues a copy of ev and of its data.  0 or -ENOMEM (ev is then lost;
+/* Queues a copy of ev, of its chain and of its data.  0 or -ENOMEM (ev is then lost;
  * record counts a lost sample among the lost). */
 int cp_perf_queue_push(struct cp_perf_queue *q, const struct cp_perf_event *ev);
 /* Hands every queued record older than `until` to fn, oldest first (ties

@@ -85,9 +85,17 @@ struct cp_facts {
 	/* The truth check (perf/switches.h): threads whose CPU plus off-CPU
 	 * time was held to their lifetime. */
 	struct cp_switch_check acct;
+	/* The kernel's frames (`record --kernel`): CP_KFRAMES_*, why they are
+	 * absent where they were asked for, and the CPU of the samples taken
+	 * in the kernel, which have them: the kernel's part, by samples. */
+	int32_t kframes;
+	char kframes_why[256];
+	uint64_t kframes_ns;
 };
 
 /* facts.off_cpu */
 enum { CP_OFF_CPU_NO = 0, CP_OFF_CPU_ON = 1, CP_OFF_CPU_ABSENT = 2 };
+/* facts.kframes */
+enum { CP_KFRAMES_NO = 0, CP_KFRAMES_ON = 1, CP_KFRAMES_ABSENT = 2 };
 
 #endif

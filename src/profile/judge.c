@@ -203,6 +203,21 @@ static void cp_off_cpu_comments(struct cp_comments *c, const struct cp_facts *f)
 		cp_comment(c, "off_cpu_accounted=no thread whose lifetime and CPU are both known");
 }
 
+/* What the profile says of kernel frames: nothing unless they were asked
+ * for; then whether it has them (or what refused them), and how much CPU
+ * the samples taken in the kernel, under them, stand for. */
+static void cp_kframes_comments(struct cp_comments *c, const struct cp_facts *f)
+{
+	if (f->kframes == CP_KFRAMES_ABSENT) {
+		cp_comment(c, "kernel_frames=absent: %s", f->kframes_why[0] ? f->kframes_why : "not recorded");
+	} else if (f->kframes == CP_KFRAMES_ON) {
+		cp_comment(c, "kernel_frames=recorded: the kernel's part of each stack sampled in it, named from "
+			   "/proc/kallsyms, in the mapping [kernel.kallsyms]");
+		cp_comment(c, "kernel_frames_cpu_ns=%llu (the samples taken in the kernel, its part of the CPU by "
+			   "samples)", (unsigned long long)f->kframes_ns);
+	}
+}
+
 void cp_facts_comments(struct cp_comments *c, const struct cp_facts *f, const char *warning)
 {
 	cp_comment(c, "engine=%s", f->engine);
@@ -227,7 +242,10 @@ void cp_facts_comments(struct cp_comments *c, const struct cp_facts *f, const ch
 	cp_comment(c, "unsampled_cpu_ns=%llu", (unsigned long long)f->unsampled_ns);
 	if (f->user_ns > 0 && f->user_ns < f->cpu_ns)
 		cp_comment(c, "kernel_cpu_ns=%lld (the kernel's estimate; %s)", (long long)(f->cpu_ns - f->user_ns),
-			   f->user_only ? "user-mode samples only" : "sampled, charged to the user stack that entered it");
+			   f->user_only ? "user-mode samples only" :
+			   f->kframes == CP_KFRAMES_ON ? "sampled, in kernel frames above the user stack that entered it" :
+			   "sampled, charged to the user stack that entered it");
+	cp_kframes_comments(c, f);
 	if (f->user_only && f->kernel_ns)
 		cp_comment(c, "kernel_unsampled_cpu_ns=%llu", (unsigned long long)f->kernel_ns);
 	if (f->wakeup_ns)

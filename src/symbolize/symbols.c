@@ -624,6 +624,10 @@ struct cp_symbols *cp_symbols_from_objects(const struct cp_object_desc *objs, si
 		}
 		snprintf(o->build_id, sizeof o->build_id, "%s", objs[i].build_id);
 		o->bias = objs[i].bias;
+		if (objs[i].symtab) {
+			o->symtab = (struct cp_symtab *)objs[i].symtab; /* never freed here: symtab_shared */
+			o->symtab_read = o->symtab_shared = 1;
+		}
 		if (!strcmp(o->path, "[vdso]"))
 			s->vdso_index = s->nobjs;
 		else if (exe && !strcmp(o->path, exe) && s->exe_index == SIZE_MAX)

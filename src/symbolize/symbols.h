@@ -98,6 +98,9 @@ struct cp_object_desc {
 	} *segs;
 	size_t nsegs;
 	const char *file;     /* where to read it, if not at path (NULL) */
+	/* Its symbols, kept by the caller for the snapshot's life (the
+	 * kernel's, from kallsyms.h), or NULL: read from path. */
+	const struct cp_symtab *symtab;
 };
 
 /* A snapshot of the objects another process had loaded, whose main

@@ -7,7 +7,7 @@
 // Usage: node html_check.js [--work PAGE PNG TOTAL HOTSHARE SEARCHSHARE]
 //        [--interval PAGE NAME LO HI] [--diff PAGE GROWN SHRUNK SAME PNG]
 //        [--branches PAGE] [--hostile PAGE NAMES.json] [--empty PAGE]
-//        [--groups PAGE] [--values PAGE]
+//        [--groups PAGE] [--values PAGE] [--kernel PAGE NAME]
 //        [--shot PAGE PNG]
 "use strict";
 const cdp = require("./cdp.js");
@@ -266,6 +266,33 @@ async function checkValues(b, file) {
 	check((await p.eval(`${F}.nodeTotal(${await node("nanosleep")})`)) === 0, "nanosleep holds no CPU");
 }
 
+// A page of record --kernel: the kernel function `name` is a frame of
+// kind kernel, in the kernel's pink (not a function's orange, nor a
+// JIT's green), its
+// tooltip says so, and the legend names the kernel.
+async function checkKernel(b, file, name) {
+	const p = await openPage(b, file);
+	const got = await p.eval(`(() => {
+		const A = cpuprofFlame, st = [0];
+		let user = null;
+		while (st.length) {
+			const k = st.pop();
+			if (k && A.name(k) === ${JSON.stringify(name)})
+				return { kind: A.kind(k), fill: A.fill(k), tip: A.describe(k), user };
+			if (k && A.kind(k) === "function")
+				user = A.fill(k);
+			st.push(...A.children(k));
+		}
+		return null;
+	})()`);
+	check(got !== null, file + ": a frame " + name);
+	check(got.kind === "kernel", name + " is of kind kernel (" + got.kind + ")");
+	const hue = Number((/^hsl\((\d+),/.exec(got.fill) || [])[1]);
+	check(hue >= 318 && hue <= 343, name + " is drawn in the kernel's pink (" + got.fill + "), a function in " + got.user);
+	check(got.tip.includes("(kernel)"), name + "'s tooltip says it is the kernel's");
+	check((await p.eval("document.getElementById('legend').textContent")).includes("kernel"), "the legend names the kernel");
+}
+
 (async () => {
 	const exe = process.env.CHROMIUM || "/usr/bin/chromium";
 	let b;
@@ -297,6 +324,8 @@ async function checkValues(b, file) {
 				await checkGroups(b, a[i++]);
 			else if (opt === "--values")
 				await checkValues(b, a[i++]);
+			else if (opt === "--kernel")
+				await checkKernel(b, a[i++], a[i++]);
 			else if (opt === "--shot") {
 				const p = await openPage(b, a[i++]);
 				await p.screenshot(a[i++]);
