@@ -26,6 +26,13 @@ uint64_t cp_test_clock_ahead_pct(void)
 	return (uint64_t)pct;
 }
 
+long cp_test_debuginfod_budget_ms(void)
+{
+	const char *v = getenv("CPUPROF_TEST_DEBUGINFOD_BUDGET_MS");
+	long ms = v ? atol(v) : 0;
+	return ms > 0 && ms <= 600000 ? ms : 0;
+}
+
 #else
 
 /* ISO C wants a translation unit to declare something. */

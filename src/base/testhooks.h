@@ -48,6 +48,11 @@ extern int cp_lines_fault_object, cp_lines_fault_kind;
  * on: $CPUPROF_TEST_CLOCK_AHEAD_PCT (0 to 1000), read once. */
 uint64_t cp_test_clock_ahead_pct(void);
 
+/* src/symbolize/debuginfod.c (t_debuginfod.sh): the time all fetches may
+ * take, in ms, instead of CP_DEBUGINFOD_BUDGET_MS:
+ * $CPUPROF_TEST_DEBUGINFOD_BUDGET_MS (1 to 600000; 0: the constant). */
+long cp_test_debuginfod_budget_ms(void);
+
 #define cp_test_read(knob) __atomic_load_n(&(knob), __ATOMIC_RELAXED)
 
 #else
@@ -61,6 +66,7 @@ uint64_t cp_test_clock_ahead_pct(void);
 #define cp_lines_fault_object (-1)
 #define cp_lines_fault_kind 0
 #define cp_test_clock_ahead_pct() ((uint64_t)0)
+#define cp_test_debuginfod_budget_ms() 0L
 #define cp_test_read(knob) (knob)
 
 #endif

@@ -42,6 +42,7 @@
 
 #include "base/array.h"
 #include "base/error.h"
+#include "debuginfod.h"
 #include "lines.h"
 
 const char *cp_lines_debug_root = "/usr/lib/debug";
@@ -303,6 +304,10 @@ static int find_debug_file(struct cp_lines_dwarf *d, const char *path,
 		snprintf(p, plen, "%s/.build-id/%.2s/%s.debug", root, want, want + 2);
 		found = try_debug_file(d, p, want, -1, why, len);
 	}
+	/* One that cpuprof record fetched from a debuginfod server. */
+	const char *fetched = found || !want[0] ? NULL : cp_debuginfod_path(want);
+	if (fetched)
+		found = try_debug_file(d, fetched, want, -1, why, len);
 	GElf_Word crc;
 	const char *link = found ? NULL : dw.dwelf_elf_gnu_debuglink(d->elf, &crc);
 	if (link && !strchr(link, '/') && strlen(link) < 256) {

@@ -22,6 +22,7 @@
 #include "base/array.h"
 #include "base/elf.h"
 #include "base/loader.h"
+#include "debuginfod.h"
 #include "symbols.h"
 #include "symtab_cache.h"
 
@@ -458,10 +459,18 @@ static int read_debug_file(const struct cp_object *o, struct cp_symtab *t)
 	if (len < 4)
 		return -ENOENT;
 	snprintf(path, sizeof path, "/usr/lib/debug/.build-id/%.2s/%s.debug", o->build_id, o->build_id + 2);
-	int rc = read_file_kept(path, o->build_id, t, bid);
-	if (rc == 0 && (strcmp(bid, o->build_id) != 0 || t->n == 0)) {
-		cp_symbols_symtab_free(t);
-		rc = -ENOENT;
+	/* There, else one that cpuprof record fetched from a debuginfod
+	 * server. */
+	const char *fetched = cp_debuginfod_path(o->build_id);
+	int rc = -ENOENT;
+	for (int k = 0; k < 2 && rc != 0; k++) {
+		if (k == 1 && !fetched)
+			break;
+		rc = read_file_kept(k ? fetched : path, o->build_id, t, bid);
+		if (rc == 0 && (strcmp(bid, o->build_id) != 0 || t->n == 0)) {
+			cp_symbols_symtab_free(t);
+			rc = -ENOENT;
+		}
 	}
 	return rc;
 }
