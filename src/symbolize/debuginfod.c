@@ -176,6 +176,7 @@ struct fetched {
 	char build_id[2 * CP_ELF_BUILD_ID_MAX + 1];
 	char *path;
 	int rc;
+	int given; /* by cp_debuginfod_use, not fetched */
 	char why[160];
 };
 
@@ -258,26 +259,56 @@ static void ask(struct fetched *f)
 	}
 }
 
+/* A new entry for build_id (hex, checked), or NULL when out of memory. */
+static struct fetched *add(const char *build_id)
+{
+	if (ntable == captable) {
+		size_t cap = captable ? 2 * captable : 16;
+		struct fetched *t = realloc(table, cap * sizeof *t);
+		if (!t)
+			return NULL;
+		table = t;
+		captable = cap;
+	}
+	struct fetched *f = &table[ntable++];
+	memset(f, 0, sizeof *f);
+	snprintf(f->build_id, sizeof f->build_id, "%s", build_id);
+	return f;
+}
+
+static int valid_build_id(const char *build_id)
+{
+	size_t n = strlen(build_id);
+	return n >= 2 && n < sizeof table->build_id && strspn(build_id, "0123456789abcdef") == n;
+}
+
+int cp_debuginfod_use(const char *build_id, const char *path)
+{
+	if (!valid_build_id(build_id))
+		return -EINVAL;
+	struct fetched *f = find(build_id);
+	char *p = strdup(path);
+	if (!p || (!f && !(f = add(build_id)))) {
+		free(p);
+		return -ENOMEM;
+	}
+	free(f->path);
+	f->path = p;
+	f->rc = 0;
+	f->given = 1;
+	return 0;
+}
+
 int cp_debuginfod_fetch(const char *build_id, char *why, size_t len)
 {
 	if (!cp_debuginfod_configured())
 		return cp_why(why, len, "DEBUGINFOD_URLS is not set"), -ENOSYS;
-	size_t n = strlen(build_id);
-	if (n < 2 || n >= sizeof table->build_id || strspn(build_id, "0123456789abcdef") != n)
+	if (!valid_build_id(build_id))
 		return cp_why(why, len, "no build ID"), -ENOENT;
 	struct fetched *f = find(build_id);
 	if (!f) {
-		if (ntable == captable) {
-			size_t cap = captable ? 2 * captable : 16;
-			struct fetched *t = realloc(table, cap * sizeof *t);
-			if (!t)
-				return cp_why(why, len, "out of memory"), -ENOMEM;
-			table = t;
-			captable = cap;
-		}
-		f = &table[ntable++];
-		memset(f, 0, sizeof *f);
-		memcpy(f->build_id, build_id, n + 1);
+		if (!(f = add(build_id)))
+			return cp_why(why, len, "out of memory"), -ENOMEM;
 		ask(f);
 	}
 	if (f->rc != 0)
@@ -294,7 +325,9 @@ size_t cp_debuginfod_fetch_missing(const struct cp_lines_object *objs, size_t n,
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct cp_lines_object *o = &objs[i];
-		if (o->path[0] != '/' || !o->build_id[0] || cp_debuginfod_local(o->path, o->build_id))
+		const struct fetched *f = find(o->build_id);
+		if (o->path[0] != '/' || !o->build_id[0] || (f && f->given) ||
+		    cp_debuginfod_local(o->path, o->build_id))
 			continue;
 		wanted++;
 		char why[160];

@@ -38,16 +38,23 @@ int cp_debuginfod_local(const char *path, const char *build_id);
  * configured; -ENOENT: no server has it; -ETIMEDOUT: out of time). */
 int cp_debuginfod_fetch(const char *build_id, char *why, size_t len);
 
-/* The path of the debug file fetched for build_id, or NULL.  Never
- * fetches: it only says what cp_debuginfod_fetch brought. */
+/* The path of the debug file fetched for build_id (or given by
+ * cp_debuginfod_use), or NULL.  Never fetches: it only says what
+ * cp_debuginfod_fetch brought. */
 const char *cp_debuginfod_path(const char *build_id);
+
+/* Takes the file at path as the debug file of build_id, as if it had been
+ * fetched: one the user pointed at (cpuprof symbolize --debug-dir), which
+ * the readers then find where they find fetched ones.  0 or -ENOMEM. */
+int cp_debuginfod_use(const char *build_id, const char *path);
 
 /* Fetches, through cp_debuginfod_fetch, the debug files of those of
  * objs[0..n) (lines.h's: a path and a build ID) that are files with a
  * build ID and have no DWARF here (cp_debuginfod_local).  Returns how
  * many needed one, *fetched how many of them came; failed(arg, i, why) is
- * called for each objs[i] that needed one and did not get it.  Nothing at
- * all when no server is configured (returns 0). */
+ * called for each objs[i] that needed one and did not get it.  One that
+ * cp_debuginfod_use gave needs none.  Nothing at all when no server is
+ * configured (returns 0). */
 struct cp_lines_object;
 size_t cp_debuginfod_fetch_missing(const struct cp_lines_object *objs, size_t n, size_t *fetched,
 				   void (*failed)(void *arg, size_t i, const char *why), void *arg);

@@ -161,4 +161,42 @@ DEBUGINFOD_URLS=http://127.0.0.1:$nport DEBUGINFOD_CACHE_PATH=$tmp/c4 record ref
 grep -q 'not: stripped (' refused.err || { cat refused.err; fail "refused: not said"; }
 echo "refused: $(grep debuginfod: refused.err)"
 
+# symbolize: the profile recorded without names (none) named here.
+# kept NAME: everything but the names is as in none.pb.gz: the samples
+# (their locations and values), the comments (and one more).
+kept() {
+	pp -raw none.pb.gz | sed -n '/^Samples/,/^Locations/p' >none.samples
+	pp -raw "$1.pb.gz" | sed -n '/^Samples/,/^Locations/p' >"$1.samples"
+	[ -s none.samples ] && cmp -s none.samples "$1.samples" || { diff none.samples "$1.samples" | head; fail "$1: the samples changed"; }
+	pp -comments none.pb.gz >none.comments && pp -comments "$1.pb.gz" | grep -v '^symbolized=' >"$1.comments" &&
+		grep -q coverage= none.comments && cmp -s none.comments "$1.comments" ||
+		{ diff none.comments "$1.comments"; fail "$1: the comments changed"; }
+	pp -comments "$1.pb.gz" | grep -q '^symbolized=[1-9][0-9]* of [1-9][0-9]* locations' || fail "$1: no symbolized= comment"
+}
+unset DEBUGINFOD_URLS
+# From a debug directory, by build ID.
+mkdir -p "dd/.build-id/$(echo "$bid" | cut -c1-2)" && cp debug/full.debug "dd/.build-id/$(echo "$bid" | cut -c1-2)/$(echo "$bid" | cut -c3-).debug" || fail "debug dir"
+"$CP" symbolize none.pb.gz -o sym_dir.pb.gz --debug-dir dd 2>sym_dir.err || { cat sym_dir.err; fail "symbolize --debug-dir"; }
+grep -q '^cpuprof symbolize: wrote sym_dir.pb.gz: [1-9][0-9]* of [1-9][0-9]* locations without names or lines named$' sym_dir.err ||
+	{ cat sym_dir.err; fail "sym_dir: no summary"; }
+same sym_dir
+kept sym_dir
+# Nothing here: nothing named, and said; the profile still written.
+"$CP" symbolize none.pb.gz -o sym_none.pb.gz 2>sym_none.err || { cat sym_none.err; fail "symbolize without files"; }
+grep -q 'wrote sym_none.pb.gz: 0 of' sym_none.err || { cat sym_none.err; fail "sym_none: named something"; }
+unnamed_prog sym_none
+# From the server, on a machine without the program (its debug file's
+# program headers place it).
+mv stripped stripped.away || fail mv
+DEBUGINFOD_URLS=$url DEBUGINFOD_CACHE_PATH=$tmp/c5 "$CP" symbolize none.pb.gz -o sym_srv.pb.gz 2>sym_srv.err ||
+	{ cat sym_srv.err; fail "symbolize with debuginfod"; }
+mv stripped.away stripped || fail mv
+grep -q '^cpuprof symbolize: debuginfod: 1 of 1 debug files fetched$' sym_srv.err || { cat sym_srv.err; fail "sym_srv: not fetched"; }
+same sym_srv
+kept sym_srv
+# A corrupt IN: one line, no output.
+head -c 100 none.pb.gz >bad.pb.gz
+"$CP" symbolize bad.pb.gz -o sym_bad.pb.gz 2>bad.err && fail "symbolize took a truncated profile"
+[ "$(wc -l <bad.err)" -eq 1 ] && [ ! -e sym_bad.pb.gz ] || { cat bad.err; fail "bad: not one line, or written"; }
+
 echo "all debuginfod checks passed"

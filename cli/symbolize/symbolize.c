@@ -1,0 +1,677 @@
+/*
+ * symbolize.c -- `cpuprof symbolize IN -o OUT`: the names and lines that
+ * the machine a profile was recorded on could not give (a stripped
+ * program, debug files not installed there), filled in here.  A profile
+ * keeps, in each Mapping, its object's path, GNU build ID, and where its
+ * executable segment was loaded (memory_start = bias + p_vaddr,
+ * file_offset = p_offset: pprof_write.c); so an address of a Location
+ * gives the object's link-time address, which the symbol tables and DWARF
+ * of the object, or of its debug file, name.  The files are looked for by
+ * the mapping's path, by build ID under /usr/lib/debug or under each
+ * --debug-dir (DIR/.build-id/NN/REST.debug, or DIR/NAME, DIR/NAME.debug
+ * with the object's file name, each only with the mapping's build ID), and
+ * on the debuginfod servers of $DEBUGINFOD_URLS (debuginfod.h).
+ *
+ * A Location needs a name when it is in a mapping of a file and none of
+ * its Lines has a source file or line: no Line, or the writer's stand-in
+ * for an unknown address ("prog+0x1206"), or a symbol alone.  It gets its
+ * inline chain, named as the writer names it (pprof_names.c), where the
+ * files say more than it had; else it keeps what it had.
+ *
+ * The profile is rewritten field by field, not rebuilt: the writer
+ * (pprof_write.c) makes a profile from sampled stacks and the objects of
+ * a live process, and would say its own comments, labels and pseudo
+ * frames, so everything that is not a name is copied as it was, byte for
+ * byte (samples, values, labels, comments, the other Locations), the
+ * Locations given names have their Lines replaced, their Mappings say
+ * has_functions and has_filenames, has_line_numbers, has_inline_frames
+ * where they now have them (appended: the last value of a field wins in
+ * protobuf), and the new Functions and strings follow the old ones, so
+ * that every index stays what it was.  The result is read back with the
+ * reader before it is written.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "base/elf.h"
+#include "commands.h"
+#include "flags.h"
+#include "pprof_read.h"
+#include "profile/profile_proto.h"
+#include "profile/protobuf.h"
+#include "symbolize/debuginfod.h"
+#include "symbolize/demangle.h"
+#include "symbolize/lines.h"
+#include "symbolize/symbols.h"
+
+enum { S_OUT, S_DEBUG_DIR, S_NFLAGS };
+
+static const struct flag symbolize_flags[S_NFLAGS] = {
+	[S_OUT] = { "-o", 0, FLAG_TEXT, "OUT", .want = "a file name", .help = "the profile to write (required)" },
+	[S_DEBUG_DIR] = { "--debug-dir", 0, FLAG_TEXT, "DIR", .many = true, .want = "a directory",
+			  .help = "where debug files or unstripped objects are: DIR/.build-id/NN/REST.debug, "
+				  "DIR/NAME or DIR/NAME.debug (NAME the object's file name), taken where "
+				  "their build ID is the mapping's; may be given more than once" },
+};
+
+static const struct flags symbolize_cmd = {
+	.cmd = "symbolize",
+	.flag = symbolize_flags,
+	.n = S_NFLAGS,
+	.synopsis = "  cpuprof symbolize [--debug-dir DIR...] IN -o OUT\n"
+		    "      names and source lines for the addresses of IN that had none\n"
+		    "      where it was recorded, from the objects and debug files here\n"
+		    "      (by path or build ID) or a debuginfod server ($DEBUGINFOD_URLS).\n",
+	.notes = NULL,
+};
+
+void symbolize_usage(FILE *f)
+{
+	flags_usage(&symbolize_cmd, f);
+}
+
+/* ---- Finding the files --------------------------------------------------- */
+
+/* 1 if the ELF file at path has the build ID bid. */
+static int has_build_id(const char *path, const char *bid)
+{
+	struct cp_elf e;
+	if (cp_elf_open(&e, path) != 0)
+		return 0;
+	int same = !strcmp(e.build_id, bid);
+	cp_elf_close(&e);
+	return same;
+}
+
+/* Looks for the debug file (or unstripped copy) of the object path/bid in
+ * the --debug-dir directories, and gives the first found to the readers. */
+static void from_debug_dirs(const char *const *dirs, size_t ndirs, const char *path, const char *bid)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	if (strlen(bid) < 3)
+		return;
+	for (size_t d = 0; d < ndirs; d++) {
+		char p[4096];
+		for (int k = 0; k < 3; k++) {
+			if (k == 0)
+				snprintf(p, sizeof p, "%s/.build-id/%.2s/%s.debug", dirs[d], bid, bid + 2);
+			else
+				snprintf(p, sizeof p, "%s/%s%s", dirs[d], base, k == 2 ? ".debug" : "");
+			if (access(p, R_OK) == 0 && has_build_id(p, bid)) {
+				cp_debuginfod_use(bid, p);
+				return;
+			}
+		}
+	}
+}
+
+/* The load bias of mapping m: memory_start less its executable segment's
+ * p_vaddr, the segment read from the object's file (the one at
+ * file_offset) or from its debug file, whose program headers keep the
+ * addresses but not the offsets (the only executable one).  0 with *bias,
+ * or -1. */
+static int mapping_bias(const struct profile_mapping *m, uintptr_t *bias)
+{
+	const char *files[2] = { m->filename, m->build_id[0] ? cp_debuginfod_path(m->build_id) : NULL };
+	for (int i = 0; i < 2; i++) {
+		struct cp_elf e;
+		if (!files[i] || cp_elf_open(&e, files[i]) != 0)
+			continue;
+		int ok = !m->build_id[0] || !strcmp(e.build_id, m->build_id);
+		const struct cp_elf_seg *at = NULL, *only = NULL;
+		size_t nexec = 0;
+		for (size_t k = 0; ok && k < e.nseg; k++) {
+			const struct cp_elf_seg *s = &e.seg[k];
+			if (s->type != PT_LOAD || !(s->flags & PF_X))
+				continue;
+			nexec++;
+			only = s;
+			if (s->offset == m->file_offset && s->filesz > 0)
+				at = s;
+		}
+		cp_elf_close(&e);
+		if (!at && nexec == 1)
+			at = only;
+		if (at) {
+			*bias = (uintptr_t)(m->memory_start - at->vaddr);
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* ---- New Lines, Functions and strings ----------------------------------- */
+
+struct newfn {
+	uint64_t id;
+	uint64_t name, system, file; /* string indexes */
+	int64_t start;
+};
+
+struct newline {
+	uint64_t fn;
+	int64_t line;
+};
+
+struct out {
+	const struct profile *p;
+	char **strs; /* new strings, index p->nstrings + i */
+	size_t nstrs, capstrs;
+	struct newfn *fns;
+	size_t nfns, capfns;
+	uint64_t next_fn;
+	struct newline **lines; /* per location, NULL: unchanged */
+	uint32_t *nlines;
+	unsigned char *mapflags; /* per mapping: 1 functions, 2 files, 4 lines, 8 inline */
+	int err;
+};
+
+static void *grow(void *a, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return a;
+	size_t nc = *cap ? 2 * *cap : 64;
+	void *b = realloc(a, nc * size);
+	if (b)
+		*cap = nc;
+	return b;
+}
+
+/* The string index of s: an old one if the table had it, else a new one. */
+static uint64_t intern(struct out *o, const char *s)
+{
+	for (size_t i = 0; i < o->p->nstrings; i++)
+		if (!strcmp(o->p->strings[i], s))
+			return i;
+	for (size_t i = 0; i < o->nstrs; i++)
+		if (!strcmp(o->strs[i], s))
+			return o->p->nstrings + i;
+	char **a = grow(o->strs, &o->capstrs, o->nstrs, sizeof *a);
+	char *c = a ? strdup(s) : NULL;
+	if (a)
+		o->strs = a;
+	if (!c) {
+		o->err = ENOMEM;
+		return 0;
+	}
+	o->strs[o->nstrs++] = c;
+	return o->p->nstrings + o->nstrs - 1;
+}
+
+/* s without its symbol version ("memcpy@GLIBC_2.2.5"). */
+static uint64_t intern_unversioned(struct out *o, const char *s)
+{
+	const char *at = strchr(s, '@');
+	if (!at || at == s)
+		return intern(o, s);
+	char *c = strndup(s, (size_t)(at - s));
+	uint64_t k = c ? intern(o, c) : 0;
+	free(c);
+	return k;
+}
+
+/* s demangled, without its version; 0 if it does not demangle. */
+static uint64_t intern_demangled(struct out *o, const char *s)
+{
+	const char *at = strchr(s, '@');
+	char *base = at && at != s ? strndup(s, (size_t)(at - s)) : NULL;
+	char *d = cp_demangle(base ? base : s);
+	free(base);
+	uint64_t k = d ? intern(o, d) : 0;
+	free(d);
+	return k;
+}
+
+static uint64_t intern_readable(struct out *o, const char *s)
+{
+	uint64_t k = intern_demangled(o, s);
+	return k ? k : intern_unversioned(o, s);
+}
+
+/* The id of the Function (name, system, file, start): a new one, or one
+ * made before. */
+static uint64_t function_id(struct out *o, uint64_t name, uint64_t system, uint64_t file, int64_t start)
+{
+	for (size_t i = 0; i < o->nfns; i++)
+		if (o->fns[i].name == name && o->fns[i].system == system && o->fns[i].file == file &&
+		    o->fns[i].start == start)
+			return o->fns[i].id;
+	struct newfn *a = grow(o->fns, &o->capfns, o->nfns, sizeof *a);
+	if (!a) {
+		o->err = ENOMEM;
+		return 0;
+	}
+	o->fns = a;
+	o->fns[o->nfns] = (struct newfn){ o->next_fn++, name, system, file, start };
+	return o->fns[o->nfns++].id;
+}
+
+/* Location i's new Lines from chain c and symbol sym (either may be
+ * missing), named as pprof_names.c names them. */
+static void name_location(struct out *o, size_t i, const struct cp_lines_chain *c, const char *sym,
+			  uint64_t addr)
+{
+	uint32_t n = c && c->n ? c->n : 1;
+	struct newline *l = calloc(n, sizeof *l);
+	if (!l) {
+		o->err = ENOMEM;
+		return;
+	}
+	if (!c || !c->n) {
+		l[0].fn = function_id(o, intern_readable(o, sym), intern_unversioned(o, sym), 0, 0);
+	} else {
+		for (uint32_t k = 0; k < n; k++) {
+			const struct cp_lines_frame *f = &c->frames[k];
+			int outermost = k + 1 == n;
+			uint64_t name, system;
+			if (!f->name || (!f->name[0] && !f->linkage)) {
+				if (sym) {
+					name = intern_readable(o, sym);
+					system = intern_unversioned(o, sym);
+				} else {
+					char s[24];
+					snprintf(s, sizeof s, "0x%llx", (unsigned long long)addr);
+					name = system = intern(o, s);
+				}
+			} else if (outermost && !f->linkage && sym && (name = intern_demangled(o, sym)) != 0) {
+				system = intern_unversioned(o, sym);
+			} else {
+				name = f->linkage ? intern_readable(o, f->linkage) : intern(o, f->name);
+				system = outermost && sym ? intern_unversioned(o, sym) :
+					 f->linkage ? intern(o, f->linkage) : name;
+			}
+			l[k].fn = function_id(o, name, system, intern(o, f->file), f->start_line);
+			l[k].line = f->line;
+		}
+	}
+	o->lines[i] = l;
+	o->nlines[i] = n;
+}
+
+/* 1 if location l needs names: in a mapping of a file, and no Line says
+ * a source file or line. */
+static int needs_names(const struct profile_location *l)
+{
+	if (!l->mapping || l->mapping->filename[0] != '/')
+		return 0;
+	for (size_t k = 0; k < l->nlines; k++)
+		if (l->lines[k].line > 0 || (l->lines[k].function && l->lines[k].function->filename[0]))
+			return 0;
+	return 1;
+}
+
+/* ---- Rewriting ------------------------------------------------------------ */
+
+static void put_raw(struct pb_buf *b, const void *p, size_t n)
+{
+	if (b->err)
+		return;
+	if (b->len + n > b->cap) {
+		size_t nc = b->cap ? b->cap : 4096;
+		while (nc < b->len + n)
+			nc *= 2;
+		uint8_t *d = realloc(b->data, nc);
+		if (!d) {
+			b->err = ENOMEM;
+			return;
+		}
+		b->data = d;
+		b->cap = nc;
+	}
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+}
+
+/* A field of an already checked message: its number and its bytes
+ * (key included) [start, end), its body [body, end) if length-delimited. */
+struct rawfield {
+	uint32_t num;
+	int wt;
+	const uint8_t *start, *body, *end;
+};
+
+static int varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	*v = 0;
+	for (unsigned s = 0; s < 64 && *p < end; s += 7) {
+		uint8_t b = *(*p)++;
+		*v |= (uint64_t)(b & 0x7f) << s;
+		if (!(b & 0x80))
+			return 0;
+	}
+	return -1;
+}
+
+/* The next field of [*p, end) into f; 0, 1 at the end, -1 if malformed. */
+static int next(const uint8_t **p, const uint8_t *end, struct rawfield *f)
+{
+	if (*p >= end)
+		return 1;
+	uint64_t key, v;
+	f->start = *p;
+	if (varint(p, end, &key))
+		return -1;
+	f->num = (uint32_t)(key >> 3);
+	f->wt = (int)(key & 7);
+	switch (f->wt) {
+	case 0:
+		if (varint(p, end, &v))
+			return -1;
+		break;
+	case 1:
+	case 5:
+		if ((size_t)(end - *p) < (f->wt == 1 ? 8u : 4u))
+			return -1;
+		*p += f->wt == 1 ? 8 : 4;
+		break;
+	case 2:
+		if (varint(p, end, &v) || v > (uint64_t)(end - *p))
+			return -1;
+		f->body = *p;
+		*p += v;
+		break;
+	default:
+		return -1;
+	}
+	f->end = *p;
+	return 0;
+}
+
+/* The rewritten profile of the protobuf in[0..len) into b. */
+static int rewrite(const struct out *o, const uint8_t *in, size_t len, const char *comment, struct pb_buf *b)
+{
+	const uint8_t *p = in, *end = in + len;
+	size_t mi = 0, li = 0;
+	struct rawfield f;
+	int r;
+	while ((r = next(&p, end, &f)) == 0) {
+		if (f.num == PROFILE_MAPPING && f.wt == 2 && mi < o->p->nmappings && o->mapflags[mi++]) {
+			unsigned fl = o->mapflags[mi - 1];
+			size_t m = cp_pb_start(b);
+			put_raw(b, f.body, (size_t)(f.end - f.body));
+			cp_pb_bool(b, MAPPING_HAS_FUNCTIONS, 1);
+			if (fl & 2)
+				cp_pb_bool(b, MAPPING_HAS_FILENAMES, 1);
+			if (fl & 4)
+				cp_pb_bool(b, MAPPING_HAS_LINE_NUMBERS, 1);
+			if (fl & 8)
+				cp_pb_bool(b, MAPPING_HAS_INLINE_FRAMES, 1);
+			cp_pb_end(b, PROFILE_MAPPING, m);
+		} else if (f.num == PROFILE_LOCATION && f.wt == 2 && li < o->p->nlocations && o->lines[li++]) {
+			const struct newline *nl = o->lines[li - 1];
+			size_t m = cp_pb_start(b);
+			const uint8_t *q = f.body;
+			struct rawfield g;
+			int r2;
+			while ((r2 = next(&q, f.end, &g)) == 0)
+				if (g.num != LOCATION_LINE)
+					put_raw(b, g.start, (size_t)(g.end - g.start));
+			if (r2 < 0)
+				return -1;
+			for (uint32_t k = 0; k < o->nlines[li - 1]; k++) {
+				size_t ln = cp_pb_start(b);
+				cp_pb_uint64_opt(b, LINE_FUNCTION_ID, nl[k].fn);
+				cp_pb_int64_opt(b, LINE_LINE, nl[k].line);
+				cp_pb_end(b, LOCATION_LINE, ln);
+			}
+			cp_pb_end(b, PROFILE_LOCATION, m);
+		} else {
+			put_raw(b, f.start, (size_t)(f.end - f.start));
+		}
+	}
+	if (r < 0)
+		return -1;
+	for (size_t i = 0; i < o->nfns; i++) {
+		size_t m = cp_pb_start(b);
+		cp_pb_uint64(b, FUNCTION_ID, o->fns[i].id);
+		cp_pb_int64_opt(b, FUNCTION_NAME, (int64_t)o->fns[i].name);
+		cp_pb_int64_opt(b, FUNCTION_SYSTEM_NAME, (int64_t)o->fns[i].system);
+		cp_pb_int64_opt(b, FUNCTION_FILENAME, (int64_t)o->fns[i].file);
+		cp_pb_int64_opt(b, FUNCTION_START_LINE, o->fns[i].start);
+		cp_pb_end(b, PROFILE_FUNCTION, m);
+	}
+	for (size_t i = 0; i < o->nstrs; i++)
+		cp_pb_string(b, PROFILE_STRING_TABLE, o->strs[i]);
+	cp_pb_string(b, PROFILE_STRING_TABLE, comment);
+	cp_pb_int64(b, PROFILE_COMMENT, (int64_t)(o->p->nstrings + o->nstrs));
+	return b->err ? -1 : 0;
+}
+
+/* Writes data[0..n) gzipped to path, through a temporary file beside it. */
+static int write_gz(const char *path, const void *data, size_t n, char *why, size_t len)
+{
+	char tmp[4096];
+	snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+	gzFile g = gzopen(tmp, "wb");
+	if (!g) {
+		snprintf(why, len, "%.200s: %s", tmp, strerror(errno ? errno : ENOMEM));
+		return -1;
+	}
+	const uint8_t *p = data;
+	int ok = 1;
+	while (n && ok) {
+		unsigned chunk = n > (1u << 30) ? (1u << 30) : (unsigned)n;
+		ok = gzwrite(g, p, chunk) == (int)chunk;
+		p += chunk;
+		n -= chunk;
+	}
+	ok &= gzclose(g) == Z_OK;
+	if (!ok || rename(tmp, path) != 0) {
+		snprintf(why, len, "%s", strerror(errno ? errno : EIO));
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- The command ------------------------------------------------------------ */
+
+static void not_fetched(void *arg, size_t i, const char *why)
+{
+	const struct cp_lines_object *objs = arg;
+	fprintf(stderr, "cpuprof symbolize: debuginfod: %s: %s\n", objs[i].path, why);
+}
+
+int cmd_symbolize(int argc, char **argv)
+{
+	struct flags_result fr;
+	int rc = flags_parse(&symbolize_cmd, argc, argv, &fr);
+	if (rc != 0) {
+		flags_free(&symbolize_cmd, &fr);
+		return rc == FLAGS_HELP ? 0 : EXIT_USAGE;
+	}
+	if (fr.noperands != 1 || !fr.v[S_OUT].set) {
+		flags_refuse(&symbolize_cmd, "%s", fr.noperands != 1 ? "one profile IN, please" : "-o OUT is required");
+		flags_free(&symbolize_cmd, &fr);
+		return EXIT_USAGE;
+	}
+	const char *in = fr.operands[0], *outpath = fr.v[S_OUT].text;
+	uint8_t *plain = NULL;
+	size_t plen = 0;
+	struct profile *p = NULL;
+	char err[512] = "";
+	int status = EXIT_USAGE;
+	struct out o = { 0 };
+	struct cp_lines_object *objs = NULL;
+	struct cp_object_desc *desc = NULL;
+	struct cp_segment_desc *segs = NULL;
+	size_t *objof = NULL;
+	struct cp_lines_query *q = NULL;
+	size_t *qloc = NULL;
+	const char **symname = NULL;
+	struct cp_symbols *syms = NULL;
+	struct cp_lines_result res = { 0 };
+	int have_res = 0;
+	struct pb_buf b;
+	cp_pb_init(&b);
+
+	if (profile_read_protobuf(in, &plain, &plen, err, sizeof err) != 0 ||
+	    profile_parse(plain, plen, &p, err, sizeof err) != 0) {
+		fprintf(stderr, "cpuprof symbolize: %s: %s\n", in, err);
+		goto out;
+	}
+	o.p = p;
+	o.lines = calloc(p->nlocations + 1, sizeof *o.lines);
+	o.nlines = calloc(p->nlocations + 1, sizeof *o.nlines);
+	o.mapflags = calloc(p->nmappings + 1, 1);
+	objs = calloc(p->nmappings + 1, sizeof *objs);
+	desc = calloc(p->nmappings + 1, sizeof *desc);
+	segs = calloc(p->nmappings + 1, sizeof *segs);
+	objof = calloc(p->nmappings + 1, sizeof *objof);
+	q = calloc(p->nlocations + 1, sizeof *q);
+	qloc = calloc(p->nlocations + 1, sizeof *qloc);
+	symname = calloc(p->nlocations + 1, sizeof *symname);
+	if (!o.lines || !o.nlines || !o.mapflags || !objs || !desc || !segs || !objof || !q || !qloc || !symname) {
+		fprintf(stderr, "cpuprof symbolize: out of memory\n");
+		goto out;
+	}
+	for (size_t i = 0; i < p->nfunctions; i++)
+		if (p->functions[i].id >= o.next_fn)
+			o.next_fn = p->functions[i].id + 1;
+	if (o.next_fn == 0)
+		o.next_fn = 1;
+
+	/* The mappings with a Location to name, each object's files found. */
+	unsigned char *want = o.mapflags; /* borrowed: 0x80 while choosing */
+	size_t nwant = 0, nobjs = 0, nplaced = 0;
+	for (size_t i = 0; i < p->nlocations; i++)
+		if (needs_names(&p->locations[i])) {
+			nwant++;
+			want[p->locations[i].mapping - p->mappings] = 0x80;
+		}
+	for (size_t m = 0; m < p->nmappings; m++) {
+		const struct profile_mapping *pm = &p->mappings[m];
+		if (!want[m])
+			continue;
+		if (pm->build_id[0] && !cp_debuginfod_path(pm->build_id))
+			from_debug_dirs(fr.v[S_DEBUG_DIR].all, fr.v[S_DEBUG_DIR].nall, pm->filename, pm->build_id);
+		size_t k = 0;
+		while (k < nobjs && (strcmp(objs[k].path, pm->filename) || strcmp(objs[k].build_id, pm->build_id)))
+			k++;
+		if (k == nobjs)
+			objs[nobjs++] = (struct cp_lines_object){ pm->filename, pm->build_id };
+		objof[m] = k;
+	}
+	size_t fetched = 0, asked = cp_debuginfod_fetch_missing(objs, nobjs, &fetched, not_fetched, objs);
+	for (size_t m = 0; m < p->nmappings; m++) {
+		const struct profile_mapping *pm = &p->mappings[m];
+		uintptr_t bias;
+		if (!want[m])
+			continue;
+		want[m] = 0;
+		if (mapping_bias(pm, &bias) != 0) {
+			fprintf(stderr, "cpuprof symbolize: %s%s%s: not found here (neither the file nor a debug file "
+				"of its build ID)\n", pm->filename, pm->build_id[0] ? " " : "", pm->build_id);
+			continue;
+		}
+		segs[nplaced] = (struct cp_segment_desc){ (uintptr_t)pm->memory_start, (uintptr_t)pm->memory_limit,
+							   pm->file_offset };
+		desc[nplaced] = (struct cp_object_desc){ pm->filename, pm->build_id, bias, &segs[nplaced], 1 };
+		nplaced++;
+	}
+	if (!(syms = cp_symbols_from_objects(desc, nplaced, NULL))) {
+		fprintf(stderr, "cpuprof symbolize: out of memory\n");
+		goto out;
+	}
+
+	/* Each Location's symbol, and its query for lines. */
+	size_t nq = 0;
+	for (size_t i = 0; i < p->nlocations; i++) {
+		const struct profile_location *l = &p->locations[i];
+		if (!needs_names(l))
+			continue;
+		const struct cp_segment *g = cp_symbols_segment_for(syms, (uintptr_t)l->address);
+		if (!g)
+			continue;
+		uintptr_t start = 0;
+		symname[i] = cp_symbols_name_for(syms, (uintptr_t)l->address, &start);
+		size_t m = (size_t)(l->mapping - p->mappings);
+		q[nq] = (struct cp_lines_query){ objof[m], l->address - g->obj->bias,
+						 symname[i] ? start - g->obj->bias : 0 };
+		qloc[nq++] = i;
+	}
+	char global[256] = "";
+	if (cp_lines_resolve(objs, nobjs, q, nq, 30000, &res, global, sizeof global) != 0) {
+		fprintf(stderr, "cpuprof symbolize: out of memory\n");
+		goto out;
+	}
+	have_res = 1;
+	if (global[0])
+		fprintf(stderr, "cpuprof symbolize: no lines: %s\n", global);
+	size_t named = 0;
+	for (size_t k = 0; k < nq; k++) {
+		size_t i = qloc[k];
+		const struct cp_lines_chain *c = &res.chains[k];
+		if (!c->n && !symname[i])
+			continue;
+		name_location(&o, i, c, symname[i], p->locations[i].address);
+		if (o.err)
+			break;
+		named++;
+		size_t m = (size_t)(p->locations[i].mapping - p->mappings);
+		o.mapflags[m] |= 1;
+		for (uint32_t j = 0; j < c->n; j++) {
+			o.mapflags[m] |= c->frames[j].file[0] ? 2 : 0;
+			o.mapflags[m] |= c->frames[j].line ? 4 : 0;
+		}
+		if (c->n && res.has_dwarf[q[k].object])
+			o.mapflags[m] |= 8;
+	}
+	for (size_t i = 0; i < res.nobjs; i++)
+		if (res.why[i])
+			fprintf(stderr, "cpuprof symbolize: %s: %s\n", objs[i].path, res.why[i]);
+	if (o.err) {
+		fprintf(stderr, "cpuprof symbolize: out of memory\n");
+		goto out;
+	}
+
+	char comment[160];
+	snprintf(comment, sizeof comment, "symbolized=%zu of %zu locations without names or lines", named, nwant);
+	struct profile *check = NULL;
+	if (rewrite(&o, plain, plen, comment, &b) != 0 || profile_parse(b.data, b.len, &check, err, sizeof err) != 0) {
+		fprintf(stderr, "cpuprof symbolize: %s: cannot rewrite it%s%s\n", in, err[0] ? ": " : "", err);
+		goto out;
+	}
+	profile_free(check);
+	if (write_gz(outpath, b.data, b.len, err, sizeof err) != 0) {
+		fprintf(stderr, "cpuprof symbolize: cannot write %s: %s\n", outpath, err);
+		goto out;
+	}
+	fprintf(stderr, "cpuprof symbolize: wrote %s: %zu of %zu locations without names or lines named\n", outpath,
+		named, nwant);
+	if (asked)
+		fprintf(stderr, "cpuprof symbolize: debuginfod: %zu of %zu debug files fetched\n", fetched, asked);
+	status = 0;
+out:
+	if (have_res)
+		cp_lines_result_free(&res);
+	cp_symbols_free(syms);
+	for (size_t i = 0; p && o.lines && i < p->nlocations; i++)
+		free(o.lines[i]);
+	for (size_t i = 0; i < o.nstrs; i++)
+		free(o.strs[i]);
+	free(o.strs);
+	free(o.fns);
+	free(o.lines);
+	free(o.nlines);
+	free(o.mapflags);
+	free(objs);
+	free(desc);
+	free(segs);
+	free(objof);
+	free(q);
+	free(qloc);
+	free(symname);
+	cp_pb_free(&b);
+	profile_free(p);
+	free(plain);
+	flags_free(&symbolize_cmd, &fr);
+	return status;
+}
