@@ -164,6 +164,8 @@ struct out {
 	const struct profile *p;
 	char **strs; /* new strings, index p->nstrings + i */
 	size_t nstrs, capstrs;
+	uint64_t *slots; /* every string's index + 1, by hash (0: empty) */
+	size_t nslots;
 	struct newfn *fns;
 	size_t nfns, capfns;
 	uint64_t next_fn;
@@ -184,25 +186,72 @@ static void *grow(void *a, size_t *cap, size_t n, size_t size)
 	return b;
 }
 
+static const char *string_at(const struct out *o, uint64_t k)
+{
+	return k < o->p->nstrings ? o->p->strings[k] : o->strs[k - o->p->nstrings];
+}
+
+static size_t str_hash(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return (size_t)(h ^ h >> 29);
+}
+
+/* Puts string index k in o->slots, growing them to keep them half empty.
+ * 0 or -1 (out of memory). */
+static int slot_put(struct out *o, uint64_t k)
+{
+	size_t total = o->p->nstrings + o->nstrs;
+	if (2 * total >= o->nslots) {
+		size_t n = 1024;
+		while (n < 4 * total)
+			n *= 2;
+		uint64_t *sl = calloc(n, sizeof *sl);
+		if (!sl)
+			return -1;
+		free(o->slots);
+		o->slots = sl;
+		o->nslots = n;
+		/* Every string so far, k among them. */
+		for (uint64_t j = 0; j < total; j++) {
+			size_t i = str_hash(string_at(o, j)) & (n - 1);
+			while (sl[i])
+				i = (i + 1) & (n - 1);
+			sl[i] = j + 1;
+		}
+		return 0;
+	}
+	size_t i = str_hash(string_at(o, k)) & (o->nslots - 1);
+	while (o->slots[i])
+		i = (i + 1) & (o->nslots - 1);
+	o->slots[i] = k + 1;
+	return 0;
+}
+
 /* The string index of s: an old one if the table had it, else a new one. */
 static uint64_t intern(struct out *o, const char *s)
 {
-	for (size_t i = 0; i < o->p->nstrings; i++)
-		if (!strcmp(o->p->strings[i], s))
-			return i;
-	for (size_t i = 0; i < o->nstrs; i++)
-		if (!strcmp(o->strs[i], s))
-			return o->p->nstrings + i;
+	if (!o->nslots && slot_put(o, 0) != 0) /* the first call indexes the old table */
+		goto nomem;
+	for (size_t i = str_hash(s) & (o->nslots - 1); o->slots[i]; i = (i + 1) & (o->nslots - 1))
+		if (!strcmp(string_at(o, o->slots[i] - 1), s))
+			return o->slots[i] - 1;
 	char **a = grow(o->strs, &o->capstrs, o->nstrs, sizeof *a);
 	char *c = a ? strdup(s) : NULL;
 	if (a)
 		o->strs = a;
-	if (!c) {
-		o->err = ENOMEM;
-		return 0;
-	}
+	if (!c)
+		goto nomem;
 	o->strs[o->nstrs++] = c;
-	return o->p->nstrings + o->nstrs - 1;
+	uint64_t k = o->p->nstrings + o->nstrs - 1;
+	if (slot_put(o, k) != 0)
+		goto nomem;
+	return k;
+nomem:
+	o->err = ENOMEM;
+	return 0;
 }
 
 /* s without its symbol version ("memcpy@GLIBC_2.2.5"). */
@@ -305,6 +354,14 @@ static int needs_names(const struct profile_location *l)
 		if (l->lines[k].line > 0 || (l->lines[k].function && l->lines[k].function->filename[0]))
 			return 0;
 	return 1;
+}
+
+/* 1 if location l is already named by symbol sym (no lines to add). */
+static int same_symbol(const struct profile_location *l, const char *sym)
+{
+	const struct profile_function *f = l->nlines ? l->lines[l->nlines - 1].function : NULL;
+	size_t n = strcspn(sym, "@");
+	return f && n && strlen(f->system_name) == n && !strncmp(f->system_name, sym, n);
 }
 
 /* ---- Rewriting ------------------------------------------------------------ */
@@ -609,7 +666,7 @@ int cmd_symbolize(int argc, char **argv)
 	for (size_t k = 0; k < nq; k++) {
 		size_t i = qloc[k];
 		const struct cp_lines_chain *c = &res.chains[k];
-		if (!c->n && !symname[i])
+		if (!c->n && (!symname[i] || same_symbol(&p->locations[i], symname[i])))
 			continue;
 		name_location(&o, i, c, symname[i], p->locations[i].address);
 		if (o.err)
@@ -658,6 +715,7 @@ out:
 	for (size_t i = 0; i < o.nstrs; i++)
 		free(o.strs[i]);
 	free(o.strs);
+	free(o.slots);
 	free(o.fns);
 	free(o.lines);
 	free(o.nlines);
