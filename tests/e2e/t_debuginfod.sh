@@ -121,14 +121,17 @@ export DEBUGINFOD_URLS=$url DEBUGINFOD_CACHE_PATH=$tmp/dcache
 record fetched
 [ "$(gets)" -gt "$before" ] || { cat srv.log; fail "fetched: the server was not asked"; }
 [ -s "dcache/$bid/debuginfo" ] || { ls -R dcache; fail "fetched: not in libdebuginfod's cache"; }
-grep -q '^cpuprof: debuginfod: 1 of 1 debug files fetched$' fetched.err || { cat fetched.err; fail "fetched: no summary line"; }
+# (Without libc6-dbg libc is asked for too, and not found: only the
+# program's file is sure to come.)
+grep -Eq '^cpuprof: debuginfod: [1-9][0-9]* of [1-9][0-9]* debug files fetched' fetched.err &&
+	! grep -q 'stripped (' fetched.err || { cat fetched.err; fail "fetched: no summary line, or the program not fetched"; }
 same fetched
-pp -raw fetched.pb.gz | grep -q 'debuginfod=1 of 1 objects' || fail "fetched: no comment"
+pp -raw fetched.pb.gz | grep -Eq 'debuginfod=[1-9][0-9]* of [1-9][0-9]* objects' || fail "fetched: no comment"
 
 # Not on the server: said, by name.  (Another program's build ID.)
 cc -O1 -o other work_inline.c && strip other || fail "cc other"
 "$CP" record -o other.pb.gz -- ./other 3 >out 2>other.err || { cat other.err; fail "other: record failed"; }
-grep -q '^cpuprof: debuginfod: 0 of 1 debug files fetched; not: other (no server has it)$' other.err ||
+grep -Eq '^cpuprof: debuginfod: 0 of [1-9][0-9]* debug files fetched; not: (.*, )?other \(no server has it\)' other.err ||
 	{ cat other.err; fail "other: the summary does not name what failed"; }
 unset DEBUGINFOD_CACHE_PATH
 
@@ -145,20 +148,21 @@ DEBUGINFOD_URLS=http://127.0.0.1:$dport DEBUGINFOD_TIMEOUT=600 DEBUGINFOD_CACHE_
 	CPUPROF_TEST_DEBUGINFOD_BUDGET_MS=3000 record dead "$HCP"
 t=$(($(date +%s) - t0))
 [ $t -lt 40 ] || fail "dead: record took $t s with a 3 s bound"
-grep -q 'not: stripped (no answer within the 3 s allowed for fetching)' dead.err || { cat dead.err; fail "dead: not said"; }
+# The program's, or (libc's asked first) the time was spent before it.
+grep -Eq 'stripped \((no answer within |not asked: )the 3 s' dead.err || { cat dead.err; fail "dead: not said"; }
 unnamed_prog dead
 echo "dead server: record ended in $t s (bound 3 s)"
 # DEBUGINFOD_TIMEOUT honoured, under the default bound.
 t0=$(date +%s)
 DEBUGINFOD_URLS=http://127.0.0.1:$dport DEBUGINFOD_TIMEOUT=2 DEBUGINFOD_CACHE_PATH=$tmp/c3 record dead2
 t=$(($(date +%s) - t0))
-[ $t -lt 25 ] || fail "dead2: record took $t s with DEBUGINFOD_TIMEOUT=2"
-grep -q 'not: stripped (' dead2.err || { cat dead2.err; fail "dead2: not said"; }
+[ $t -lt 45 ] || fail "dead2: record took $t s with DEBUGINFOD_TIMEOUT=2"
+grep -q 'stripped (no answer within DEBUGINFOD_TIMEOUT)' dead2.err || { cat dead2.err; fail "dead2: not said"; }
 echo "dead server, DEBUGINFOD_TIMEOUT=2: record ended in $t s: $(grep debuginfod: dead2.err)"
 # Nobody listening: refused at once.
 nport=$(free_port)
 DEBUGINFOD_URLS=http://127.0.0.1:$nport DEBUGINFOD_CACHE_PATH=$tmp/c4 record refused
-grep -q 'not: stripped (' refused.err || { cat refused.err; fail "refused: not said"; }
+grep -q 'stripped (Connection refused)' refused.err || { cat refused.err; fail "refused: not said"; }
 echo "refused: $(grep debuginfod: refused.err)"
 
 # symbolize: the profile recorded without names (none) named here.
@@ -191,7 +195,8 @@ mv stripped stripped.away || fail mv
 DEBUGINFOD_URLS=$url DEBUGINFOD_CACHE_PATH=$tmp/c5 "$CP" symbolize none.pb.gz -o sym_srv.pb.gz 2>sym_srv.err ||
 	{ cat sym_srv.err; fail "symbolize with debuginfod"; }
 mv stripped.away stripped || fail mv
-grep -q '^cpuprof symbolize: debuginfod: 1 of 1 debug files fetched$' sym_srv.err || { cat sym_srv.err; fail "sym_srv: not fetched"; }
+grep -Eq '^cpuprof symbolize: debuginfod: [1-9][0-9]* of [1-9][0-9]* debug files fetched$' sym_srv.err &&
+	! grep -q 'debuginfod: .*/stripped:' sym_srv.err || { cat sym_srv.err; fail "sym_srv: not fetched"; }
 same sym_srv
 kept sym_srv
 # A corrupt IN: one line, no output.
