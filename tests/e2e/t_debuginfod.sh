@@ -9,8 +9,9 @@
 # connection is tried and libdebuginfod is not even loaded.  A server that
 # accepts and never answers holds record no longer than the bound (the
 # test build's knob shortens it), and DEBUGINFOD_TIMEOUT is honoured.
-# Then `cpuprof symbolize` fills in the names and lines of a profile
-# recorded without them, from a debug directory or from the server.
+# The library (LD_PRELOAD) never fetches.  Then `cpuprof symbolize` fills
+# in the names and lines of a profile recorded without them, from a debug
+# directory or from the server, and keeps all the rest.
 B=${B:-build}
 ROOT=$(pwd -P)
 CP=$ROOT/$B/cpuprof
@@ -127,6 +128,16 @@ grep -Eq '^cpuprof: debuginfod: [1-9][0-9]* of [1-9][0-9]* debug files fetched' 
 	! grep -q 'stripped (' fetched.err || { cat fetched.err; fail "fetched: no summary line, or the program not fetched"; }
 same fetched
 pp -raw fetched.pb.gz | grep -Eq 'debuginfod=[1-9][0-9]* of [1-9][0-9]* objects' || fail "fetched: no comment"
+
+# The library never fetches, DEBUGINFOD_URLS or not (a fresh cache: a
+# fetch would reach the server); symbolize names its profile afterwards.
+before=$(gets)
+DEBUGINFOD_CACHE_PATH=$tmp/c6 LD_PRELOAD=$ROOT/$B/libcpuprof.so CPUPROF=$tmp/lib.pb.gz ./stripped 3 >out 2>lib.err ||
+	{ cat lib.err; fail "lib: the preloaded program failed"; }
+[ "$(gets)" = "$before" ] || fail "lib: the library asked the server"
+unnamed_prog lib
+DEBUGINFOD_CACHE_PATH=$tmp/c6 "$CP" symbolize lib.pb.gz -o lib_sym.pb.gz 2>lib_sym.err || { cat lib_sym.err; fail "symbolize lib"; }
+same lib_sym
 
 # Not on the server: said, by name.  (Another program's build ID.)
 cc -O1 -o other work_inline.c && strip other || fail "cc other"
