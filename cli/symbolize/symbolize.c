@@ -536,36 +536,152 @@ static void not_fetched(void *arg, size_t i, const char *why)
 	fprintf(stderr, "cpuprof symbolize: debuginfod: %s: %s\n", objs[i].path, why);
 }
 
-int cmd_symbolize(int argc, char **argv)
+/* What one run works on, beside the profile and its new names (o). */
+struct job {
+	struct cp_lines_object *objs; /* the objects to read, each once */
+	size_t nobjs;
+	size_t *objof;                /* per mapping, its index in objs */
+	struct cp_object_desc *desc;  /* the mappings placed, for the symbol reader */
+	struct cp_segment_desc *segs;
+	size_t nplaced;
+	struct cp_lines_query *q;     /* one per Location asked about */
+	size_t *qloc;                 /* q[k]'s Location */
+	size_t nq;
+	const char **symname;         /* per Location, its symbol, or NULL */
+	size_t nwant;                 /* Locations that needed names */
+	size_t asked, fetched;        /* debug files asked of debuginfod, and come */
+	struct cp_symbols *syms;
+};
+
+static int job_alloc(struct job *j, struct out *o, const struct profile *p)
 {
-	struct flags_result fr;
-	int rc = flags_parse(&symbolize_cmd, argc, argv, &fr);
-	if (rc != 0) {
-		flags_free(&symbolize_cmd, &fr);
-		return rc == FLAGS_HELP ? 0 : EXIT_USAGE;
+	size_t nm = p->nmappings + 1, nl = p->nlocations + 1;
+	memset(j, 0, sizeof *j);
+	o->p = p;
+	o->next_fn = 1;
+	for (size_t i = 0; i < p->nfunctions; i++)
+		if (p->functions[i].id >= o->next_fn)
+			o->next_fn = p->functions[i].id + 1;
+	return (o->lines = calloc(nl, sizeof *o->lines)) && (o->nlines = calloc(nl, sizeof *o->nlines)) &&
+			       (o->mapflags = calloc(nm, 1)) && (j->objs = calloc(nm, sizeof *j->objs)) &&
+			       (j->objof = calloc(nm, sizeof *j->objof)) && (j->desc = calloc(nm, sizeof *j->desc)) &&
+			       (j->segs = calloc(nm, sizeof *j->segs)) && (j->q = calloc(nl, sizeof *j->q)) &&
+			       (j->qloc = calloc(nl, sizeof *j->qloc)) && (j->symname = calloc(nl, sizeof *j->symname)) ?
+		       0 : -1;
+}
+
+static void job_free(struct job *j)
+{
+	cp_symbols_free(j->syms);
+	free(j->objs);
+	free(j->objof);
+	free(j->desc);
+	free(j->segs);
+	free(j->q);
+	free(j->qloc);
+	free(j->symname);
+}
+
+/* The objects of the mappings that have Locations to name (want[m] set),
+ * with their files found: in the debug directories, else fetched. */
+static void find_objects(struct job *j, const struct profile *p, const unsigned char *want,
+			 const struct flag_value *dirs)
+{
+	for (size_t m = 0; m < p->nmappings; m++) {
+		const struct profile_mapping *pm = &p->mappings[m];
+		if (!want[m])
+			continue;
+		if (pm->build_id[0] && !cp_debuginfod_path(pm->build_id))
+			from_debug_dirs(dirs->all, dirs->nall, pm->filename, pm->build_id);
+		size_t k = 0;
+		while (k < j->nobjs && (strcmp(j->objs[k].path, pm->filename) || strcmp(j->objs[k].build_id, pm->build_id)))
+			k++;
+		if (k == j->nobjs)
+			j->objs[j->nobjs++] = (struct cp_lines_object){ pm->filename, pm->build_id };
+		j->objof[m] = k;
 	}
-	if (fr.noperands != 1 || !fr.v[S_OUT].set) {
-		flags_refuse(&symbolize_cmd, "%s", fr.noperands != 1 ? "one profile IN, please" : "-o OUT is required");
-		flags_free(&symbolize_cmd, &fr);
-		return EXIT_USAGE;
+	j->asked = cp_debuginfod_fetch_missing(j->objs, j->nobjs, &j->fetched, not_fetched, j->objs);
+}
+
+/* Places the mappings want[m] by their files, for the symbol reader;
+ * says which could not be.  0 or -1 (out of memory). */
+static int place_objects(struct job *j, const struct profile *p, const unsigned char *want)
+{
+	for (size_t m = 0; m < p->nmappings; m++) {
+		const struct profile_mapping *pm = &p->mappings[m];
+		uintptr_t bias;
+		if (!want[m])
+			continue;
+		if (mapping_bias(pm, &bias) != 0) {
+			fprintf(stderr, "cpuprof symbolize: %s%s%s: not found here (neither the file nor a debug file "
+				"of its build ID)\n", pm->filename, pm->build_id[0] ? " " : "", pm->build_id);
+			continue;
+		}
+		j->segs[j->nplaced] = (struct cp_segment_desc){ (uintptr_t)pm->memory_start,
+								 (uintptr_t)pm->memory_limit, pm->file_offset };
+		j->desc[j->nplaced] = (struct cp_object_desc){ pm->filename, pm->build_id, bias, &j->segs[j->nplaced], 1 };
+		j->nplaced++;
 	}
-	const char *in = fr.operands[0], *outpath = fr.v[S_OUT].text;
+	return (j->syms = cp_symbols_from_objects(j->desc, j->nplaced, NULL)) ? 0 : -1;
+}
+
+/* Each Location to name: its symbol, and its query for lines. */
+static void make_queries(struct job *j, const struct profile *p)
+{
+	for (size_t i = 0; i < p->nlocations; i++) {
+		const struct profile_location *l = &p->locations[i];
+		if (!needs_names(l))
+			continue;
+		const struct cp_segment *g = cp_symbols_segment_for(j->syms, (uintptr_t)l->address);
+		if (!g)
+			continue;
+		uintptr_t start = 0;
+		j->symname[i] = cp_symbols_name_for(j->syms, (uintptr_t)l->address, &start);
+		j->q[j->nq] = (struct cp_lines_query){ j->objof[l->mapping - p->mappings], l->address - g->obj->bias,
+							j->symname[i] ? start - g->obj->bias : 0 };
+		j->qloc[j->nq++] = i;
+	}
+}
+
+/* Names the Locations the answers say more of, and flags their Mappings.
+ * Returns how many were named. */
+static size_t name_locations(struct out *o, const struct job *j, const struct cp_lines_result *res)
+{
+	const struct profile *p = o->p;
+	size_t named = 0;
+	for (size_t k = 0; k < j->nq && !o->err; k++) {
+		size_t i = j->qloc[k];
+		const struct cp_lines_chain *c = &res->chains[k];
+		if (!c->n && (!j->symname[i] || same_symbol(&p->locations[i], j->symname[i])))
+			continue;
+		name_location(o, i, c, j->symname[i], p->locations[i].address);
+		named++;
+		size_t m = (size_t)(p->locations[i].mapping - p->mappings);
+		o->mapflags[m] |= 1;
+		for (uint32_t f = 0; f < c->n; f++) {
+			o->mapflags[m] |= c->frames[f].file[0] ? 2 : 0;
+			o->mapflags[m] |= c->frames[f].line ? 4 : 0;
+		}
+		if (c->n && res->has_dwarf[j->q[k].object])
+			o->mapflags[m] |= 8;
+	}
+	for (size_t i = 0; i < res->nobjs; i++)
+		if (res->why[i])
+			fprintf(stderr, "cpuprof symbolize: %s: %s\n", j->objs[i].path, res->why[i]);
+	return named;
+}
+
+/* Names what IN lacks and writes OUT.  0 or -1 (said). */
+static int symbolize(const char *in, const char *outpath, const struct flag_value *dirs)
+{
 	uint8_t *plain = NULL;
 	size_t plen = 0;
-	struct profile *p = NULL;
-	char err[512] = "";
-	int status = EXIT_USAGE;
+	struct profile *p = NULL, *check = NULL;
+	char err[512] = "", global[256] = "", comment[160];
 	struct out o = { 0 };
-	struct cp_lines_object *objs = NULL;
-	struct cp_object_desc *desc = NULL;
-	struct cp_segment_desc *segs = NULL;
-	size_t *objof = NULL;
-	struct cp_lines_query *q = NULL;
-	size_t *qloc = NULL;
-	const char **symname = NULL;
-	struct cp_symbols *syms = NULL;
-	struct cp_lines_result res = { 0 };
-	int have_res = 0;
+	struct job j = { 0 };
+	struct cp_lines_result res;
+	int rc = -1, have_res = 0;
 	struct pb_buf b;
 	cp_pb_init(&b);
 
@@ -574,124 +690,29 @@ int cmd_symbolize(int argc, char **argv)
 		fprintf(stderr, "cpuprof symbolize: %s: %s\n", in, err);
 		goto out;
 	}
-	o.p = p;
-	o.lines = calloc(p->nlocations + 1, sizeof *o.lines);
-	o.nlines = calloc(p->nlocations + 1, sizeof *o.nlines);
-	o.mapflags = calloc(p->nmappings + 1, 1);
-	objs = calloc(p->nmappings + 1, sizeof *objs);
-	desc = calloc(p->nmappings + 1, sizeof *desc);
-	segs = calloc(p->nmappings + 1, sizeof *segs);
-	objof = calloc(p->nmappings + 1, sizeof *objof);
-	q = calloc(p->nlocations + 1, sizeof *q);
-	qloc = calloc(p->nlocations + 1, sizeof *qloc);
-	symname = calloc(p->nlocations + 1, sizeof *symname);
-	if (!o.lines || !o.nlines || !o.mapflags || !objs || !desc || !segs || !objof || !q || !qloc || !symname) {
-		fprintf(stderr, "cpuprof symbolize: out of memory\n");
-		goto out;
-	}
-	for (size_t i = 0; i < p->nfunctions; i++)
-		if (p->functions[i].id >= o.next_fn)
-			o.next_fn = p->functions[i].id + 1;
-	if (o.next_fn == 0)
-		o.next_fn = 1;
-
-	/* The mappings with a Location to name, each object's files found. */
-	unsigned char *want = o.mapflags; /* borrowed: 0x80 while choosing */
-	size_t nwant = 0, nobjs = 0, nplaced = 0;
+	if (job_alloc(&j, &o, p) != 0)
+		goto nomem;
+	/* The mappings with Locations to name (marked in mapflags, which
+	 * then starts again from nothing). */
 	for (size_t i = 0; i < p->nlocations; i++)
 		if (needs_names(&p->locations[i])) {
-			nwant++;
-			want[p->locations[i].mapping - p->mappings] = 0x80;
+			j.nwant++;
+			o.mapflags[p->locations[i].mapping - p->mappings] = 1;
 		}
-	for (size_t m = 0; m < p->nmappings; m++) {
-		const struct profile_mapping *pm = &p->mappings[m];
-		if (!want[m])
-			continue;
-		if (pm->build_id[0] && !cp_debuginfod_path(pm->build_id))
-			from_debug_dirs(fr.v[S_DEBUG_DIR].all, fr.v[S_DEBUG_DIR].nall, pm->filename, pm->build_id);
-		size_t k = 0;
-		while (k < nobjs && (strcmp(objs[k].path, pm->filename) || strcmp(objs[k].build_id, pm->build_id)))
-			k++;
-		if (k == nobjs)
-			objs[nobjs++] = (struct cp_lines_object){ pm->filename, pm->build_id };
-		objof[m] = k;
-	}
-	size_t fetched = 0, asked = cp_debuginfod_fetch_missing(objs, nobjs, &fetched, not_fetched, objs);
-	for (size_t m = 0; m < p->nmappings; m++) {
-		const struct profile_mapping *pm = &p->mappings[m];
-		uintptr_t bias;
-		if (!want[m])
-			continue;
-		want[m] = 0;
-		if (mapping_bias(pm, &bias) != 0) {
-			fprintf(stderr, "cpuprof symbolize: %s%s%s: not found here (neither the file nor a debug file "
-				"of its build ID)\n", pm->filename, pm->build_id[0] ? " " : "", pm->build_id);
-			continue;
-		}
-		segs[nplaced] = (struct cp_segment_desc){ (uintptr_t)pm->memory_start, (uintptr_t)pm->memory_limit,
-							   pm->file_offset };
-		desc[nplaced] = (struct cp_object_desc){ pm->filename, pm->build_id, bias, &segs[nplaced], 1 };
-		nplaced++;
-	}
-	if (!(syms = cp_symbols_from_objects(desc, nplaced, NULL))) {
-		fprintf(stderr, "cpuprof symbolize: out of memory\n");
-		goto out;
-	}
-
-	/* Each Location's symbol, and its query for lines. */
-	size_t nq = 0;
-	for (size_t i = 0; i < p->nlocations; i++) {
-		const struct profile_location *l = &p->locations[i];
-		if (!needs_names(l))
-			continue;
-		const struct cp_segment *g = cp_symbols_segment_for(syms, (uintptr_t)l->address);
-		if (!g)
-			continue;
-		uintptr_t start = 0;
-		symname[i] = cp_symbols_name_for(syms, (uintptr_t)l->address, &start);
-		size_t m = (size_t)(l->mapping - p->mappings);
-		q[nq] = (struct cp_lines_query){ objof[m], l->address - g->obj->bias,
-						 symname[i] ? start - g->obj->bias : 0 };
-		qloc[nq++] = i;
-	}
-	char global[256] = "";
-	if (cp_lines_resolve(objs, nobjs, q, nq, 30000, &res, global, sizeof global) != 0) {
-		fprintf(stderr, "cpuprof symbolize: out of memory\n");
-		goto out;
-	}
+	find_objects(&j, p, o.mapflags, dirs);
+	if (place_objects(&j, p, o.mapflags) != 0)
+		goto nomem;
+	memset(o.mapflags, 0, p->nmappings);
+	make_queries(&j, p);
+	if (cp_lines_resolve(j.objs, j.nobjs, j.q, j.nq, 30000, &res, global, sizeof global) != 0)
+		goto nomem;
 	have_res = 1;
 	if (global[0])
 		fprintf(stderr, "cpuprof symbolize: no lines: %s\n", global);
-	size_t named = 0;
-	for (size_t k = 0; k < nq; k++) {
-		size_t i = qloc[k];
-		const struct cp_lines_chain *c = &res.chains[k];
-		if (!c->n && (!symname[i] || same_symbol(&p->locations[i], symname[i])))
-			continue;
-		name_location(&o, i, c, symname[i], p->locations[i].address);
-		if (o.err)
-			break;
-		named++;
-		size_t m = (size_t)(p->locations[i].mapping - p->mappings);
-		o.mapflags[m] |= 1;
-		for (uint32_t j = 0; j < c->n; j++) {
-			o.mapflags[m] |= c->frames[j].file[0] ? 2 : 0;
-			o.mapflags[m] |= c->frames[j].line ? 4 : 0;
-		}
-		if (c->n && res.has_dwarf[q[k].object])
-			o.mapflags[m] |= 8;
-	}
-	for (size_t i = 0; i < res.nobjs; i++)
-		if (res.why[i])
-			fprintf(stderr, "cpuprof symbolize: %s: %s\n", objs[i].path, res.why[i]);
-	if (o.err) {
-		fprintf(stderr, "cpuprof symbolize: out of memory\n");
-		goto out;
-	}
-
-	char comment[160];
-	snprintf(comment, sizeof comment, "symbolized=%zu of %zu locations without names or lines", named, nwant);
-	struct profile *check = NULL;
+	size_t named = name_locations(&o, &j, &res);
+	if (o.err)
+		goto nomem;
+	snprintf(comment, sizeof comment, "symbolized=%zu of %zu locations without names or lines", named, j.nwant);
 	if (rewrite(&o, plain, plen, comment, &b) != 0 || profile_parse(b.data, b.len, &check, err, sizeof err) != 0) {
 		fprintf(stderr, "cpuprof symbolize: %s: cannot rewrite it%s%s\n", in, err[0] ? ": " : "", err);
 		goto out;
@@ -702,14 +723,17 @@ int cmd_symbolize(int argc, char **argv)
 		goto out;
 	}
 	fprintf(stderr, "cpuprof symbolize: wrote %s: %zu of %zu locations without names or lines named\n", outpath,
-		named, nwant);
-	if (asked)
-		fprintf(stderr, "cpuprof symbolize: debuginfod: %zu of %zu debug files fetched\n", fetched, asked);
-	status = 0;
+		named, j.nwant);
+	if (j.asked)
+		fprintf(stderr, "cpuprof symbolize: debuginfod: %zu of %zu debug files fetched\n", j.fetched, j.asked);
+	rc = 0;
+	goto out;
+nomem:
+	fprintf(stderr, "cpuprof symbolize: out of memory\n");
 out:
 	if (have_res)
 		cp_lines_result_free(&res);
-	cp_symbols_free(syms);
+	job_free(&j);
 	for (size_t i = 0; p && o.lines && i < p->nlocations; i++)
 		free(o.lines[i]);
 	for (size_t i = 0; i < o.nstrs; i++)
@@ -720,16 +744,22 @@ out:
 	free(o.lines);
 	free(o.nlines);
 	free(o.mapflags);
-	free(objs);
-	free(desc);
-	free(segs);
-	free(objof);
-	free(q);
-	free(qloc);
-	free(symname);
 	cp_pb_free(&b);
 	profile_free(p);
 	free(plain);
+	return rc;
+}
+
+int cmd_symbolize(int argc, char **argv)
+{
+	struct flags_result fr;
+	int rc = flags_parse(&symbolize_cmd, argc, argv, &fr);
+	if (rc == 0 && (fr.noperands != 1 || !fr.v[S_OUT].set)) {
+		flags_refuse(&symbolize_cmd, "%s", fr.noperands != 1 ? "one profile IN, please" : "-o OUT is required");
+		rc = -1;
+	}
+	if (rc == 0)
+		rc = symbolize(fr.operands[0], fr.v[S_OUT].text, &fr.v[S_DEBUG_DIR]);
 	flags_free(&symbolize_cmd, &fr);
-	return status;
+	return rc == FLAGS_HELP ? 0 : rc == 0 ? 0 : EXIT_USAGE;
 }
