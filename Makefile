@@ -38,6 +38,14 @@ ifeq ($(shell echo '$(LIBDW_PROBE)' | $(CC) -xc -fsyntax-only - 2>/dev/null && e
 $(error libdw's headers are not installed: `sh scripts/deps.sh libdw-dev` (as root) installs them)
 endif
 endif
+# src/symbolize/debuginfod.c likewise against libdebuginfod's header (record
+# loads libdebuginfod.so.1 with dlopen, only where DEBUGINFOD_URLS is set).
+LIBDEBUGINFOD_PROBE := \#include <elfutils/debuginfod.h>
+ifneq ($(MAKECMDGOALS),clean)
+ifeq ($(shell echo '$(LIBDEBUGINFOD_PROBE)' | $(CC) -xc -fsyntax-only - 2>/dev/null && echo ok),)
+$(error libdebuginfod's header is not installed: `sh scripts/deps.sh libdebuginfod-dev` (as root) installs it)
+endif
+endif
 # src/symbolize/demangle.c is libiberty's demangler (binutils' own, which
 # knows C++ and both of Rust's manglings): Debian's libiberty-dev, a static
 # archive built position-independent, linked into every library and the

@@ -32,9 +32,16 @@ int cmd_report(int argc, char **argv);
  * written. */
 int cmd_diff(int argc, char **argv);
 
+/* `cpuprof symbolize [OPTIONS] IN -o OUT`; argv[0] is "symbolize".
+ * Returns 0 once OUT is written (also when nothing could be named: it
+ * says so), EXIT_USAGE for bad usage, an unreadable or corrupt IN, or OUT
+ * not written. */
+int cmd_symbolize(int argc, char **argv);
+
 /* The usage lines of each subcommand, written to f. */
 void record_usage(FILE *f);
 void report_usage(FILE *f);
 void diff_usage(FILE *f);
+void symbolize_usage(FILE *f);
 
 #endif

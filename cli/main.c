@@ -3,7 +3,8 @@
  * program with libcpuprof preloaded, `cpuprof report` shows pprof profiles
  * (top functions, call tree, folded stacks, an HTML flame graph), `cpuprof
  * diff` says which functions' shares changed between two profiles beyond
- * the noise.  This file only dispatches and prints the top-level usage and
+ * the noise, `cpuprof symbolize` names what a profile's recording machine
+ * could not.  This file only dispatches and prints the top-level usage and
  * version.
  */
 #include <stdio.h>
@@ -21,6 +22,7 @@ static void usage(FILE *f)
 	record_usage(f);
 	report_usage(f);
 	diff_usage(f);
+	symbolize_usage(f);
 	fputs("\n"
 	      "  cpuprof --help | --version\n"
 	      "\n"
@@ -42,6 +44,8 @@ int main(int argc, char **argv)
 		return cmd_report(argc - 1, argv + 1);
 	if (strcmp(cmd, "diff") == 0)
 		return cmd_diff(argc - 1, argv + 1);
+	if (strcmp(cmd, "symbolize") == 0)
+		return cmd_symbolize(argc - 1, argv + 1);
 	if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 ||
 	    strcmp(cmd, "help") == 0) {
 		usage(stdout);

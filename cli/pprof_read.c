@@ -572,16 +572,16 @@ err:
 	return -1;
 }
 
-int profile_read_file(const char *path, struct profile **out, char *err,
-		      size_t errlen)
+/* Reads the whole file at path into a new *bufp of *np bytes (not
+ * empty), within PROFILE_MAX_FILE. */
+static int read_whole(struct ctx *cx, const char *path, uint8_t **bufp, size_t *np)
 {
-	struct ctx c = { err, errlen, false };
+	struct ctx c = *cx;
 	struct stat st;
 	uint8_t *buf = NULL;
 	size_t n = 0, cap = 0;
 	int fd;
 
-	*out = NULL;
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return pprof_fail(&c, "%s", strerror(errno));
@@ -639,14 +639,53 @@ int profile_read_file(const char *path, struct profile **out, char *err,
 		free(buf);
 		return pprof_fail(&c, "empty file");
 	}
-	int rc = profile_parse(buf, n, out, err, errlen);
-	free(buf);
-	return rc;
+	*bufp = buf;
+	*np = n;
+	return 0;
 err:
 	if (fd >= 0)
 		close(fd);
 	free(buf);
 	return -1;
+}
+
+int profile_read_file(const char *path, struct profile **out, char *err,
+		      size_t errlen)
+{
+	struct ctx c = { err, errlen, false };
+	uint8_t *buf;
+	size_t n;
+
+	*out = NULL;
+	if (read_whole(&c, path, &buf, &n) != 0)
+		return -1;
+	int rc = profile_parse(buf, n, out, err, errlen);
+	free(buf);
+	return rc;
+}
+
+int profile_read_protobuf(const char *path, uint8_t **out, size_t *len, char *err, size_t errlen)
+{
+	struct ctx c = { err, errlen, false };
+	uint8_t *buf;
+	size_t n;
+
+	*out = NULL;
+	if (read_whole(&c, path, &buf, &n) != 0)
+		return -1;
+	if (!is_gzip(buf, n)) {
+		*out = buf;
+		*len = n;
+		return 0;
+	}
+	int rc = gunzip(&c, buf, n, out, len);
+	free(buf);
+	if (rc == 0 && *len == 0) {
+		free(*out);
+		*out = NULL;
+		return pprof_fail(&c, "gzip data decompresses to nothing");
+	}
+	return rc;
 }
 
 void profile_free(struct profile *p)

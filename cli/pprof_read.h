@@ -123,6 +123,12 @@ struct profile {
 int profile_read_file(const char *path, struct profile **out, char *err,
 		      size_t errlen);
 
+/* The protobuf of the pprof file `path`, inflated if it is gzipped, as a
+ * new buffer *out of *len bytes (the caller frees it), within the same
+ * bounds; for a command that rewrites a profile (symbolize) and parses it
+ * with profile_parse() too.  0, or -1 with the reason in err[errlen]. */
+int profile_read_protobuf(const char *path, uint8_t **out, size_t *len, char *err, size_t errlen);
+
 /* Like profile_read_file() on the `len` bytes at `data`, which the caller
  * keeps ownership of. */
 int profile_parse(const void *data, size_t len, struct profile **out,

@@ -29,10 +29,15 @@ cd "$(dirname "$0")/.."
 # tests/e2e/t_lines_lua.sh builds, with a deb-src line beside the machine's
 # own deb lines (the same mirrors) when it has none (scripts/deb-src.sh);
 # clang, lld and mold are the other linkers of tests/e2e/t_toolchains.sh
-# (lld and mold lay out segments unlike GNU ld; rustc links with lld too).
+# (lld and mold lay out segments unlike GNU ld; rustc links with lld too);
+# libdebuginfod-dev has the headers src/symbolize/debuginfod.c is built
+# against (and libdebuginfod1, which record loads at run time where
+# DEBUGINFOD_URLS is set), debuginfod the server tests/e2e/t_debuginfod.sh
+# starts on loopback, strace what shows it that no connection is tried
+# without DEBUGINFOD_URLS.
 sh scripts/deps.sh gcc make libc6-dev zlib1g-dev golang-go google-perftools libgoogle-perftools-dev pkg-config \
 	python3 ca-certificates chromium nodejs fonts-dejavu-core libdw-dev libiberty-dev binutils g++ rustc dpkg-dev \
-	clang lld mold xz-utils
+	clang lld mold xz-utils libdebuginfod-dev debuginfod strace
 sh scripts/deb-src.sh
 case ${1:-} in
 '')

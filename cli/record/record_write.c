@@ -23,6 +23,8 @@
 #include "profile/pprof_write.h"
 #include "record_write.h"
 #include "symbolize/kallsyms.h"
+#include "symbolize/debuginfod.h"
+#include "symbolize/lines.h"
 #include "symbolize/symbols.h"
 
 /* Most processes the comments describe one by one. */
@@ -341,6 +343,91 @@ static void summarise(const struct cp_comments *c, const char *shown, size_t npr
 		attributed ? attributed : "", off, procs);
 }
 
+/* The objects some sample of parts is in, each (path, build ID) once,
+ * into objs[*n] (grown as needed).  0 or -1 (out of memory). */
+static int sampled_objects(const struct cp_profile_part *parts, size_t nparts, struct cp_lines_object **objs,
+			   size_t *n)
+{
+	size_t cap = 0;
+	*objs = NULL;
+	*n = 0;
+	for (size_t p = 0; p < nparts; p++) {
+		const struct cp_stacktab *tab = parts[p].tab;
+		const struct cp_object *last = NULL;
+		for (size_t i = 0; i < tab->len; i++)
+			for (uint32_t k = 0; k < tab->items[i]->n; k++) {
+				uintptr_t pc = tab->items[i]->pcs[k];
+				const struct cp_segment *g = cp_symbols_segment_for(parts[p].syms, k && pc ? pc - 1 : pc);
+				if (!g || g->obj == last)
+					continue;
+				last = g->obj;
+				size_t j = 0;
+				while (j < *n && (strcmp((*objs)[j].path, last->path) ||
+						  strcmp((*objs)[j].build_id, last->build_id)))
+					j++;
+				if (j < *n)
+					continue;
+				if (*n == cap) {
+					size_t nc = cap ? 2 * cap : 16;
+					struct cp_lines_object *o = realloc(*objs, nc * sizeof *o);
+					if (!o)
+						return -1;
+					*objs = o;
+					cap = nc;
+				}
+				(*objs)[(*n)++] = (struct cp_lines_object){ last->path, last->build_id, last->file };
+			}
+	}
+	return 0;
+}
+
+/* What did not come from debuginfod: its objects' comments and the
+ * summary's clauses. */
+struct unfetched {
+	const struct cp_lines_object *objs;
+	struct cp_comments *c;
+	char line[512];
+	size_t n;
+};
+
+static void unfetched(void *arg, size_t i, const char *why)
+{
+	struct unfetched *u = arg;
+	const char *path = u->objs[i].path, *base = strrchr(path, '/');
+	cp_comment(u->c, "debuginfod_missing=%s: %s", path, why);
+	size_t len = strlen(u->line);
+	if (u->n++ < 4)
+		snprintf(u->line + len, sizeof u->line - len, "%s%s (%s)", u->n > 1 ? ", " : "", base + 1, why);
+	else if (u->n == 5)
+		snprintf(u->line + len, sizeof u->line - len, ", ...");
+}
+
+/* Where $DEBUGINFOD_URLS names servers: fetches the debug files of the
+ * sampled objects that have no symbols and lines here, before the writer
+ * reads any (debuginfod.h), and says in the comments and in one line of
+ * `summary` how many came and which did not.  Only record fetches: a
+ * profiled program writing its own profile (the library) never touches
+ * the network. */
+static void fetch_debug_files(const struct cp_profile_part *parts, size_t nparts, struct cp_comments *c,
+			      char *summary, size_t len)
+{
+	struct cp_lines_object *objs;
+	size_t n, fetched;
+	summary[0] = '\0';
+	if (!cp_debuginfod_configured())
+		return;
+	if (sampled_objects(parts, nparts, &objs, &n) == 0) {
+		struct unfetched u = { objs, c, "", 0 };
+		size_t wanted = cp_debuginfod_fetch_missing(objs, n, &fetched, unfetched, &u);
+		if (wanted) {
+			cp_comment(c, "debuginfod=%zu of %zu objects without debug files here fetched", fetched, wanted);
+			snprintf(summary, len, "cpuprof: debuginfod: %zu of %zu debug files fetched%s%s", fetched,
+				 wanted, u.n ? "; not: " : "", u.line);
+		}
+	}
+	free(objs);
+}
+
 /* Writes parts to path with the comments of facts f (and more); prints
  * the warning.  0 or -1. */
 static int write_one(const char *path, const char *shown, const struct cp_profile_part *parts, size_t nparts,
@@ -354,13 +441,18 @@ static int write_one(const char *path, const char *shown, const struct cp_profil
 		.ncomments = c->n,
 		.off_cpu = f->off_cpu == CP_OFF_CPU_ON,
 	};
-	char err[256] = "";
+	char err[256] = "", fetched[640];
+	fetch_debug_files(parts, nparts, c, fetched, sizeof fetched);
+	meta.comments = c->list;
+	meta.ncomments = c->n;
 	int rc = cp_pprof_write_parts(path, parts, nparts, &meta, err, sizeof err);
 	if (rc < 0) {
 		fprintf(stderr, "cpuprof: cannot write %s: %s\n", shown, err[0] ? err : strerror(-rc));
 		return -1;
 	}
 	summarise(c, shown, nprocs);
+	if (fetched[0])
+		fprintf(stderr, "%s\n", fetched);
 	if (warning->text[0])
 		fprintf(stderr, "cpuprof: warning: %s: %s\n", shown, warning->text);
 	return 0;

@@ -51,6 +51,13 @@ int cp_test_no_callchain(void)
 	return v && !strcmp(v, "1");
 }
 
+long cp_test_debuginfod_budget_ms(void)
+{
+	const char *v = getenv("CPUPROF_TEST_DEBUGINFOD_BUDGET_MS");
+	long ms = v ? atol(v) : 0;
+	return ms > 0 && ms <= 600000 ? ms : 0;
+}
+
 #else
 
 /* ISO C wants a translation unit to declare something. */

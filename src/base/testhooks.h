@@ -63,6 +63,11 @@ int cp_test_no_callchain(void);
  * debug files there, never in the machine's own. */
 const char *cp_test_debug_root(void);
 
+/* src/symbolize/debuginfod.c (t_debuginfod.sh): the time all fetches may
+ * take, in ms, instead of CP_DEBUGINFOD_BUDGET_MS:
+ * $CPUPROF_TEST_DEBUGINFOD_BUDGET_MS (1 to 600000; 0: the constant). */
+long cp_test_debuginfod_budget_ms(void);
+
 #define cp_test_read(knob) __atomic_load_n(&(knob), __ATOMIC_RELAXED)
 
 #else
@@ -79,6 +84,7 @@ const char *cp_test_debug_root(void);
 #define cp_test_debug_root() ((const char *)0)
 #define cp_test_kallsyms_path() ((const char *)0)
 #define cp_test_no_callchain() 0
+#define cp_test_debuginfod_budget_ms() 0L
 #define cp_test_read(knob) (knob)
 
 #endif

@@ -43,11 +43,17 @@
 #include "base/array.h"
 #include "base/error.h"
 #include "base/testhooks.h"
+#include "debuginfod.h"
 #include "lines.h"
 #include "dwp.h"
 #include "unpack.h"
 
 const char *cp_lines_debug_root = "/usr/lib/debug";
+
+const char *cp_debug_root(void)
+{
+	return cp_test_debug_root() ? cp_test_debug_root() : cp_lines_debug_root;
+}
 const char *cp_lines_libdw_soname = "libdw.so.1";
 
 /* ---- libdw, loaded at run time ---------------------------------------- */
@@ -334,7 +340,7 @@ static int try_debug_file(struct cp_lines_dwarf *d, const char *path,
 static int find_debug_file(struct cp_lines_dwarf *d, const char *path,
 			   const char *want, char *why, size_t len)
 {
-	const char *root = cp_test_debug_root() ? cp_test_debug_root() : cp_lines_debug_root;
+	const char *root = cp_debug_root();
 	size_t plen = strlen(root) + strlen(path) + 300;
 	char *p = malloc(plen);
 	if (!p)
@@ -344,6 +350,10 @@ static int find_debug_file(struct cp_lines_dwarf *d, const char *path,
 		snprintf(p, plen, "%s/.build-id/%.2s/%s.debug", root, want, want + 2);
 		found = try_debug_file(d, p, want, -1, why, len);
 	}
+	/* One that cpuprof record fetched from a debuginfod server. */
+	const char *fetched = found || !want[0] ? NULL : cp_debuginfod_path(want);
+	if (fetched)
+		found = try_debug_file(d, fetched, want, -1, why, len);
 	GElf_Word crc;
 	const char *link = found ? NULL : dw.dwelf_elf_gnu_debuglink(d->elf, &crc);
 	if (link && !strchr(link, '/') && strlen(link) < 256) {

@@ -91,6 +91,10 @@ const char *cp_lines_source(const struct cp_lines_dwarf *d);
  * tree of .gnu_debuglink files ("/usr/lib/debug"); the name dlopen'ed
  * ("libdw.so.1"). */
 extern const char *cp_lines_debug_root;
+/* Where separate debug files are looked for: cp_lines_debug_root, or the
+ * test build's CPUPROF_TEST_DEBUG_ROOT.  Symbols, lines and debuginfod's
+ * "is it here already?" all look there. */
+const char *cp_debug_root(void);
 extern const char *cp_lines_libdw_soname;
 
 /* ---- A batch, in a child process -------------------------------------- */

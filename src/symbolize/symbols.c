@@ -24,7 +24,9 @@
 #include "base/loader.h"
 #include "base/testhooks.h"
 #include "debuglink.h"
+#include "lines.h"
 #include "minidebug.h"
+#include "debuginfod.h"
 #include "symbols.h"
 #include "symtab_cache.h"
 
@@ -462,16 +464,24 @@ static int read_debug_file(const struct cp_object *o, struct cp_symtab *t)
 	char path[PATH_MAX];
 	char bid[sizeof o->build_id];
 	size_t len = strlen(o->build_id);
-	const char *root = cp_test_debug_root() ? cp_test_debug_root() : "/usr/lib/debug";
+	const char *root = cp_debug_root();
 	if (len < 4)
 		return -ENOENT;
 	if ((size_t)snprintf(path, sizeof path, "%s/.build-id/%.2s/%s.debug", root, o->build_id, o->build_id + 2) >=
 	    sizeof path)
 		return -ENAMETOOLONG;
-	int rc = read_file_kept(path, o->build_id, t, bid);
-	if (rc == 0 && (strcmp(bid, o->build_id) != 0 || t->n == 0)) {
-		cp_symbols_symtab_free(t);
-		rc = -ENOENT;
+	/* There, else one that cpuprof record fetched from a debuginfod
+	 * server. */
+	const char *fetched = cp_debuginfod_path(o->build_id);
+	int rc = -ENOENT;
+	for (int k = 0; k < 2 && rc != 0; k++) {
+		if (k == 1 && !fetched)
+			break;
+		rc = read_file_kept(k ? fetched : path, o->build_id, t, bid);
+		if (rc == 0 && (strcmp(bid, o->build_id) != 0 || t->n == 0)) {
+			cp_symbols_symtab_free(t);
+			rc = -ENOENT;
+		}
 	}
 	return rc;
 }
@@ -483,7 +493,7 @@ static int read_debuglink_file(const struct cp_object *o, struct cp_symtab *t)
 {
 	char path[PATH_MAX];
 	char bid[sizeof o->build_id];
-	const char *root = cp_test_debug_root() ? cp_test_debug_root() : "/usr/lib/debug";
+	const char *root = cp_debug_root();
 	if (!o->build_id[0])
 		return -ENOENT;
 	for (int k = 0; cp_debuglink_candidate(o->path, root, k, path, sizeof path); k++) {

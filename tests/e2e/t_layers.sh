@@ -11,10 +11,10 @@
 # session is src/*.c and src/*.h themselves (a profile's life); process/ is
 # the program-facing top (the interposers, LD_PRELOAD), which nothing else
 # includes.  The CLI's rooms: cli/ itself (main.c, the pprof reader) may
-# include the library's profile/; cli/record/, cli/report/ and cli/diff/
-# may include cli/ and the library's rooms up to shm, never engines/, the
-# session or process/ (the CLI runs nothing of the in-process profiler);
-# cli/diff/ also includes cli/report/ (its stacks, shares and page: one
+# include the library's profile/; cli/record/, cli/report/, cli/diff/ and
+# cli/symbolize/ may include cli/ and the library's rooms up to shm, never
+# engines/, the session or process/ (the CLI runs nothing of the in-process
+# profiler); cli/diff/ also includes cli/report/ (its stacks, shares and page: one
 # reader, one set of names), and no other CLI room includes another.
 # Then the map (below).  Prints each include or name that breaks a rule
 # and exits 1 if there is one.
