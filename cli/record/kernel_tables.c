@@ -331,8 +331,11 @@ struct kproc *kc_proc_new(struct cp_kcollector *k, pid_t pid, struct kproc *pare
 	m->facts = k->base;
 	m->have_facts = 1;
 	m->start_ns = (int64_t)cp_mono_ns();
-	if (pm->nobjs && (m->objs = malloc(pm->nobjs * sizeof *m->objs))) {
+	if (pm->nobjs && (m->objs = malloc(pm->nobjs * sizeof *m->objs)) &&
+	    (!pm->files || (m->files = calloc(pm->nobjs, sizeof *m->files)))) {
 		memcpy(m->objs, pm->objs, pm->nobjs * sizeof *m->objs);
+		for (uint32_t i = 0; pm->files && i < pm->nobjs; i++)
+			m->files[i] = pm->files[i] ? strdup(pm->files[i]) : NULL;
 		m->nobjs = pm->nobjs;
 	}
 	p->gen = parent->gen;
@@ -417,10 +420,13 @@ static void image_object(struct cp_kcollector *k, struct kproc *p, const struct 
 	if (!objs)
 		return;
 	m->objs = objs;
+	/* files beside objs: a fork's copy may have none yet. */
+	uint32_t had = m->files ? m->nobjs : 0;
 	char **files = realloc(m->files, (m->nobjs + 1) * sizeof *files);
 	if (!files)
 		return;
 	m->files = files;
+	memset(files + had, 0, (m->nobjs - had) * sizeof *files);
 	files[m->nobjs] = f->file ? strdup(f->file) : NULL;
 	struct cp_shm_obj *o = &objs[m->nobjs++];
 	memset(o, 0, sizeof *o);

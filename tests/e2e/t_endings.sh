@@ -136,6 +136,13 @@ for i in $(seq 200); do grep -q "orphan done" out && break; sleep 0.1; done
 $EMU "$CP" record -o d.pb.gz -- $EMU "$W" dlchurn "$LIB" 20 >out 2>err || { cat err; fail "dlchurn: status $?"; }
 has d.pb.gz dl_hot || { go tool pprof -top d.pb.gz; fail "dlchurn: the unloaded library's dl_hot is not named"; }
 
+# A fork that maps code of its own (a library, anonymous code) without an
+# exec: record's copy of its parent's objects grows.  MALLOC_PERTURB_ fills
+# record's fresh memory, so an entry it left unset is garbage, not zero.
+MALLOC_PERTURB_=165 $EMU "$CP" record -o k.pb.gz -- $EMU "$W" fork-code "$LIB" >out 2>err ||
+	{ cat err; fail "fork-code: status $?"; }
+has k.pb.gz fork_code_work || { go tool pprof -top k.pb.gz; fail "fork-code: the child's fork_code_work is not named"; }
+
 # A program that writes over the layout in the header of record's shared
 # memory (where the library is preloaded: an engine inside the process):
 # record neither crashes nor follows it; the program's status and output

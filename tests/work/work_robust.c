@@ -37,6 +37,9 @@
  *   orphan MS           fork a child that burns MS ms and prints "orphan
  *                       done"; burn 300 ms and exit without waiting for it
  *   dlchurn LIB N       N rounds of dlopen LIB, its dl_entry, dlclose
+ *   fork-code LIB       fork a child that maps code of its own (LIB with
+ *                       dlopen, and anonymous memory executable) and burns
+ *                       200 ms; wait for it
  *   clearenv            exec itself (`end exit`) with an empty environment
  *   sigwait             block SIGPROF in main, start a thread that takes it
  *                       with sigwait and one that burns, kill(getpid(),
@@ -62,6 +65,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -116,6 +120,7 @@ BURNER(orphan_work)
 BURNER(orphan_parent_work)
 BURNER(sigwait_work)
 BURNER(api_work)
+BURNER(fork_code_work)
 
 static void fail(const char *what)
 {
@@ -593,6 +598,28 @@ static int dlchurn_mode(const char *lib, int rounds)
 	return 0;
 }
 
+/* A fork's objects are its parent's until it maps more: record's copy of
+ * them must take the new ones as they come. */
+static int fork_code_mode(const char *lib)
+{
+	pid_t pid = fork();
+	if (pid < 0)
+		fail("fork");
+	if (pid == 0) {
+		if (!dlopen(lib, RTLD_NOW))
+			fail(dlerror());
+		if (mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) == MAP_FAILED)
+			fail("mmap");
+		fork_code_work(200);
+		_exit(0);
+	}
+	int st;
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fail("fork-code: the child failed");
+	printf("fork-code done\n");
+	return 0;
+}
+
 /* ---- scribble ---- */
 
 /* A program that writes over memory it should not: record reads the
@@ -718,6 +745,8 @@ int main(int argc, char **argv)
 		return orphan_mode(atoi(argv[2]));
 	if (!strcmp(m, "dlchurn") && argc == 4)
 		return dlchurn_mode(argv[2], atoi(argv[3]));
+	if (!strcmp(m, "fork-code") && argc == 3)
+		return fork_code_mode(argv[2]);
 	if (!strcmp(m, "scribble"))
 		return scribble_mode();
 	if (!strcmp(m, "clearenv"))
