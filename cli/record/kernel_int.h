@@ -33,6 +33,8 @@
 #define MAX_PIDFDS 4096
 /* ... and for JITs' files (kernel_jit.c). */
 #define MAX_JIT_FDS 4096
+/* ... and for files read through another root than ours (a container's). */
+#define MAX_ROOT_FDS 4096
 
 /* pidfd's PIDFD_GET_INFO (Linux 6.13) and its exit status (6.15), which
  * Debian 12's headers lack. */
@@ -138,7 +140,7 @@ struct cp_kcollector {
 	uint64_t lost, throttled;
 	int64_t wall0_ns;
 	uint64_t mono0, mono1;
-	int npidfds, njitfds;
+	int npidfds, njitfds, nrootfds;
 	pid_t first;                  /* the command's process, or the first attached to */
 	int64_t sched0, sched1;       /* -p: the scheduler's count of their live threads' CPU, at both ends */
 	int64_t switches0, switches1; /* ... and their context switches */
@@ -169,6 +171,7 @@ void *kc_pidmap_slot(const struct pidmap *m, size_t i);
 size_t kc_file_of(struct cp_kcollector *k, pid_t pid, const char *path, const char *build_id, uint64_t dev,
 		  uint64_t ino);
 int kc_file_open(const struct cp_kcollector *k, const struct kfile *f, struct cp_elf *e);
+int kc_open_in_root(int root, const char *path, int flags);
 int kc_build_wanted(struct cp_kcollector *k);
 const struct cp_unwind_set *kc_proc_set(struct cp_kcollector *k, struct kproc *p);
 struct cp_image *kc_new_image(struct cp_kcollector *k, struct kproc *p, const char *comm);

@@ -51,17 +51,6 @@ static pid_t ns_pid(pid_t pid)
 	return last > 0 ? (pid_t)last : pid;
 }
 
-/* Opens `path` (absolute, in p's mount namespace, whose root directory
- * is root or, if that is -1, ours) with flags. */
-static int open_in(int root, const char *path, int flags)
-{
-	if (root < 0)
-		return open(path, flags | O_CLOEXEC);
-	while (*path == '/')
-		path++;
-	return openat(root, *path ? path : ".", flags | O_CLOEXEC);
-}
-
 void kc_jit_note(struct cp_kcollector *k, struct kproc *p, const char *dump)
 {
 	int root = -1;
@@ -77,13 +66,13 @@ void kc_jit_note(struct cp_kcollector *k, struct kproc *p, const char *dump)
 	/* The jitdump, open now: the program may unlink it, and its mount
 	 * namespace goes with its last process. */
 	if (dump && p->jit_dump < 0)
-		p->jit_dump = open_in(root, dump, O_RDONLY | O_NOCTTY);
+		p->jit_dump = kc_open_in_root(root, dump, O_RDONLY | O_NOCTTY);
 	if (!p->jit) {
 		/* Its /tmp, where its perf map will be: a descriptor keeps a
 		 * private /tmp (a container's) readable after it ends. */
 		p->jit = 1;
 		p->jit_read = 0;
-		p->jit_tmp = k->njitfds < MAX_JIT_FDS ? open_in(root, "/tmp", O_PATH | O_DIRECTORY) : -1;
+		p->jit_tmp = k->njitfds < MAX_JIT_FDS ? kc_open_in_root(root, "/tmp", O_PATH | O_DIRECTORY) : -1;
 		p->jit_nspid = root >= 0 ? ns_pid(p->pid) : p->pid;
 		p->jit_not_before = root >= 0 ? cp_jit_not_before(p->pid) : 0;
 	}

@@ -6,6 +6,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +59,29 @@ void *kc_pidmap_slot(const struct pidmap *m, size_t i)
 
 /* ---- files and their tables ---- */
 
+/* Opens path (absolute, as a process whose root directory is `root`
+ * names it) with flags, as that process would: its symbolic links are
+ * resolved inside that root (RESOLVE_IN_ROOT), never in ours, so a
+ * container's files cannot lead record (root, most often) to the host's.
+ * root -1: ours.  A kernel before 5.6 has no openat2: there the last part
+ * of the path is not followed if it is a link (the kernel's and
+ * /proc/PID/maps' paths have none).  -1 and errno if it cannot. */
+int kc_open_in_root(int root, const char *path, int flags)
+{
+	if (root < 0)
+		return open(path, flags | O_CLOEXEC);
+	while (*path == '/')
+		path++;
+	if (!*path)
+		path = ".";
+	struct open_how how = { .flags = (uint64_t)(flags | O_CLOEXEC),
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	int fd = (int)syscall(SYS_openat2, root, path, &how, sizeof how);
+	if (fd >= 0 || errno != ENOSYS)
+		return fd;
+	return openat(root, path, flags | O_CLOEXEC | O_NOFOLLOW);
+}
+
 /* Where f, mapped by process pid, is read from: the path it names, unless
  * pid has another root than ours (a container's mount namespace, a
  * chroot) and the file at that path here is not the one mapped (the
@@ -65,9 +89,9 @@ void *kc_pidmap_slot(const struct pidmap *m, size_t i)
  * from ours where it can): then through /proc/PID/root, kept open while
  * record runs, for the process may be gone when its names and lines are
  * read. */
-static void file_through_root(const struct cp_kcollector *k, struct kfile *f, pid_t pid)
+static void file_through_root(struct cp_kcollector *k, struct kfile *f, pid_t pid)
 {
-	char root[64], at[CP_SHM_PATH_MAX + 64];
+	char root[64];
 	struct stat ours, theirs;
 	struct cp_elf e;
 	snprintf(root, sizeof root, "/proc/%d/root", (int)pid);
@@ -78,18 +102,25 @@ static void file_through_root(const struct cp_kcollector *k, struct kfile *f, pi
 		cp_elf_close(&e);
 		return;
 	}
-	snprintf(at, sizeof at, "%s%s", root, f->path);
-	int fd = open(at, O_RDONLY | O_CLOEXEC);
-	/* /proc/PID/maps names a chroot's file with the chroot's own path
-	 * before it (as the kernel finds it from the mount): take that off. */
-	char in[CP_SHM_PATH_MAX];
-	ssize_t n = readlink(root, in, sizeof in - 1);
-	if (fd < 0 && n > 1) {
-		in[n] = '\0';
-		if (!strncmp(f->path, in, (size_t)n) && f->path[n] == '/') {
-			snprintf(at, sizeof at, "%s%s", root, f->path + n);
-			fd = open(at, O_RDONLY | O_CLOEXEC);
+	if (k->nrootfds >= MAX_ROOT_FDS) {
+		snprintf(f->unreadable, sizeof f->unreadable, "in the root of process %d, past the %d files record "
+			 "keeps open through other roots", (int)pid, MAX_ROOT_FDS);
+		return;
+	}
+	int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC), fd = -1;
+	if (rootfd >= 0) {
+		fd = kc_open_in_root(rootfd, f->path, O_RDONLY);
+		/* /proc/PID/maps names a chroot's file with the chroot's own
+		 * path before it (as the kernel finds it from the mount): take
+		 * that off. */
+		char in[CP_SHM_PATH_MAX];
+		ssize_t n = readlink(root, in, sizeof in - 1);
+		if (fd < 0 && n > 1) {
+			in[n] = '\0';
+			if (!strncmp(f->path, in, (size_t)n) && f->path[n] == '/')
+				fd = kc_open_in_root(rootfd, f->path + n, O_RDONLY);
 		}
+		close(rootfd);
 	}
 	if (fd < 0) {
 		snprintf(f->unreadable, sizeof f->unreadable, "not in the root of process %d (%s): %s", (int)pid,
@@ -102,6 +133,7 @@ static void file_through_root(const struct cp_kcollector *k, struct kfile *f, pi
 		close(fd);
 		return;
 	}
+	k->nrootfds++;
 	f->fd = fd;
 }
 

@@ -13,6 +13,8 @@
 #    at least 0.99 of inner's weight (its unwind tables were read too);
 #  - inner has its source line (chain.c), from the DWARF read through the
 #    container's root.
+# A JIT in such a container, its /tmp an absolute link, is named from its
+# perf map read through the link as the container resolves it.
 # And a program whose file is gone when record looks (deleted while it
 # runs) is profiled all the same, with one line that names the file and
 # says why it has no names.  Needs root (namespaces, mount, chroot) and
@@ -82,6 +84,24 @@ kill -KILL "$pid" 2>/dev/null # the namespace's init: SIGTERM would be ignored
 wait "$bg" 2>/dev/null
 bg=
 check "record -p" att.pb.gz
+
+# A JIT in a container whose /tmp is an absolute symbolic link
+# (/tmp -> /var/tmp): its perf map is read in the container's /var/tmp, the
+# link resolved inside the container's root, never in ours (where it would
+# be the host's /var/tmp).
+W=$ROOT/$B/tests/work_jit
+if [ -x "$W" ]; then
+	rm -rf image/tmp && mkdir -p image/var/tmp && ln -s /var/tmp image/tmp && cp "$W" image/app/jit || fail "cannot make the JIT's image"
+	cat >enter_jit.sh <<EOF
+mount -t tmpfs none "$tmp/mnt" && cp -a "$tmp/image/." "$tmp/mnt/" && exec chroot "$tmp/mnt" /app/jit map 600
+EOF
+	"$CP" record -o jit.pb.gz -- unshare --mount --pid --fork sh enter_jit.sh >out 2>err || { cat err; fail "record of the JIT failed"; }
+	jit=$("$CP" report --format top jit.pb.gz | awk '/flat%/ { t = 1; next } t && $NF == "[jit]" && $(NF - 1) == "jit_hot_loop" { c = $2; sub(/%/, "", c); print c + 0; exit }')
+	echo "# a JIT behind a /tmp link: jit_hot_loop ${jit:-0}% of the CPU"
+	awk -v c="${jit:-0}" 'BEGIN { exit !(c >= 50) }' || { "$CP" report --format top jit.pb.gz | head -n 12; fail "the JIT's perf map behind the container's /tmp link was not read (jit_hot_loop ${jit:-0}%)"; }
+else
+	echo "# no JIT cell: $W is not built"
+fi
 
 # A program whose file is gone: profiled, and record says what it lacks.
 cp image/app/prog gone
