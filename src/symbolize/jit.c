@@ -222,9 +222,11 @@ static int is_text(const uint8_t *s, size_t n)
 }
 
 /* The debug info record's lines (body b[0..n), for code at code_addr),
- * appended to j; how many, or -1 if malformed or out of memory. */
+ * appended to j; how many, or -1 if malformed or out of memory (and
+ * none appended: the caller counts only what it was told). */
 static long dump_lines(struct cp_jit *j, const uint8_t *b, size_t n)
 {
+	size_t was = j->nlines;
 	if (n < 16)
 		return -1;
 	uint64_t code_addr, nr;
@@ -235,7 +237,7 @@ static long dump_lines(struct cp_jit *j, const uint8_t *b, size_t n)
 	long got = 0;
 	for (uint64_t i = 0; i < nr; i++) {
 		if (n - at < 16)
-			return -1;
+			goto bad;
 		uint64_t addr;
 		int32_t line;
 		memcpy(&addr, b + at, 8);
@@ -243,7 +245,7 @@ static long dump_lines(struct cp_jit *j, const uint8_t *b, size_t n)
 		at += 16; /* address, line, discriminator */
 		const uint8_t *nul = memchr(b + at, '\0', n - at);
 		if (!nul)
-			return -1;
+			goto bad;
 		size_t len = (size_t)(nul - (b + at));
 		/* "\xff" is the file of the entry before. */
 		/* A file named again (the lines of one function mostly are
@@ -256,11 +258,14 @@ static long dump_lines(struct cp_jit *j, const uint8_t *b, size_t n)
 		if (addr < code_addr)
 			addr += code_addr;
 		if (cp_array_grow((void **)&j->lines, &j->caplines, j->nlines + 1, sizeof *j->lines, 1024))
-			return -1;
+			goto bad;
 		j->lines[j->nlines++] = (struct cp_jit_line){ addr, line > 0 ? (uint32_t)line : 0, file };
 		got++;
 	}
 	return got;
+bad:
+	j->nlines = was;
+	return -1;
 }
 
 /* Line entries' address order, for a record's own lines. */
@@ -409,7 +414,8 @@ long cp_jit_read_dump(struct cp_jit *j, int dirfd, const char *path, char *why, 
 				break;
 			}
 		} else if (id == JIT_CODE_DEBUG_INFO) {
-			j->nlines -= pending;
+			j->nlines -= pending; /* the record before's: of code that never loaded */
+			pending = 0;
 			long got = dump_lines(j, body, n);
 			if (got < 0) {
 				cp_why(why, len, "%s: a malformed debug info record", path);
@@ -621,7 +627,7 @@ struct cp_jit *cp_jit_load(pid_t pid)
 	cp_jit_read_map(j, AT_FDCWD, path);
 	/* Its anonymous code, and the jitdumps it has mapped (as a JIT
 	 * marks them for perf). */
-	int dumps = 0;
+	int dumps = 0; /* read, or tried: one not read is not tried again below */
 	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
 	FILE *m = fopen(path, "re");
 	char line[4096 + 128];
@@ -637,8 +643,10 @@ struct cp_jit *cp_jit_load(pid_t pid)
 		if (file[0] != '/')
 			continue;
 		file[strcspn(file, "\n")] = '\0';
-		if (cp_jit_is_dump_path(file) && cp_jit_read_dump(j, AT_FDCWD, file, why, sizeof why) >= 0)
+		if (cp_jit_is_dump_path(file)) {
+			cp_jit_read_dump(j, AT_FDCWD, file, why, sizeof why);
 			dumps++;
+		}
 	}
 	if (m)
 		fclose(m);

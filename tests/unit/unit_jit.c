@@ -8,7 +8,8 @@
  * one before, one that is not text is none), a move, a debug info record
  * of other code not taken; a dump cut anywhere keeps what came whole
  * before the cut and never reads past it; a bad magic, a code size beyond
- * its record, a header of absurd size each say so.
+ * its record, a header of absurd size each say so; a malformed debug info
+ * record after a good one lets the good one's lines go once, not twice.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -255,6 +256,40 @@ static void test_dump(void)
 		why[0] = '\0';
 		long n = cp_jit_read_dump(&c, AT_FDCWD, at("bad.dump"), why, sizeof why);
 		CHECK(n < 0 && strstr(why, bad_cases[i].what), "%s: %ld, %s", bad_cases[i].what, n, why);
+		free(c.syms);
+		free(c.str);
+		free(c.lines);
+	}
+
+	/* A debug info record, then a malformed one: the lines of the first
+	 * are let go once, not twice (the count wrapped below zero, and a
+	 * second read of the same j wrote far past its table). */
+	for (int cut = 0; cut < 2; cut++) {
+		struct dump x;
+		header(&x);
+		debug_info(&x, 0x4000, e, 3);
+		if (cut) {
+			/* Two whole entries of three: some lines appended. */
+			debug_info(&x, 0x4000, e, 3);
+			uint64_t more = 5;
+			memcpy(x.b + x.n - (16 + 5 + 16 + 2 + 16 + 5) - 8, &more, 8);
+		} else {
+			put32(&x, 2); /* a debug info record too short for its header */
+			put32(&x, 16 + 8);
+			put64(&x, 0);
+			put64(&x, 0x4000);
+		}
+		load(&x, 0x4000, 0x40, "fn_a");
+		make_file("bad.dump", x.b, x.n);
+		struct cp_jit c = { 0 };
+		why[0] = '\0';
+		CHECK(cp_jit_read_dump(&c, AT_FDCWD, at("bad.dump"), why, sizeof why) < 0 &&
+			      strstr(why, "malformed debug info"),
+		      "%d: %s", cut, why);
+		CHECK_EQ(c.nlines, 0);
+		CHECK(cp_jit_read_dump(&c, AT_FDCWD, at("bad.dump"), why, sizeof why) < 0, "again");
+		CHECK_EQ(c.nlines, 0);
+		CHECK_EQ(cp_jit_finish(&c), 0);
 		free(c.syms);
 		free(c.str);
 		free(c.lines);
