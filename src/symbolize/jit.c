@@ -176,7 +176,7 @@ long cp_jit_read_map(struct cp_jit *j, int dirfd, const char *path)
 	for (const char *p = buf, *end = buf + len; p < end;) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		if (!eol)
-			eol = end; /* the last line, maybe still being written: taken if whole */
+			break; /* a last line without its newline may be cut mid-write */
 		uint64_t start, size;
 		const char *q = p;
 		if (hex(&q, &start) == 0 && *q == ' ' && (q++, hex(&q, &size) == 0) && *q == ' ') {

@@ -1,7 +1,7 @@
 /*
  * unit_jit.c -- JIT names (symbolize/jit.h) on files made by hand.  A perf
  * map: names with spaces, 0x or not, a malformed line skipped, a last line
- * without its newline, one older than its process (another's, that had
+ * without its newline skipped (it may be cut mid-write), one older than its process (another's, that had
  * its PID) not read; for every address the entry read last wins, over
  * whole and partial overlaps, and a dump read after a map wins over it.  A
  * jitdump: loads with their debug info lines (a file name "\xff" is the
@@ -60,10 +60,10 @@ static void test_map(void)
 				  "1080 10 later inside\n"  /* splits "first" */
 				  "10f0 20 later across\n"  /* overlaps its end */
 				  "5000 0 empty\n"
-				  "9000 8 last, no newline";
+				  "9000 8 last, no newline: cut mid-write?";
 	make_file("perf-1.map", map, sizeof map - 1);
 	struct cp_jit j = { 0 };
-	CHECK_EQ(cp_jit_read_map(&j, AT_FDCWD, at("perf-1.map")), 6);
+	CHECK_EQ(cp_jit_read_map(&j, AT_FDCWD, at("perf-1.map")), 5);
 	CHECK_EQ(cp_jit_finish(&j), 0);
 	NAMED(&j, 0x1000, "first");
 	NAMED(&j, 0x107f, "first");
@@ -78,8 +78,7 @@ static void test_map(void)
 	NAMED(&j, 0x2000, "with spaces (in) it");
 	UNNAMED(&j, 0x3000);
 	UNNAMED(&j, 0x5000);
-	NAMED(&j, 0x9007, "last, no newline");
-	UNNAMED(&j, 0x9008);
+	UNNAMED(&j, 0x9000); /* its name may be cut short */
 	free(j.syms);
 	free(j.str);
 	free(j.lines);
@@ -91,7 +90,7 @@ static void test_map(void)
 	CHECK(old.not_before_ns > 4000000000ll, "no start time of this process");
 	CHECK_EQ(cp_jit_read_map(&old, AT_FDCWD, at("perf-1.map")), -ESTALE);
 	struct cp_jit fresh = { .not_before_ns = cp_jit_not_before(getpid()) };
-	CHECK_EQ(cp_jit_read_map(&fresh, AT_FDCWD, at("perf-1.map")), 6);
+	CHECK_EQ(cp_jit_read_map(&fresh, AT_FDCWD, at("perf-1.map")), 5);
 	free(fresh.syms);
 	free(fresh.str);
 }
@@ -203,7 +202,7 @@ static void test_dump(void)
 	make_file("jit-1.dump", d.b, d.n);
 	char why[256] = "";
 	struct cp_jit j = { 0 };
-	CHECK_EQ(cp_jit_read_map(&j, AT_FDCWD, at("perf-1.map")), 6);
+	CHECK_EQ(cp_jit_read_map(&j, AT_FDCWD, at("perf-1.map")), 5);
 	CHECK_EQ(cp_jit_read_dump(&j, AT_FDCWD, at("jit-1.dump"), why, sizeof why), 3);
 	CHECK_EQ(cp_jit_finish(&j), 0);
 	const char *file;
