@@ -480,15 +480,21 @@ static void heap_pop(struct heap *h)
 		h->v[i] = x;
 }
 
-static const struct cp_jit_sym *sort_syms;
+/* An entry's start and its index: sorted as they are, no comparator
+ * needs the table (cp_jit_finish may run in any thread of the profiled
+ * program, so no static may hold it). */
+struct by_start_key {
+	uint64_t start;
+	uint32_t i;
+};
 
 /* Entries by start, then as read. */
 static int by_start(const void *a, const void *b)
 {
-	const struct cp_jit_sym *x = &sort_syms[*(const uint32_t *)a], *y = &sort_syms[*(const uint32_t *)b];
+	const struct by_start_key *x = a, *y = b;
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
-	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
 }
 
 static int by_u64(const void *a, const void *b)
@@ -504,7 +510,7 @@ int cp_jit_finish(struct cp_jit *j)
 	size_t n = j->nsyms;
 	if (n > UINT32_MAX)
 		return -ENOMEM;
-	uint32_t *order = malloc((n ? n : 1) * sizeof *order);
+	struct by_start_key *order = malloc((n ? n : 1) * sizeof *order);
 	uint64_t *points = malloc((2 * n + 1) * sizeof *points);
 	struct heap h = { malloc((n ? n : 1) * sizeof *h.v), 0 };
 	struct cp_jit_sym *out = malloc((2 * n + 1) * sizeof *out);
@@ -516,11 +522,10 @@ int cp_jit_finish(struct cp_jit *j)
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++) {
-		order[i] = (uint32_t)i;
+		order[i] = (struct by_start_key){ j->syms[i].start, (uint32_t)i };
 		points[2 * i] = j->syms[i].start;
 		points[2 * i + 1] = j->syms[i].end;
 	}
-	sort_syms = j->syms;
 	qsort(order, n, sizeof *order, by_start);
 	qsort(points, 2 * n, sizeof *points, by_u64);
 	size_t nout = 0, next = 0;
@@ -528,8 +533,8 @@ int cp_jit_finish(struct cp_jit *j)
 		uint64_t x = points[p];
 		if (p + 1 < 2 * n && points[p + 1] == x)
 			continue; /* the last of equal points: the interval from x on */
-		while (next < n && j->syms[order[next]].start <= x)
-			heap_push(&h, order[next++]);
+		while (next < n && order[next].start <= x)
+			heap_push(&h, order[next++].i);
 		while (h.n && j->syms[h.v[0]].end <= x)
 			heap_pop(&h);
 		if (!h.n || p + 1 == 2 * n)
