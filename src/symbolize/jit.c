@@ -112,20 +112,63 @@ static int hex(const char **p, uint64_t *v)
 	return 0;
 }
 
-/* Opens path (from dirfd) if it was written since j->not_before_ns: a
- * file or a negative errno. */
-static int open_fresh(const struct cp_jit *j, int dirfd, const char *path)
+/* Opens path (from dirfd) if it was written since j->not_before_ns and
+ * is owned by j's process or root: a file, or a negative errno with
+ * why[len]. */
+static int open_fresh(const struct cp_jit *j, int dirfd, const char *path, char *why, size_t len)
 {
 	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
+	if (fd < 0) {
+		int e = errno;
+		cp_why(why, len, "%s: %s", path, strerror(e));
+		return -e;
+	}
 	struct stat st;
-	if (j->not_before_ns && fstat(fd, &st) == 0 &&
+	if ((j->not_before_ns || j->owner_known) && fstat(fd, &st) != 0) {
+		int e = errno;
+		close(fd);
+		cp_why(why, len, "%s: %s", path, strerror(e));
+		return -e;
+	}
+	if (j->not_before_ns &&
 	    (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec < j->not_before_ns) {
 		close(fd);
+		cp_why(why, len, "%s: older than the process", path);
 		return -ESTALE;
 	}
+	if (j->owner_known && st.st_uid != 0 && st.st_uid != j->owner) {
+		close(fd);
+		cp_why(why, len, "%s: owned by uid %u, neither the process's (%u) nor root: not trusted", path,
+		       (unsigned)st.st_uid, (unsigned)j->owner);
+		return -EPERM;
+	}
 	return fd;
+}
+
+int cp_jit_owner(pid_t pid, uid_t *uid)
+{
+	if (pid == getpid()) {
+		*uid = geteuid();
+		return 0;
+	}
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* "Uid:" real, effective, saved, file system: the effective one
+	 * writes the files. */
+	const char *at = strstr(buf, "\nUid:");
+	unsigned long real, eff;
+	if (!at || sscanf(at + 5, "%lu %lu", &real, &eff) != 2)
+		return -1;
+	*uid = (uid_t)eff;
+	return 0;
 }
 
 int64_t cp_jit_not_before(pid_t pid)
@@ -162,31 +205,34 @@ int64_t cp_jit_not_before(pid_t pid)
 	       (int64_t)(ticks % (unsigned long long)hz) * (1000000000 / hz);
 }
 
-long cp_jit_read_map(struct cp_jit *j, int dirfd, const char *path)
+long cp_jit_read_map(struct cp_jit *j, int dirfd, const char *path, char *why, size_t len)
 {
-	int fd = open_fresh(j, dirfd, path);
+	int fd = open_fresh(j, dirfd, path, why, len);
 	if (fd < 0)
 		return fd;
-	size_t len = 0;
-	char *buf = slurp(fd, &len);
+	size_t size = 0;
+	char *buf = slurp(fd, &size);
 	close(fd);
-	if (!buf)
+	if (!buf) {
+		cp_why(why, len, "%s: out of memory", path);
 		return -ENOMEM;
+	}
 	long n = 0;
-	for (const char *p = buf, *end = buf + len; p < end;) {
+	for (const char *p = buf, *end = buf + size; p < end;) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		if (!eol)
 			break; /* a last line without its newline may be cut mid-write */
-		uint64_t start, size;
+		uint64_t start, bytes;
 		const char *q = p;
-		if (hex(&q, &start) == 0 && *q == ' ' && (q++, hex(&q, &size) == 0) && *q == ' ') {
+		if (hex(&q, &start) == 0 && *q == ' ' && (q++, hex(&q, &bytes) == 0) && *q == ' ') {
 			q++;
 			size_t nl = (size_t)(eol - q);
 			while (nl && (q[nl - 1] == '\r' || q[nl - 1] == ' '))
 				nl--;
 			uint32_t name = str_add(j, q, nl);
-			if ((nl && !name) || sym_add(j, start, size, name, 0) < 0) {
+			if ((nl && !name) || sym_add(j, start, bytes, name, 0) < 0) {
 				free(buf);
+				cp_why(why, len, "%s: out of memory", path);
 				return -ENOMEM;
 			}
 			n++;
@@ -297,14 +343,13 @@ static int dump_move(struct cp_jit *j, uint64_t from, uint64_t to, uint64_t size
 
 long cp_jit_read_dump(struct cp_jit *j, int dirfd, const char *path, char *why, size_t len)
 {
-	int fd = open_fresh(j, dirfd, path);
-	if (fd < 0) {
-		cp_why(why, len, "%s: %s", path, fd == -ESTALE ? "older than the process" : strerror(-fd));
+	int fd = open_fresh(j, dirfd, path, why, len);
+	if (fd < 0)
 		return fd;
-	}
 	FILE *f = fdopen(fd, "rb");
 	if (!f) {
 		close(fd);
+		cp_why(why, len, "%s: out of memory", path);
 		return -ENOMEM;
 	}
 	uint32_t h[4];
@@ -429,6 +474,8 @@ long cp_jit_read_dump(struct cp_jit *j, int dirfd, const char *path, char *why, 
 	}
 	j->nlines -= pending;
 out:
+	if (rc == -ENOMEM)
+		cp_why(why, len, "%s: out of memory", path);
 	free(body);
 	fclose(f);
 	j->dump_entries += (size_t)loads;
@@ -628,8 +675,9 @@ struct cp_jit *cp_jit_load(pid_t pid)
 		return NULL;
 	char path[96], why[256];
 	j->not_before_ns = cp_jit_not_before(pid);
+	j->owner_known = cp_jit_owner(pid, &j->owner) == 0;
 	snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)pid);
-	cp_jit_read_map(j, AT_FDCWD, path);
+	cp_jit_read_map(j, AT_FDCWD, path, why, sizeof why);
 	/* Its anonymous code, and the jitdumps it has mapped (as a JIT
 	 * marks them for perf). */
 	int dumps = 0; /* read, or tried: one not read is not tried again below */

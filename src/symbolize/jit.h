@@ -44,17 +44,22 @@ struct cp_jit {
 	/* A file last written before this (CLOCK_REALTIME ns; 0: any) is of
 	 * another process that had the same PID: not read (-ESTALE). */
 	int64_t not_before_ns;
+	/* The process's user (if owner_known): a file owned by neither it
+	 * nor root is not read (-EPERM), as perf refuses one: anyone may
+	 * write /tmp/perf-PID.map for a PID not yet theirs. */
+	int owner_known;
+	uid_t owner;
 	/* The anonymous executable mappings its code is in, where known
-	 * (cp_jit_load_self): [lo, hi) pairs, sorted by lo. */
+	 * (cp_jit_load): [lo, hi) pairs, sorted by lo. */
 	uint64_t *regions;
 	size_t nregions, capregions;
 	int finished;
 };
 
 /* Reads the perf map `path`, relative to directory dirfd (AT_FDCWD for
- * ours), into j.  The number of entries read, or a negative errno
- * (-ENOENT: there is none).  A malformed line is skipped. */
-long cp_jit_read_map(struct cp_jit *j, int dirfd, const char *path);
+ * ours), into j.  The number of entries read, or a negative errno with
+ * why[len] (-ENOENT: there is none).  A malformed line is skipped. */
+long cp_jit_read_map(struct cp_jit *j, int dirfd, const char *path, char *why, size_t len);
 
 /* Reads the jitdump `path`, relative to dirfd, into j.  The number of
  * code loads read, or a negative errno with why[len] (a file cut short
@@ -78,6 +83,10 @@ const char *cp_jit_name(const struct cp_jit *j, const struct cp_jit_sym *s);
 /* The source line of pc in s (0 if none), its file in *file ("" if
  * none). */
 uint32_t cp_jit_line_of(const struct cp_jit *j, const struct cp_jit_sym *s, uint64_t pc, const char **file);
+
+/* The effective user of process pid (/proc/PID/status), in *uid: 0, or
+ * -1 if it cannot be read. */
+int cp_jit_owner(pid_t pid, uid_t *uid);
 
 /* When process pid started (CLOCK_REALTIME ns, to the second: the
  * kernel's boot time is whole seconds), less 2 s; 0 if unknown. */

@@ -51,6 +51,8 @@ static const char *name_at(const struct cp_jit *j, uint64_t pc)
 	} while (0)
 #define UNNAMED(j, pc) CHECK(!name_at(j, pc), "0x%llx: named %s", (unsigned long long)(pc), name_at(j, pc))
 
+static char why[256];
+
 static void test_map(void)
 {
 	static const char map[] = "1000 100 first\n"
@@ -63,7 +65,7 @@ static void test_map(void)
 				  "9000 8 last, no newline: cut mid-write?";
 	make_file("perf-1.map", map, sizeof map - 1);
 	struct cp_jit j = { 0 };
-	CHECK_EQ(cp_jit_read_map(&j, AT_FDCWD, at("perf-1.map")), 5);
+	CHECK_EQ(cp_jit_read_map(&j, AT_FDCWD, at("perf-1.map"), why, sizeof why), 5);
 	CHECK_EQ(cp_jit_finish(&j), 0);
 	NAMED(&j, 0x1000, "first");
 	NAMED(&j, 0x107f, "first");
@@ -83,14 +85,14 @@ static void test_map(void)
 	free(j.str);
 	free(j.lines);
 	struct cp_jit k = { 0 };
-	CHECK(cp_jit_read_map(&k, AT_FDCWD, at("none.map")) < 0, "a missing map read");
+	CHECK(cp_jit_read_map(&k, AT_FDCWD, at("none.map"), why, sizeof why) < 0, "a missing map read");
 	free(k.syms);
 	/* A map older than its process is another's (the same PID, before). */
 	struct cp_jit old = { .not_before_ns = cp_jit_not_before(getpid()) + 4000000000ll };
 	CHECK(old.not_before_ns > 4000000000ll, "no start time of this process");
-	CHECK_EQ(cp_jit_read_map(&old, AT_FDCWD, at("perf-1.map")), -ESTALE);
+	CHECK_EQ(cp_jit_read_map(&old, AT_FDCWD, at("perf-1.map"), why, sizeof why), -ESTALE);
 	struct cp_jit fresh = { .not_before_ns = cp_jit_not_before(getpid()) };
-	CHECK_EQ(cp_jit_read_map(&fresh, AT_FDCWD, at("perf-1.map")), 5);
+	CHECK_EQ(cp_jit_read_map(&fresh, AT_FDCWD, at("perf-1.map"), why, sizeof why), 5);
 	free(fresh.syms);
 	free(fresh.str);
 }
@@ -200,9 +202,8 @@ static void test_dump(void)
 	move(&d, 0x6000, 0x6100, 0x10);
 	size_t whole = d.n;
 	make_file("jit-1.dump", d.b, d.n);
-	char why[256] = "";
 	struct cp_jit j = { 0 };
-	CHECK_EQ(cp_jit_read_map(&j, AT_FDCWD, at("perf-1.map")), 5);
+	CHECK_EQ(cp_jit_read_map(&j, AT_FDCWD, at("perf-1.map"), why, sizeof why), 5);
 	CHECK_EQ(cp_jit_read_dump(&j, AT_FDCWD, at("jit-1.dump"), why, sizeof why), 3);
 	CHECK_EQ(cp_jit_finish(&j), 0);
 	const char *file;
@@ -295,12 +296,61 @@ static void test_dump(void)
 	}
 }
 
+/* A map or dump owned by neither the process's user nor root is not read
+ * (anyone may write /tmp/perf-PID.map before the PID is the profiled
+ * one's): as root, a file given to another user. */
+static void test_owner(void)
+{
+	uid_t me;
+	CHECK_EQ(cp_jit_owner(getpid(), &me), 0);
+	CHECK(me == geteuid(), "owner %u", (unsigned)me);
+	if (geteuid() != 0) {
+		fprintf(stderr, "unit_jit: not root: files of another owner not tried\n");
+		return;
+	}
+	/* Another process's user, as /proc tells it. */
+	pid_t parent = getppid();
+	uid_t theirs;
+	CHECK_EQ(cp_jit_owner(parent, &theirs), 0);
+	static const char map[] = "1000 10 mine\n";
+	make_file("owned.map", map, sizeof map - 1);
+	struct dump d;
+	header(&d);
+	load(&d, 0x4000, 0x10, "fn_a");
+	make_file("jit-2.dump", d.b, d.n);
+	for (int k = 0; k < 2; k++) {
+		const char *f = k ? "jit-2.dump" : "owned.map";
+		CHECK(chown(at(f), 4242, 4242) == 0, "chown %s", f);
+		for (uid_t owner = 0; owner < 2; owner++) {
+			struct cp_jit j = { .owner_known = 1, .owner = owner ? 4242 : 4343 };
+			why[0] = '\0';
+			long n = k ? cp_jit_read_dump(&j, AT_FDCWD, at(f), why, sizeof why)
+				   : cp_jit_read_map(&j, AT_FDCWD, at(f), why, sizeof why);
+			if (owner)
+				CHECK_EQ(n, 1);
+			else
+				CHECK(n == -EPERM && strstr(why, "owned by uid 4242"), "%s: %ld, %s", f, n, why);
+			free(j.syms);
+			free(j.str);
+		}
+		/* Root's files are anyone's. */
+		CHECK(chown(at(f), 0, 0) == 0, "chown %s", f);
+		struct cp_jit j = { .owner_known = 1, .owner = 4343 };
+		CHECK_EQ(k ? cp_jit_read_dump(&j, AT_FDCWD, at(f), why, sizeof why)
+			   : cp_jit_read_map(&j, AT_FDCWD, at(f), why, sizeof why),
+			 1);
+		free(j.syms);
+		free(j.str);
+	}
+}
+
 int main(void)
 {
 	CHECK(mkdtemp(dir), "mkdtemp");
 	test_map();
 	test_dump();
-	for (const char *f = "perf-1.map\0jit-1.dump\0cut.dump\0bad.dump\0"; *f; f += strlen(f) + 1)
+	test_owner();
+	for (const char *f = "perf-1.map\0jit-1.dump\0cut.dump\0bad.dump\0owned.map\0jit-2.dump\0"; *f; f += strlen(f) + 1)
 		unlink(at(f));
 	rmdir(dir);
 	return 0;
