@@ -244,11 +244,10 @@ static uint32_t location_new(struct builder *b, uint64_t addr, uint32_t mapping,
 	return (uint32_t)++b->nlocs;
 }
 
-/* Whether object o is anonymous memory (a JIT's code), not a file: the
- * kernel names such a mapping "//anon", a memfd "/memfd:NAME (deleted)". */
+/* Whether object o is anonymous memory (a JIT's code), not a file. */
 static int anonymous(const struct cp_object *o)
 {
-	return !strncmp(o->path, "//anon", 6) || !strncmp(o->path, "/memfd:", 7) || !strncmp(o->path, "[anon", 5);
+	return cp_jit_is_anon_path(o->path);
 }
 
 /* The Location of addr, which the part's JIT named s: in the Mapping of

@@ -482,6 +482,12 @@ out:
 	return rc < 0 ? rc : loads;
 }
 
+int cp_jit_is_anon_path(const char *path)
+{
+	return path[0] == '\0' || !strncmp(path, "//anon", 6) || !strncmp(path, "[anon", 5) ||
+	       !strncmp(path, "/memfd:", 7);
+}
+
 int cp_jit_is_dump_path(const char *path)
 {
 	const char *base = strrchr(path, '/');
@@ -691,11 +697,11 @@ struct cp_jit *cp_jit_load(pid_t pid)
 		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %n", &lo, &hi, perms, &at) < 3 || !at)
 			continue;
 		char *file = line + at;
-		if (strchr(perms, 'x') && (file[0] == '\n' || file[0] == '\0' || !strncmp(file, "[anon", 5)))
+		file[strcspn(file, "\n")] = '\0';
+		if (strchr(perms, 'x') && cp_jit_is_anon_path(file))
 			add_region(j, lo, hi);
 		if (file[0] != '/')
 			continue;
-		file[strcspn(file, "\n")] = '\0';
 		if (cp_jit_is_dump_path(file)) {
 			cp_jit_read_dump(j, AT_FDCWD, file, why, sizeof why);
 			dumps++;

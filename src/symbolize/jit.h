@@ -66,6 +66,11 @@ long cp_jit_read_map(struct cp_jit *j, int dirfd, const char *path, char *why, s
  * keeps what came before the cut: the JIT may still have been writing). */
 long cp_jit_read_dump(struct cp_jit *j, int dirfd, const char *path, char *why, size_t len);
 
+/* Whether `path`, a mapping's as the kernel names it, is anonymous
+ * memory, where a JIT puts its code: "" (/proc/PID/maps), "//anon" (perf's
+ * records), "[anon:NAME]" (named with PR_SET_VMA), "/memfd:NAME (deleted)". */
+int cp_jit_is_anon_path(const char *path);
+
 /* Whether `path` names a jitdump by perf's convention (jit-PID.dump,
  * whatever its directory). */
 int cp_jit_is_dump_path(const char *path);

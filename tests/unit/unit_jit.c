@@ -344,12 +344,25 @@ static void test_owner(void)
 	}
 }
 
+/* What is anonymous memory, one list for record, the library's regions
+ * and the writer's Mappings. */
+static void test_anon(void)
+{
+	static const char *anon[] = { "", "//anon", "[anon:v8 code]", "[anon_shmem:x]", "/memfd:jit (deleted)" };
+	static const char *not_anon[] = { "/usr/bin/node", "[vdso]", "[heap]", "/tmp/jit-1.dump", "anon" };
+	for (size_t i = 0; i < sizeof anon / sizeof anon[0]; i++)
+		CHECK(cp_jit_is_anon_path(anon[i]), "'%s' is anonymous", anon[i]);
+	for (size_t i = 0; i < sizeof not_anon / sizeof not_anon[0]; i++)
+		CHECK(!cp_jit_is_anon_path(not_anon[i]), "'%s' is not anonymous", not_anon[i]);
+}
+
 int main(void)
 {
 	CHECK(mkdtemp(dir), "mkdtemp");
 	test_map();
 	test_dump();
 	test_owner();
+	test_anon();
 	for (const char *f = "perf-1.map\0jit-1.dump\0cut.dump\0bad.dump\0owned.map\0jit-2.dump\0"; *f; f += strlen(f) + 1)
 		unlink(at(f));
 	rmdir(dir);
