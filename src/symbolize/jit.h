@@ -17,6 +17,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* In a profile: the file name of the Mapping of a JIT's code (a name in
+ * brackets, which pprof readers take for memory no file backs), and the
+ * name of code its JIT left unnamed.  report tells JIT frames by it. */
+#define CP_JIT_MAPPING "[jit]"
+
 /* A source line from a jitdump: from addr on, the code is of file:line
  * (file an offset into the table's strings). */
 struct cp_jit_line {
