@@ -125,7 +125,9 @@ static long intern(struct stackset *ss, const struct frame *f, bool lines,
 		return -1;
 	ss->frames = ss->priv_.frames;
 	struct frame nf = *f;
-	const char *mark = frame_kind_mark(f->kind);
+	/* Code its JIT left unnamed is named "[jit]" (pprof_write.c), its
+	 * own mark: not marked again. */
+	const char *mark = f->kind == FRAME_JIT && !strcmp(f->name, CP_JIT_MAPPING) ? "" : frame_kind_mark(f->kind);
 	if (temporary && !(nf.name = own(ss, strdup(f->name))))
 		return -1;
 	if (lines && *f->file && f->line > 0)

@@ -3,7 +3,7 @@
  * loop's machine code into anonymous memory (mapped writable, then made
  * executable), tells perf its name as JITs do, and runs it for a while.
  *
- *   work_jit map|dump|both|none|baddump MS
+ *   work_jit map|dump|both|none|noname|baddump MS
  *
  * map: /tmp/perf-PID.map names the code twice, "jit_stale" first and
  * "jit_hot_loop" on a later line for the same range (the later wins), and
@@ -12,7 +12,8 @@
  * whose lines are jit_fixture.js:10 at its first byte and :11 from the
  * loop on; the file is mapped executable, as perf asks of a JIT.  both:
  * both files (the dump is read after the map: "jit_hot_dump" wins).
- * none: neither.  baddump: the dump, its magic of the other byte order
+ * none: neither.  noname: the map names the code's range with no name.
+ * baddump: the dump, its magic of the other byte order
  * (a reader must say it could not read it).  The loop keeps a frame pointer, so that stacks through
  * it reach main.  Prints "pid PID" when the code is in place, and
  * "jit_cpu_ns N" (its CPU in the loop, by the thread's clock) at the end.
@@ -117,7 +118,7 @@ static void write_dump(const uint8_t *at, int bad)
 	}
 }
 
-static void write_map(const uint8_t *at)
+static void write_map(const uint8_t *at, int named)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
@@ -127,6 +128,11 @@ static void write_map(const uint8_t *at)
 		exit(1);
 	}
 	uintptr_t a = (uintptr_t)at;
+	if (!named) {
+		fprintf(f, "%lx %zx \n", (unsigned long)a, (size_t)CODE_SIZE);
+		fclose(f);
+		return;
+	}
 	fprintf(f, "%lx %zx jit_stale\n", (unsigned long)a, (size_t)CODE_SIZE);
 	fprintf(f, "%lx 40 jit_elsewhere\n", (unsigned long)(a + 0x1000));
 	fprintf(f, "%lx %zx jit_hot_loop\n", (unsigned long)a, (size_t)CODE_SIZE);
@@ -136,7 +142,7 @@ static void write_map(const uint8_t *at)
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
-		fprintf(stderr, "usage: work_jit map|dump|both|none|baddump MS\n");
+		fprintf(stderr, "usage: work_jit map|dump|both|none|noname|baddump MS\n");
 		return 2;
 	}
 	const char *mode = argv[1];
@@ -152,8 +158,8 @@ int main(int argc, char **argv)
 		perror("work_jit: mprotect");
 		return 1;
 	}
-	if (!strcmp(mode, "map") || !strcmp(mode, "both"))
-		write_map(at);
+	if (!strcmp(mode, "map") || !strcmp(mode, "both") || !strcmp(mode, "noname"))
+		write_map(at, strcmp(mode, "noname") != 0);
 	if (!strcmp(mode, "dump") || !strcmp(mode, "both") || !strcmp(mode, "baddump"))
 		write_dump(at, !strcmp(mode, "baddump"));
 	printf("pid %d\n", (int)getpid());
