@@ -120,9 +120,7 @@ void kc_code_mapping(struct cp_kcollector *k, struct kproc *p, const char *path,
 		kc_jit_note(k, p, path);
 		return;
 	}
-	int anon = path[0] == '\0' || !strncmp(path, "//anon", 6) || !strncmp(path, "[anon", 5) ||
-		   !strncmp(path, "/memfd:", 7);
-	if (anon) {
+	if (cp_jit_is_anon_path(path)) {
 		kc_jit_note(k, p, NULL);
 		path = "//anon";
 	} else if (path[0] != '/' && strcmp(path, "[vdso]") != 0) {

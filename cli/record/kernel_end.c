@@ -221,6 +221,13 @@ void cp_kernel_finish(struct cp_kcollector *k)
 			more++;
 	if (more)
 		fprintf(stderr, "cpuprof record: ... and %zu more files it could not read\n", more);
+	/* And a JIT's map or dump it could not read (none there is no
+	 * fault: most code is no JIT's). */
+	for (size_t i = 0; i < k->njit_unread && i < sizeof k->jit_unread / sizeof k->jit_unread[0]; i++)
+		fprintf(stderr, "cpuprof record: no JIT names from %s\n", k->jit_unread[i]);
+	if (k->njit_unread > sizeof k->jit_unread / sizeof k->jit_unread[0])
+		fprintf(stderr, "cpuprof record: ... and %zu more JIT files it could not read\n",
+			k->njit_unread - sizeof k->jit_unread / sizeof k->jit_unread[0]);
 }
 
 void cp_kernel_hold_to(struct cp_kcollector *k, int64_t cpu_ns, int64_t switches)

@@ -92,6 +92,8 @@ struct kproc {
 	int jit_fds;                  /* how many of the two are open */
 	pid_t jit_nspid;
 	int64_t jit_not_before;       /* when it started (cp_jit_not_before) */
+	int jit_owner_known;          /* its user (cp_jit_owner): its files' owner or root */
+	uid_t jit_owner;
 };
 
 struct kthread {
@@ -141,6 +143,10 @@ struct cp_kcollector {
 	int64_t wall0_ns;
 	uint64_t mono0, mono1;
 	int npidfds, njitfds, nrootfds;
+	/* Why JITs' files could not be read (the first few), and how many
+	 * were not: said at the end, as unreadable files are. */
+	char jit_unread[4][224];
+	size_t njit_unread;
 	pid_t first;                  /* the command's process, or the first attached to */
 	int64_t sched0, sched1;       /* -p: the scheduler's count of their live threads' CPU, at both ends */
 	int64_t switches0, switches1; /* ... and their context switches */

@@ -78,6 +78,8 @@ void kc_jit_note(struct cp_kcollector *k, struct kproc *p, const char *dump)
 	}
 	if (root >= 0)
 		close(root);
+	if (!p->jit_read && !p->jit_owner_known)
+		p->jit_owner_known = cp_jit_owner(p->pid, &p->jit_owner) == 0;
 	k->njitfds = k->njitfds - (p->jit_fds) + (p->jit_tmp >= 0) + (p->jit_dump >= 0);
 	p->jit_fds = (p->jit_tmp >= 0) + (p->jit_dump >= 0);
 }
@@ -94,6 +96,19 @@ static void let_go(struct cp_kcollector *k, struct kproc *p)
 	p->jit_fds = 0;
 }
 
+/* Notes that p's JIT file `name` could not be read, and why (the reason
+ * as the reader gave it, of `path`). */
+static void unread(struct cp_kcollector *k, struct kproc *p, const char *name, const char *path, const char *why)
+{
+	size_t n = strlen(path);
+	if (!strncmp(why, path, n) && why[n] == ':')
+		why += n + 1 + (why[n + 1] == ' ');
+	if (k->njit_unread < sizeof k->jit_unread / sizeof k->jit_unread[0])
+		snprintf(k->jit_unread[k->njit_unread], sizeof k->jit_unread[0], "%s of process %d: %s", name,
+			 (int)p->pid, why);
+	k->njit_unread++;
+}
+
 void kc_jit_read(struct cp_kcollector *k, struct kproc *p)
 {
 	if (!p->jit || p->jit_read || !p->img)
@@ -102,15 +117,27 @@ void kc_jit_read(struct cp_kcollector *k, struct kproc *p)
 	struct cp_jit *j = calloc(1, sizeof *j);
 	if (!j)
 		return;
-	/* A map older than the process is of another that had its PID. */
+	/* A map older than the process is of another that had its PID; one
+	 * owned by another user is not to be trusted. */
 	j->not_before_ns = p->jit_not_before;
-	char path[64], why[256];
+	j->owner_known = p->jit_owner_known;
+	j->owner = p->jit_owner;
+	char path[64], name[4096], why[256];
 	snprintf(path, sizeof path, "%sperf-%d.map", p->jit_tmp >= 0 ? "" : "/tmp/", (int)p->jit_nspid);
-	cp_jit_read_map(j, p->jit_tmp >= 0 ? p->jit_tmp : AT_FDCWD, path);
+	long rc = cp_jit_read_map(j, p->jit_tmp >= 0 ? p->jit_tmp : AT_FDCWD, path, why, sizeof why);
+	if (rc < 0 && rc != -ENOENT) {
+		/* None is the ordinary case: code that is no JIT's. */
+		snprintf(name, sizeof name, "/tmp/perf-%d.map", (int)p->jit_nspid);
+		unread(k, p, name, path, why);
+	}
 	if (p->jit_dump >= 0) {
 		/* Opened again, to read from its start whatever was read before. */
 		snprintf(path, sizeof path, "/proc/self/fd/%d", p->jit_dump);
-		cp_jit_read_dump(j, AT_FDCWD, path, why, sizeof why);
+		if (cp_jit_read_dump(j, AT_FDCWD, path, why, sizeof why) < 0) {
+			ssize_t n = readlink(path, name, sizeof name - 1);
+			name[n > 0 ? n : 0] = '\0';
+			unread(k, p, n > 0 ? name : "its jitdump", path, why);
+		}
 	}
 	let_go(k, p);
 	if ((!j->map_entries && !j->dump_entries) || cp_jit_finish(j) < 0) {

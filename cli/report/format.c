@@ -134,8 +134,9 @@ void put_frame_folded(FILE *out, const struct frame *f)
 	/* The marks flamegraph.pl and inferno colour by: "_[k]" the kernel's,
 	 * "_[j]" a JIT's (their --color=java), in place of the label's. */
 	const char *suffix = f->kind == FRAME_KERNEL ? "_[k]" : f->kind == FRAME_JIT ? "_[j]" : NULL;
-	size_t len = strlen(f->label), mark = strlen(frame_kind_mark(f->kind));
-	char *s = suffix && len >= mark ? strndup(f->label, len - mark) : NULL;
+	const char *m = frame_kind_mark(f->kind);
+	size_t len = strlen(f->label), mark = strlen(m);
+	char *s = suffix && len >= mark && !strcmp(f->label + len - mark, m) ? strndup(f->label, len - mark) : NULL;
 	put_name(out, s ? s : f->label, ";");
 	free(s);
 	if (suffix)

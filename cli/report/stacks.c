@@ -15,6 +15,7 @@
 #include "base/array.h"
 #include "base/error.h"
 #include "format.h"
+#include "symbolize/jit.h"
 
 static const char *const kind_names[FRAME_KINDS] = {
 	[FRAME_FUNCTION] = "function",   [FRAME_INLINED] = "inlined",
@@ -124,7 +125,9 @@ static long intern(struct stackset *ss, const struct frame *f, bool lines,
 		return -1;
 	ss->frames = ss->priv_.frames;
 	struct frame nf = *f;
-	const char *mark = frame_kind_mark(f->kind);
+	/* Code its JIT left unnamed is named "[jit]" (pprof_write.c), its
+	 * own mark: not marked again. */
+	const char *mark = f->kind == FRAME_JIT && !strcmp(f->name, CP_JIT_MAPPING) ? "" : frame_kind_mark(f->kind);
 	if (temporary && !(nf.name = own(ss, strdup(f->name))))
 		return -1;
 	if (lines && *f->file && f->line > 0)
@@ -178,7 +181,7 @@ static long line_frame(struct stackset *ss, const struct profile_location *l,
 	f->start_line = fn && fn->start_line > 0 ? fn->start_line : 0;
 	f->name = fn && *fn->name ? fn->name : fn && *fn->system_name ? fn->system_name : NULL;
 	if (f->name) {
-		if (l->mapping && !strcmp(l->mapping->filename, "[jit]"))
+		if (l->mapping && !strcmp(l->mapping->filename, CP_JIT_MAPPING))
 			f->kind = FRAME_JIT; /* named by the JIT (cpuprof's pprof_write.c) */
 		else if (f->name[0] == '[' && !*f->file)
 			f->kind = pseudo_kind(f->name);

@@ -244,11 +244,10 @@ static uint32_t location_new(struct builder *b, uint64_t addr, uint32_t mapping,
 	return (uint32_t)++b->nlocs;
 }
 
-/* Whether object o is anonymous memory (a JIT's code), not a file: the
- * kernel names such a mapping "//anon", a memfd "/memfd:NAME (deleted)". */
+/* Whether object o is anonymous memory (a JIT's code), not a file. */
 static int anonymous(const struct cp_object *o)
 {
-	return !strncmp(o->path, "//anon", 6) || !strncmp(o->path, "/memfd:", 7) || !strncmp(o->path, "[anon", 5);
+	return cp_jit_is_anon_path(o->path);
 }
 
 /* The Location of addr, which the part's JIT named s: in the Mapping of
@@ -287,7 +286,7 @@ static uint32_t jit_location(struct builder *b, struct part_state *ps, uint64_t 
 	 * little, and would part one function in two. */
 	if (!file[0])
 		line = 0;
-	uint32_t name = cp_pb_str_intern(b, cp_jit_name(j, s)[0] ? cp_jit_name(j, s) : "[jit]");
+	uint32_t name = cp_pb_str_intern(b, cp_jit_name(j, s)[0] ? cp_jit_name(j, s) : CP_JIT_MAPPING);
 	cp_pb_line_add(b, &b->locs[id - 1], cp_pb_function_id(b, name, name, cp_pb_str_intern(b, file), 0), line);
 	b->jitmaps[r - 1].lines |= line != 0;
 	b->jitlocs++;
@@ -538,7 +537,7 @@ static void put_mappings(struct builder *b)
 		cp_pb_uint64(pb, MAPPING_ID, jm->id);
 		cp_pb_uint64_opt(pb, MAPPING_MEMORY_START, jm->lo);
 		cp_pb_uint64_opt(pb, MAPPING_MEMORY_LIMIT, jm->hi);
-		cp_pb_int64_opt(pb, MAPPING_FILENAME, cp_pb_str_intern(b, "[jit]"));
+		cp_pb_int64_opt(pb, MAPPING_FILENAME, cp_pb_str_intern(b, CP_JIT_MAPPING));
 		cp_pb_bool(pb, MAPPING_HAS_FUNCTIONS, 1);
 		cp_pb_bool(pb, MAPPING_HAS_FILENAMES, jm->lines);
 		cp_pb_bool(pb, MAPPING_HAS_LINE_NUMBERS, jm->lines);

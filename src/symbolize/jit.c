@@ -112,20 +112,63 @@ static int hex(const char **p, uint64_t *v)
 	return 0;
 }
 
-/* Opens path (from dirfd) if it was written since j->not_before_ns: a
- * file or a negative errno. */
-static int open_fresh(const struct cp_jit *j, int dirfd, const char *path)
+/* Opens path (from dirfd, with flags) if it was written since
+ * j->not_before_ns and is owned by j's process or root: a file, or a
+ * negative errno with why[len]. */
+static int open_fresh(const struct cp_jit *j, int dirfd, const char *path, int flags, char *why, size_t len)
 {
-	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
+	int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | flags);
+	if (fd < 0) {
+		int e = errno;
+		cp_why(why, len, "%s: %s", path, strerror(e));
+		return -e;
+	}
 	struct stat st;
-	if (j->not_before_ns && fstat(fd, &st) == 0 &&
+	if ((j->not_before_ns || j->owner_known) && fstat(fd, &st) != 0) {
+		int e = errno;
+		close(fd);
+		cp_why(why, len, "%s: %s", path, strerror(e));
+		return -e;
+	}
+	if (j->not_before_ns &&
 	    (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec < j->not_before_ns) {
 		close(fd);
+		cp_why(why, len, "%s: older than the process", path);
 		return -ESTALE;
 	}
+	if (j->owner_known && st.st_uid != 0 && st.st_uid != j->owner) {
+		close(fd);
+		cp_why(why, len, "%s: owned by uid %u, neither the process's (%u) nor root: not trusted", path,
+		       (unsigned)st.st_uid, (unsigned)j->owner);
+		return -EPERM;
+	}
 	return fd;
+}
+
+int cp_jit_owner(pid_t pid, uid_t *uid)
+{
+	if (pid == getpid()) {
+		*uid = geteuid();
+		return 0;
+	}
+	char path[64], buf[4096];
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	/* "Uid:" real, effective, saved, file system: the effective one
+	 * writes the files. */
+	const char *at = strstr(buf, "\nUid:");
+	unsigned long real, eff;
+	if (!at || sscanf(at + 5, "%lu %lu", &real, &eff) != 2)
+		return -1;
+	*uid = (uid_t)eff;
+	return 0;
 }
 
 int64_t cp_jit_not_before(pid_t pid)
@@ -162,31 +205,36 @@ int64_t cp_jit_not_before(pid_t pid)
 	       (int64_t)(ticks % (unsigned long long)hz) * (1000000000 / hz);
 }
 
-long cp_jit_read_map(struct cp_jit *j, int dirfd, const char *path)
+long cp_jit_read_map(struct cp_jit *j, int dirfd, const char *path, char *why, size_t len)
 {
-	int fd = open_fresh(j, dirfd, path);
+	/* Not through a link: in a shared /tmp anyone may put one there, to
+	 * a file of root's that the owner's check would let through. */
+	int fd = open_fresh(j, dirfd, path, O_NOFOLLOW, why, len);
 	if (fd < 0)
 		return fd;
-	size_t len = 0;
-	char *buf = slurp(fd, &len);
+	size_t size = 0;
+	char *buf = slurp(fd, &size);
 	close(fd);
-	if (!buf)
+	if (!buf) {
+		cp_why(why, len, "%s: out of memory", path);
 		return -ENOMEM;
+	}
 	long n = 0;
-	for (const char *p = buf, *end = buf + len; p < end;) {
+	for (const char *p = buf, *end = buf + size; p < end;) {
 		const char *eol = memchr(p, '\n', (size_t)(end - p));
 		if (!eol)
-			eol = end; /* the last line, maybe still being written: taken if whole */
-		uint64_t start, size;
+			break; /* a last line without its newline may be cut mid-write */
+		uint64_t start, bytes;
 		const char *q = p;
-		if (hex(&q, &start) == 0 && *q == ' ' && (q++, hex(&q, &size) == 0) && *q == ' ') {
+		if (hex(&q, &start) == 0 && *q == ' ' && (q++, hex(&q, &bytes) == 0) && *q == ' ') {
 			q++;
 			size_t nl = (size_t)(eol - q);
 			while (nl && (q[nl - 1] == '\r' || q[nl - 1] == ' '))
 				nl--;
 			uint32_t name = str_add(j, q, nl);
-			if ((nl && !name) || sym_add(j, start, size, name, 0) < 0) {
+			if ((nl && !name) || sym_add(j, start, bytes, name, 0) < 0) {
 				free(buf);
+				cp_why(why, len, "%s: out of memory", path);
 				return -ENOMEM;
 			}
 			n++;
@@ -222,9 +270,11 @@ static int is_text(const uint8_t *s, size_t n)
 }
 
 /* The debug info record's lines (body b[0..n), for code at code_addr),
- * appended to j; how many, or -1 if malformed or out of memory. */
+ * appended to j; how many, or -1 if malformed or out of memory (and
+ * none appended: the caller counts only what it was told). */
 static long dump_lines(struct cp_jit *j, const uint8_t *b, size_t n)
 {
+	size_t was = j->nlines;
 	if (n < 16)
 		return -1;
 	uint64_t code_addr, nr;
@@ -235,7 +285,7 @@ static long dump_lines(struct cp_jit *j, const uint8_t *b, size_t n)
 	long got = 0;
 	for (uint64_t i = 0; i < nr; i++) {
 		if (n - at < 16)
-			return -1;
+			goto bad;
 		uint64_t addr;
 		int32_t line;
 		memcpy(&addr, b + at, 8);
@@ -243,7 +293,7 @@ static long dump_lines(struct cp_jit *j, const uint8_t *b, size_t n)
 		at += 16; /* address, line, discriminator */
 		const uint8_t *nul = memchr(b + at, '\0', n - at);
 		if (!nul)
-			return -1;
+			goto bad;
 		size_t len = (size_t)(nul - (b + at));
 		/* "\xff" is the file of the entry before. */
 		/* A file named again (the lines of one function mostly are
@@ -256,11 +306,14 @@ static long dump_lines(struct cp_jit *j, const uint8_t *b, size_t n)
 		if (addr < code_addr)
 			addr += code_addr;
 		if (cp_array_grow((void **)&j->lines, &j->caplines, j->nlines + 1, sizeof *j->lines, 1024))
-			return -1;
+			goto bad;
 		j->lines[j->nlines++] = (struct cp_jit_line){ addr, line > 0 ? (uint32_t)line : 0, file };
 		got++;
 	}
 	return got;
+bad:
+	j->nlines = was;
+	return -1;
 }
 
 /* Line entries' address order, for a record's own lines. */
@@ -292,14 +345,13 @@ static int dump_move(struct cp_jit *j, uint64_t from, uint64_t to, uint64_t size
 
 long cp_jit_read_dump(struct cp_jit *j, int dirfd, const char *path, char *why, size_t len)
 {
-	int fd = open_fresh(j, dirfd, path);
-	if (fd < 0) {
-		cp_why(why, len, "%s: %s", path, fd == -ESTALE ? "older than the process" : strerror(-fd));
+	int fd = open_fresh(j, dirfd, path, 0, why, len);
+	if (fd < 0)
 		return fd;
-	}
 	FILE *f = fdopen(fd, "rb");
 	if (!f) {
 		close(fd);
+		cp_why(why, len, "%s: out of memory", path);
 		return -ENOMEM;
 	}
 	uint32_t h[4];
@@ -409,7 +461,8 @@ long cp_jit_read_dump(struct cp_jit *j, int dirfd, const char *path, char *why, 
 				break;
 			}
 		} else if (id == JIT_CODE_DEBUG_INFO) {
-			j->nlines -= pending;
+			j->nlines -= pending; /* the record before's: of code that never loaded */
+			pending = 0;
 			long got = dump_lines(j, body, n);
 			if (got < 0) {
 				cp_why(why, len, "%s: a malformed debug info record", path);
@@ -423,10 +476,18 @@ long cp_jit_read_dump(struct cp_jit *j, int dirfd, const char *path, char *why, 
 	}
 	j->nlines -= pending;
 out:
+	if (rc == -ENOMEM)
+		cp_why(why, len, "%s: out of memory", path);
 	free(body);
 	fclose(f);
 	j->dump_entries += (size_t)loads;
 	return rc < 0 ? rc : loads;
+}
+
+int cp_jit_is_anon_path(const char *path)
+{
+	return path[0] == '\0' || !strncmp(path, "//anon", 6) || !strncmp(path, "[anon", 5) ||
+	       !strncmp(path, "/memfd:", 7);
 }
 
 int cp_jit_is_dump_path(const char *path)
@@ -474,15 +535,21 @@ static void heap_pop(struct heap *h)
 		h->v[i] = x;
 }
 
-static const struct cp_jit_sym *sort_syms;
+/* An entry's start and its index: sorted as they are, no comparator
+ * needs the table (cp_jit_finish may run in any thread of the profiled
+ * program, so no static may hold it). */
+struct by_start_key {
+	uint64_t start;
+	uint32_t i;
+};
 
 /* Entries by start, then as read. */
 static int by_start(const void *a, const void *b)
 {
-	const struct cp_jit_sym *x = &sort_syms[*(const uint32_t *)a], *y = &sort_syms[*(const uint32_t *)b];
+	const struct by_start_key *x = a, *y = b;
 	if (x->start != y->start)
 		return x->start < y->start ? -1 : 1;
-	return *(const uint32_t *)a < *(const uint32_t *)b ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
 }
 
 static int by_u64(const void *a, const void *b)
@@ -498,7 +565,7 @@ int cp_jit_finish(struct cp_jit *j)
 	size_t n = j->nsyms;
 	if (n > UINT32_MAX)
 		return -ENOMEM;
-	uint32_t *order = malloc((n ? n : 1) * sizeof *order);
+	struct by_start_key *order = malloc((n ? n : 1) * sizeof *order);
 	uint64_t *points = malloc((2 * n + 1) * sizeof *points);
 	struct heap h = { malloc((n ? n : 1) * sizeof *h.v), 0 };
 	struct cp_jit_sym *out = malloc((2 * n + 1) * sizeof *out);
@@ -510,11 +577,10 @@ int cp_jit_finish(struct cp_jit *j)
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++) {
-		order[i] = (uint32_t)i;
+		order[i] = (struct by_start_key){ j->syms[i].start, (uint32_t)i };
 		points[2 * i] = j->syms[i].start;
 		points[2 * i + 1] = j->syms[i].end;
 	}
-	sort_syms = j->syms;
 	qsort(order, n, sizeof *order, by_start);
 	qsort(points, 2 * n, sizeof *points, by_u64);
 	size_t nout = 0, next = 0;
@@ -522,8 +588,8 @@ int cp_jit_finish(struct cp_jit *j)
 		uint64_t x = points[p];
 		if (p + 1 < 2 * n && points[p + 1] == x)
 			continue; /* the last of equal points: the interval from x on */
-		while (next < n && j->syms[order[next]].start <= x)
-			heap_push(&h, order[next++]);
+		while (next < n && order[next].start <= x)
+			heap_push(&h, order[next++].i);
 		while (h.n && j->syms[h.v[0]].end <= x)
 			heap_pop(&h);
 		if (!h.n || p + 1 == 2 * n)
@@ -617,11 +683,12 @@ struct cp_jit *cp_jit_load(pid_t pid)
 		return NULL;
 	char path[96], why[256];
 	j->not_before_ns = cp_jit_not_before(pid);
+	j->owner_known = cp_jit_owner(pid, &j->owner) == 0;
 	snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)pid);
-	cp_jit_read_map(j, AT_FDCWD, path);
+	cp_jit_read_map(j, AT_FDCWD, path, why, sizeof why);
 	/* Its anonymous code, and the jitdumps it has mapped (as a JIT
 	 * marks them for perf). */
-	int dumps = 0;
+	int dumps = 0; /* read, or tried: one not read is not tried again below */
 	snprintf(path, sizeof path, "/proc/%d/maps", (int)pid);
 	FILE *m = fopen(path, "re");
 	char line[4096 + 128];
@@ -632,13 +699,15 @@ struct cp_jit *cp_jit_load(pid_t pid)
 		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %n", &lo, &hi, perms, &at) < 3 || !at)
 			continue;
 		char *file = line + at;
-		if (strchr(perms, 'x') && (file[0] == '\n' || file[0] == '\0' || !strncmp(file, "[anon", 5)))
+		file[strcspn(file, "\n")] = '\0';
+		if (strchr(perms, 'x') && cp_jit_is_anon_path(file))
 			add_region(j, lo, hi);
 		if (file[0] != '/')
 			continue;
-		file[strcspn(file, "\n")] = '\0';
-		if (cp_jit_is_dump_path(file) && cp_jit_read_dump(j, AT_FDCWD, file, why, sizeof why) >= 0)
+		if (cp_jit_is_dump_path(file)) {
+			cp_jit_read_dump(j, AT_FDCWD, file, why, sizeof why);
 			dumps++;
+		}
 	}
 	if (m)
 		fclose(m);

@@ -17,6 +17,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* In a profile: the file name of the Mapping of a JIT's code (a name in
+ * brackets, which pprof readers take for memory no file backs), and the
+ * name of code its JIT left unnamed.  report tells JIT frames by it. */
+#define CP_JIT_MAPPING "[jit]"
+
 /* A source line from a jitdump: from addr on, the code is of file:line
  * (file an offset into the table's strings). */
 struct cp_jit_line {
@@ -44,22 +49,32 @@ struct cp_jit {
 	/* A file last written before this (CLOCK_REALTIME ns; 0: any) is of
 	 * another process that had the same PID: not read (-ESTALE). */
 	int64_t not_before_ns;
+	/* The process's user (if owner_known): a file owned by neither it
+	 * nor root is not read (-EPERM), as perf refuses one: anyone may
+	 * write /tmp/perf-PID.map for a PID not yet theirs. */
+	int owner_known;
+	uid_t owner;
 	/* The anonymous executable mappings its code is in, where known
-	 * (cp_jit_load_self): [lo, hi) pairs, sorted by lo. */
+	 * (cp_jit_load): [lo, hi) pairs, sorted by lo. */
 	uint64_t *regions;
 	size_t nregions, capregions;
 	int finished;
 };
 
 /* Reads the perf map `path`, relative to directory dirfd (AT_FDCWD for
- * ours), into j.  The number of entries read, or a negative errno
- * (-ENOENT: there is none).  A malformed line is skipped. */
-long cp_jit_read_map(struct cp_jit *j, int dirfd, const char *path);
+ * ours), into j.  The number of entries read, or a negative errno with
+ * why[len] (-ENOENT: there is none).  A malformed line is skipped. */
+long cp_jit_read_map(struct cp_jit *j, int dirfd, const char *path, char *why, size_t len);
 
 /* Reads the jitdump `path`, relative to dirfd, into j.  The number of
  * code loads read, or a negative errno with why[len] (a file cut short
  * keeps what came before the cut: the JIT may still have been writing). */
 long cp_jit_read_dump(struct cp_jit *j, int dirfd, const char *path, char *why, size_t len);
+
+/* Whether `path`, a mapping's as the kernel names it, is anonymous
+ * memory, where a JIT puts its code: "" (/proc/PID/maps), "//anon" (perf's
+ * records), "[anon:NAME]" (named with PR_SET_VMA), "/memfd:NAME (deleted)". */
+int cp_jit_is_anon_path(const char *path);
 
 /* Whether `path` names a jitdump by perf's convention (jit-PID.dump,
  * whatever its directory). */
@@ -78,6 +93,10 @@ const char *cp_jit_name(const struct cp_jit *j, const struct cp_jit_sym *s);
 /* The source line of pc in s (0 if none), its file in *file ("" if
  * none). */
 uint32_t cp_jit_line_of(const struct cp_jit *j, const struct cp_jit_sym *s, uint64_t pc, const char **file);
+
+/* The effective user of process pid (/proc/PID/status), in *uid: 0, or
+ * -1 if it cannot be read. */
+int cp_jit_owner(pid_t pid, uid_t *uid);
 
 /* When process pid started (CLOCK_REALTIME ns, to the second: the
  * kernel's boot time is whole seconds), less 2 s; 0 if unknown. */

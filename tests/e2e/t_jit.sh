@@ -4,7 +4,9 @@
 # executable).  tests/work/work_jit writes a hot loop into anonymous
 # memory and names it (map: "jit_stale", then "jit_hot_loop" for the same
 # range on a later line, which wins; dump: "jit_hot_dump" with the lines
-# jit_fixture.js:10 and :11; both: the dump wins), and prints the CPU its
+# jit_fixture.js:10 and :11; both: the dump wins; noname: a range the map
+# leaves unnamed, "[jit]"; baddump: a dump record
+# cannot read, which it says, where no file is no word), and prints the CPU its
 # thread's clock gave the loop.  Under `record`, `record -p`, LD_PRELOAD
 # and `record --preload` (its map), at least 0.9 of that CPU is in the frame the JIT named,
 # which leads, is marked a JIT frame (" [jit]" in top, "_[j]" in folded
@@ -91,6 +93,18 @@ grep -q '"jit"' map.html || fail "the flame graph's page has no kind jit"
 # the files, not from anywhere else).
 "$CP" record -o none.pb.gz -- "$W" none 500 >none.out 2>&1 || fail "none: record"
 "$CP" report none.pb.gz | grep -q "\\[jit\\]" && fail "none: a JIT frame without a map or a dump"
+# ... and no word of it: no map is the ordinary case, not a fault.
+grep "no JIT names" none.out && fail "none: a missing map reported"
+# Code its JIT left unnamed: a JIT frame "[jit]", not "[jit] [jit]".
+"$CP" record -o noname.pb.gz -- "$W" noname 500 >noname.out 2>noname.err || { cat noname.err; fail "noname: record"; }
+top=$(top_leaf noname.pb.gz)
+[ "$top" = "[jit]" ] || { "$CP" report noname.pb.gz | head -12; fail "noname: '$top' leads, not '[jit]'"; }
+"$CP" report --format folded noname.pb.gz | grep -q ";main;\[jit\]_\[j\] " ||
+	{ "$CP" report --format folded noname.pb.gz | sort -k2 -n | tail -3; fail "noname: no [jit]_[j] under main"; }
+# A dump it cannot read says so, one line, at record's end.
+"$CP" record -o bad.pb.gz -- "$W" baddump 300 >bad.out 2>bad.err || { cat bad.err; fail "baddump: record"; }
+grep -q "^cpuprof record: no JIT names from .*/jit-[0-9]*\.dump of process [0-9]*: a jitdump of the other byte order\$" bad.err ||
+	{ cat bad.err; fail "baddump: the dump it could not read is not said"; }
 
 # Attached (record -p): the map is read at the end of the window, the
 # process running on.

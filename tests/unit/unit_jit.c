@@ -1,14 +1,15 @@
 /*
  * unit_jit.c -- JIT names (symbolize/jit.h) on files made by hand.  A perf
  * map: names with spaces, 0x or not, a malformed line skipped, a last line
- * without its newline, one older than its process (another's, that had
+ * without its newline skipped (it may be cut mid-write), one older than its process (another's, that had
  * its PID) not read; for every address the entry read last wins, over
  * whole and partial overlaps, and a dump read after a map wins over it.  A
  * jitdump: loads with their debug info lines (a file name "\xff" is the
  * one before, one that is not text is none), a move, a debug info record
  * of other code not taken; a dump cut anywhere keeps what came whole
  * before the cut and never reads past it; a bad magic, a code size beyond
- * its record, a header of absurd size each say so.
+ * its record, a header of absurd size each say so; a malformed debug info
+ * record after a good one lets the good one's lines go once, not twice.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,6 +51,8 @@ static const char *name_at(const struct cp_jit *j, uint64_t pc)
 	} while (0)
 #define UNNAMED(j, pc) CHECK(!name_at(j, pc), "0x%llx: named %s", (unsigned long long)(pc), name_at(j, pc))
 
+static char why[256];
+
 static void test_map(void)
 {
 	static const char map[] = "1000 100 first\n"
@@ -59,10 +62,10 @@ static void test_map(void)
 				  "1080 10 later inside\n"  /* splits "first" */
 				  "10f0 20 later across\n"  /* overlaps its end */
 				  "5000 0 empty\n"
-				  "9000 8 last, no newline";
+				  "9000 8 last, no newline: cut mid-write?";
 	make_file("perf-1.map", map, sizeof map - 1);
 	struct cp_jit j = { 0 };
-	CHECK_EQ(cp_jit_read_map(&j, AT_FDCWD, at("perf-1.map")), 6);
+	CHECK_EQ(cp_jit_read_map(&j, AT_FDCWD, at("perf-1.map"), why, sizeof why), 5);
 	CHECK_EQ(cp_jit_finish(&j), 0);
 	NAMED(&j, 0x1000, "first");
 	NAMED(&j, 0x107f, "first");
@@ -77,22 +80,29 @@ static void test_map(void)
 	NAMED(&j, 0x2000, "with spaces (in) it");
 	UNNAMED(&j, 0x3000);
 	UNNAMED(&j, 0x5000);
-	NAMED(&j, 0x9007, "last, no newline");
-	UNNAMED(&j, 0x9008);
+	UNNAMED(&j, 0x9000); /* its name may be cut short */
 	free(j.syms);
 	free(j.str);
 	free(j.lines);
 	struct cp_jit k = { 0 };
-	CHECK(cp_jit_read_map(&k, AT_FDCWD, at("none.map")) < 0, "a missing map read");
+	CHECK(cp_jit_read_map(&k, AT_FDCWD, at("none.map"), why, sizeof why) < 0, "a missing map read");
 	free(k.syms);
 	/* A map older than its process is another's (the same PID, before). */
 	struct cp_jit old = { .not_before_ns = cp_jit_not_before(getpid()) + 4000000000ll };
 	CHECK(old.not_before_ns > 4000000000ll, "no start time of this process");
-	CHECK_EQ(cp_jit_read_map(&old, AT_FDCWD, at("perf-1.map")), -ESTALE);
+	CHECK_EQ(cp_jit_read_map(&old, AT_FDCWD, at("perf-1.map"), why, sizeof why), -ESTALE);
 	struct cp_jit fresh = { .not_before_ns = cp_jit_not_before(getpid()) };
-	CHECK_EQ(cp_jit_read_map(&fresh, AT_FDCWD, at("perf-1.map")), 6);
+	CHECK_EQ(cp_jit_read_map(&fresh, AT_FDCWD, at("perf-1.map"), why, sizeof why), 5);
 	free(fresh.syms);
 	free(fresh.str);
+	/* A map that is a link (anyone may put one in a shared /tmp) is not
+	 * followed: it could lead to any file of root's. */
+	char target[256];
+	snprintf(target, sizeof target, "%s", at("perf-1.map"));
+	CHECK(symlink(target, at("perf-2.map")) == 0, "symlink");
+	struct cp_jit linked = { 0 };
+	CHECK_EQ(cp_jit_read_map(&linked, AT_FDCWD, at("perf-2.map"), why, sizeof why), -ELOOP);
+	free(linked.syms);
 }
 
 /* A jitdump being built. */
@@ -200,9 +210,8 @@ static void test_dump(void)
 	move(&d, 0x6000, 0x6100, 0x10);
 	size_t whole = d.n;
 	make_file("jit-1.dump", d.b, d.n);
-	char why[256] = "";
 	struct cp_jit j = { 0 };
-	CHECK_EQ(cp_jit_read_map(&j, AT_FDCWD, at("perf-1.map")), 6);
+	CHECK_EQ(cp_jit_read_map(&j, AT_FDCWD, at("perf-1.map"), why, sizeof why), 5);
 	CHECK_EQ(cp_jit_read_dump(&j, AT_FDCWD, at("jit-1.dump"), why, sizeof why), 3);
 	CHECK_EQ(cp_jit_finish(&j), 0);
 	const char *file;
@@ -259,6 +268,100 @@ static void test_dump(void)
 		free(c.str);
 		free(c.lines);
 	}
+
+	/* A debug info record, then a malformed one: the lines of the first
+	 * are let go once, not twice (the count wrapped below zero, and a
+	 * second read of the same j wrote far past its table). */
+	for (int cut = 0; cut < 2; cut++) {
+		struct dump x;
+		header(&x);
+		debug_info(&x, 0x4000, e, 3);
+		if (cut) {
+			/* Two whole entries of three: some lines appended. */
+			debug_info(&x, 0x4000, e, 3);
+			uint64_t more = 5;
+			memcpy(x.b + x.n - (16 + 5 + 16 + 2 + 16 + 5) - 8, &more, 8);
+		} else {
+			put32(&x, 2); /* a debug info record too short for its header */
+			put32(&x, 16 + 8);
+			put64(&x, 0);
+			put64(&x, 0x4000);
+		}
+		load(&x, 0x4000, 0x40, "fn_a");
+		make_file("bad.dump", x.b, x.n);
+		struct cp_jit c = { 0 };
+		why[0] = '\0';
+		CHECK(cp_jit_read_dump(&c, AT_FDCWD, at("bad.dump"), why, sizeof why) < 0 &&
+			      strstr(why, "malformed debug info"),
+		      "%d: %s", cut, why);
+		CHECK_EQ(c.nlines, 0);
+		CHECK(cp_jit_read_dump(&c, AT_FDCWD, at("bad.dump"), why, sizeof why) < 0, "again");
+		CHECK_EQ(c.nlines, 0);
+		CHECK_EQ(cp_jit_finish(&c), 0);
+		free(c.syms);
+		free(c.str);
+		free(c.lines);
+	}
+}
+
+/* A map or dump owned by neither the process's user nor root is not read
+ * (anyone may write /tmp/perf-PID.map before the PID is the profiled
+ * one's): as root, a file given to another user. */
+static void test_owner(void)
+{
+	uid_t me;
+	CHECK_EQ(cp_jit_owner(getpid(), &me), 0);
+	CHECK(me == geteuid(), "owner %u", (unsigned)me);
+	if (geteuid() != 0) {
+		fprintf(stderr, "unit_jit: not root: files of another owner not tried\n");
+		return;
+	}
+	/* Another process's user, as /proc tells it. */
+	pid_t parent = getppid();
+	uid_t theirs;
+	CHECK_EQ(cp_jit_owner(parent, &theirs), 0);
+	static const char map[] = "1000 10 mine\n";
+	make_file("owned.map", map, sizeof map - 1);
+	struct dump d;
+	header(&d);
+	load(&d, 0x4000, 0x10, "fn_a");
+	make_file("jit-2.dump", d.b, d.n);
+	for (int k = 0; k < 2; k++) {
+		const char *f = k ? "jit-2.dump" : "owned.map";
+		CHECK(chown(at(f), 4242, 4242) == 0, "chown %s", f);
+		for (uid_t owner = 0; owner < 2; owner++) {
+			struct cp_jit j = { .owner_known = 1, .owner = owner ? 4242 : 4343 };
+			why[0] = '\0';
+			long n = k ? cp_jit_read_dump(&j, AT_FDCWD, at(f), why, sizeof why)
+				   : cp_jit_read_map(&j, AT_FDCWD, at(f), why, sizeof why);
+			if (owner)
+				CHECK_EQ(n, 1);
+			else
+				CHECK(n == -EPERM && strstr(why, "owned by uid 4242"), "%s: %ld, %s", f, n, why);
+			free(j.syms);
+			free(j.str);
+		}
+		/* Root's files are anyone's. */
+		CHECK(chown(at(f), 0, 0) == 0, "chown %s", f);
+		struct cp_jit j = { .owner_known = 1, .owner = 4343 };
+		CHECK_EQ(k ? cp_jit_read_dump(&j, AT_FDCWD, at(f), why, sizeof why)
+			   : cp_jit_read_map(&j, AT_FDCWD, at(f), why, sizeof why),
+			 1);
+		free(j.syms);
+		free(j.str);
+	}
+}
+
+/* What is anonymous memory, one list for record, the library's regions
+ * and the writer's Mappings. */
+static void test_anon(void)
+{
+	static const char *anon[] = { "", "//anon", "[anon:v8 code]", "[anon_shmem:x]", "/memfd:jit (deleted)" };
+	static const char *not_anon[] = { "/usr/bin/node", "[vdso]", "[heap]", "/tmp/jit-1.dump", "anon" };
+	for (size_t i = 0; i < sizeof anon / sizeof anon[0]; i++)
+		CHECK(cp_jit_is_anon_path(anon[i]), "'%s' is anonymous", anon[i]);
+	for (size_t i = 0; i < sizeof not_anon / sizeof not_anon[0]; i++)
+		CHECK(!cp_jit_is_anon_path(not_anon[i]), "'%s' is not anonymous", not_anon[i]);
 }
 
 int main(void)
@@ -266,7 +369,9 @@ int main(void)
 	CHECK(mkdtemp(dir), "mkdtemp");
 	test_map();
 	test_dump();
-	for (const char *f = "perf-1.map\0jit-1.dump\0cut.dump\0bad.dump\0"; *f; f += strlen(f) + 1)
+	test_owner();
+	test_anon();
+	for (const char *f = "perf-1.map\0perf-2.map\0jit-1.dump\0cut.dump\0bad.dump\0owned.map\0jit-2.dump\0"; *f; f += strlen(f) + 1)
 		unlink(at(f));
 	rmdir(dir);
 	return 0;

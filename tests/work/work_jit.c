@@ -3,7 +3,7 @@
  * loop's machine code into anonymous memory (mapped writable, then made
  * executable), tells perf its name as JITs do, and runs it for a while.
  *
- *   work_jit map|dump|both|none MS
+ *   work_jit map|dump|both|none|noname|baddump MS
  *
  * map: /tmp/perf-PID.map names the code twice, "jit_stale" first and
  * "jit_hot_loop" on a later line for the same range (the later wins), and
@@ -12,7 +12,9 @@
  * whose lines are jit_fixture.js:10 at its first byte and :11 from the
  * loop on; the file is mapped executable, as perf asks of a JIT.  both:
  * both files (the dump is read after the map: "jit_hot_dump" wins).
- * none: neither.  The loop keeps a frame pointer, so that stacks through
+ * none: neither.  noname: the map names the code's range with no name.
+ * baddump: the dump, its magic of the other byte order
+ * (a reader must say it could not read it).  The loop keeps a frame pointer, so that stacks through
  * it reach main.  Prints "pid PID" when the code is in place, and
  * "jit_cpu_ns N" (its CPU in the loop, by the thread's clock) at the end.
  */
@@ -67,7 +69,7 @@ static void record(FILE *f, uint32_t id, uint32_t size)
 }
 
 /* The jitdump of the code at `at`, mapped executable as perf asks. */
-static void write_dump(const uint8_t *at)
+static void write_dump(const uint8_t *at, int bad)
 {
 	char path[64];
 	snprintf(path, sizeof path, "jit-%d.dump", (int)getpid());
@@ -76,7 +78,7 @@ static void write_dump(const uint8_t *at)
 		perror(path);
 		exit(1);
 	}
-	uint32_t hdr[6] = { 0x4A695444, 1, 40, ELF_MACH, 0, (uint32_t)getpid() };
+	uint32_t hdr[6] = { bad ? 0x4454694A : 0x4A695444, 1, 40, ELF_MACH, 0, (uint32_t)getpid() };
 	uint64_t t = ns(CLOCK_MONOTONIC), flags = 0;
 	put(f, hdr, sizeof hdr);
 	put(f, &t, 8);
@@ -116,7 +118,7 @@ static void write_dump(const uint8_t *at)
 	}
 }
 
-static void write_map(const uint8_t *at)
+static void write_map(const uint8_t *at, int named)
 {
 	char path[64];
 	snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
@@ -126,6 +128,11 @@ static void write_map(const uint8_t *at)
 		exit(1);
 	}
 	uintptr_t a = (uintptr_t)at;
+	if (!named) {
+		fprintf(f, "%lx %zx \n", (unsigned long)a, (size_t)CODE_SIZE);
+		fclose(f);
+		return;
+	}
 	fprintf(f, "%lx %zx jit_stale\n", (unsigned long)a, (size_t)CODE_SIZE);
 	fprintf(f, "%lx 40 jit_elsewhere\n", (unsigned long)(a + 0x1000));
 	fprintf(f, "%lx %zx jit_hot_loop\n", (unsigned long)a, (size_t)CODE_SIZE);
@@ -135,7 +142,7 @@ static void write_map(const uint8_t *at)
 int main(int argc, char **argv)
 {
 	if (argc != 3) {
-		fprintf(stderr, "usage: work_jit map|dump|both|none MS\n");
+		fprintf(stderr, "usage: work_jit map|dump|both|none|noname|baddump MS\n");
 		return 2;
 	}
 	const char *mode = argv[1];
@@ -151,10 +158,10 @@ int main(int argc, char **argv)
 		perror("work_jit: mprotect");
 		return 1;
 	}
-	if (!strcmp(mode, "map") || !strcmp(mode, "both"))
-		write_map(at);
-	if (!strcmp(mode, "dump") || !strcmp(mode, "both"))
-		write_dump(at);
+	if (!strcmp(mode, "map") || !strcmp(mode, "both") || !strcmp(mode, "noname"))
+		write_map(at, strcmp(mode, "noname") != 0);
+	if (!strcmp(mode, "dump") || !strcmp(mode, "both") || !strcmp(mode, "baddump"))
+		write_dump(at, !strcmp(mode, "baddump"));
 	printf("pid %d\n", (int)getpid());
 	fflush(stdout);
 	void (*spin)(uint64_t) = (void (*)(uint64_t))(uintptr_t)at;
