@@ -273,9 +273,10 @@ int cp_dwp_unpack(const struct cp_elf *src, const char *dwp_path, const struct c
 		if (!name || col[colid[c]])
 			continue;
 		for (size_t i = 0; i < ps.eh.e_shnum; i++)
-			if (!strcmp(sec_name(&ps, i), name)) {
+			if (!strcmp(sec_name(&ps, i), name)) { /* the first of its name only */
 				col[colid[c]] = sec_load(&pk, &ps.sh[i]);
 				colsize[colid[c]] = ps.sh[i].sh_size;
+				break;
 			}
 	}
 
