@@ -494,10 +494,13 @@ static int read_debuglink_file(const struct cp_object *o, struct cp_symtab *t)
 	char path[PATH_MAX];
 	char bid[sizeof o->build_id];
 	const char *root = cp_debug_root();
+	/* The link is read where the object is (a container's file through
+	 * its root), its candidates beside that file. */
+	const char *file = o->file ? o->file : o->path;
 	if (!o->build_id[0])
 		return -ENOENT;
-	for (int k = 0; cp_debuglink_candidate(o->path, root, k, path, sizeof path); k++) {
-		if (!strcmp(path, o->path) || access(path, R_OK) != 0)
+	for (int k = 0; cp_debuglink_candidate(file, root, k, path, sizeof path); k++) {
+		if (!strcmp(path, file) || access(path, R_OK) != 0)
 			continue;
 		if (read_file_kept(path, o->build_id, t, bid) == 0 && !strcmp(bid, o->build_id) && t->n > 0)
 			return 0;
