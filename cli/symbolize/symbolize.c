@@ -46,6 +46,7 @@
 #include "profile/profile_proto.h"
 #include "profile/protobuf.h"
 #include "symbolize/debuginfod.h"
+#include "symbolize/debuglink.h"
 #include "symbolize/demangle.h"
 #include "symbolize/lines.h"
 #include "symbolize/symbols.h"
@@ -100,10 +101,12 @@ static void from_debug_dirs(const char *const *dirs, size_t ndirs, const char *p
 	for (size_t d = 0; d < ndirs; d++) {
 		char p[4096];
 		for (int k = 0; k < 3; k++) {
-			if (k == 0)
-				snprintf(p, sizeof p, "%s/.build-id/%.2s/%s.debug", dirs[d], bid, bid + 2);
-			else
+			if (k == 0) {
+				if (!cp_debug_build_id_path(dirs[d], bid, p, sizeof p))
+					continue;
+			} else {
 				snprintf(p, sizeof p, "%s/%s%s", dirs[d], base, k == 2 ? ".debug" : "");
+			}
 			if (access(p, R_OK) == 0 && has_build_id(p, bid)) {
 				cp_debuginfod_use(bid, p);
 				return;

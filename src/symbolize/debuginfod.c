@@ -29,6 +29,7 @@
 #include "base/error.h"
 #include "base/testhooks.h"
 #include "debuginfod.h"
+#include "debuglink.h"
 #include "lines.h"
 #include "sig/clock.h"
 
@@ -85,40 +86,18 @@ static int sections(const struct cp_elf *e, int *has_info, char *link)
  * lines.c looks for it. */
 static int link_found(const char *path, const char *link)
 {
-	if (!link[0] || strchr(link, '/'))
-		return 0;
-	char *real = realpath(path, NULL);
-	const char *bases[2] = { path, real };
+	char p[4096];
 	int found = 0;
-	for (int b = 0; b < 2 && !found; b++) {
-		if (!bases[b])
-			continue;
-		const char *slash = strrchr(bases[b], '/');
-		int dl = slash ? (int)(slash - bases[b]) : 1;
-		const char *dir = slash ? bases[b] : ".";
-		char p[4096];
-		const char *fmts[] = { "%.*s/%s", "%.*s/.debug/%s" };
-		for (int k = 0; k < 3 && !found; k++) {
-			if (k < 2)
-				snprintf(p, sizeof p, fmts[k], dl, dir, link);
-			else
-				snprintf(p, sizeof p, "%s%.*s/%s", cp_debug_root(), dl, dir, link);
-			found = strcmp(p, path) != 0 && access(p, R_OK) == 0;
-		}
-	}
-	free(real);
+	for (int k = 0; !found && cp_debuglink_path(path, link, cp_debug_root(), k, p, sizeof p); k++)
+		found = p[0] && strcmp(p, path) != 0 && access(p, R_OK) == 0;
 	return found;
 }
 
 int cp_debuginfod_local(const char *path, const char *build_id)
 {
-	if (strlen(build_id) > 2) {
-		char p[4096];
-		snprintf(p, sizeof p, "%s/.build-id/%.2s/%s.debug", cp_debug_root(), build_id,
-			 build_id + 2);
-		if (access(p, R_OK) == 0)
-			return 1;
-	}
+	char p[4096];
+	if (cp_debug_build_id_path(cp_debug_root(), build_id, p, sizeof p) && access(p, R_OK) == 0)
+		return 1;
 	struct cp_elf e;
 	if (cp_elf_open(&e, path) != 0)
 		return 0;
