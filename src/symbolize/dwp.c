@@ -259,7 +259,8 @@ int cp_dwp_unpack(const struct cp_elf *src, const char *dwp_path, const struct c
 	memcpy(h, index, sizeof h);
 	uint32_t version = h[0] & 0xffff, ncols = h[1], nunits = h[2], nslots = h[3];
 	uint64_t need = 16 + (uint64_t)nslots * 12 + (uint64_t)ncols * 4 + (uint64_t)nunits * ncols * 8;
-	if ((version != 2 && version != 5) || ncols == 0 || ncols > 8 || nslots > (1u << 24) || nunits > (1u << 24) ||
+	if ((version != 2 && version != 5) || ncols == 0 || ncols > 8 || nslots > (1u << 24) || (nslots & (nslots - 1)) ||
+	    nunits > (1u << 24) ||
 	    need > ish->sh_size) {
 		cp_why(why, len, "%s: its .debug_cu_index is not one this reader knows (version %u)", dwp_path, version);
 		goto out;
@@ -312,12 +313,23 @@ int cp_dwp_unpack(const struct cp_elf *src, const char *dwp_path, const struct c
 	}
 	/* Each unit named by a skeleton, found by its id. */
 	for (size_t u = 0; u < n; u++) {
+		/* By the index's own hash table (DWARF 5 section 7.3.5.3, as in
+		 * GNU's version 2): the id's low bits give the first slot, its
+		 * high bits (made odd) the step; an empty slot ends the search. */
 		uint32_t row = 0;
-		for (uint64_t s = 0; s < nslots && !row; s++) {
+		uint64_t id = units[u].id, mask = (uint64_t)nslots - 1;
+		uint64_t s = id & mask, step = ((id >> 32) & mask) | 1;
+		for (uint64_t probe = 0; probe < nslots; probe++, s = (s + step) & mask) {
 			uint64_t v;
+			uint32_t r;
 			memcpy(&v, sig + 8 * s, 8);
-			if (v == units[u].id)
-				memcpy(&row, idx + 4 * s, 4);
+			memcpy(&r, idx + 4 * s, 4);
+			if (v == id && r) {
+				row = r;
+				break;
+			}
+			if (!v && !r)
+				break;
 		}
 		if (row == 0 || row > nunits || out_path(dir, units[u].name, path, sizeof path) != 0)
 			continue;
