@@ -48,37 +48,25 @@ int cp_debuginfod_configured(void)
  * "" if none), 0 if they cannot be read. */
 static int sections(const struct cp_elf *e, int *has_info, char *link)
 {
-	ElfW(Ehdr) eh;
+	struct cp_elf_sections s;
 	*has_info = 0;
 	link[0] = '\0';
-	if (cp_elf_read(e, 0, &eh, sizeof eh) != 0 || eh.e_shentsize != sizeof(ElfW(Shdr)) ||
-	    eh.e_shnum == 0 || eh.e_shstrndx >= eh.e_shnum)
+	if (cp_elf_sections_read(e, &s) != 0)
 		return 0;
-	ElfW(Shdr) *sh = malloc((size_t)eh.e_shnum * sizeof *sh);
-	if (!sh || cp_elf_read(e, eh.e_shoff, sh, (uint64_t)eh.e_shnum * sizeof *sh) != 0) {
-		free(sh);
-		return 0;
-	}
-	const ElfW(Shdr) *strs = &sh[eh.e_shstrndx];
-	for (unsigned i = 0; i < eh.e_shnum; i++) {
-		char name[16] = "";
-		if (sh[i].sh_name >= strs->sh_size ||
-		    cp_elf_read(e, strs->sh_offset + sh[i].sh_name, name, 
-				strs->sh_size - sh[i].sh_name < sizeof name - 1 ?
-				strs->sh_size - sh[i].sh_name : sizeof name - 1) != 0)
-			continue;
-		if (sh[i].sh_type == SHT_NOBITS || sh[i].sh_size == 0)
+	for (size_t i = 0; i < s.eh.e_shnum; i++) {
+		const char *name = cp_elf_section_name(&s, i);
+		if (s.sh[i].sh_type == SHT_NOBITS || s.sh[i].sh_size == 0)
 			continue;
 		if (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info"))
 			*has_info = 1;
 		else if (!strcmp(name, ".gnu_debuglink")) {
-			uint64_t n = sh[i].sh_size < 255 ? sh[i].sh_size : 255;
-			if (cp_elf_read(e, sh[i].sh_offset, link, n) != 0)
+			uint64_t n = s.sh[i].sh_size < 255 ? s.sh[i].sh_size : 255;
+			if (cp_elf_read(e, s.sh[i].sh_offset, link, n) != 0)
 				n = 0;
 			link[n] = '\0';
 		}
 	}
-	free(sh);
+	cp_elf_sections_free(&s);
 	return 1;
 }
 

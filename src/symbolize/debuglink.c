@@ -24,33 +24,21 @@ static int link_name(const char *path, char name[256])
 	struct stat st;
 	if (fd < 0)
 		return 0;
-	ElfW(Ehdr) eh;
-	ElfW(Shdr) *sh = NULL;
 	struct cp_elf f = { .fd = fd };
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-		goto out;
-	f.size = (uint64_t)st.st_size;
-	if (cp_elf_read(&f, 0, &eh, sizeof eh) != 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-	    eh.e_ident[EI_CLASS] != ELF_CLASS_NATIVE || eh.e_shentsize != sizeof *sh || eh.e_shnum == 0 ||
-	    eh.e_shstrndx >= eh.e_shnum || !(sh = malloc(eh.e_shnum * sizeof *sh)) ||
-	    cp_elf_read(&f, eh.e_shoff, sh, eh.e_shnum * sizeof *sh) != 0)
-		goto out;
-	const ElfW(Shdr) *names = &sh[eh.e_shstrndx];
-	static const char want[] = ".gnu_debuglink";
-	for (size_t i = 0; i < eh.e_shnum && !found; i++) {
-		char buf[sizeof want];
-		if (sh[i].sh_name >= names->sh_size || names->sh_size - sh[i].sh_name < sizeof want ||
-		    cp_elf_read(&f, names->sh_offset + sh[i].sh_name, buf, sizeof want) != 0 ||
-		    memcmp(buf, want, sizeof want) != 0 || sh[i].sh_size < 2)
-			continue;
-		size_t n = sh[i].sh_size < 256 ? (size_t)sh[i].sh_size : 255;
-		if (cp_elf_read(&f, sh[i].sh_offset, name, n) != 0)
-			break;
-		name[n] = '\0';
-		found = name[0] && strlen(name) < n && !strchr(name, '/');
+	struct cp_elf_sections s = { 0 };
+	const ElfW(Shdr) *sh;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		f.size = (uint64_t)st.st_size;
+		if (cp_elf_sections_read(&f, &s) == 0 && (sh = cp_elf_section_find(&s, ".gnu_debuglink")) &&
+		    sh->sh_size >= 2) {
+			size_t n = sh->sh_size < 256 ? (size_t)sh->sh_size : 255;
+			if (cp_elf_read(&f, sh->sh_offset, name, n) == 0) {
+				name[n] = '\0';
+				found = name[0] && strlen(name) < n && !strchr(name, '/');
+			}
+		}
 	}
-out:
-	free(sh);
+	cp_elf_sections_free(&s);
 	close(fd);
 	return found;
 }
