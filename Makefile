@@ -153,10 +153,13 @@ $(B)/cli/%.o: cli/%.c
 	$(CC) $(CFLAGS) $(BASE) -Icli $(DEPFLAGS) -c -o $@ $<
 
 # The lines cache (src/symbolize/lines_cache.c) believes only answers of
-# the same DWARF reader: a checksum of lines.c, compiled in.
-LINES_CODE := $(firstword $(shell cat src/symbolize/lines.c src/symbolize/unpack.c src/symbolize/dwp.c | cksum))
+# the same DWARF reader: a checksum of lines.c and the files it reads
+# with, compiled in.
+LINES_CODE := $(firstword $(shell cat src/symbolize/lines.c src/symbolize/unpack.c src/symbolize/dwp.c \
+	src/symbolize/debuglink.c | cksum))
 %/src/symbolize/lines_cache.o: CFLAGS += -DCP_LINES_CODE=$(LINES_CODE)u
-$(B)/src/symbolize/lines_cache.o: src/symbolize/lines.c src/symbolize/unpack.c src/symbolize/dwp.c
+$(B)/src/symbolize/lines_cache.o: src/symbolize/lines.c src/symbolize/unpack.c src/symbolize/dwp.c \
+	src/symbolize/debuglink.c
 # And the symbol table cache (src/symbolize/symtab_cache.c): tables read
 # by the same code.
 SYMBOLS_CODE := $(firstword $(shell cat src/symbolize/symbols.c src/symbolize/minidebug.c src/symbolize/unpack.c \

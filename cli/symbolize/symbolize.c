@@ -46,6 +46,7 @@
 #include "profile/profile_proto.h"
 #include "profile/protobuf.h"
 #include "symbolize/debuginfod.h"
+#include "symbolize/debuglink.h"
 #include "symbolize/demangle.h"
 #include "symbolize/lines.h"
 #include "symbolize/symbols.h"
@@ -100,10 +101,12 @@ static void from_debug_dirs(const char *const *dirs, size_t ndirs, const char *p
 	for (size_t d = 0; d < ndirs; d++) {
 		char p[4096];
 		for (int k = 0; k < 3; k++) {
-			if (k == 0)
-				snprintf(p, sizeof p, "%s/.build-id/%.2s/%s.debug", dirs[d], bid, bid + 2);
-			else
+			if (k == 0) {
+				if (!cp_debug_build_id_path(dirs[d], bid, p, sizeof p))
+					continue;
+			} else {
 				snprintf(p, sizeof p, "%s/%s%s", dirs[d], base, k == 2 ? ".debug" : "");
+			}
 			if (access(p, R_OK) == 0 && has_build_id(p, bid)) {
 				cp_debuginfod_use(bid, p);
 				return;
@@ -112,11 +115,15 @@ static void from_debug_dirs(const char *const *dirs, size_t ndirs, const char *p
 	}
 }
 
-/* The load bias of mapping m: memory_start less its executable segment's
- * p_vaddr, the segment read from the object's file (the one at
- * file_offset) or from its debug file, whose program headers keep the
- * addresses but not the offsets (the only executable one).  0 with *bias,
- * or -1. */
+/* The load bias of mapping m, from its executable segment.  In the
+ * object's own file, the segment holding file_offset (the Mapping may
+ * begin at the page below the segment: older cpuprof, perf's converters
+ * and Go's runtime/pprof write page-aligned Mappings, and lld and mold put
+ * the text at p_vaddr = p_offset + 0x1000): memory_start maps file_offset,
+ * so the bias is memory_start - file_offset + p_offset - p_vaddr.  A debug
+ * file's program headers keep the addresses but not the offsets: there,
+ * its only executable segment, memory_start - p_vaddr, right only when
+ * the Mapping begins at the segment.  0 with *bias, or -1. */
 static int mapping_bias(const struct profile_mapping *m, uintptr_t *bias)
 {
 	const char *files[2] = { m->filename, m->build_id[0] ? cp_debuginfod_path(m->build_id) : NULL };
@@ -133,14 +140,19 @@ static int mapping_bias(const struct profile_mapping *m, uintptr_t *bias)
 				continue;
 			nexec++;
 			only = s;
-			if (s->offset == m->file_offset && s->filesz > 0)
+			/* The segment's first page to its end. */
+			uint64_t page = s->align > 1 && s->align <= 0x10000 && !(s->align & (s->align - 1)) ? s->align : 0x1000;
+			if (i == 0 && !at && s->filesz > 0 && m->file_offset >= (s->offset & ~(page - 1)) &&
+			    m->file_offset < s->offset + s->filesz)
 				at = s;
 		}
 		cp_elf_close(&e);
-		if (!at && nexec == 1)
-			at = only;
 		if (at) {
-			*bias = (uintptr_t)(m->memory_start - at->vaddr);
+			*bias = (uintptr_t)(m->memory_start - m->file_offset + at->offset - at->vaddr);
+			return 0;
+		}
+		if (nexec == 1) {
+			*bias = (uintptr_t)(m->memory_start - only->vaddr);
 			return 0;
 		}
 	}

@@ -1,6 +1,6 @@
 /*
- * elf.c -- program headers, build IDs and bounded reads of ELF files and
- * images (elf.h).
+ * elf.c -- program headers, build IDs, sections and bounded reads of ELF
+ * files and images (elf.h).
  */
 #include <elf.h>
 #include <errno.h>
@@ -152,4 +152,58 @@ void cp_elf_close(struct cp_elf *e)
 	if (e->fd >= 0)
 		close(e->fd);
 	e->fd = -1;
+}
+
+int cp_elf_sections_read(const struct cp_elf *e, struct cp_elf_sections *s)
+{
+	memset(s, 0, sizeof *s);
+	if (cp_elf_read(e, 0, &s->eh, sizeof s->eh) != 0 || memcmp(s->eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+	    s->eh.e_ident[EI_CLASS] != ELF_CLASS_NATIVE || s->eh.e_shentsize != sizeof(ElfW(Shdr)) ||
+	    s->eh.e_shnum == 0 || s->eh.e_shstrndx >= s->eh.e_shnum)
+		goto bad;
+	size_t n = s->eh.e_shnum;
+	if (!(s->sh = malloc(n * sizeof *s->sh)) || cp_elf_read(e, s->eh.e_shoff, s->sh, n * sizeof *s->sh) != 0)
+		goto bad;
+	const ElfW(Shdr) *ns = &s->sh[s->eh.e_shstrndx];
+	if (ns->sh_size > (1u << 24) || !(s->names = malloc(ns->sh_size + 1)) ||
+	    cp_elf_read(e, ns->sh_offset, s->names, ns->sh_size) != 0)
+		goto bad;
+	s->names[ns->sh_size] = '\0';
+	s->names_size = ns->sh_size;
+	return 0;
+bad:
+	cp_elf_sections_free(s);
+	return -ENOEXEC;
+}
+
+void cp_elf_sections_free(struct cp_elf_sections *s)
+{
+	free(s->sh);
+	free(s->names);
+	memset(s, 0, sizeof *s);
+}
+
+const char *cp_elf_section_name(const struct cp_elf_sections *s, size_t i)
+{
+	return i < s->eh.e_shnum && s->sh[i].sh_name < s->names_size ? s->names + s->sh[i].sh_name : "";
+}
+
+const ElfW(Shdr) *cp_elf_section_find(const struct cp_elf_sections *s, const char *name)
+{
+	for (size_t i = 0; s->sh && i < s->eh.e_shnum; i++)
+		if (!strcmp(cp_elf_section_name(s, i), name))
+			return &s->sh[i];
+	return NULL;
+}
+
+unsigned char *cp_elf_section_bytes(const struct cp_elf *e, const ElfW(Shdr) *sh, uint64_t max)
+{
+	if (sh->sh_type == SHT_NOBITS || sh->sh_size > max || sh->sh_size > SIZE_MAX - 1)
+		return NULL;
+	unsigned char *p = malloc(sh->sh_size ? (size_t)sh->sh_size : 1);
+	if (p && cp_elf_read(e, sh->sh_offset, p, sh->sh_size) != 0) {
+		free(p);
+		p = NULL;
+	}
+	return p;
 }

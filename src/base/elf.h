@@ -1,7 +1,7 @@
 /*
  * elf.h -- the little of an ELF file that both the unwinder and the
  * symbolizer need from outside a process: its program headers, its GNU
- * build ID, and reads of its bytes, from a file (pread: a file that
+ * build ID, its sections by name, and reads of its bytes, from a file (pread: a file that
  * shrinks under us gives an error, never a SIGBUS) or from an image in
  * memory (the vDSO).  Every offset is checked against the size.  Not
  * signal context.
@@ -9,6 +9,8 @@
 #ifndef CPUPROF_ELF_H
 #define CPUPROF_ELF_H
 
+#include <elf.h>
+#include <link.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +51,26 @@ void cp_elf_close(struct cp_elf *e);
 /* Copies [off, off + len) of e into buf.  0, -ENOEXEC if outside the
  * file, or a read error. */
 int cp_elf_read(const struct cp_elf *e, uint64_t off, void *buf, uint64_t len);
+
+/* e's section headers and their names, read whole.  Bounded: at most
+ * 65535 headers and 16 MiB of names. */
+struct cp_elf_sections {
+	ElfW(Ehdr) eh;
+	ElfW(Shdr) *sh; /* eh.e_shnum of them */
+	char *names;    /* NUL-terminated */
+	uint64_t names_size;
+};
+/* 0, or -ENOEXEC (no section headers of this machine's, or unreadable:
+ * s is then empty, safe to free). */
+int cp_elf_sections_read(const struct cp_elf *e, struct cp_elf_sections *s);
+void cp_elf_sections_free(struct cp_elf_sections *s);
+/* The name of section i ("" if out of bounds). */
+const char *cp_elf_section_name(const struct cp_elf_sections *s, size_t i);
+/* The first section named name, or NULL. */
+const ElfW(Shdr) *cp_elf_section_find(const struct cp_elf_sections *s, const char *name);
+/* The bytes of section sh of e, malloc'd (at least one byte): NULL if it
+ * has none in the file (SHT_NOBITS), is larger than max, or unreadable. */
+unsigned char *cp_elf_section_bytes(const struct cp_elf *e, const ElfW(Shdr) *sh, uint64_t max);
 
 /* This process's vDSO: [*lo, *hi), the ELF image the kernel maps at
  * AT_SYSINFO_EHDR, whose section headers are its last bytes (no read of

@@ -29,6 +29,7 @@
 #include "base/error.h"
 #include "base/testhooks.h"
 #include "debuginfod.h"
+#include "debuglink.h"
 #include "lines.h"
 #include "sig/clock.h"
 
@@ -47,37 +48,25 @@ int cp_debuginfod_configured(void)
  * "" if none), 0 if they cannot be read. */
 static int sections(const struct cp_elf *e, int *has_info, char *link)
 {
-	ElfW(Ehdr) eh;
+	struct cp_elf_sections s;
 	*has_info = 0;
 	link[0] = '\0';
-	if (cp_elf_read(e, 0, &eh, sizeof eh) != 0 || eh.e_shentsize != sizeof(ElfW(Shdr)) ||
-	    eh.e_shnum == 0 || eh.e_shstrndx >= eh.e_shnum)
+	if (cp_elf_sections_read(e, &s) != 0)
 		return 0;
-	ElfW(Shdr) *sh = malloc((size_t)eh.e_shnum * sizeof *sh);
-	if (!sh || cp_elf_read(e, eh.e_shoff, sh, (uint64_t)eh.e_shnum * sizeof *sh) != 0) {
-		free(sh);
-		return 0;
-	}
-	const ElfW(Shdr) *strs = &sh[eh.e_shstrndx];
-	for (unsigned i = 0; i < eh.e_shnum; i++) {
-		char name[16] = "";
-		if (sh[i].sh_name >= strs->sh_size ||
-		    cp_elf_read(e, strs->sh_offset + sh[i].sh_name, name, 
-				strs->sh_size - sh[i].sh_name < sizeof name - 1 ?
-				strs->sh_size - sh[i].sh_name : sizeof name - 1) != 0)
-			continue;
-		if (sh[i].sh_type == SHT_NOBITS || sh[i].sh_size == 0)
+	for (size_t i = 0; i < s.eh.e_shnum; i++) {
+		const char *name = cp_elf_section_name(&s, i);
+		if (s.sh[i].sh_type == SHT_NOBITS || s.sh[i].sh_size == 0)
 			continue;
 		if (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info"))
 			*has_info = 1;
 		else if (!strcmp(name, ".gnu_debuglink")) {
-			uint64_t n = sh[i].sh_size < 255 ? sh[i].sh_size : 255;
-			if (cp_elf_read(e, sh[i].sh_offset, link, n) != 0)
+			uint64_t n = s.sh[i].sh_size < 255 ? s.sh[i].sh_size : 255;
+			if (cp_elf_read(e, s.sh[i].sh_offset, link, n) != 0)
 				n = 0;
 			link[n] = '\0';
 		}
 	}
-	free(sh);
+	cp_elf_sections_free(&s);
 	return 1;
 }
 
@@ -85,40 +74,18 @@ static int sections(const struct cp_elf *e, int *has_info, char *link)
  * lines.c looks for it. */
 static int link_found(const char *path, const char *link)
 {
-	if (!link[0] || strchr(link, '/'))
-		return 0;
-	char *real = realpath(path, NULL);
-	const char *bases[2] = { path, real };
+	char p[4096];
 	int found = 0;
-	for (int b = 0; b < 2 && !found; b++) {
-		if (!bases[b])
-			continue;
-		const char *slash = strrchr(bases[b], '/');
-		int dl = slash ? (int)(slash - bases[b]) : 1;
-		const char *dir = slash ? bases[b] : ".";
-		char p[4096];
-		const char *fmts[] = { "%.*s/%s", "%.*s/.debug/%s" };
-		for (int k = 0; k < 3 && !found; k++) {
-			if (k < 2)
-				snprintf(p, sizeof p, fmts[k], dl, dir, link);
-			else
-				snprintf(p, sizeof p, "%s%.*s/%s", cp_debug_root(), dl, dir, link);
-			found = strcmp(p, path) != 0 && access(p, R_OK) == 0;
-		}
-	}
-	free(real);
+	for (int k = 0; !found && cp_debuglink_path(path, link, cp_debug_root(), k, p, sizeof p); k++)
+		found = p[0] && strcmp(p, path) != 0 && access(p, R_OK) == 0;
 	return found;
 }
 
 int cp_debuginfod_local(const char *path, const char *build_id)
 {
-	if (strlen(build_id) > 2) {
-		char p[4096];
-		snprintf(p, sizeof p, "%s/.build-id/%.2s/%s.debug", cp_debug_root(), build_id,
-			 build_id + 2);
-		if (access(p, R_OK) == 0)
-			return 1;
-	}
+	char p[4096];
+	if (cp_debug_build_id_path(cp_debug_root(), build_id, p, sizeof p) && access(p, R_OK) == 0)
+		return 1;
 	struct cp_elf e;
 	if (cp_elf_open(&e, path) != 0)
 		return 0;

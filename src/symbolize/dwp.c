@@ -21,61 +21,6 @@
 
 #define MAX_SECTION ((uint64_t)1 << 31)
 
-/* An ELF file's section headers and their names. */
-struct sections {
-	ElfW(Ehdr) eh;
-	ElfW(Shdr) *sh;
-	char *names;
-	uint64_t names_size;
-};
-
-static void sections_free(struct sections *s)
-{
-	free(s->sh);
-	free(s->names);
-	memset(s, 0, sizeof *s);
-}
-
-static int sections_read(const struct cp_elf *e, struct sections *s)
-{
-	memset(s, 0, sizeof *s);
-	if (cp_elf_read(e, 0, &s->eh, sizeof s->eh) != 0 || memcmp(s->eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-	    s->eh.e_ident[EI_CLASS] != ELF_CLASS_NATIVE || s->eh.e_shentsize != sizeof(ElfW(Shdr)) ||
-	    s->eh.e_shnum == 0 || s->eh.e_shstrndx >= s->eh.e_shnum)
-		return -ENOEXEC;
-	size_t n = s->eh.e_shnum;
-	if (!(s->sh = malloc(n * sizeof *s->sh)) || cp_elf_read(e, s->eh.e_shoff, s->sh, n * sizeof *s->sh) != 0)
-		goto bad;
-	const ElfW(Shdr) *ns = &s->sh[s->eh.e_shstrndx];
-	if (ns->sh_size > (1u << 24) || !(s->names = malloc(ns->sh_size + 1)) ||
-	    cp_elf_read(e, ns->sh_offset, s->names, ns->sh_size) != 0)
-		goto bad;
-	s->names[ns->sh_size] = '\0';
-	s->names_size = ns->sh_size;
-	return 0;
-bad:
-	sections_free(s);
-	return -ENOEXEC;
-}
-
-static const char *sec_name(const struct sections *s, size_t i)
-{
-	return s->sh[i].sh_name < s->names_size ? s->names + s->sh[i].sh_name : "";
-}
-
-/* A section's bytes, malloc'd (NULL if unreadable or too large). */
-static unsigned char *sec_load(const struct cp_elf *e, const ElfW(Shdr) *sh)
-{
-	if (sh->sh_type == SHT_NOBITS || sh->sh_size > MAX_SECTION)
-		return NULL;
-	unsigned char *p = malloc(sh->sh_size ? (size_t)sh->sh_size : 1);
-	if (p && cp_elf_read(e, sh->sh_offset, p, sh->sh_size) != 0) {
-		free(p);
-		p = NULL;
-	}
-	return p;
-}
-
 /* One section of a file to write. */
 struct out_sec {
 	const char *name;
@@ -220,7 +165,7 @@ static int out_path(const char *dir, const char *name, char *out, size_t len)
 int cp_dwp_unpack(const struct cp_elf *src, const char *dwp_path, const struct cp_dwp_unit *units, size_t n,
 		  char *dir, size_t dirlen, char *why, size_t len)
 {
-	struct sections ss, ps;
+	struct cp_elf_sections ss, ps;
 	struct cp_elf pk = { .fd = -1 };
 	unsigned char *index = NULL, *str = NULL, *col[9] = { 0 };
 	uint64_t colsize[9] = { 0 };
@@ -229,7 +174,7 @@ int cp_dwp_unpack(const struct cp_elf *src, const char *dwp_path, const struct c
 	int rc = -ENOEXEC, written = 0;
 	dir[0] = '\0';
 	memset(&ps, 0, sizeof ps);
-	if (sections_read(src, &ss) != 0)
+	if (cp_elf_sections_read(src, &ss) != 0)
 		return cp_why(why, len, "its skeleton file is no ELF file"), -ENOEXEC;
 	pk.fd = open(dwp_path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
@@ -239,19 +184,15 @@ int cp_dwp_unpack(const struct cp_elf *src, const char *dwp_path, const struct c
 		goto out;
 	}
 	pk.size = (uint64_t)st.st_size;
-	if (sections_read(&pk, &ps) != 0) {
+	if (cp_elf_sections_read(&pk, &ps) != 0) {
 		cp_why(why, len, "%s is no ELF file of this machine's", strrchr(dwp_path, '/') ? strrchr(dwp_path, '/') + 1 : dwp_path);
 		goto out;
 	}
 	/* The package's index, string section and columns' sections. */
-	const ElfW(Shdr) *ish = NULL, *ssh = NULL;
-	for (size_t i = 0; i < ps.eh.e_shnum; i++) {
-		if (!strcmp(sec_name(&ps, i), ".debug_cu_index"))
-			ish = &ps.sh[i];
-		else if (!strcmp(sec_name(&ps, i), ".debug_str.dwo"))
-			ssh = &ps.sh[i];
-	}
-	if (!ish || !(index = sec_load(&pk, ish)) || ish->sh_size < 16 || (ssh && !(str = sec_load(&pk, ssh)))) {
+	const ElfW(Shdr) *ish = cp_elf_section_find(&ps, ".debug_cu_index");
+	const ElfW(Shdr) *ssh = cp_elf_section_find(&ps, ".debug_str.dwo");
+	if (!ish || !(index = cp_elf_section_bytes(&pk, ish, MAX_SECTION)) || ish->sh_size < 16 ||
+	    (ssh && !(str = cp_elf_section_bytes(&pk, ssh, MAX_SECTION)))) {
 		cp_why(why, len, "%s has no readable .debug_cu_index", strrchr(dwp_path, '/') ? strrchr(dwp_path, '/') + 1 : dwp_path);
 		goto out;
 	}
@@ -259,7 +200,8 @@ int cp_dwp_unpack(const struct cp_elf *src, const char *dwp_path, const struct c
 	memcpy(h, index, sizeof h);
 	uint32_t version = h[0] & 0xffff, ncols = h[1], nunits = h[2], nslots = h[3];
 	uint64_t need = 16 + (uint64_t)nslots * 12 + (uint64_t)ncols * 4 + (uint64_t)nunits * ncols * 8;
-	if ((version != 2 && version != 5) || ncols == 0 || ncols > 8 || nslots > (1u << 24) || nunits > (1u << 24) ||
+	if ((version != 2 && version != 5) || ncols == 0 || ncols > 8 || nslots > (1u << 24) || (nslots & (nslots - 1)) ||
+	    nunits > (1u << 24) ||
 	    need > ish->sh_size) {
 		cp_why(why, len, "%s: its .debug_cu_index is not one this reader knows (version %u)", dwp_path, version);
 		goto out;
@@ -272,11 +214,11 @@ int cp_dwp_unpack(const struct cp_elf *src, const char *dwp_path, const struct c
 		const char *name = column_name(version, colid[c]);
 		if (!name || col[colid[c]])
 			continue;
-		for (size_t i = 0; i < ps.eh.e_shnum; i++)
-			if (!strcmp(sec_name(&ps, i), name)) {
-				col[colid[c]] = sec_load(&pk, &ps.sh[i]);
-				colsize[colid[c]] = ps.sh[i].sh_size;
-			}
+		const ElfW(Shdr) *sh = cp_elf_section_find(&ps, name); /* the first of its name only */
+		if (sh) {
+			col[colid[c]] = cp_elf_section_bytes(&pk, sh, MAX_SECTION);
+			colsize[colid[c]] = sh->sh_size;
+		}
 	}
 
 	const char *tmp = getenv("TMPDIR");
@@ -297,8 +239,9 @@ int cp_dwp_unpack(const struct cp_elf *src, const char *dwp_path, const struct c
 	}
 	size_t k = 0;
 	for (size_t i = 0; i < ss.eh.e_shnum; i++) {
-		const char *name = sec_name(&ss, i);
-		if (strncmp(name, ".debug_", 7) != 0 || ss.sh[i].sh_type == SHT_NOBITS || !(skel[i] = sec_load(src, &ss.sh[i])))
+		const char *name = cp_elf_section_name(&ss, i);
+		if (strncmp(name, ".debug_", 7) != 0 || ss.sh[i].sh_type == SHT_NOBITS ||
+		    !(skel[i] = cp_elf_section_bytes(src, &ss.sh[i], MAX_SECTION)))
 			continue;
 		os[k++] = (struct out_sec){ name, ss.sh[i].sh_flags & SHF_COMPRESSED, ss.sh[i].sh_addralign, skel[i],
 					    ss.sh[i].sh_size };
@@ -311,12 +254,23 @@ int cp_dwp_unpack(const struct cp_elf *src, const char *dwp_path, const struct c
 	}
 	/* Each unit named by a skeleton, found by its id. */
 	for (size_t u = 0; u < n; u++) {
+		/* By the index's own hash table (DWARF 5 section 7.3.5.3, as in
+		 * GNU's version 2): the id's low bits give the first slot, its
+		 * high bits (made odd) the step; an empty slot ends the search. */
 		uint32_t row = 0;
-		for (uint64_t s = 0; s < nslots && !row; s++) {
+		uint64_t id = units[u].id, mask = (uint64_t)nslots - 1;
+		uint64_t s = id & mask, step = ((id >> 32) & mask) | 1;
+		for (uint64_t probe = 0; probe < nslots; probe++, s = (s + step) & mask) {
 			uint64_t v;
+			uint32_t r;
 			memcpy(&v, sig + 8 * s, 8);
-			if (v == units[u].id)
-				memcpy(&row, idx + 4 * s, 4);
+			memcpy(&r, idx + 4 * s, 4);
+			if (v == id && r) {
+				row = r;
+				break;
+			}
+			if (!v && !r)
+				break;
 		}
 		if (row == 0 || row > nunits || out_path(dir, units[u].name, path, sizeof path) != 0)
 			continue;
@@ -355,8 +309,8 @@ out:
 		free(col[c]);
 	free(index);
 	free(str);
-	sections_free(&ss);
-	sections_free(&ps);
+	cp_elf_sections_free(&ss);
+	cp_elf_sections_free(&ps);
 	if (pk.fd >= 0)
 		close(pk.fd);
 	return rc;

@@ -44,16 +44,11 @@
 #include "base/error.h"
 #include "base/testhooks.h"
 #include "debuginfod.h"
+#include "debuglink.h"
 #include "lines.h"
 #include "dwp.h"
 #include "unpack.h"
 
-const char *cp_lines_debug_root = "/usr/lib/debug";
-
-const char *cp_debug_root(void)
-{
-	return cp_test_debug_root() ? cp_test_debug_root() : cp_lines_debug_root;
-}
 const char *cp_lines_libdw_soname = "libdw.so.1";
 
 /* ---- libdw, loaded at run time ---------------------------------------- */
@@ -341,44 +336,19 @@ static int find_debug_file(struct cp_lines_dwarf *d, const char *path,
 			   const char *want, char *why, size_t len)
 {
 	const char *root = cp_debug_root();
-	size_t plen = strlen(root) + strlen(path) + 300;
-	char *p = malloc(plen);
-	if (!p)
-		return 0;
+	char p[PATH_MAX];
 	int found = 0;
-	if (strlen(want) > 2) {
-		snprintf(p, plen, "%s/.build-id/%.2s/%s.debug", root, want, want + 2);
+	if (cp_debug_build_id_path(root, want, p, sizeof p))
 		found = try_debug_file(d, p, want, -1, why, len);
-	}
 	/* One that cpuprof record fetched from a debuginfod server. */
 	const char *fetched = found || !want[0] ? NULL : cp_debuginfod_path(want);
 	if (fetched)
 		found = try_debug_file(d, fetched, want, -1, why, len);
 	GElf_Word crc;
 	const char *link = found ? NULL : dw.dwelf_elf_gnu_debuglink(d->elf, &crc);
-	if (link && !strchr(link, '/') && strlen(link) < 256) {
-		/* The directories of the path as given and as resolved. */
-		char *real = realpath(path, NULL);
-		const char *bases[2] = { path, real };
-		for (int b = 0; b < 2 && !found; b++) {
-			if (!bases[b] || (b == 1 && !strcmp(bases[1], path)))
-				continue;
-			const char *slash = strrchr(bases[b], '/');
-			int dl = slash ? (int)(slash - bases[b]) : 1;
-			const char *dir = slash ? bases[b] : ".";
-			const char *fmts[] = { "%.*s/%s", "%.*s/.debug/%s", "%s%.*s/%s" };
-			for (int k = 0; k < 3 && !found; k++) {
-				if (k < 2)
-					snprintf(p, plen, fmts[k], dl, dir, link);
-				else
-					snprintf(p, plen, fmts[k], root, dl, dir, link);
-				if (strcmp(p, path) != 0)
-					found = try_debug_file(d, p, want, crc, why, len);
-			}
-		}
-		free(real);
-	}
-	free(p);
+	for (int k = 0; link && !found && cp_debuglink_path(path, link, root, k, p, sizeof p); k++)
+		if (p[0] && strcmp(p, path) != 0)
+			found = try_debug_file(d, p, want, crc, why, len);
 	return found;
 }
 

@@ -87,14 +87,7 @@ const char *cp_lines_trouble(const struct cp_lines_dwarf *d);
  * whose units are in .dwo files). */
 const char *cp_lines_source(const struct cp_lines_dwarf *d);
 
-/* Internal, for tests: the directory holding .build-id/ and the mirrored
- * tree of .gnu_debuglink files ("/usr/lib/debug"); the name dlopen'ed
- * ("libdw.so.1"). */
-extern const char *cp_lines_debug_root;
-/* Where separate debug files are looked for: cp_lines_debug_root, or the
- * test build's CPUPROF_TEST_DEBUG_ROOT.  Symbols, lines and debuginfod's
- * "is it here already?" all look there. */
-const char *cp_debug_root(void);
+/* Internal, for tests: the name dlopen'ed ("libdw.so.1"). */
 extern const char *cp_lines_libdw_soname;
 
 /* ---- A batch, in a child process -------------------------------------- */

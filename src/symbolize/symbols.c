@@ -463,13 +463,8 @@ static int read_debug_file(const struct cp_object *o, struct cp_symtab *t)
 {
 	char path[PATH_MAX];
 	char bid[sizeof o->build_id];
-	size_t len = strlen(o->build_id);
-	const char *root = cp_debug_root();
-	if (len < 4)
+	if (!cp_debug_build_id_path(cp_debug_root(), o->build_id, path, sizeof path))
 		return -ENOENT;
-	if ((size_t)snprintf(path, sizeof path, "%s/.build-id/%.2s/%s.debug", root, o->build_id, o->build_id + 2) >=
-	    sizeof path)
-		return -ENAMETOOLONG;
 	/* There, else one that cpuprof record fetched from a debuginfod
 	 * server. */
 	const char *fetched = cp_debuginfod_path(o->build_id);
@@ -494,10 +489,14 @@ static int read_debuglink_file(const struct cp_object *o, struct cp_symtab *t)
 	char path[PATH_MAX];
 	char bid[sizeof o->build_id];
 	const char *root = cp_debug_root();
-	if (!o->build_id[0])
+	/* The link is read where the object is (a container's file through
+	 * its root), its candidates beside that file. */
+	const char *file = o->file ? o->file : o->path;
+	char link[256];
+	if (!o->build_id[0] || !cp_debuglink_name(file, link))
 		return -ENOENT;
-	for (int k = 0; cp_debuglink_candidate(o->path, root, k, path, sizeof path); k++) {
-		if (!strcmp(path, o->path) || access(path, R_OK) != 0)
+	for (int k = 0; cp_debuglink_path(file, link, root, k, path, sizeof path); k++) {
+		if (!path[0] || !strcmp(path, file) || access(path, R_OK) != 0)
 			continue;
 		if (read_file_kept(path, o->build_id, t, bid) == 0 && !strcmp(bid, o->build_id) && t->n > 0)
 			return 0;

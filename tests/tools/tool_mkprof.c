@@ -16,7 +16,7 @@
  *   period TYPE UNIT N              period_type and period
  *   duration NS | time NS           duration_nanos, time_nanos
  *   comment TEXT                    a comment (one word: use %20)
- *   mapping ID FILE                 a mapping (memory 0x1000-0x100000)
+ *   mapping ID FILE [START LIMIT OFFSET]   a mapping (memory 0x1000-0x100000)
  *   function ID NAME [FILE [START_LINE [SYSTEM_NAME]]]
  *   location ID MAPPING ADDRESS [FUNC:LINE...]   lines, innermost first
  *   sample V... [: LOC...] [| KEY=STR... KEY#NUM...]   locations leaf first
@@ -201,10 +201,12 @@ static void statement(struct buf *prof, char **w, size_t n)
 		field_int(prof, 9, num(w[1]));
 	} else if (!strcmp(k, "comment") && n == 2) {
 		field_int(prof, 13, word_str(w[1]));
-	} else if (!strcmp(k, "mapping") && n == 3) {
+	} else if (!strcmp(k, "mapping") && (n == 3 || n == 6)) {
 		field_int(&m, 1, num(w[1]));
-		field_int(&m, 2, 0x1000);
-		field_int(&m, 3, 0x100000);
+		field_int(&m, 2, n == 6 ? num(w[3]) : 0x1000);
+		field_int(&m, 3, n == 6 ? num(w[4]) : 0x100000);
+		if (n == 6)
+			field_int(&m, 4, num(w[5]));
 		field_int(&m, 5, word_str(w[2]));
 		field_int(&m, 7, 1);
 		field_msg(prof, 3, &m);

@@ -26,6 +26,7 @@
 
 #include "../check.h"
 #include "base/testhooks.h"
+#include "symbolize/debuglink.h"
 #include "symbolize/lines.h"
 #include "symbolize/symbols.h"
 
@@ -163,7 +164,7 @@ static void test_debug_files(void)
 	printf("without DWARF: %s\n", why);
 
 	/* Its debug file by build ID. */
-	cp_lines_debug_root = tmpdir;
+	cp_debug_root_dir = tmpdir;
 	snprintf(dir, sizeof dir, "%s/.build-id/%.2s", tmpdir, bid);
 	snprintf(dbg, sizeof dbg, "%s/.build-id/", tmpdir);
 	CHECK(mkdir(dbg, 0700) == 0 && mkdir(dir, 0700) == 0, "mkdir %s", dir);
@@ -192,7 +193,7 @@ static void test_debug_files(void)
 	CHECK(strstr(why, "another build ID"), "why: %s", why);
 	printf("a debug file of another build: %s\n", why);
 	unlink(dbg);
-	cp_lines_debug_root = "/usr/lib/debug";
+	cp_debug_root_dir = "/usr/lib/debug";
 
 	/* The object on disk is not the one loaded. */
 	char other[sizeof bid];
