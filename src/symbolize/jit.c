@@ -145,22 +145,32 @@ static int open_fresh(const struct cp_jit *j, int dirfd, const char *path, int f
 	return fd;
 }
 
+/* The first len - 1 bytes of process pid's file /proc/PID/name, a string
+ * in buf: 0, or -1 if it cannot be read. */
+static int read_proc(pid_t pid, const char *name, char *buf, size_t len)
+{
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	ssize_t n = read(fd, buf, len - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return 0;
+}
+
 int cp_jit_owner(pid_t pid, uid_t *uid)
 {
 	if (pid == getpid()) {
 		*uid = geteuid();
 		return 0;
 	}
-	char path[64], buf[4096];
-	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	char buf[4096];
+	if (read_proc(pid, "status", buf, sizeof buf) < 0)
 		return -1;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return -1;
-	buf[n] = '\0';
 	/* "Uid:" real, effective, saved, file system: the effective one
 	 * writes the files. */
 	const char *at = strstr(buf, "\nUid:");
@@ -173,16 +183,9 @@ int cp_jit_owner(pid_t pid, uid_t *uid)
 
 int64_t cp_jit_not_before(pid_t pid)
 {
-	char path[64], buf[1024];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	char buf[1024];
+	if (read_proc(pid, "stat", buf, sizeof buf) < 0)
 		return 0;
-	ssize_t n = read(fd, buf, sizeof buf - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	/* Field 22, starttime (clock ticks after boot), counted from after
 	 * the name in parentheses, which may hold anything. */
 	const char *at = strrchr(buf, ')');
