@@ -132,10 +132,13 @@ done
 fixture "record --preload map" rp.pb.gz rp.out jit_hot_loop
 
 # Its own PID and mount namespaces, its /tmp a tmpfs of its own: it
-# writes /tmp/perf-1.map there, gone with it.
+# writes /tmp/perf-1.map there, gone with it.  work_jit is opened before
+# the tmpfs goes over /tmp and run from that descriptor: the tree may be
+# under /tmp itself (a CI's checkout), which the tmpfs hides.
 if unshare -m -p -f --mount-proc true 2>/dev/null; then
 	"$CP" record -o ns.pb.gz -- unshare -m -p -f --mount-proc \
-		sh -c "mount -t tmpfs none /tmp && exec '$W' map 1500" >ns.out 2>ns.err || { cat ns.err; fail "ns: record"; }
+		sh -c "exec 3<'$W' && mount -t tmpfs none /tmp && exec /proc/self/fd/3 map 1500" >ns.out 2>ns.err ||
+		{ cat ns.err; fail "ns: record"; }
 	grep -q '^pid 1$' ns.out || { cat ns.out; fail "ns: work_jit is not pid 1 in its namespace"; }
 	fixture "namespaces" ns.pb.gz ns.out jit_hot_loop
 else
