@@ -107,24 +107,27 @@ static void file_through_root(struct cp_kcollector *k, struct kfile *f, pid_t pi
 			 "keeps open through other roots", (int)pid, MAX_ROOT_FDS);
 		return;
 	}
-	int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC), fd = -1;
+	int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC), fd = -1, err = errno;
 	if (rootfd >= 0) {
 		fd = kc_open_in_root(rootfd, f->path, O_RDONLY);
+		err = errno;
 		/* /proc/PID/maps names a chroot's file with the chroot's own
 		 * path before it (as the kernel finds it from the mount): take
 		 * that off. */
 		char in[CP_SHM_PATH_MAX];
-		ssize_t n = readlink(root, in, sizeof in - 1);
-		if (fd < 0 && n > 1) {
+		ssize_t n = fd < 0 ? readlink(root, in, sizeof in - 1) : 0;
+		if (n > 1) {
 			in[n] = '\0';
-			if (!strncmp(f->path, in, (size_t)n) && f->path[n] == '/')
+			if (!strncmp(f->path, in, (size_t)n) && f->path[n] == '/') {
 				fd = kc_open_in_root(rootfd, f->path + n, O_RDONLY);
+				err = errno;
+			}
 		}
 		close(rootfd);
 	}
 	if (fd < 0) {
 		snprintf(f->unreadable, sizeof f->unreadable, "not in the root of process %d (%s): %s", (int)pid,
-			 "another mount namespace or a chroot", strerror(errno));
+			 "another mount namespace or a chroot", strerror(err));
 		return;
 	}
 	char self[64];
@@ -197,7 +200,8 @@ static void file_unreadable(struct kfile *f)
 	struct cp_elf e;
 	int rc = cp_elf_open(&e, at);
 	if (rc != 0) {
-		snprintf(f->unreadable, sizeof f->unreadable, "%s", rc == -ENOEXEC ? "not an ELF file of this machine's" : strerror(-rc));
+		snprintf(f->unreadable, sizeof f->unreadable, "%s",
+			 rc == -ENOEXEC ? "not an ELF file of this machine's" : strerror(-rc));
 		return;
 	}
 	snprintf(f->unreadable, sizeof f->unreadable, "the file there now is not the one mapped (%s)",
