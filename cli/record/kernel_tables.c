@@ -456,13 +456,12 @@ static void image_object(struct cp_kcollector *k, struct kproc *p, const struct 
 	if (!objs)
 		return;
 	m->objs = objs;
-	/* files beside objs: a fork's copy may have none yet. */
-	uint32_t had = m->files ? m->nobjs : 0;
+	/* files beside objs, an entry each (a fork's copy has its parent's:
+	 * kc_proc_new). */
 	char **files = realloc(m->files, (m->nobjs + 1) * sizeof *files);
 	if (!files)
 		return;
 	m->files = files;
-	memset(files + had, 0, (m->nobjs - had) * sizeof *files);
 	files[m->nobjs] = f->file ? strdup(f->file) : NULL;
 	struct cp_shm_obj *o = &objs[m->nobjs++];
 	memset(o, 0, sizeof *o);
