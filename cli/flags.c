@@ -55,6 +55,24 @@ static const char *want(const struct flag *f, char *buf, size_t len)
 	return buf;
 }
 
+bool flags_seconds(const char *s, double *out)
+{
+	static const struct {
+		const char *unit;
+		double s;
+	} units[] = { { "", 1 }, { "s", 1 }, { "ms", 1e-3 }, { "us", 1e-6 }, { "m", 60 }, { "h", 3600 } };
+	char *end;
+	double x = strtod(s, &end);
+	if (end == s || !(x == x) || x > 1e12 || x < -1e12)
+		return false;
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+		if (!strcmp(end, units[i].unit)) {
+			*out = x * units[i].s;
+			return true;
+		}
+	return false;
+}
+
 void flags_refuse(const struct flags *fs, const char *fmt, ...)
 {
 	va_list ap;
@@ -84,8 +102,14 @@ static int take(const struct flags *fs, const struct flag *f, const char *s, str
 		ok = flags_int(s, f->min, f->max, &v->n);
 		break;
 	case FLAG_REAL:
-		v->x = strtod(s, &end);
-		ok = *s && !*end && (f->lo_open ? v->x > f->lo : v->x >= f->lo) && v->x <= f->hi;
+	case FLAG_SECONDS:
+		if (f->kind == FLAG_REAL) {
+			v->x = strtod(s, &end);
+			ok = *s && !*end;
+		} else {
+			ok = flags_seconds(s, &v->x);
+		}
+		ok = ok && (f->lo_open ? v->x > f->lo : v->x >= f->lo) && v->x <= f->hi;
 		break;
 	case FLAG_CHOICE:
 		for (v->n = 0; f->choices[v->n] && strcmp(s, f->choices[v->n]) != 0; v->n++)

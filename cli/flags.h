@@ -23,6 +23,7 @@ enum flag_kind {
 	FLAG_TEXT,    /* a value that is not empty: -o FILE */
 	FLAG_INT,     /* a whole decimal integer from min to max */
 	FLAG_REAL,    /* a number from lo (above lo, with lo_open) to hi */
+	FLAG_SECONDS, /* a time, as FLAG_REAL in seconds: 1.5, 1.5s, 250ms, 20us, 2m, 1h */
 	FLAG_CHOICE,  /* one of choices: the value is its index */
 	FLAG_SETTING, /* a setting of the library's table (cp_options[setting]), by its rule */
 	FLAG_REGEX,   /* a POSIX extended regular expression */
@@ -99,6 +100,9 @@ const char *flags_name(const struct flag *f, char *buf, size_t len);
  * together). */
 void flags_refuse(const struct flags *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Parses the whole of s as a time (FLAG_SECONDS) into *out, in seconds;
+ * false for anything else. */
+bool flags_seconds(const char *s, double *out);
 /* Parses the whole of s as a decimal integer in [min, max] into *out;
  * false (and *out untouched) for anything else. */
 bool flags_int(const char *s, long min, long max, long *out);

@@ -308,12 +308,25 @@ static const struct rule label_rules[] = {
 	SCALAR(LABEL_NUM_UNIT, R_I64, "Label.num_unit", struct raw_label, num_unit),
 };
 
+/* A Sample's times (profile/times.h), read once the sample types are
+ * known: where they are. */
+static int decode_times(struct ctx *c, struct builder *b, void *rec, struct reader r, const struct field *f)
+{
+	(void)c;
+	(void)rec;
+	(void)r;
+	b->cur_sample.times = f->data;
+	b->cur_sample.ntimes_bytes = (uint32_t)f->len;
+	return 0;
+}
+
 /* A Sample's location ids, values and labels go to the builder's shared
  * pools; its record says where its part of each is. */
 static const struct rule sample_rules[] = {
 	{ SAMPLE_LOCATION_ID, R_INTS, "Sample.location_id", offsetof(struct builder, loc_ids), 0, NULL, 0, NULL },
 	{ SAMPLE_VALUE, R_INTS, "Sample.value", offsetof(struct builder, values), 0, NULL, 0, NULL },
 	RECORD(SAMPLE_LABEL, "Sample.label", labels, struct raw_label, label_rules),
+	{ SAMPLE_TIMES, R_MESSAGE, "Sample.times", 0, 0, NULL, 0, decode_times },
 };
 
 static int decode_sample(struct ctx *c, struct builder *b, void *profile, struct reader r, const struct field *f)
@@ -323,9 +336,12 @@ static int decode_sample(struct ctx *c, struct builder *b, void *profile, struct
 		return -1;
 	size_t si = b->samples.n - 1;
 	size_t loc_off = b->loc_ids.n, val_off = b->values.n, label_off = b->labels.n;
+	b->cur_sample = (struct raw_sample){ 0 };
 	if (decode_fields(c, b, r, RULES(sample_rules), NULL))
 		return -1;
 	struct raw_sample *s = (struct raw_sample *)b->samples.a + si;
+	s->times = b->cur_sample.times;
+	s->ntimes_bytes = b->cur_sample.ntimes_bytes;
 	s->loc_off = (uint32_t)loc_off;
 	s->nloc = (uint32_t)(b->loc_ids.n - loc_off);
 	s->val_off = (uint32_t)val_off;
@@ -401,6 +417,7 @@ static const struct rule profile_rules[] = {
 	SCALAR(PROFILE_PERIOD, R_I64, "Profile.period", struct builder, period),
 	{ PROFILE_COMMENT, R_INTS, "Profile.comment", offsetof(struct builder, comments), 0, NULL, 0, NULL },
 	SCALAR(PROFILE_DEFAULT_SAMPLE_TYPE, R_I64, "Profile.default_sample_type", struct builder, default_sample_type),
+	SCALAR(PROFILE_TIME_UNIT_NS, R_U64, "Profile.time_unit_ns", struct builder, time_unit_ns),
 };
 
 int pprof_decode(struct ctx *c, struct builder *b, struct reader r)

@@ -71,6 +71,8 @@ struct raw_sample {
 	uint32_t val_off, nval;     /* into builder.values */
 	uint32_t label_off, nlabel; /* into builder.labels */
 	uint32_t off;               /* file offset, for messages */
+	const uint8_t *times;       /* its SAMPLE_TIMES bytes (in the decoded buffer), or NULL */
+	uint32_t ntimes_bytes;
 };
 
 struct raw_label {
@@ -119,7 +121,10 @@ struct builder {
 	struct vec comments;     /* uint64_t (int64 string indexes) */
 	int64_t drop_frames, keep_frames, default_sample_type;
 	int64_t time_nanos, duration_nanos, period;
+	uint64_t time_unit_ns;
 	struct raw_vt period_type;
+	/* The sample being decoded, for the fields kept in its record. */
+	struct raw_sample cur_sample;
 };
 
 /* Frees the builder's arrays (not the builder itself). */

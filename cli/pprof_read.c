@@ -23,6 +23,7 @@
 
 #include "pprof_int.h"
 #include "profile/profile_proto.h"
+#include "profile/times.h"
 
 /* ---- resolving indexes and ids ------------------------------------------ */
 
@@ -279,6 +280,86 @@ static int resolve_labels(struct ctx *c, struct profile *p,
 	return 0;
 }
 
+/* Decodes the samples' times (profile/times.h) into one array, each
+ * regular sample's weight -1 until spread_weights().  At most one time
+ * per byte of a list: bounded by the file.  A profile with times but no
+ * unit has none. */
+static int resolve_times(struct ctx *c, struct profile *p, struct builder *b)
+{
+	const struct raw_sample *rs = b->samples.a;
+	size_t total = 0;
+	p->time_unit_ns = b->time_unit_ns;
+	for (size_t i = 0; i < b->samples.n; i++)
+		total += rs[i].ntimes_bytes;
+	if (!total || !p->time_unit_ns)
+		return 0;
+	struct profile_time *times = malloc(total * sizeof *times);
+	p->priv_.times = times;
+	if (!times)
+		return pprof_fail(c, "out of memory");
+	size_t k = 0;
+	for (size_t i = 0; i < b->samples.n; i++) {
+		struct cp_times_reader r = { rs[i].times, rs[i].times + rs[i].ntimes_bytes, 0 };
+		uint64_t at;
+		int64_t w;
+		int got;
+		p->samples[i].times = times + k;
+		while ((got = cp_times_next(&r, &at, &w)) == 1) {
+			if (at > (uint64_t)INT64_MAX / p->time_unit_ns || (w >= 0 && w > INT64_MAX / 1000))
+				return pprof_fail(c, "sample #%zu (offset %u): a time out of range", i + 1, rs[i].off);
+			times[k++] = (struct profile_time){ (int64_t)(at * p->time_unit_ns), w < 0 ? -1 : w * 1000 };
+		}
+		if (got < 0)
+			return pprof_fail(c, "sample #%zu (offset %u): its times are malformed", i + 1, rs[i].off);
+		p->samples[i].ntimes = (size_t)(times + k - p->samples[i].times);
+		if (!p->samples[i].ntimes)
+			p->samples[i].times = NULL;
+	}
+	return 0;
+}
+
+/* A sample's CPU and off-CPU ns: what its times' weights add up to. */
+static int64_t sample_ns(const struct profile *p, const struct profile_sample *s)
+{
+	int64_t ns = 0;
+	for (size_t v = 0; v < p->nsample_types; v++)
+		if ((!strcmp(p->sample_types[v].type, "cpu") || !strcmp(p->sample_types[v].type, "off_cpu")) &&
+		    !strcmp(p->sample_types[v].unit, "nanoseconds") && s->values[v] > 0)
+			ns += s->values[v];
+	return ns;
+}
+
+/* Each regular sample's weight: what the Sample's ns leave over its
+ * irregular ones, shared equally (irregular ones scaled down where they
+ * hold more than it). */
+static void spread_weights(struct profile *p)
+{
+	for (size_t i = 0; i < p->nsamples; i++) {
+		struct profile_sample *s = &p->samples[i];
+		struct profile_time *t = (struct profile_time *)s->times;
+		int64_t total = sample_ns(p, s), irr = 0;
+		size_t nreg = 0;
+		for (size_t k = 0; k < s->ntimes; k++) {
+			if (t[k].weight < 0)
+				nreg++;
+			else
+				irr += t[k].weight;
+		}
+		double scale = irr > total && irr > 0 ? (double)total / (double)irr : 1.0;
+		int64_t left = total - (int64_t)((double)irr * scale), given = 0;
+		for (size_t k = 0, r = 0; k < s->ntimes; k++) {
+			if (t[k].weight >= 0) {
+				t[k].weight = (int64_t)((double)t[k].weight * scale);
+				continue;
+			}
+			/* Shares that add up to `left` exactly. */
+			int64_t upto = (int64_t)((double)left * (double)++r / (double)nreg);
+			t[k].weight = upto - given;
+			given = upto;
+		}
+	}
+}
+
 /* Links samples to their locations and labels, checks one value per
  * sample type, and counts the frames of all samples against the bound
  * PROFILE_FRAMES_PER_BYTE per byte of the `decoded` bytes of protobuf. */
@@ -326,6 +407,8 @@ static int resolve_samples(struct ctx *c, struct profile *p,
 		}
 	}
 	p->nframes = (size_t)frames;
+	if (resolve_times(c, p, b))
+		goto out;
 	int64_t *values = pprof_vec_take(c, &b->values);
 	p->priv_.values = values;
 	if (!values)
@@ -345,6 +428,8 @@ static int resolve_samples(struct ctx *c, struct profile *p,
 		p->samples[i].labels = labels + rs[i].label_off;
 		p->samples[i].nlabels = rs[i].nlabel;
 	}
+	if (p->priv_.times)
+		spread_weights(p);
 	rc = 0;
 out:
 	free(lix);
@@ -704,6 +789,10 @@ void profile_free(struct profile *p)
 	free(p->priv_.locptrs);
 	free(p->priv_.values);
 	free(p->priv_.labels);
+	free(p->priv_.times);
+	free(p->priv_.sel_values);
+	free(p->priv_.sel_times);
+	free(p->priv_.sel_comment);
 	free(p);
 }
 

@@ -78,12 +78,23 @@ struct profile_label {
 	const char *num_unit;
 };
 
+/* When one sample of a Sample was taken (cpuprof's profiles: times.h):
+ * ns since the profile's start (off-CPU: when the thread left the CPU),
+ * and its weight, its part of the Sample's CPU and off-CPU ns (the
+ * weights of a Sample add up to them). */
+struct profile_time {
+	int64_t t;
+	int64_t weight;
+};
+
 struct profile_sample {
 	const struct profile_location *const *locations; /* [0] is the leaf */
 	size_t nlocations;
 	const int64_t *values; /* exactly profile.nsample_types of them */
 	const struct profile_label *labels; /* in file order */
 	size_t nlabels;
+	const struct profile_time *times; /* in time order; NULL if none */
+	size_t ntimes;
 };
 
 struct profile {
@@ -108,10 +119,13 @@ struct profile {
 	int64_t time_nanos, duration_nanos;
 	struct profile_value_type period_type;
 	int64_t period;
+	/* The unit of its samples' times, ns; 0: its samples have none. */
+	uint64_t time_unit_ns;
 
 	/* Private: pools the arrays above point into; see profile_free(). */
 	struct {
-		void *text, *lines, *locptrs, *values, *labels;
+		void *text, *lines, *locptrs, *values, *labels, *times;
+		void *sel_values, *sel_times, *sel_comment; /* select.h */
 	} priv_;
 };
 

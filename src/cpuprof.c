@@ -27,6 +27,7 @@
 
 #include "cpuprof.h"
 #include "engines/choose.h"
+#include "profile/times.h"
 #include "base/libc.h"
 #include "profile/judge.h"
 #include "base/error.h"
@@ -111,7 +112,7 @@ _Static_assert(CP_SAMPLE_TRUNCATED == CP_STACK_TRUNCATED && CP_SAMPLE_LINK_REG =
 
 void cp_session_keep_locked(const struct cp_sample *s)
 {
-	if (cp_stacktab_add_tid(&cp_session.run.tab, s->tid, s->pcs, s->n, s->flags, 1, s->weight_ns) < 0) {
+	if (cp_stacktab_add_at(&cp_session.run.tab, s->tid, s->pcs, s->n, s->flags, s->weight_ns, s->time) < 0) {
 		cp_session.run.dropped++;
 		cp_session.run.dropped_ns += s->weight_ns;
 	}
@@ -579,6 +580,7 @@ static int start_profile(const char *path, int stream, int recorded, int whole, 
 
 	R->wall0 = cp_clock_ns(CLOCK_REALTIME);
 	R->mono0 = cp_clock_ns(CLOCK_MONOTONIC);
+	cp_times_begin((uint64_t)R->mono0, cp_sig.period_ns);
 	R->cpu0 = cp_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	cp_process_usage(&R->waits0, &R->user0);
 	if ((rc = begin_sampling()) < 0) {

@@ -56,6 +56,7 @@ void cp_session_facts_locked(struct cp_facts *f)
 	f->timer_res_ns = R->timer_res_ns;
 	f->period_ns = cp_sig.period_ns;
 	f->wall0_ns = R->wall0;
+	f->mono0_ns = R->mono0;
 	f->cpu0_ns = R->cpu0;
 	f->duration_ns = (R->mono1 ? R->mono1 : cp_clock_ns(CLOCK_MONOTONIC)) - R->mono0;
 	f->cpu_ns = (R->cpu1 ? R->cpu1 : cp_clock_ns(CLOCK_PROCESS_CPUTIME_ID)) - R->cpu0;
@@ -150,6 +151,7 @@ int cp_session_write_profile(const struct cp_stacktab *tab, const struct cp_fact
 	struct cp_profile_meta meta = {
 		.period_ns = f->period_ns,
 		.time_nanos = f->wall0_ns,
+		.start_mono_ns = (uint64_t)f->mono0_ns,
 		.duration_nanos = f->duration_ns,
 		.pseudo = pseudo,
 		.npseudo = cp_facts_pseudo(f, pseudo),

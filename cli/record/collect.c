@@ -214,7 +214,7 @@ static int drain(struct cp_collector *c, struct cp_image *m, struct cp_shm_slot 
 		}
 		uint32_t n = x->n <= depth ? x->n : depth;
 		struct cp_epoch *e = m->epochs ? cp_image_epoch_for(m, x->gen) : NULL;
-		if (!e || cp_stacktab_add_tid(&e->tab, x->tid, x->pcs, n, x->flags & 3u, 1, x->weight_ns) < 0) {
+		if (!e || cp_stacktab_add_at(&e->tab, x->tid, x->pcs, n, x->flags & 3u, x->weight_ns, x->time) < 0) {
 			m->dropped++;
 			m->dropped_ns += x->weight_ns;
 		} else {

@@ -277,7 +277,7 @@ static void on_switch_sample(struct cp_kcollector *k, const struct cp_perf_event
  * the image whose stack it is (ctx, its objects' generation in gen), or,
  * without a stack, of the thread's image. */
 void kc_off_into_image(void *arg, void *ctx, uint64_t gen, pid_t tid, const uintptr_t *pcs, uint32_t n,
-		   uint32_t stack_flags, uint32_t kind, uint64_t ns)
+		   uint32_t stack_flags, uint32_t kind, uint64_t from, uint64_t ns)
 {
 	struct cp_kcollector *k = arg;
 	struct cp_image *m = ctx;
@@ -291,7 +291,7 @@ void kc_off_into_image(void *arg, void *ctx, uint64_t gen, pid_t tid, const uint
 		gen = p && p->img == m ? p->gen : m->epochs ? m->epochs[m->nepochs - 1].gen : 0;
 	}
 	struct cp_epoch *e = m->epochs ? cp_image_epoch_for(m, (uint32_t)gen) : NULL;
-	if (!e || cp_stacktab_add_tid(&e->tab, (uint32_t)tid, pcs, n, stack_flags | kind, 1, ns) < 0)
+	if (!e || cp_stacktab_add_at(&e->tab, (uint32_t)tid, pcs, n, stack_flags | kind, ns, from) < 0)
 		return;
 	m->facts.off_ns += ns;
 	m->facts.off_switches++;
@@ -342,7 +342,7 @@ static void on_sample(struct cp_kcollector *k, const struct cp_perf_event *s)
 		flags &= ~CP_STACK_LINK_REG; /* its leaf is the kernel's, not the user code's */
 	struct cp_image *m = p->img;
 	struct cp_epoch *e = m->epochs ? cp_image_epoch_for(m, p->gen) : NULL;
-	if (!e || cp_stacktab_add_tid(&e->tab, (uint32_t)s->tid, pcs, n, flags, 1, weight) < 0) {
+	if (!e || cp_stacktab_add_at(&e->tab, (uint32_t)s->tid, pcs, n, flags, weight, s->time) < 0) {
 		m->dropped++;
 		m->dropped_ns += weight;
 		return;

@@ -203,7 +203,7 @@ void kc_code_mapping(struct cp_kcollector *k, struct kproc *p, const char *path,
 		     uint64_t ino, uint64_t lo, uint64_t hi, uint64_t pgoff);
 void kc_drain(struct cp_kcollector *k, uint64_t until);
 void kc_off_into_image(void *arg, void *ctx, uint64_t gen, pid_t tid, const uintptr_t *pcs, uint32_t n,
-		       uint32_t stack_flags, uint32_t kind, uint64_t ns);
+		       uint32_t stack_flags, uint32_t kind, uint64_t from, uint64_t ns);
 
 /* kernel_open.c: the scheduler's count of the live threads' CPU of
  * processes pids, and their context switches (-p). */

@@ -246,6 +246,7 @@ static int setup(struct cp_kcollector **out, const struct cp_kernel_conf *c)
 	b->unwind = c->unwind;
 	b->period_ns = k->period;
 	b->wall0_ns = k->wall0_ns;
+	b->mono0_ns = (int64_t)k->mono0;
 	clock_getres(CLOCK_MONOTONIC, &ts);
 	b->timer_res_ns = ts.tv_sec * 1000000000l + ts.tv_nsec;
 	*out = k;

@@ -47,6 +47,8 @@
 #include "flags.h"
 #include "kernel.h"
 #include "profile/options.h"
+#include "profile/times.h"
+#include "sig/clock.h"
 #include "record_write.h"
 #include "symbolize/symbols.h"
 
@@ -916,6 +918,8 @@ int cmd_record(int argc, char **argv)
 		/* The shared symbol tables of files: the tree's processes load
 		 * the same libraries. */
 		cp_symbols_share_files();
+		/* Samples keep their times (profile/times.h) from here. */
+		cp_times_begin(cp_mono_ns(), 1000000000u / (unsigned)cp_option_taken(&cp_options[CP_OPT_HZ], o.v[F_HZ].n));
 		struct cp_kernel_conf kc = { .hz = (int)o.v[F_HZ].n, .depth = (unsigned)o.v[F_DEPTH].n,
 					     .unwind = (int)o.v[F_UNWIND].n, .engine = CP_ENGINE_PERF,
 					     .kframes = o.kframes };

@@ -436,6 +436,7 @@ static int write_one(const char *path, const char *shown, const struct cp_profil
 	struct cp_profile_meta meta = {
 		.period_ns = f->period_ns,
 		.time_nanos = f->wall0_ns,
+		.start_mono_ns = (uint64_t)f->mono0_ns,
 		.duration_nanos = f->duration_ns,
 		.comments = c->list,
 		.ncomments = c->n,
@@ -484,6 +485,7 @@ static void tree_facts(const struct cp_tree *c, pid_t root, struct cp_facts *tre
 	tree->unwind_cached = first->facts.unwind_cached;
 	memcpy(tree->unwind_rejected, first->facts.unwind_rejected, sizeof tree->unwind_rejected);
 	tree->wall0_ns = first->facts.wall0_ns;
+	tree->mono0_ns = first->facts.mono0_ns;
 }
 
 /* What could not be profiled, by name, one clause each, into *w. */

@@ -30,6 +30,9 @@ void header_comments(FILE *out, const struct profile *p, const char *prefix)
 	const char *warning = profile_comment(p, "warning");
 	if (warning)
 		fprintf(out, "%swarning: %s\n", prefix, warning);
+	const char *sel = profile_comment(p, "selection");
+	if (sel)
+		fprintf(out, "%sselection: %s (the lines above are of the whole profile)\n", prefix, sel);
 }
 
 void header_print(FILE *out, const struct report_input *in,

@@ -18,6 +18,7 @@
 #include "flags.h"
 #include "pprof_read.h"
 #include "report.h"
+#include "select.h"
 #include "stacks.h"
 
 enum format { FORMAT_TOP, FORMAT_FOLDED, FORMAT_TREE, FORMAT_HTML };
@@ -26,7 +27,8 @@ static const char *const format_names[] = { "top", "folded", "tree", "html", NUL
 static const char *const group_names[] = { "process", "thread", NULL };
 
 /* report's flags: their order is the usage's. */
-enum { R_FORMAT, R_OUT, R_LINES, R_VALUE, R_TOP, R_MIN_SHARE, R_GROUP_BY, R_LIST, R_INTERVALS, R_NFLAGS };
+enum { R_FORMAT, R_OUT, R_LINES, R_VALUE, R_TOP, R_MIN_SHARE, R_GROUP_BY, R_LIST, R_INTERVALS, R_FROM, R_TO, R_PID,
+       R_TID, R_NFLAGS };
 
 static const struct flag report_flags[R_NFLAGS] = {
 	[R_FORMAT] = { "--format", 0, FLAG_CHOICE, .choices = format_names,
@@ -55,6 +57,12 @@ static const struct flag report_flags[R_NFLAGS] = {
 	[R_INTERVALS] = { "--intervals", 0, FLAG_BOOL,
 			  .help = "top: each share with its 95% interval from the sampling (the html page's "
 				  "tooltips always have it)" },
+	[R_FROM] = { "--from", 0, FLAG_SECONDS, "T", .lo = 0, .hi = 1e12, .no_def = true,
+		     .want = "a time from the start (250ms, 1.5s, 2m)", .help = SELECT_FLAG_HELP_FROM },
+	[R_TO] = { "--to", 0, FLAG_SECONDS, "T", .lo = 0, .hi = 1e12, .lo_open = true, .no_def = true,
+		   .want = "a time after the start (250ms, 1.5s, 2m)", .help = SELECT_FLAG_HELP_TO },
+	[R_PID] = { "--pid", 0, FLAG_TEXT, "PID[,PID...]", .want = "process ids", .help = SELECT_FLAG_HELP_PID },
+	[R_TID] = { "--tid", 0, FLAG_TEXT, "TID[,TID...]", .want = "thread ids", .help = SELECT_FLAG_HELP_TID },
 };
 
 static const struct flags report_cmd = {
@@ -85,6 +93,7 @@ struct report_args {
 	bool lines, intervals;
 	bool format_set, top_set, min_share_set; /* given, not defaults */
 	enum stack_group group;
+	struct profile_selection sel;
 	const char **files;
 	size_t nfiles;
 };
@@ -137,6 +146,8 @@ static int parse_args(int argc, char **argv, struct report_args *ra, struct flag
 	ra->lines = v[R_LINES].set;
 	ra->intervals = v[R_INTERVALS].set;
 	ra->group = v[R_GROUP_BY].set ? (v[R_GROUP_BY].n == 0 ? GROUP_PROCESS : GROUP_THREAD) : GROUP_NONE;
+	if (select_flags(&report_cmd, v[R_FROM], v[R_TO], v[R_PID], v[R_TID], &ra->sel) < 0)
+		return -1;
 	ra->files = (const char **)fr->operands;
 	ra->nfiles = fr->noperands;
 	if (ra->nfiles == 0) {
@@ -238,6 +249,7 @@ int cmd_report(int argc, char **argv)
 	struct flags_result fr;
 	int prc = parse_args(argc, argv, &ra, &fr);
 	if (prc != 0) {
+		select_free(&ra.sel);
 		flags_free(&report_cmd, &fr);
 		return prc == FLAGS_HELP ? 0 : EXIT_USAGE;
 	}
@@ -253,7 +265,8 @@ int cmd_report(int argc, char **argv)
 	}
 	char err[512];
 	for (size_t i = 0; i < ra.nfiles; i++) {
-		if (profile_read_file(ra.files[i], &p[i], err, sizeof err) < 0) {
+		if (profile_read_file(ra.files[i], &p[i], err, sizeof err) < 0 ||
+		    profile_select(p[i], &ra.sel, err, sizeof err) < 0) {
 			fprintf(stderr, "cpuprof report: %s: %s\n", ra.files[i], err);
 			goto out;
 		}
@@ -273,6 +286,7 @@ out:
 	for (size_t i = 0; p && i < ra.nfiles; i++)
 		profile_free(p[i]);
 	free(p);
+	select_free(&ra.sel);
 	flags_free(&report_cmd, &fr);
 	return status;
 }

@@ -348,7 +348,7 @@ static void close_all(void)
  * sample of its switch-out's stack (objects of generation gen) that
  * weighs the time off the CPU. */
 static void off_into_ring(void *arg, void *ctx, uint64_t gen, pid_t tid, const uintptr_t *pcs, uint32_t n,
-		   uint32_t stack_flags, uint32_t kind, uint64_t ns)
+		   uint32_t stack_flags, uint32_t kind, uint64_t from, uint64_t ns)
 {
 	struct cp_sample *s = cp_ring_claim(cp_sig.ring);
 	if (!s) {
@@ -362,6 +362,7 @@ static void off_into_ring(void *arg, void *ctx, uint64_t gen, pid_t tid, const u
 	s->n = (uint16_t)n;
 	s->flags = (uint16_t)(stack_flags | kind);
 	s->weight_ns = ns;
+	s->time = from;
 	s->tid = (uint32_t)tid;
 	s->gen = gen ? (uint32_t)gen : atomic_load_explicit(&cp_sig.objgen, memory_order_relaxed);
 	cp_sample_commit(s, 0);
@@ -604,6 +605,7 @@ static void sample_into_ring(const struct cp_perf_event *ev)
 		known = walk_copy(ev->regs, ev->data, ev->len, CP_PERF_STACK_COPY, s);
 	}
 	s->weight_ns = weight;
+	s->time = ev->time;
 	s->tid = (uint32_t)ev->tid;
 	s->gen = atomic_load_explicit(&cp_sig.objgen, memory_order_relaxed);
 	cp_sample_commit(s, !known);

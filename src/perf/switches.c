@@ -172,7 +172,7 @@ static void give(struct cp_switches *s, struct cp_switch_thread *t, uint64_t fro
 	t->switches++;
 	with_stack = with_stack && t->have_stack;
 	s->emit(s->arg, with_stack ? t->out_ctx : NULL, with_stack ? t->out_word : 0, t->tid,
-		with_stack ? t->pcs : NULL, with_stack ? t->n : 0, with_stack ? t->stack_flags : 0, kind, ns);
+		with_stack ? t->pcs : NULL, with_stack ? t->n : 0, with_stack ? t->stack_flags : 0, kind, from, ns);
 }
 
 /* t is on the CPU from `time` (its first event says so, or an event that

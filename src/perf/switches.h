@@ -61,12 +61,13 @@ struct cp_switch_thread {
 /* What a thread is doing, as far as its events tell. */
 enum { CP_SW_UNKNOWN, CP_SW_ON, CP_SW_OFF };
 
-/* Hands back one off-CPU interval of thread tid: ns nanoseconds, of kind
+/* Hands back one off-CPU interval of thread tid: ns nanoseconds from
+ * time `from`, of kind
  * `kind` (CP_OFF_*), charged to pcs[0..n) (leaf first; n 0 when the stack
  * is not known) with the reader's stack_flags, and the reader's ctx from
  * the sample at the switch-out (NULL without one). */
 typedef void cp_switch_emit_fn(void *arg, void *ctx, uint64_t word, pid_t tid, const uintptr_t *pcs, uint32_t n,
-			       uint32_t stack_flags, uint32_t kind, uint64_t ns);
+			       uint32_t stack_flags, uint32_t kind, uint64_t from, uint64_t ns);
 
 struct cp_switches {
 	cp_switch_emit_fn *emit;

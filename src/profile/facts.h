@@ -36,6 +36,7 @@ struct cp_facts {
 	int64_t timer_res_ns;
 	uint64_t period_ns;
 	int64_t wall0_ns;      /* CLOCK_REALTIME at the start */
+	int64_t mono0_ns;      /* CLOCK_MONOTONIC then: where its samples' times count from */
 	int64_t duration_ns;
 	/* What the kernel charged. */
 	int64_t cpu_ns;        /* the process's CPU since the start */

@@ -87,6 +87,13 @@ struct builder {
 	size_t nfnindex;
 
 	uint32_t nmappings;
+	/* Sample times (times.h): each list is moved this many units
+	 * earlier, to count from the profile's start; the list being
+	 * written. */
+	const struct cp_time_base *times;
+	uint64_t times_shift;
+	uint8_t *tbuf;
+	size_t tlen, tcap;
 	struct jitmap *jitmaps;
 	size_t njitmaps, capjitmaps;
 	size_t jitlocs;            /* Locations named by a JIT */

@@ -378,10 +378,24 @@ static void put_label(struct pb_buf *pb, uint32_t key, uint32_t str, int64_t num
 	cp_pb_end(pb, SAMPLE_LABEL, m);
 }
 
+/* The times of a sample (times.h), counted from the profile's start. */
+static void put_times(struct builder *b, const struct cp_times *t)
+{
+	if (!t || !t->len || !b->times)
+		return;
+	b->tlen = 0;
+	if (cp_times_rebase(t->buf, t->len, b->times_shift, &b->tbuf, &b->tlen, &b->tcap) < 0)
+		b->err = ENOMEM;
+	else
+		cp_pb_bytes(&b->pb, SAMPLE_TIMES, b->tbuf, b->tlen);
+}
+
 /* A sample of part ps, sampled in thread tid (0: none in particular):
- * `count` samples of `ns` CPU, or (off) `ns` off the CPU. */
+ * `count` samples of `ns` CPU, or (off) `ns` off the CPU, taken at the
+ * times t (NULL: none kept). */
 static void put_sample(struct builder *b, const struct part_state *ps, const struct label_keys *k,
-		       const uint64_t *ids, size_t n, uint64_t count, uint64_t ns, int off, uint32_t tid)
+		       const uint64_t *ids, size_t n, uint64_t count, uint64_t ns, int off, uint32_t tid,
+		       const struct cp_times *t)
 {
 	struct pb_buf *pb = &b->pb;
 	/* samples, cpu, off_cpu, wall */
@@ -400,6 +414,7 @@ static void put_sample(struct builder *b, const struct part_state *ps, const str
 		if (name && name[0])
 			put_label(pb, k->thread, cp_pb_str_intern(b, name), 0);
 	}
+	put_times(b, t);
 	cp_pb_end(pb, PROFILE_SAMPLE, m);
 }
 
@@ -413,7 +428,7 @@ static void put_pseudo(struct builder *b, const struct part_state *ps, const str
 	uint64_t id = location_new(b, 0, 0, 0);
 	if (id)
 		cp_pb_line_add(b, &b->locs[id - 1], fn, 0);
-	put_sample(b, ps, k, &id, 1, x->count, x->ns, 0, 0);
+	put_sample(b, ps, k, &id, 1, x->count, x->ns, 0, 0, NULL);
 }
 
 /* The string indexes of the sample types' names that the profile's
@@ -486,10 +501,10 @@ static int put_samples(struct builder *b, const struct cp_profile_meta *meta, co
 		for (size_t i = 0; i < tab->len && !b->err && !b->pb.err; i++) {
 			const struct cp_stack *s = tab->items[i];
 			int off = (s->flags & CP_STACK_OFF_CPU) != 0;
-			if (off && !meta->off_cpu)
+			if ((off && !meta->off_cpu) || (s->count == 0 && s->ns == 0))
 				continue;
 			size_t n = stack_ids(b, ps, s, ids);
-			put_sample(b, ps, keys, ids, n, s->count, s->ns, off, s->tid);
+			put_sample(b, ps, keys, ids, n, s->count, s->ns, off, s->tid, &s->times);
 		}
 		for (size_t i = 0; i < ps->p->npseudo; i++)
 			put_pseudo(b, ps, keys, &ps->p->pseudo[i]);
@@ -604,6 +619,10 @@ static int build(struct builder *b, const struct cp_profile_meta *meta)
 	struct label_keys keys = { cp_pb_str_intern(b, "pid"), cp_pb_str_intern(b, "process"), cp_pb_str_intern(b, "tid"),
 				   cp_pb_str_intern(b, "thread") };
 	put_sample_types(b, meta, &t);
+	if ((b->times = cp_times_base()) != NULL) {
+		uint64_t start = meta->start_mono_ns ? meta->start_mono_ns : b->times->t0_ns;
+		b->times_shift = start > b->times->t0_ns ? (start - b->times->t0_ns) / b->times->unit_ns : 0;
+	}
 	if (put_samples(b, meta, &keys) < 0)
 		return -ENOMEM;
 	cp_pb_symbolize(b);
@@ -616,6 +635,8 @@ static int build(struct builder *b, const struct cp_profile_meta *meta)
 	put_value_type(pb, PROFILE_PERIOD_TYPE, t.cpu, t.ns);
 	cp_pb_int64_opt(pb, PROFILE_PERIOD, (int64_t)meta->period_ns);
 	cp_pb_int64_opt(pb, PROFILE_DEFAULT_SAMPLE_TYPE, t.wall);
+	if (b->times)
+		cp_pb_uint64(pb, PROFILE_TIME_UNIT_NS, b->times->unit_ns);
 	if (put_comments(b, meta) < 0)
 		return -ENOMEM;
 	/* Last, now that every string is in it. */
@@ -627,6 +648,7 @@ static int build(struct builder *b, const struct cp_profile_meta *meta)
 static void builder_free(struct builder *b)
 {
 	cp_pb_free(&b->pb);
+	free(b->tbuf);
 	for (size_t i = 0; i < b->nstrs; i++)
 		free(b->strs[i]);
 	free(b->strs);

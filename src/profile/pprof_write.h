@@ -24,6 +24,9 @@ struct cp_profile_meta {
 	uint64_t period_ns;     /* sampling period: 1e9 / hz */
 	int64_t time_nanos;     /* wall clock at start, ns since the epoch */
 	int64_t duration_nanos; /* wall time covered */
+	/* Its start on CLOCK_MONOTONIC, from which its samples' times are
+	 * counted (times.h); 0: the time base's start. */
+	uint64_t start_mono_ns;
 	/* CPU the profile accounts for without a stack of its own (lost
 	 * samples, CPU no sample saw): each written as one sample whose only
 	 * frame is a function named `name`, if its count or ns is not 0. */

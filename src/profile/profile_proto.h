@@ -25,6 +25,9 @@ enum {
 	PROFILE_PERIOD = 12,              /* int64 */
 	PROFILE_COMMENT = 13,             /* repeated int64 string index */
 	PROFILE_DEFAULT_SAMPLE_TYPE = 14, /* int64 string index */
+	/* cpuprof's, which other readers skip (times.h): the unit of the
+	 * Samples' times, in ns; absent if they have none. */
+	PROFILE_TIME_UNIT_NS = 1001, /* uint64 */
 
 	/* ValueType */
 	VALUE_TYPE_TYPE = 1, /* int64 string index */
@@ -34,6 +37,7 @@ enum {
 	SAMPLE_LOCATION_ID = 1, /* repeated uint64; leaf first */
 	SAMPLE_VALUE = 2,       /* repeated int64, one per sample_type */
 	SAMPLE_LABEL = 3,       /* repeated Label */
+	SAMPLE_TIMES = 1001,    /* cpuprof's: bytes, its samples' times (times.h) */
 
 	/* Label */
 	LABEL_KEY = 1,      /* int64 string index */

@@ -19,8 +19,10 @@ void cp_stacktab_init(struct cp_stacktab *t)
 
 void cp_stacktab_clear(struct cp_stacktab *t)
 {
-	for (size_t i = 0; i < t->len; i++)
+	for (size_t i = 0; i < t->len; i++) {
+		cp_times_free(&t->items[i]->times);
 		free(t->items[i]);
+	}
 	t->len = 0;
 	if (t->index)
 		memset(t->index, 0, t->nindex * sizeof *t->index);
@@ -117,49 +119,66 @@ int cp_stacktab_add(struct cp_stacktab *t, const uintptr_t *pcs, uint32_t n,
 	return cp_stacktab_add_tid(t, 0, pcs, n, flags, count, ns);
 }
 
-int cp_stacktab_add_tid(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pcs, uint32_t n, uint32_t flags,
-		     uint64_t count, uint64_t ns)
+/* The entry for (tid, pcs, n, flags), created empty if needed; NULL if
+ * out of memory (the table is then unchanged). */
+static struct cp_stack *stacktab_entry(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pcs, uint32_t n,
+				       uint32_t flags)
 {
 	uint64_t h = stack_hash(tid, pcs, n, flags);
 	size_t i = 0;
 	if (t->nindex) {
 		i = stacktab_slot(t, h, tid, pcs, n, flags);
-		if (t->index[i] != 0) {
-			struct cp_stack *s = t->items[t->index[i] - 1];
-			s->count += count;
-			s->ns += ns;
-			add_totals(t, flags, count, ns);
-			return 0;
-		}
+		if (t->index[i] != 0)
+			return t->items[t->index[i] - 1];
 	}
 
 	/* A new stack.  Grow what must grow first: each step either fails
 	 * leaving the table as it was or succeeds without changing its
 	 * contents. */
 	if (t->len >= UINT32_MAX - 1)
-		return -ENOMEM;
+		return NULL;
 	if (cp_array_grow((void **)&t->items, &t->cap, t->len + 1, sizeof *t->items, 64))
-		return -ENOMEM;
+		return NULL;
 	if ((t->len + 1) * 2 > t->nindex) {
 		size_t nindex = t->nindex ? t->nindex * 2 : 128;
 		if (nindex > SIZE_MAX / sizeof *t->index ||
 		    stacktab_rehash(t, nindex) != 0)
-			return -ENOMEM;
+			return NULL;
 		i = stacktab_slot(t, h, tid, pcs, n, flags);
 	}
 	struct cp_stack *s = malloc(sizeof *s + (size_t)n * sizeof *pcs);
 	if (!s)
-		return -ENOMEM;
-	s->count = count;
-	s->ns = ns;
-	s->n = n;
-	s->flags = flags;
-	s->tid = tid;
+		return NULL;
+	*s = (struct cp_stack){ .n = n, .flags = flags, .tid = tid };
 	if (n)
 		memcpy(s->pcs, pcs, (size_t)n * sizeof *pcs);
 	t->items[t->len++] = s;
 	t->index[i] = (uint32_t)t->len;
+	return s;
+}
+
+int cp_stacktab_add_tid(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pcs, uint32_t n, uint32_t flags,
+		     uint64_t count, uint64_t ns)
+{
+	struct cp_stack *s = stacktab_entry(t, tid, pcs, n, flags);
+	if (!s)
+		return -ENOMEM;
+	s->count += count;
+	s->ns += ns;
 	add_totals(t, flags, count, ns);
+	return 0;
+}
+
+int cp_stacktab_add_at(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pcs, uint32_t n, uint32_t flags,
+		       uint64_t ns, uint64_t time_ns)
+{
+	struct cp_stack *s = stacktab_entry(t, tid, pcs, n, flags);
+	const struct cp_time_base *b = cp_times_base();
+	if (!s || (b && cp_times_add(&s->times, b, time_ns, ns, (flags & CP_STACK_OFF_CPU) != 0) < 0))
+		return -ENOMEM; /* a new entry stays, empty: the writer skips it */
+	s->count++;
+	s->ns += ns;
+	add_totals(t, flags, 1, ns);
 	return 0;
 }
 
@@ -168,10 +187,14 @@ int cp_stacktab_copy(struct cp_stacktab *dst, const struct cp_stacktab *src)
 	cp_stacktab_init(dst);
 	for (size_t i = 0; i < src->len; i++) {
 		const struct cp_stack *s = src->items[i];
-		if (cp_stacktab_add_tid(dst, s->tid, s->pcs, s->n, s->flags, s->count, s->ns) < 0) {
+		struct cp_stack *d = stacktab_entry(dst, s->tid, s->pcs, s->n, s->flags);
+		if (!d || cp_times_copy(&d->times, &s->times) < 0) {
 			cp_stacktab_free(dst);
 			return -ENOMEM;
 		}
+		d->count = s->count;
+		d->ns = s->ns;
+		add_totals(dst, s->flags, s->count, s->ns);
 	}
 	return 0;
 }

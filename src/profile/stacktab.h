@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "times.h"
+
 /* One distinct stack.  pcs[0] is the interrupted PC (leaf); pcs[1..n-1] are
  * return addresses, innermost first, exactly as the unwinder found them. */
 struct cp_stack {
@@ -19,6 +21,7 @@ struct cp_stack {
 	uint32_t n;     /* number of pcs (0 is allowed: a sample with no PC) */
 	uint32_t flags; /* CP_STACK_* */
 	uint32_t tid;   /* the thread it was sampled in (0: not told) */
+	struct cp_times times; /* when its samples were taken, those added with a time */
 	uintptr_t pcs[];
 };
 
@@ -57,6 +60,12 @@ void cp_stacktab_clear(struct cp_stacktab *t);
  * needed.  Returns 0 or -ENOMEM (the table is then unchanged). */
 int cp_stacktab_add_tid(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pcs, uint32_t n, uint32_t flags,
 		     uint64_t count, uint64_t ns);
+/* Adds one sample of ns taken at time_ns (CLOCK_MONOTONIC) to the entry
+ * for (tid, pcs, n, flags), and its time, where times are kept
+ * (times.h): an off-CPU stack's time is when the thread left the CPU.
+ * 0 or -ENOMEM (the table is then unchanged). */
+int cp_stacktab_add_at(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pcs, uint32_t n, uint32_t flags,
+		       uint64_t ns, uint64_t time_ns);
 /* The same for a stack of no thread in particular (tid 0). */
 int cp_stacktab_add(struct cp_stacktab *t, const uintptr_t *pcs, uint32_t n,
 		 uint32_t flags, uint64_t count, uint64_t ns);

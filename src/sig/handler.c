@@ -132,6 +132,7 @@ static void sample(const ucontext_t *uc, struct cp_thread *t, pid_t tid, uint64_
 	}
 	int known = cp_unwind(&regs, &m, s);
 	s->weight_ns = weight;
+	s->time = cp_mono_ns();
 	s->tid = (uint32_t)tid;
 	s->gen = atomic_load_explicit(&cp_sig.objgen, memory_order_relaxed);
 	cp_sample_commit(s, !known);

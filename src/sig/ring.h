@@ -16,6 +16,7 @@
 struct cp_sample {
 	_Atomic uint64_t seq;       /* the ring's (ring.c), less the cell's index */
 	uint64_t weight_ns; /* CPU time the sample stands for */
+	uint64_t time;      /* CLOCK_MONOTONIC ns when taken (off-CPU: when the thread left the CPU) */
 	uint32_t tid;       /* the sampled thread */
 	uint16_t n;         /* pcs */
 	uint16_t flags;     /* CP_SAMPLE_* */
