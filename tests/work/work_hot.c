@@ -12,6 +12,9 @@
  *        "fork" (a forked child works too, then exit()s),
  *        "sigkill" (SIGKILL itself once it has worked),
  *        "fork-exec" (a forked child runs `work_hot 1 MS` by exec),
+ *        "phases" (each thread runs hot_top alone for the first MS/2
+ *        milliseconds of wall time, then warm_top alone until MS: the
+ *        profile's first half is hot_leaf's, its second warm_leaf's),
  *        "main-too" (main works as well, beside THREADS threads, so that
  *        main -> worker -> hot_top -> ... is one of the stacks)
  * With WORK_HOT_CPU=1 in its environment it also times every call of
@@ -33,7 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int ms = 500, status, exit_from_thread, scribble, fork_child, exec_child, main_too, sigkill;
+static int ms = 500, status, exit_from_thread, scribble, fork_child, exec_child, main_too, sigkill, phases;
 
 static double thread_cpu_ms(void)
 {
@@ -109,8 +112,31 @@ static uint64_t ns_of(clockid_t c)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Wall time, ms. */
+static double wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* "phases": hot_top for the first half of ms in wall time, warm_top for
+ * the second. */
+static void phased(void)
+{
+	double start = wall_ms();
+	while (wall_ms() < start + ms / 2.0)
+		sink += hot_top();
+	while (wall_ms() < start + ms)
+		sink += warm_top();
+}
+
 __attribute__((noinline)) static void *worker(void *arg)
 {
+	if (phases) {
+		phased();
+		return NULL;
+	}
 	double end = thread_cpu_ms() + ms;
 	while (thread_cpu_ms() < end) {
 		if (timed) {
@@ -145,6 +171,7 @@ int main(int argc, char **argv)
 		fork_child = !strcmp(argv[4], "fork");
 		exec_child = !strcmp(argv[4], "fork-exec");
 		sigkill = !strcmp(argv[4], "sigkill");
+		phases = !strcmp(argv[4], "phases");
 	}
 	timed = getenv("WORK_HOT_CPU") != NULL;
 	pid_t child = -1;

@@ -1,0 +1,103 @@
+/*
+ * unit_times.c -- the sample times of profile/times.h: a list read back
+ * as written (times in the unit, a regular weight as -1, an irregular
+ * one in microseconds, an off-CPU interval's always written); a time
+ * before the last taken as the last; the unit the period, between 1 us
+ * and 1 ms; a list moved to a later start (times before it at 0);
+ * truncated lists malformed; and a stack table keeping each stack's
+ * times, through a copy and a clear.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../check.h"
+#include "profile/stacktab.h"
+#include "profile/times.h"
+
+/* Reads list (buf, n) into at[]/w[]: how many, or -1 if malformed. */
+static int read_all(const uint8_t *buf, size_t n, uint64_t *at, int64_t *w, int max)
+{
+	struct cp_times_reader r = { buf, buf + n, 0 };
+	int k = 0, got;
+	while (k < max && (got = cp_times_next(&r, &at[k], &w[k])) == 1)
+		k++;
+	return got < 0 ? -1 : k;
+}
+
+int main(void)
+{
+	const uint64_t t0 = 5000000000ull, ms = 1000000;
+	cp_times_begin(t0, ms);
+	const struct cp_time_base *b = cp_times_base();
+	CHECK(b && b->unit_ns == ms && b->t0_ns == t0, "base");
+
+	struct cp_times t = { 0 };
+	CHECK_EQ(cp_times_add(&t, b, t0 + 3 * ms, ms, 0), 0);               /* regular */
+	CHECK_EQ(cp_times_add(&t, b, t0 + 4 * ms + 400000, 1100000, 0), 0); /* within an eighth */
+	CHECK_EQ(cp_times_add(&t, b, t0 + 9 * ms, 5 * ms, 0), 0);           /* irregular: 5 ms */
+	CHECK_EQ(cp_times_add(&t, b, t0 + 2 * ms, ms, 0), 0);               /* before the last */
+	CHECK_EQ(cp_times_add(&t, b, t0 + 20 * ms, 1234567, 1), 0);         /* forced (off-CPU) */
+	uint64_t at[8];
+	int64_t w[8];
+	CHECK_EQ(read_all(t.buf, t.len, at, w, 8), 5);
+	CHECK(at[0] == 3 && w[0] == -1, "%llu %lld", (unsigned long long)at[0], (long long)w[0]);
+	CHECK(at[1] == 4 && w[1] == -1, "%llu %lld", (unsigned long long)at[1], (long long)w[1]);
+	CHECK(at[2] == 9 && w[2] == 5000, "%llu %lld", (unsigned long long)at[2], (long long)w[2]);
+	CHECK(at[3] == 9 && w[3] == -1, "a time before the last: %llu", (unsigned long long)at[3]);
+	CHECK(at[4] == 20 && w[4] == 1235, "%llu %lld", (unsigned long long)at[4], (long long)w[4]);
+	/* Regular samples cost a byte each. */
+	CHECK(t.len <= 3 + 1 + 1 + 3 + 3, "%zu bytes", t.len);
+
+	/* Moved 5 units later: 3 and 4 fall to 0, the rest keep their gaps. */
+	uint8_t *out = NULL;
+	size_t len = 0, cap = 0;
+	CHECK_EQ(cp_times_rebase(t.buf, t.len, 5, &out, &len, &cap), 0);
+	CHECK_EQ(read_all(out, len, at, w, 8), 5);
+	CHECK(at[0] == 0 && at[1] == 0 && at[2] == 4 && at[3] == 4 && at[4] == 15, "rebased %llu %llu %llu %llu %llu",
+	      (unsigned long long)at[0], (unsigned long long)at[1], (unsigned long long)at[2],
+	      (unsigned long long)at[3], (unsigned long long)at[4]);
+	CHECK(w[2] == 5000 && w[4] == 1235 && w[0] == -1, "rebased weights");
+	/* Truncated: the list ends inside a varint. */
+	uint8_t bad[] = { 0x02, 0x80 };
+	CHECK_EQ(read_all(bad, sizeof bad, at, w, 8), -1);
+	uint8_t badw[] = { 0x03 }; /* irregular, its weight missing */
+	CHECK_EQ(read_all(badw, sizeof badw, at, w, 8), -1);
+	free(out);
+	cp_times_free(&t);
+
+	/* The unit: the period, at most 1 ms, at least 1 us. */
+	cp_times_begin(0, 100000);
+	CHECK_EQ(cp_times_base()->unit_ns, 100000);
+	cp_times_begin(0, 10 * ms);
+	CHECK_EQ(cp_times_base()->unit_ns, ms);
+	cp_times_begin(0, 10);
+	CHECK_EQ(cp_times_base()->unit_ns, 1000);
+
+	/* A table keeps each stack's times, through a copy. */
+	cp_times_begin(t0, ms);
+	struct cp_stacktab tab, copy;
+	cp_stacktab_init(&tab);
+	uintptr_t pcs[2] = { 0x1000, 0x2000 };
+	for (int i = 0; i < 100; i++)
+		CHECK_EQ(cp_stacktab_add_at(&tab, 7, pcs, 2, 0, ms, t0 + (uint64_t)i * ms), 0);
+	CHECK_EQ(cp_stacktab_add_at(&tab, 8, pcs, 2, 0, ms, t0 + 50 * ms), 0);
+	CHECK_EQ(tab.len, 2);
+	CHECK(tab.items[0]->count == 100 && tab.items[0]->ns == 100 * ms, "counts");
+	CHECK_EQ(cp_stacktab_copy(&copy, &tab), 0);
+	CHECK_EQ(read_all(copy.items[0]->times.buf, copy.items[0]->times.len, (uint64_t[128]){ 0 },
+			  (int64_t[128]){ 0 }, 128),
+		 100);
+	CHECK(copy.items[0]->times.len == tab.items[0]->times.len &&
+		      !memcmp(copy.items[0]->times.buf, tab.items[0]->times.buf, tab.items[0]->times.len),
+	      "the copy's times differ");
+	/* Without a base, no times, the counts as before. */
+	cp_times_end();
+	CHECK_EQ(cp_stacktab_add_at(&tab, 9, pcs, 2, 0, ms, t0), 0);
+	CHECK(tab.items[2]->count == 1 && tab.items[2]->times.len == 0, "times kept without a base");
+	cp_stacktab_clear(&tab);
+	CHECK_EQ(tab.len, 0);
+	cp_stacktab_free(&tab);
+	cp_stacktab_free(&copy);
+	return 0;
+}
