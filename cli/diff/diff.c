@@ -20,13 +20,15 @@
 #include "flags.h"
 #include "diff.h"
 #include "pprof_read.h"
+#include "select.h"
 
 enum format { FORMAT_TEXT, FORMAT_FOLDED, FORMAT_HTML };
 
 static const char *const format_names[] = { "top", "folded", "html", NULL };
 
 /* diff's flags: their order is the usage's. */
-enum { D_FORMAT, D_OUT, D_THRESHOLD, D_ALPHA, D_TOP, D_LINES, D_VALUE, D_OTHER, D_BASE, D_NFLAGS };
+enum { D_FORMAT, D_OUT, D_THRESHOLD, D_ALPHA, D_TOP, D_LINES, D_VALUE, D_OTHER, D_BASE, D_BASE_FROM, D_BASE_TO,
+       D_NEW_FROM, D_NEW_TO, D_PID, D_TID, D_NFLAGS };
 
 static const struct flag diff_flags[D_NFLAGS] = {
 	[D_FORMAT] = { "--format", 0, FLAG_CHOICE, .choices = format_names,
@@ -52,6 +54,20 @@ static const struct flag diff_flags[D_NFLAGS] = {
 		      .help = "compare profiles of programs of other names (their main files: refused without it)" },
 	[D_BASE] = { "--base", 0, FLAG_TEXT, "BASE", .many = true, .want = "a file name",
 		     .help = "a BASE file; given once or more, every other FILE is NEW" },
+	[D_BASE_FROM] = { "--base-from", 0, FLAG_SECONDS, "T", .lo = 0, .hi = 1e12, .no_def = true,
+			  .want = "a time from the start (250ms, 1.5s, 2m)",
+			  .help = "BASE is its samples from T seconds after its start (as report --from); with "
+				  "a range of each side, one FILE is BASE and NEW: before and after a spike" },
+	[D_BASE_TO] = { "--base-to", 0, FLAG_SECONDS, "T", .lo = 0, .hi = 1e12, .lo_open = true, .no_def = true,
+			.want = "a time after the start (250ms, 1.5s, 2m)", .help = "... to T seconds" },
+	[D_NEW_FROM] = { "--new-from", 0, FLAG_SECONDS, "T", .lo = 0, .hi = 1e12, .no_def = true,
+			 .want = "a time from the start (250ms, 1.5s, 2m)", .help = "NEW, likewise" },
+	[D_NEW_TO] = { "--new-to", 0, FLAG_SECONDS, "T", .lo = 0, .hi = 1e12, .lo_open = true, .no_def = true,
+		       .want = "a time after the start (250ms, 1.5s, 2m)", .help = "NEW, likewise" },
+	[D_PID] = { "--pid", 0, FLAG_TEXT, "PID[,PID...]", .want = "process ids",
+		    .help = "both sides: " SELECT_FLAG_HELP_PID },
+	[D_TID] = { "--tid", 0, FLAG_TEXT, "TID[,TID...]", .want = "thread ids",
+		    .help = "both sides: " SELECT_FLAG_HELP_TID },
 };
 
 static const struct flags diff_cmd = {
@@ -60,6 +76,7 @@ static const struct flags diff_cmd = {
 	.n = D_NFLAGS,
 	.synopsis = "  cpuprof diff [OPTIONS] BASE NEW...\n"
 		    "  cpuprof diff [OPTIONS] --base BASE [--base BASE...] NEW...\n"
+		    "  cpuprof diff [OPTIONS] --base-to T --new-from T FILE\n"
 		    "      which functions' shares of the CPU changed from BASE to NEW\n"
 		    "      beyond the noise of sampling (several NEW files, or BASE files\n"
 		    "      given with --base, are merged; profiles of other lengths,\n"
@@ -84,6 +101,7 @@ struct diff_args {
 	bool lines, other_programs;
 	const char **files; /* the BASE files, then the NEW files */
 	size_t nfiles, nbase;
+	struct profile_selection sel[2]; /* BASE's, NEW's */
 };
 
 /* Fills *da from argv (free its files, and fr, whatever the result);
@@ -111,7 +129,14 @@ static int parse_args(int argc, char **argv, struct diff_args *da, struct flags_
 	}
 	const char **bases = v[D_BASE].all;
 	size_t nbase = v[D_BASE].nall, first = 0;
-	if (nbase == 0 && fr->noperands > 0)
+	if (select_flags(&diff_cmd, v[D_BASE_FROM], v[D_BASE_TO], v[D_PID], v[D_TID], &da->sel[0]) < 0 ||
+	    select_flags(&diff_cmd, v[D_NEW_FROM], v[D_NEW_TO], v[D_PID], v[D_TID], &da->sel[1]) < 0)
+		return -1;
+	/* Two ranges of one profile: FILE is BASE and NEW. */
+	bool ranges = v[D_BASE_FROM].set || v[D_BASE_TO].set || v[D_NEW_FROM].set || v[D_NEW_TO].set;
+	if (ranges && nbase == 0 && fr->noperands == 1)
+		bases = (const char **)fr->operands, nbase = 1;
+	else if (nbase == 0 && fr->noperands > 0)
 		bases = (const char **)fr->operands, nbase = first = 1;
 	for (size_t k = 0; k < nbase; k++)
 		da->files[da->nfiles++] = bases[k];
@@ -195,6 +220,8 @@ int cmd_diff(int argc, char **argv)
 	int prc = parse_args(argc, argv, &da, &fr);
 	if (prc != 0) {
 		free(da.files);
+		select_free(&da.sel[0]);
+		select_free(&da.sel[1]);
 		flags_free(&diff_cmd, &fr);
 		return prc == FLAGS_HELP ? 0 : EXIT_USAGE;
 	}
@@ -212,8 +239,10 @@ int cmd_diff(int argc, char **argv)
 	}
 	char err[512];
 	for (size_t i = 0; i < da.nfiles; i++) {
-		if (profile_read_file(da.files[i], &p[i], err, sizeof err) < 0) {
-			fprintf(stderr, "cpuprof diff: %s: %s\n", da.files[i], err);
+		if (profile_read_file(da.files[i], &p[i], err, sizeof err) < 0 ||
+		    profile_select(p[i], &da.sel[i >= da.nbase], err, sizeof err) < 0) {
+			fprintf(stderr, "cpuprof diff: %s%s: %s\n", da.files[i],
+				select_any(&da.sel[i >= da.nbase]) ? (i >= da.nbase ? " (NEW)" : " (BASE)") : "", err);
 			goto out;
 		}
 	}
@@ -276,6 +305,8 @@ out:
 		profile_free(p[i]);
 	free(p);
 	free(da.files);
+	select_free(&da.sel[0]);
+	select_free(&da.sel[1]);
 	flags_free(&diff_cmd, &fr);
 	return status;
 }

@@ -5,7 +5,8 @@
 # them.  The workload runs hot_leaf for its first half (of wall time) and
 # warm_leaf for its second (work_hot's "phases"), so a range in each half
 # has that half's function alone.  Also: go tool pprof reads a profile
-# with times as one without; a profile's own range is the whole; ranges
+# with times as one without; diff compares two ranges of one profile; a
+# profile's own range is the whole; ranges
 # outside the profile, a profile without times, malformed times and ids
 # no sample has are refused with exit 2.
 B=${B:-build}
@@ -77,6 +78,16 @@ echo "go tool pprof total: $gt, report's $(total rec.pb.gz) ms"
 pid=$(go tool pprof -tags rec.pb.gz 2>/dev/null | awk '/^ *pid:/ { on = 1; next } on && $NF ~ /^[0-9]+$/ { print $NF; exit }')
 [ -n "$pid" ] && [ "$(total rec.pb.gz --pid "$pid")" = "$(total rec.pb.gz)" ] || fail "--pid $pid is not the whole"
 "$CP" report --from 0.5 --to 1.5 rec.pb.gz | grep -q "^selection: 0.5s to 1.5s" || fail "a range is not said"
+
+# diff compares two ranges of one profile: the first half against the
+# second is hot_leaf's share lost to warm_leaf.
+"$CP" diff --base-to 0.8 --new-from 1.2 rec.pb.gz >out 2>err
+rc=$?
+[ $rc -eq 1 ] || { cat out err; fail "diff of the two halves: exit $rc, expected 1 (changed)"; }
+grep -E '^- flat .* hot_leaf$' out >/dev/null && grep -E '^\+ flat .* warm_leaf$' out >/dev/null ||
+	{ cat out; fail "diff of the two halves: hot_leaf did not shrink and warm_leaf grow"; }
+"$CP" diff --base-to 0.8 --new-from 100 rec.pb.gz >out 2>err
+[ $? -eq 2 ] && grep -q "(NEW): .*outside the profile" err || { cat err; fail "diff: a range outside NEW is not refused"; }
 
 # bad WORD ARGS...: report exits 2 with WORD in its message
 bad() {
