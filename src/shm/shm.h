@@ -25,7 +25,7 @@
 #include "profile/facts.h"
 
 #define CP_SHM_MAGIC 0x3170726670637063ull /* "cpcpfrp1" */
-#define CP_SHM_VERSION 3 /* 3: the facts of kernel frames */
+#define CP_SHM_VERSION 4 /* 4: samples keep their times, facts their monotonic start */
 #define CP_SHM_ENV "CPUPROF_SHM" /* its path, for the profiled processes */
 
 #define CP_SHM_PATH_MAX 512  /* an object's path, cut if longer */
