@@ -328,9 +328,9 @@ $(B)/tests/libunwind_dl_nofp.so: tests/work/lib_unwind_dl.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -fomit-frame-pointer -fPIC -shared -o $@ $<
 
-$(B)/tests/tool_fold: tests/tools/tool_fold.c cli/pprof_read.c cli/pprof_decode.c src/profile/times.c cli/pprof_read.h cli/pprof_int.h
+$(B)/tests/tool_fold: tests/tools/tool_fold.c cli/pprof_read.c cli/pprof_decode.c src/profile/times.c src/profile/protobuf.c cli/pprof_read.h cli/pprof_int.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE) -Icli -o $@ tests/tools/tool_fold.c cli/pprof_read.c cli/pprof_decode.c src/profile/times.c -lz
+	$(CC) $(CFLAGS) $(BASE) -Icli -o $@ tests/tools/tool_fold.c cli/pprof_read.c cli/pprof_decode.c src/profile/times.c src/profile/protobuf.c -lz
 
 # Without DWARF, like a libc without its debug package: its names come from
 # the versioned symbols.
@@ -456,7 +456,7 @@ bench: bench-build
 # `make fuzz-report [FUZZ_SECONDS=300]`.  The corpus starts from profiles
 # the tests make; crashes are written to build-fuzz/.
 FUZZ_SECONDS ?= 300
-FUZZ_SRCS := tests/fuzz/report.c src/profile/times.c $(filter-out cli/main.c cli/record/record.c cli/record/record_write.c cli/record/collect.c,$(CLI_SRCS))
+FUZZ_SRCS := tests/fuzz/report.c src/profile/times.c src/profile/protobuf.c $(filter-out cli/main.c cli/record/record.c cli/record/record_write.c cli/record/collect.c,$(CLI_SRCS))
 build-fuzz/report: $(FUZZ_SRCS) $(wildcard cli/*.h cli/*/*.h) cli/report/flame.html
 	@mkdir -p build-fuzz
 	clang -g -O1 -std=gnu11 -D_GNU_SOURCE -Icli -Isrc -fsanitize=fuzzer,address,undefined \

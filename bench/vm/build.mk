@@ -19,9 +19,9 @@ $(VM_B)/ticks: bench/vm/experiments/ticks.c
 	@mkdir -p $(dir $@)
 	$(CC) $(VM_CFLAGS) -o $@ $< -pthread -lm
 
-$(VM_B)/vmprof: bench/vm/vmprof.c cli/pprof_read.c cli/pprof_decode.c src/profile/times.c cli/pprof_read.h cli/pprof_int.h src/profile/profile_proto.h
+$(VM_B)/vmprof: bench/vm/vmprof.c cli/pprof_read.c cli/pprof_decode.c src/profile/times.c src/profile/protobuf.c cli/pprof_read.h cli/pprof_int.h src/profile/profile_proto.h
 	@mkdir -p $(dir $@)
-	$(CC) $(VM_CFLAGS) -Isrc -Icli -o $@ bench/vm/vmprof.c cli/pprof_read.c cli/pprof_decode.c src/profile/times.c -lz
+	$(CC) $(VM_CFLAGS) -Isrc -Icli -o $@ bench/vm/vmprof.c cli/pprof_read.c cli/pprof_decode.c src/profile/times.c src/profile/protobuf.c -lz
 
 vm-progs: all $(VM_BINS)
 

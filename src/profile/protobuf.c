@@ -47,8 +47,7 @@ static size_t pb_varint_len(uint64_t v)
 	return n;
 }
 
-/* Encodes v into p (at least 10 bytes); returns the bytes written. */
-static size_t pb_put_varint(uint8_t *p, uint64_t v)
+size_t cp_pb_put_varint(uint8_t *p, uint64_t v)
 {
 	size_t n = 0;
 	while (v >= 0x80) {
@@ -62,7 +61,7 @@ static size_t pb_put_varint(uint8_t *p, uint64_t v)
 void cp_pb_varint(struct pb_buf *b, uint64_t v)
 {
 	if (pb_reserve(b, 10) == 0)
-		b->len += pb_put_varint(b->data + b->len, v);
+		b->len += cp_pb_put_varint(b->data + b->len, v);
 }
 
 static void pb_key(struct pb_buf *b, uint32_t field, int wire)
@@ -127,7 +126,7 @@ void cp_pb_packed_uint64(struct pb_buf *b, uint32_t field, const uint64_t *v,
 	if (pb_reserve(b, len) != 0)
 		return;
 	for (size_t i = 0; i < n; i++)
-		b->len += pb_put_varint(b->data + b->len, v[i]);
+		b->len += cp_pb_put_varint(b->data + b->len, v[i]);
 }
 
 void cp_pb_packed_int64(struct pb_buf *b, uint32_t field, const int64_t *v,
@@ -146,8 +145,8 @@ void cp_pb_end(struct pb_buf *b, uint32_t field, size_t start)
 {
 	uint8_t head[20];
 	size_t body = b->len - start;
-	size_t h = pb_put_varint(head, (uint64_t)field << 3 | PB_WIRE_BYTES);
-	h += pb_put_varint(head + h, body);
+	size_t h = cp_pb_put_varint(head, (uint64_t)field << 3 | PB_WIRE_BYTES);
+	h += cp_pb_put_varint(head + h, body);
 	if (pb_reserve(b, h) != 0)
 		return;
 	memmove(b->data + start + h, b->data + start, body);

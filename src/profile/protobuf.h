@@ -25,6 +25,9 @@ struct pb_buf {
 void cp_pb_init(struct pb_buf *b);
 void cp_pb_free(struct pb_buf *b);
 
+/* Encodes v as a base-128 varint into p (room for 10 bytes); returns the
+ * bytes written. */
+size_t cp_pb_put_varint(uint8_t *p, uint64_t v);
 /* Appends v as a base-128 varint (no key). */
 void cp_pb_varint(struct pb_buf *b, uint64_t v);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/array.h"
+#include "protobuf.h"
 #include "times.h"
 
 static struct cp_time_base base;
@@ -24,17 +25,6 @@ void cp_times_end(void)
 const struct cp_time_base *cp_times_base(void)
 {
 	return base.unit_ns ? &base : NULL;
-}
-
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
 }
 
 static int get_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
@@ -67,9 +57,9 @@ int cp_times_add(struct cp_times *t, const struct cp_time_base *b, uint64_t time
 	irregular |= weight_ns + slack < b->period_ns || weight_ns > b->period_ns + slack;
 	if (room(&t->buf, t->len, &t->cap, 20) < 0)
 		return -ENOMEM;
-	t->len += put_varint(t->buf + t->len, (at - t->last) << 1 | (irregular != 0));
+	t->len += cp_pb_put_varint(t->buf + t->len, (at - t->last) << 1 | (irregular != 0));
 	if (irregular)
-		t->len += put_varint(t->buf + t->len, (weight_ns + 500) / 1000);
+		t->len += cp_pb_put_varint(t->buf + t->len, (weight_ns + 500) / 1000);
 	t->last = at;
 	return 0;
 }
@@ -119,9 +109,9 @@ int cp_times_rebase(const uint8_t *src, size_t n, uint64_t shift, uint8_t **out,
 		uint64_t t = at > shift ? at - shift : 0;
 		if (room(out, *len, cap, 20) < 0)
 			return -1;
-		*len += put_varint(*out + *len, (t - prev) << 1 | (w >= 0));
+		*len += cp_pb_put_varint(*out + *len, (t - prev) << 1 | (w >= 0));
 		if (w >= 0)
-			*len += put_varint(*out + *len, (uint64_t)w);
+			*len += cp_pb_put_varint(*out + *len, (uint64_t)w);
 		prev = t;
 	}
 	return k;

@@ -5,8 +5,8 @@
 # them.  The workload runs hot_leaf for its first half (of wall time) and
 # warm_leaf for its second (work_hot's "phases"), so a range in each half
 # has that half's function alone.  Also: go tool pprof reads a profile
-# with times as one without; diff compares two ranges of one profile; a
-# profile's own range is the whole; ranges
+# with times as one without; diff compares two ranges of one profile; the
+# halves of a range add up to it; ranges
 # outside the profile, a profile without times, malformed times and ids
 # no sample has are refused with exit 2.
 B=${B:-build}
@@ -44,10 +44,12 @@ phases() {
 	echo "$2: 0-0.7s hot_leaf $h1% warm_leaf $w1%; 1.3s- hot_leaf $h2% warm_leaf $w2%"
 	[ "$h1" -ge 80 ] && [ "$w1" -le 10 ] && [ "$w2" -ge 80 ] && [ "$h2" -le 10 ] ||
 		{ cat err; fail "$2: the halves are not hot_leaf's and warm_leaf's"; }
-	# The two halves add up to the whole.
-	a=$(total "$1" --to 1) b=$(total "$1" --from 1) all=$(total "$1")
-	awk -v a="$a" -v b="$b" -v t="$all" 'BEGIN { exit !(t > 0 && (a + b) / t > 0.98 && (a + b) / t < 1.02) }' ||
-		fail "$2: 0-1s ($a ms) and 1s- ($b ms) do not add up to the whole ($all ms)"
+	# The two halves add up to the whole range (what has a time: not
+	# [lost] or [unsampled: ...], which grow on a loaded machine).
+	a=$(total "$1" --to 1) b=$(total "$1" --from 1) all=$(total "$1" --from 0) whole=$(total "$1")
+	awk -v a="$a" -v b="$b" -v t="$all" -v w="$whole" \
+		'BEGIN { exit !(t > 0 && (a + b) / t > 0.99 && (a + b) / t < 1.01 && t <= w * 1.001 && t > w * 0.8) }' ||
+		fail "$2: 0-1s ($a ms) and 1s- ($b ms) do not add up to the whole range ($all ms of $whole)"
 }
 
 "$CP" record -o rec.pb.gz -- "$WORK" 1 2000 0 phases >out 2>err || { cat err; fail "record: status $?"; }
@@ -73,8 +75,7 @@ go tool pprof -raw rec.pb.gz >/dev/null 2>err || { cat err; fail "go tool pprof 
 gt=$(go tool pprof -top rec.pb.gz 2>/dev/null | sed -n 's/.* of \([0-9.]*\)\(m*s\) total.*/\1 \2/p')
 echo "go tool pprof total: $gt, report's $(total rec.pb.gz) ms"
 
-# The profile's own range is the whole of it; --pid of its process too.
-[ "$(total rec.pb.gz --from 0)" = "$(total rec.pb.gz)" ] || fail "--from 0 is not the whole"
+# --pid of its process is the whole.
 pid=$(go tool pprof -tags rec.pb.gz 2>/dev/null | awk '/^ *pid:/ { on = 1; next } on && $NF ~ /^[0-9]+$/ { print $NF; exit }')
 [ -n "$pid" ] && [ "$(total rec.pb.gz --pid "$pid")" = "$(total rec.pb.gz)" ] || fail "--pid $pid is not the whole"
 "$CP" report --from 0.5 --to 1.5 rec.pb.gz | grep -q "^selection: 0.5s to 1.5s" || fail "a range is not said"
