@@ -17,8 +17,8 @@
 # clocks start 2.5 ms apart merged on one clock, --from/--to, --pid,
 # --tid, --value samples, a name that is not valid UTF-8 and has quotes
 # and controls; a profile without times, a profile per thread in file
-# order, which speedscope opens too; -o and stdout the same; --group-by
-# refused.  Skips (77) without Node.js, Chromium or the speedscope package
+# order, which speedscope opens too; -o and stdout the same (t_cli_usage.sh
+# has --group-by refused).  Skips (77) without Node.js, Chromium or the speedscope package
 # (scripts/npm-deps.sh, run by scripts/test.sh, puts it in $CPUPROF_NPM).
 B=${B:-build}
 CP=$B/cpuprof
@@ -57,10 +57,6 @@ cmp -s "$tmp/p.json" "$tmp/stdout.json" || fail "-o and stdout differ"
 schema "$tmp/p.json"
 rep --format folded --group-by thread "$tmp/p.pb.gz" >"$tmp/p.folded" || fail "report --format folded"
 node "$CHECK" folded "$tmp/p.json" "$tmp/p.folded" hot_leaf || fail "the file is not report's stacks"
-
-# --- --group-by is refused: the profiles are threads already ---
-rep --format speedscope --group-by thread "$tmp/p.pb.gz" >/dev/null 2>"$tmp/err"
-[ $? -eq 2 ] && grep -q 'group-by does not apply to speedscope' "$tmp/err" || fail "--group-by not refused"
 
 # --- profiles whose times are known ---
 # t1: process app (pid 10) with threads app (10) and worker (12), helper
