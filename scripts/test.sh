@@ -39,6 +39,11 @@ sh scripts/deps.sh gcc make libc6-dev zlib1g-dev golang-go google-perftools libg
 	python3 ca-certificates chromium nodejs fonts-dejavu-core libdw-dev libiberty-dev binutils g++ rustc dpkg-dev \
 	clang lld mold xz-utils libdebuginfod-dev debuginfod strace
 sh scripts/deb-src.sh
+# speedscope's npm package: its file format's schema and its viewer, which
+# tests/e2e/t_report_speedscope.sh loads report's speedscope files into
+# (in Chromium, as the flame graph); in the tests' npm folder outside the
+# tree (scripts/npm-deps.sh says where).
+sh scripts/npm-deps.sh speedscope@1.25.0
 case ${1:-} in
 '')
 	make -s check ;;

@@ -2,7 +2,7 @@
  * report.c -- `cpuprof report [OPTIONS] FILE...`: reads one or more pprof
  * profiles, merges their samples (stacks.h; sample types must match, as
  * for `go tool pprof A B`) and writes them in one of the formats of
- * report.h: top (the default), folded, tree, html, or a source listing
+ * report.h: top (the default), folded, tree, html, speedscope, or a source listing
  * (--list).  This file parses the options, reads the files and
  * dispatches; the output goes to stdout, or with -o to a file that appears
  * only once it is complete.
@@ -21,9 +21,9 @@
 #include "select.h"
 #include "stacks.h"
 
-enum format { FORMAT_TOP, FORMAT_FOLDED, FORMAT_TREE, FORMAT_HTML };
+enum format { FORMAT_TOP, FORMAT_FOLDED, FORMAT_TREE, FORMAT_HTML, FORMAT_SPEEDSCOPE };
 
-static const char *const format_names[] = { "top", "folded", "tree", "html", NULL };
+static const char *const format_names[] = { "top", "folded", "tree", "html", "speedscope", NULL };
 static const char *const group_names[] = { "process", "thread", NULL };
 
 /* report's flags: their order is the usage's. */
@@ -36,7 +36,8 @@ static const struct flag report_flags[R_NFLAGS] = {
 			       "'root;...;leaf VALUE' line per stack, for flamegraph.pl, inferno or speedscope, VALUE "
 			       "in nanoseconds of the value (--value samples: sample counts); tree: the call tree, with "
 			       "total and self shares, children below --min-share summarised; html: an interactive "
-			       "flame graph in one self-contained HTML file (needs -o OUT.html, or stdout redirected)" },
+			       "flame graph in one self-contained HTML file (needs -o OUT.html, or stdout redirected); "
+			       "speedscope: speedscope's JSON, a profile per thread of its samples in time order" },
 	[R_OUT] = { "-o", 0, FLAG_TEXT, "OUT", .want = "a file name",
 		    .help = "write OUT (complete, or not at all) instead of stdout" },
 	[R_LINES] = { "--lines", 0, FLAG_BOOL, .help = "one frame per function and source line (file:line)" },
@@ -107,7 +108,7 @@ static int check_fit(const struct report_args *ra)
 		unused = "--format", of = "--list (a format of its own)";
 	else if (ra->list && ra->group)
 		unused = "--group-by", of = "--list";
-	else if (ra->group && ra->format == FORMAT_TOP)
+	else if (ra->group && (ra->format == FORMAT_TOP || ra->format == FORMAT_SPEEDSCOPE))
 		unused = "--group-by";
 	else if ((ra->top_set || ra->intervals) && (ra->list || ra->format != FORMAT_TOP))
 		unused = ra->top_set ? "--top" : "--intervals", of = ra->list ? "--list" : of;
@@ -171,6 +172,8 @@ static int write_format(FILE *out, const struct report_args *ra,
 		return tree_write(out, in, ss, ra->min_share);
 	case FORMAT_HTML:
 		return flame_write(out, in, ss);
+	case FORMAT_SPEEDSCOPE:
+		return speedscope_write(out, in, ss);
 	case FORMAT_TOP:
 	default:
 		return top_write(out, in, ss, ra->top, ra->intervals);
@@ -272,8 +275,8 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 	struct stack_options so = { .lines = ra.lines, .group = ra.group, .value = ra.value };
-	if (ra.format == FORMAT_HTML && !ra.list)
-		so.group = GROUP_THREAD; /* the page offers the views */
+	if ((ra.format == FORMAT_HTML || ra.format == FORMAT_SPEEDSCOPE) && !ra.list)
+		so.group = GROUP_THREAD; /* the page offers the views; speedscope's profiles are threads */
 	if (stackset_build(&ss, p, ra.files, ra.nfiles, &so, err, sizeof err) < 0) {
 		fprintf(stderr, "cpuprof report: %s\n", err);
 		goto out;

@@ -53,6 +53,11 @@ int tree_write(FILE *out, const struct report_input *in,
  * with a non-zero value, in name order. */
 int folded_write(FILE *out, const struct stackset *ss);
 
+/* `--format speedscope`: speedscope's JSON file, a profile per thread of
+ * its samples in time order (speedscope.c).  ss's stacks must have the
+ * grouping frames of GROUP_THREAD at their root. */
+int speedscope_write(FILE *out, const struct report_input *in, const struct stackset *ss);
+
 /* `--format html`: the self-contained flame graph page (flame.c). */
 int flame_write(FILE *out, const struct report_input *in,
 		const struct stackset *ss);

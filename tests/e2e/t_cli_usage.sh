@@ -104,6 +104,7 @@ bad "goes with --engine timer or itimer" record --signal 40 -- touch marker
 bad "goes with --engine timer or itimer" record --engine perf --signal 40 -- touch marker
 bad "--grace is the time CMD has" record -p 1 --grace 3
 bad "--group-by does not apply to top" report --group-by process x.pb.gz
+bad "--group-by does not apply to speedscope" report --format speedscope --group-by thread x.pb.gz
 bad "--format does not apply to --list" report --format tree --list main x.pb.gz
 bad "--min-share does not apply to top" report --min-share 5 x.pb.gz
 bad "--top does not apply to tree" report --format tree --top 3 x.pb.gz

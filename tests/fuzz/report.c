@@ -1,10 +1,11 @@
 /*
  * report.c -- a libFuzzer harness for `cpuprof report`: each input is read
  * by the CLI's pprof reader and, if accepted, merged and written in every
- * format (top, tree, folded, html, a listing), with and without --lines,
- * grouping and intervals, and compared with itself by `cpuprof diff` in
- * its every format, to /dev/null.  Built and run by `make fuzz-report` with
- * clang's -fsanitize=fuzzer,address,undefined; not part of `make check`.
+ * format (top, tree, folded, html, speedscope, a listing), with and
+ * without --lines, grouping and intervals, and compared with itself by
+ * `cpuprof diff` in its every format, to /dev/null.  Built and run by
+ * `make fuzz-report` with clang's -fsanitize=fuzzer,address,undefined;
+ * not part of `make check`.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -38,6 +39,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			flame_write(null, &in, &ss);
 			if (mode == 0)
 				list_write(null, &in, &ss, ".");
+			else
+				speedscope_write(null, &in, &ss); /* its stacks have GROUP_THREAD's frames */
 		}
 		stackset_free(&ss);
 	}

@@ -1,8 +1,8 @@
 // cdp.js -- drives Debian's headless Chromium over the DevTools protocol
 // for the report tests, with nothing but Node's standard library: Chromium
 // runs with --remote-debugging-pipe, reading NUL-terminated JSON messages
-// on fd 3 and writing its own on fd 4.  Collects every script error and
-// console error of the page.
+// on fd 3 and writing its own on fd 4.  Collects every script error,
+// console error and dialog (alert, confirm: answered at once) of the page.
 "use strict";
 const { spawn } = require("child_process");
 const fs = require("fs");
@@ -103,6 +103,12 @@ async function open(b, url, timeoutMs) {
 			b.errors.push("log: " + m.params.entry.text + " " + (m.params.entry.url || ""));
 		else if (m.method === "Page.loadEventFired")
 			loaded();
+		else if (m.method === "Page.javascriptDialogOpening") {
+			// An alert() is how a page may say it failed (speedscope's
+			// import does); it would block the page until answered.
+			b.errors.push("dialog: " + m.params.type + ": " + m.params.message);
+			b.send("Page.handleJavaScriptDialog", { accept: true }, s).catch(() => {});
+		}
 	});
 	await b.send("Runtime.enable", {}, s);
 	await b.send("Log.enable", {}, s);

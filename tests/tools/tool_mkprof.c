@@ -19,7 +19,12 @@
  *   mapping ID FILE [START LIMIT OFFSET]   a mapping (memory 0x1000-0x100000)
  *   function ID NAME [FILE [START_LINE [SYSTEM_NAME]]]
  *   location ID MAPPING ADDRESS [FUNC:LINE...]   lines, innermost first
- *   sample V... [: LOC...] [| KEY=STR... KEY#NUM...]   locations leaf first
+ *   sample V... [: LOC...] [| KEY=STR... KEY#NUM...] [@ T[/W]...]
+ *                                   locations leaf first; times (cpuprof's
+ *                                   field 1001, profile/times.h) in units
+ *                                   since the start, in order, each with
+ *                                   its weight in us if irregular (/W)
+ *   timeunit NS                     the unit of the samples' times
  *   repeat N STATEMENT              the statement N times
  *   raw HEX                         bytes appended to the Profile message
  *   empty-samples N                 N empty Sample messages (fast)
@@ -199,6 +204,8 @@ static void statement(struct buf *prof, char **w, size_t n)
 		field_int(prof, 10, num(w[1]));
 	} else if (!strcmp(k, "time") && n == 2) {
 		field_int(prof, 9, num(w[1]));
+	} else if (!strcmp(k, "timeunit") && n == 2) {
+		field_int(prof, 1001, num(w[1]));
 	} else if (!strcmp(k, "comment") && n == 2) {
 		field_int(prof, 13, word_str(w[1]));
 	} else if (!strcmp(k, "mapping") && (n == 3 || n == 6)) {
@@ -238,18 +245,18 @@ static void statement(struct buf *prof, char **w, size_t n)
 		field_msg(prof, 4, &m);
 	} else if (!strcmp(k, "sample")) {
 		size_t i = 1;
-		struct buf vals = { 0 }, locs = { 0 };
-		for (; i < n && strcmp(w[i], ":") && strcmp(w[i], "|"); i++)
+		struct buf vals = { 0 }, locs = { 0 }, times = { 0 };
+		for (; i < n && strcmp(w[i], ":") && strcmp(w[i], "|") && strcmp(w[i], "@"); i++)
 			varint(&vals, num(w[i]));
 		if (i < n && !strcmp(w[i], ":"))
-			for (i++; i < n && strcmp(w[i], "|"); i++)
+			for (i++; i < n && strcmp(w[i], "|") && strcmp(w[i], "@"); i++)
 				varint(&locs, num(w[i]));
 		if (locs.n)
 			field_bytes(&m, 1, locs.p, locs.n);
 		if (vals.n)
 			field_bytes(&m, 2, vals.p, vals.n);
-		if (i < n)
-			for (i++; i < n; i++) {
+		if (i < n && !strcmp(w[i], "|"))
+			for (i++; i < n && strcmp(w[i], "@"); i++) {
 				char *eq = strpbrk(w[i], "=#");
 				if (!eq)
 					die("a label is KEY=STR or KEY#NUM", w[i]);
@@ -263,9 +270,30 @@ static void statement(struct buf *prof, char **w, size_t n)
 				field_msg(&m, 3, &sub);
 				*eq = sep;
 			}
+		/* Each time as the delta since the one before, shifted left,
+		 * its low bit set when a weight follows. */
+		if (i < n && !strcmp(w[i], "@"))
+			i++;
+		for (uint64_t last = 0; i < n; i++) {
+			char *slash = strchr(w[i], '/');
+			if (slash)
+				*slash = '\0';
+			uint64_t t = num(w[i]);
+			if (t < last)
+				die("times go in order", w[i]);
+			varint(&times, (t - last) << 1 | (slash != NULL));
+			if (slash) {
+				varint(&times, num(slash + 1));
+				*slash = '/';
+			}
+			last = t;
+		}
+		if (times.n)
+			field_bytes(&m, 1001, times.p, times.n);
 		field_msg(prof, 2, &m);
 		free(vals.p);
 		free(locs.p);
+		free(times.p);
 	} else if (!strcmp(k, "empty-samples") && n == 2) {
 		unsigned char c[4096];
 		for (size_t i = 0; i < sizeof c; i += 2)
