@@ -328,9 +328,11 @@ $(B)/tests/libunwind_dl_nofp.so: tests/work/lib_unwind_dl.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -fomit-frame-pointer -fPIC -shared -o $@ $<
 
-$(B)/tests/tool_fold: tests/tools/tool_fold.c cli/pprof_read.c cli/pprof_decode.c cli/pprof_read.h cli/pprof_int.h
+$(B)/tests/tool_fold: tests/tools/tool_fold.c cli/pprof_read.c cli/pprof_decode.c cli/pprof_read.h cli/pprof_int.h \
+		src/profile/times.c src/profile/times.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(BASE) -Icli -o $@ tests/tools/tool_fold.c cli/pprof_read.c cli/pprof_decode.c -lz
+	$(CC) $(CFLAGS) $(BASE) -Icli -o $@ tests/tools/tool_fold.c cli/pprof_read.c cli/pprof_decode.c \
+		src/profile/times.c -lz
 
 # Without DWARF, like a libc without its debug package: its names come from
 # the versioned symbols.
