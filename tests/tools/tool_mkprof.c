@@ -15,11 +15,17 @@
  *   type TYPE UNIT                  a sample type (in order)
  *   period TYPE UNIT N              period_type and period
  *   duration NS | time NS           duration_nanos, time_nanos
+ *   timeunit NS                     cpuprof's unit of sample times (field 1001)
  *   comment TEXT                    a comment (one word: use %20)
  *   mapping ID FILE [START LIMIT OFFSET]   a mapping (memory 0x1000-0x100000)
  *   function ID NAME [FILE [START_LINE [SYSTEM_NAME]]]
  *   location ID MAPPING ADDRESS [FUNC:LINE...]   lines, innermost first
- *   sample V... [: LOC...] [| KEY=STR... KEY#NUM...]   locations leaf first
+ *   sample V... [: LOC...] [| KEY=STR... KEY#NUM...] [@ DT[/W]...]
+ *                                   locations leaf first; after @ the
+ *                                   sample's times (cpuprof's field 1001,
+ *                                   src/profile/times.h): each DT units
+ *                                   after the one before (the first: after
+ *                                   the start), /W an irregular weight in us
  *   repeat N STATEMENT              the statement N times
  *   raw HEX                         bytes appended to the Profile message
  *   empty-samples N                 N empty Sample messages (fast)
@@ -199,6 +205,8 @@ static void statement(struct buf *prof, char **w, size_t n)
 		field_int(prof, 10, num(w[1]));
 	} else if (!strcmp(k, "time") && n == 2) {
 		field_int(prof, 9, num(w[1]));
+	} else if (!strcmp(k, "timeunit") && n == 2) {
+		field_int(prof, 1001, num(w[1]));
 	} else if (!strcmp(k, "comment") && n == 2) {
 		field_int(prof, 13, word_str(w[1]));
 	} else if (!strcmp(k, "mapping") && (n == 3 || n == 6)) {
@@ -238,7 +246,24 @@ static void statement(struct buf *prof, char **w, size_t n)
 		field_msg(prof, 4, &m);
 	} else if (!strcmp(k, "sample")) {
 		size_t i = 1;
-		struct buf vals = { 0 }, locs = { 0 };
+		struct buf vals = { 0 }, locs = { 0 }, times = { 0 };
+		/* The times, from the end: they follow an "@". */
+		size_t at = n;
+		while (at > 1 && strcmp(w[at - 1], "@"))
+			at--;
+		if (at > 1) {
+			for (size_t j = at; j < n; j++) {
+				char *slash = strchr(w[j], '/');
+				if (slash)
+					*slash = '\0';
+				varint(&times, num(w[j]) << 1 | (slash != NULL));
+				if (slash) {
+					varint(&times, num(slash + 1));
+					*slash = '/';
+				}
+			}
+			n = at - 1;
+		}
 		for (; i < n && strcmp(w[i], ":") && strcmp(w[i], "|"); i++)
 			varint(&vals, num(w[i]));
 		if (i < n && !strcmp(w[i], ":"))
@@ -263,9 +288,12 @@ static void statement(struct buf *prof, char **w, size_t n)
 				field_msg(&m, 3, &sub);
 				*eq = sep;
 			}
+		if (times.n)
+			field_bytes(&m, 1001, times.p, times.n);
 		field_msg(prof, 2, &m);
 		free(vals.p);
 		free(locs.p);
+		free(times.p);
 	} else if (!strcmp(k, "empty-samples") && n == 2) {
 		unsigned char c[4096];
 		for (size_t i = 0; i < sizeof c; i += 2)
