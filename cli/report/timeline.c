@@ -27,9 +27,10 @@
  * U is the largest unit every time is a multiple of (the profile's unit,
  * less where --from moved the times off it).  Per Sample, not per
  * sample: a stack's times are close together, so that a time costs a
- * byte or so, about 1.4 bytes a sample as base64 (docs/report.md); the
- * page sorts them into one array by time once, and a range is then the
- * samples between two binary searches.
+ * byte or so, about 1.6 bytes a sample as base64 (docs/report.md); and
+ * the page finds a stack's samples in a range by two binary searches in
+ * its times, their weight by the difference of two prefix sums, with no
+ * sort and no walk over the samples.
  */
 #include <inttypes.h>
 #include <stdlib.h>
