@@ -30,7 +30,7 @@ const cdp = require("./cdp.js");
 		console.log(f + `: load-to-ready ${load} ms; parse ${tm.parse.toFixed(0)} ms, first view ${tm.view.toFixed(0)} ms, render ${tm.render.toFixed(1)} ms (${nd} frames drawn); zoom render ${tz.toFixed(1)} ms; search+render ${ts} ms; JS heap ${mem} MiB`);
 		if (await p.eval("!!cpuprofFlame.timeline")) {
 			const n = await p.eval("cpuprofFlame.timeline.samples()");
-			console.log(`  timeline: ${n.cpu} CPU samples, ${n.off} off-CPU, ${n.records} stacks; script ready ${tm.ready.toFixed(0)} ms after it started; decode+sort ${tm.timeline.toFixed(1)} ms, lanes ${tm.lanes.toFixed(1)} ms`);
+			console.log(`  timeline: ${n.cpu} CPU samples, ${n.off} off-CPU, ${n.records} stacks; drawn ${tm.navigationToReady.toFixed(0)} ms after the navigation began, its script ${tm.ready.toFixed(0)} ms after it started; decode ${tm.timeline.toFixed(1)} ms, lanes ${tm.lanes.toFixed(1)} ms`);
 			const g = await p.eval("cpuprofFlame.timeline.geometry()"), y = g.top + 8;
 			const t2 = Date.now();
 			await p.drag(g.left + 2, (g.left + g.right) / 2, y);
