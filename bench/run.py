@@ -1645,7 +1645,29 @@ def run_gnuplot(lines, work, name):
     return r.returncode == 0
 
 
-def markdown(res, figs, ext):
+# Sections of the document measured by hand, apart from this run (their
+# commands are in them): a rewrite keeps them as they are.
+KEPT_SECTIONS = ("## The page's timeline",)
+
+
+def kept_sections(path):
+    """The sections of KEPT_SECTIONS in the document at path, as text."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError:
+        return ""
+    out = []
+    for head in KEPT_SECTIONS:
+        at = text.find("\n" + head + "\n")
+        if at < 0:
+            continue
+        end = text.find("\n## ", at + 1)
+        out.append(text[at + 1:end if end >= 0 else len(text)].rstrip() + "\n")
+    return "\n".join(out)
+
+
+def markdown(res, figs, ext, kept=""):
     m, mode, cfg = res["machine"], res["mode"], MODES[res["mode"]]
     L = []
     w = L.append
@@ -1887,6 +1909,9 @@ def markdown(res, figs, ext):
             else "runs in a full `make bench`, or with `make bench QUICK=1 VM=1`"))
         w("")
 
+    if kept:
+        w(kept.rstrip())
+        w("")
     w("## Method")
     w("")
     w("- Profilers: cpuprof via `LD_PRELOAD=build/libcpuprof.so CPUPROF=FILE CPUPROF_HZ=HZ CPUPROF_ENGINE=E`, "
@@ -2146,8 +2171,9 @@ def main():
         os.makedirs(a.work, exist_ok=True)
         res["targets"] = judge(res)
         figs = plots(res, outdir, a.work)
+        kept = kept_sections(a.out)
         with open(a.out, "w") as f:
-            f.write(markdown(res, figs, res.get("external", [])))
+            f.write(markdown(res, figs, res.get("external", []), kept))
         log("rewrote %s from results.json" % a.out)
         return
     cfg = MODES[mode]
@@ -2189,8 +2215,9 @@ def main():
         res["targets"] = judge(res)
         with open(os.path.join(outdir, "results.json"), "w") as f:
             json.dump(res, f, indent=1, default=str)
+        kept = kept_sections(a.out)
         with open(a.out, "w") as f:
-            f.write(markdown(res, figs, ext))
+            f.write(markdown(res, figs, ext, kept))
 
     if "accuracy" in parts:
         res["accuracy"] = accuracy(cfg, runner, ps, a.work)

@@ -13,7 +13,8 @@
  * (shares.h).  In profiles of off-CPU time the page's menu offers cpu,
  * off_cpu and wall: the header's "values" lists each with its totals,
  * and each node has its own value and e for each in the "alt" array.
- * Subtrees that hold no value are left out.  `cpuprof diff`
+ * Subtrees that hold no value are left out.  Report's page has a
+ * timeline of the samples' times too (timeline.c).  `cpuprof diff`
  * writes its differential page with flame_page(), adding a member of its
  * own to the header and an array of its own per node.
  * Every string is escaped for a <script type="application/json"> block:
@@ -275,9 +276,10 @@ static void put_node(FILE *out, const struct flame_tree *ft, uint32_t id, int pa
 
 /* The tree in preorder, a node's subtree right after it, leaving out the
  * nodes that hold nothing; twice if the caller has an array per node of
- * its own, in the same order.  stack has room for every node. */
+ * its own, in the same order.  stack has room for every node; pindex[id]
+ * gets each node's index in the page's array (from 1; 0: left out). */
 static void put_tree(FILE *out, const struct flame_tree *ft, uint32_t *stack, const int64_t *total,
-		     const int64_t *alt_total)
+		     const int64_t *alt_total, uint32_t *pindex)
 {
 	const struct calltree *t = ft->t;
 	double msq = ft->base->n > 0 ? ft->base->q / ft->base->n : 0;
@@ -285,6 +287,7 @@ static void put_tree(FILE *out, const struct flame_tree *ft, uint32_t *stack, co
 	for (int pass = 0; pass < passes; pass++) {
 		fputs(pass ? (ft->nalt ? "],\n\"alt\":[" : "],\n\"extra\":[") : "],\n\"nodes\":[", out);
 		size_t sp = 0;
+		uint32_t written = 0;
 		bool first = true;
 		for (uint32_t c = t->nodes[0].child; c; c = t->nodes[c].next)
 			stack[sp++] = c;
@@ -295,6 +298,7 @@ static void put_tree(FILE *out, const struct flame_tree *ft, uint32_t *stack, co
 			if (!first)
 				fputc(',', out);
 			first = false;
+			pindex[id] = ++written;
 			put_node(out, ft, id, pass, msq);
 			for (uint32_t c = t->nodes[id].child; c; c = t->nodes[c].next)
 				stack[sp++] = c;
@@ -307,16 +311,17 @@ int flame_page(FILE *out, const struct report_input *in,
 {
 	const struct calltree *t = ft->t;
 	struct strtab st = { 0 };
-	uint32_t *stack = NULL;
+	uint32_t *stack = NULL, *pindex = NULL;
 	long *fname = NULL, *ffile = NULL;
 	int64_t *total = NULL, *alt_total = NULL;
 	int rc = -1;
 	fname = calloc(ss->nframes + 1, sizeof *fname);
 	ffile = calloc(ss->nframes + 1, sizeof *ffile);
 	stack = malloc(t->n * sizeof *stack);
+	pindex = calloc(t->n, sizeof *pindex);
 	total = calloc(t->n, sizeof *total);
 	alt_total = calloc(t->n, sizeof *alt_total);
-	if (!fname || !ffile || !stack || !total || !alt_total || strtab_index(&st, "") < 0)
+	if (!fname || !ffile || !stack || !pindex || !total || !alt_total || strtab_index(&st, "") < 0)
 		goto out;
 	for (size_t i = 0; i < ss->nframes; i++) {
 		fname[i] = strtab_index(&st, ss->frames[i].name);
@@ -345,14 +350,18 @@ int flame_page(FILE *out, const struct report_input *in,
 			ffile[i], ss->frames[i].line ? ss->frames[i].line
 						     : ss->frames[i].start_line,
 			(int)ss->frames[i].kind);
-	put_tree(out, ft, stack, total, alt_total);
-	fputs("]}", out);
+	put_tree(out, ft, stack, total, alt_total, pindex);
+	fputc(']', out);
+	if (ft->timeline && timeline_write(out, in, ss, t, pindex, ft) < 0)
+		goto out;
+	fputc('}', out);
 	fputs(mark + strlen(DATA_MARK) - 1, out);
 	rc = 0;
 out:
 	free(st.s);
 	free(st.hash);
 	free(stack);
+	free(pindex);
 	free(fname);
 	free(ffile);
 	free(total);
@@ -435,7 +444,7 @@ int flame_write(FILE *out, const struct report_input *in,
 	share_nodes_self_q(&t, ss, 0, ss->nsamples, q);
 	struct share_base b;
 	share_base_of(&b, ss, 0, ss->nsamples);
-	struct flame_tree ft = { .t = &t, .q = q, .base = &b, .total = ss->total };
+	struct flame_tree ft = { .t = &t, .q = q, .base = &b, .total = ss->total, .timeline = true };
 	long nalt = alt_values(in, ss, &t, &ft.alt);
 	if (nalt < 0)
 		goto out;

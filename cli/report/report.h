@@ -93,6 +93,9 @@ struct flame_tree {
 		int64_t *self; /* per node */
 		double *q;     /* per node */
 	} *alt;
+	/* Whether the page has a timeline of the samples' times (report's
+	 * page; diff's has none). */
+	bool timeline;
 };
 
 /* Writes the flame graph page of ft, with in's profiles in its header.
@@ -100,6 +103,12 @@ struct flame_tree {
  * memory. */
 int flame_page(FILE *out, const struct report_input *in,
 	       const struct stackset *ss, const struct flame_tree *ft);
+
+/* The data's "timeline" member (timeline.c): each Sample's times, lane
+ * (thread) and values, its stack as the page's node pindex[node] of t (0:
+ * none), or why there is no timeline.  Returns 0, -1 if out of memory. */
+int timeline_write(FILE *out, const struct report_input *in, const struct stackset *ss, const struct calltree *t,
+		   const uint32_t *pindex, const struct flame_tree *ft);
 
 /* Writes s as a JSON string that is safe inside the page's <script>. */
 void flame_json_string(FILE *out, const char *s);

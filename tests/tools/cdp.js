@@ -134,6 +134,21 @@ async function open(b, url, timeoutMs) {
 			await page.mouse("mousePressed", x, y);
 			await page.mouse("mouseReleased", x, y);
 		},
+		// A key pressed and released ("Escape").
+		async key(name) {
+			const code = { Escape: 27, Enter: 13 }[name] || 0;
+			for (const type of ["keyDown", "keyUp"])
+				await b.send("Input.dispatchKeyEvent", { type, key: name, code: name, windowsVirtualKeyCode: code }, s);
+		},
+		// A drag with the left button from (x0, y) to (x1, y), in steps.
+		async drag(x0, x1, y) {
+			await page.mouse("mouseMoved", x0, y);
+			await page.mouse("mousePressed", x0, y);
+			for (let k = 1; k <= 8; k++)
+				await b.send("Input.dispatchMouseEvent", { type: "mouseMoved", x: x0 + (x1 - x0) * k / 8, y,
+					button: "left", buttons: 1 }, s);
+			await page.mouse("mouseReleased", x1, y);
+		},
 		async type(text) {
 			await b.send("Input.insertText", { text }, s);
 		},

@@ -15,6 +15,7 @@
  *   type TYPE UNIT                  a sample type (in order)
  *   period TYPE UNIT N              period_type and period
  *   duration NS | time NS           duration_nanos, time_nanos
+ *   timeunit NS                     cpuprof's unit of sample times (field 1001)
  *   comment TEXT                    a comment (one word: use %20)
  *   mapping ID FILE [START LIMIT OFFSET]   a mapping (memory 0x1000-0x100000)
  *   function ID NAME [FILE [START_LINE [SYSTEM_NAME]]]
@@ -23,7 +24,9 @@
  *                                   locations leaf first; times (cpuprof's
  *                                   field 1001, profile/times.h) in units
  *                                   since the start, in order, each with
- *                                   its weight in us if irregular (/W)
+ *                                   its weight in us if irregular (/W);
+ *                                   after "@+" instead, each time DT units
+ *                                   after the one before
  *   timeunit NS                     the unit of the samples' times
  *   repeat N STATEMENT              the statement N times
  *   raw HEX                         bytes appended to the Profile message
@@ -246,17 +249,17 @@ static void statement(struct buf *prof, char **w, size_t n)
 	} else if (!strcmp(k, "sample")) {
 		size_t i = 1;
 		struct buf vals = { 0 }, locs = { 0 }, times = { 0 };
-		for (; i < n && strcmp(w[i], ":") && strcmp(w[i], "|") && strcmp(w[i], "@"); i++)
+		for (; i < n && strcmp(w[i], ":") && strcmp(w[i], "|") && strcmp(w[i], "@") && strcmp(w[i], "@+"); i++)
 			varint(&vals, num(w[i]));
 		if (i < n && !strcmp(w[i], ":"))
-			for (i++; i < n && strcmp(w[i], "|") && strcmp(w[i], "@"); i++)
+			for (i++; i < n && strcmp(w[i], "|") && strcmp(w[i], "@") && strcmp(w[i], "@+"); i++)
 				varint(&locs, num(w[i]));
 		if (locs.n)
 			field_bytes(&m, 1, locs.p, locs.n);
 		if (vals.n)
 			field_bytes(&m, 2, vals.p, vals.n);
 		if (i < n && !strcmp(w[i], "|"))
-			for (i++; i < n && strcmp(w[i], "@"); i++) {
+			for (i++; i < n && strcmp(w[i], "@") && strcmp(w[i], "@+"); i++) {
 				char *eq = strpbrk(w[i], "=#");
 				if (!eq)
 					die("a label is KEY=STR or KEY#NUM", w[i]);
@@ -272,13 +275,14 @@ static void statement(struct buf *prof, char **w, size_t n)
 			}
 		/* Each time as the delta since the one before, shifted left,
 		 * its low bit set when a weight follows. */
-		if (i < n && !strcmp(w[i], "@"))
+		int deltas = i < n && !strcmp(w[i], "@+");
+		if (i < n && (!strcmp(w[i], "@") || deltas))
 			i++;
 		for (uint64_t last = 0; i < n; i++) {
 			char *slash = strchr(w[i], '/');
 			if (slash)
 				*slash = '\0';
-			uint64_t t = num(w[i]);
+			uint64_t t = deltas ? last + num(w[i]) : num(w[i]);
 			if (t < last)
 				die("times go in order", w[i]);
 			varint(&times, (t - last) << 1 | (slash != NULL));
