@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 			size_t n;
 			uintptr_t start = 0;
 			const char *nm = cp_symbols_name_for(s, addrs[i], &start);
-			found += cp_lines_lookup(d, addrs[i] - bias, nm ? start - bias : 0, f, &n) ==
+			found += cp_lines_lookup(d, addrs[i] - bias, nm ? start - bias : 0, f, &n, NULL) ==
 				 CP_LINES_OK;
 		}
 		double dt = now_s() - t0;
