@@ -1679,7 +1679,9 @@ def markdown(res, figs, ext, kept=""):
     w("")
     w("What off-CPU time (`record --off-cpu`) costs is measured apart, by `sh bench/offcpu/run.sh`: "
       "[benchmarks-offcpu.md](benchmarks-offcpu.md).  Where an empty program's start and write go, and "
-      "what each change to them saved, library against library: [benchmarks-start.md](benchmarks-start.md).")
+      "what each change to them saved, library against library: [benchmarks-start.md](benchmarks-start.md).  "
+      "What source lines cost the 100-process loop below when it meets addresses the lines cache does not hold, "
+      "cold and warm, before and after the cache kept spans (issue 32): [benchmarks-lines.md](benchmarks-lines.md).")
     w("")
     w("## Machine")
     w("")

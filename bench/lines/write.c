@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 			size_t n;
 			uintptr_t start = 0;
 			const char *nm = cp_symbols_name_for(s, addrs[i], &start);
-			found += cp_lines_lookup(d, addrs[i] - bias, nm ? start - bias : 0, f, &n) ==
+			found += cp_lines_lookup(d, addrs[i] - bias, nm ? start - bias : 0, f, &n, NULL) ==
 				 CP_LINES_OK;
 		}
 		double dt = now_s() - t0;
@@ -145,8 +145,8 @@ int main(int argc, char **argv)
 	long hwm1 = hwm_kib();
 	struct rusage ru;
 	getrusage(RUSAGE_CHILDREN, &ru);
-	struct stat st;
-	if (rc != 0 || stat(path, &st) != 0) {
+	struct stat sb;
+	if (rc != 0 || stat(path, &sb) != 0) {
 		fprintf(stderr, "write: %s\n", err);
 		return 1;
 	}
@@ -154,7 +154,7 @@ int main(int argc, char **argv)
 	printf("%s stacks=%zu depth=%zu addrs=%zu functions=%zu text=%zu time_s=%.3f "
 	       "hwm_before_kib=%ld hwm_after_kib=%ld child_peak_kib=%ld file_kib=%lld\n",
 	       argv[2], tab.len, depth, naddrs, nfns, textbytes, dt, hwm0, hwm1,
-	       cp_pprof_lines ? ru.ru_maxrss : 0L, (long long)(st.st_size + 1023) / 1024);
+	       cp_pprof_lines ? ru.ru_maxrss : 0L, (long long)(sb.st_size + 1023) / 1024);
 	free(real);
 	free(pcs);
 	free(addrs);

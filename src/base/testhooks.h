@@ -41,6 +41,12 @@ extern int cp_test_perf_no_read, cp_test_perf_stall, cp_test_perf_ring_pause_ms;
  * (-1: never), or crashes once it has sent its first answer with lines
  * about that object (kind 3). */
 extern int cp_lines_fault_object, cp_lines_fault_kind;
+/* ... (unit_lines) how many queries were handed to lines children (the
+ * cache held no answer for them), and how many of those the children
+ * asked libdw about (the others were inside the span of the answer
+ * before): counted, never reset. */
+extern uint64_t cp_test_lines_asked, cp_test_lines_looked_up;
+#define cp_test_count(counter, n) ((counter) += (n))
 
 /* src/perf/events.c (unit_clock_ahead, t_clock_ahead.sh): the percentage
  * by which the perf weigher makes every sample weigh more than its count,
@@ -80,6 +86,7 @@ long cp_test_debuginfod_budget_ms(void);
 #define cp_test_perf_ring_pause_ms 0
 #define cp_lines_fault_object (-1)
 #define cp_lines_fault_kind 0
+#define cp_test_count(counter, n) ((void)0)
 #define cp_test_clock_ahead_pct() ((uint64_t)0)
 #define cp_test_debug_root() ((const char *)0)
 #define cp_test_kallsyms_path() ((const char *)0)

@@ -58,7 +58,7 @@ const char *cp_lines_libdw_soname = "libdw.so.1";
 	X(elf_getshdrstrndx) X(elf_strptr) X(gelf_getshdr) X(gelf_getehdr)   \
 	X(dwelf_elf_gnu_build_id) X(dwelf_elf_gnu_debuglink)                 \
 	X(dwarf_begin_elf) X(dwarf_end) X(dwarf_errmsg) X(dwarf_get_units)   \
-	X(dwarf_cu_info) X(dwarf_ranges) X(dwarf_haspc) X(dwarf_child)       \
+	X(dwarf_cu_info) X(dwarf_ranges) X(dwarf_child)                      \
 	X(dwarf_siblingof) X(dwarf_tag) X(dwarf_dieoffset) X(dwarf_offdie)   \
 	X(dwarf_attr) X(dwarf_attr_integrate) X(dwarf_formudata)             \
 	X(dwarf_formstring) X(dwarf_hasattr) X(dwarf_decl_line)              \
@@ -755,10 +755,41 @@ static int unit_load(struct cp_lines_dwarf *d, struct unit *u)
 	return u->state = 1;
 }
 
+/* ---- Where an answer holds ---------------------------------------------- */
+
+/* Narrows s, addresses around addr, so that no end of [a, b) lies inside
+ * it: then every address of s is in [a, b) if addr is, and none is if
+ * addr is not.  A lookup that narrows its span by every range whose
+ * containing addr it tested gives the same answer everywhere in it. */
+static void span_clip(struct cp_lines_span *s, uint64_t addr, uint64_t a, uint64_t b)
+{
+	if (a <= addr) {
+		if (a > s->lo)
+			s->lo = a;
+	} else if (a < s->hi) {
+		s->hi = a;
+	}
+	if (b <= addr) {
+		if (b > s->lo)
+			s->lo = b;
+	} else if (b < s->hi) {
+		s->hi = b;
+	}
+}
+
+/* An answer that holds at addr alone. */
+static void span_point(struct cp_lines_span *s, uint64_t addr)
+{
+	s->lo = addr;
+	s->hi = addr + 1; /* 0 at the top of the space: empty, kept nowhere */
+}
+
 /* Index of the range in r[0..n) (sorted) that contains addr, the innermost
  * (shortest) one if several do, or -1.  Ranges nest or follow each other;
- * the search looks back over at most 64 ranges that start below addr. */
-static ptrdiff_t range_find(const struct range *r, size_t n, uint64_t addr)
+ * the search looks back over at most 64 ranges that start below addr.
+ * s narrowed to where the same is found: below the next range's start,
+ * and inside or outside each range looked at, as addr is. */
+static ptrdiff_t range_find(const struct range *r, size_t n, uint64_t addr, struct cp_lines_span *s)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
@@ -768,38 +799,58 @@ static ptrdiff_t range_find(const struct range *r, size_t n, uint64_t addr)
 		else
 			hi = mid;
 	}
+	if (lo < n && r[lo].lo < s->hi)
+		s->hi = r[lo].lo;
 	ptrdiff_t best = -1;
-	for (size_t k = lo, seen = 0; k-- > 0 && seen < 64; seen++)
+	for (size_t k = lo, seen = 0; k-- > 0 && seen < 64; seen++) {
+		span_clip(s, addr, r[k].lo, r[k].hi);
 		if (addr < r[k].hi &&
 		    (best < 0 || r[k].hi - r[k].lo < r[best].hi - r[best].lo))
 			best = (ptrdiff_t)k;
+	}
 	return best;
 }
 
 /* The line row of unit u that covers addr: the last row at or below addr,
- * unless it ends a sequence.  NULL if none. */
-static Dwarf_Line *row_for(const struct unit *u, uint64_t addr, Dwarf_Addr *at)
+ * unless it ends a sequence.  NULL if none.  s narrowed to the row's
+ * addresses, up to the next row's (libdw sorts the rows by address, so
+ * the search finds the same row at each of them); to addr alone if a row
+ * could not be read. */
+static Dwarf_Line *row_for(const struct unit *u, uint64_t addr, Dwarf_Addr *at, struct cp_lines_span *s)
 {
 	size_t lo = 0, hi = u->nlines;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 		Dwarf_Addr a;
 		Dwarf_Line *l = dw.dwarf_onesrcline(u->lines, mid);
-		if (!l || dw.dwarf_lineaddr(l, &a) != 0)
+		if (!l || dw.dwarf_lineaddr(l, &a) != 0) {
+			span_point(s, addr);
 			return NULL;
+		}
 		if (a <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
+	Dwarf_Addr next;
+	if (lo < u->nlines) {
+		Dwarf_Line *l = dw.dwarf_onesrcline(u->lines, lo);
+		if (!l || dw.dwarf_lineaddr(l, &next) != 0) {
+			span_point(s, addr);
+			return NULL;
+		}
+		span_clip(s, addr, next, next);
+	}
 	if (lo == 0)
 		return NULL;
 	Dwarf_Line *l = dw.dwarf_onesrcline(u->lines, lo - 1);
 	bool end;
-	if (!l || dw.dwarf_lineendsequence(l, &end) != 0 || end ||
-	    dw.dwarf_lineaddr(l, at) != 0)
+	if (!l || dw.dwarf_lineendsequence(l, &end) != 0 || dw.dwarf_lineaddr(l, at) != 0) {
+		span_point(s, addr);
 		return NULL;
-	return l;
+	}
+	span_clip(s, addr, *at, *at);
+	return end ? NULL : l;
 }
 
 static size_t hash_ptrs(const void *a, const void *b)
@@ -895,6 +946,22 @@ static int call_site(struct cp_lines_dwarf *d, const struct unit *u, Dwarf_Die *
 	return 0;
 }
 
+/* Whether scope DIE c covers addr, as dwarf_haspc says; s narrowed so
+ * that the same holds at each of its addresses. */
+static int scope_has(Dwarf_Die *c, uint64_t addr, struct cp_lines_span *s)
+{
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+	while ((off = dw.dwarf_ranges(c, off, &base, &lo, &hi)) > 0) {
+		if (hi <= lo)
+			continue;
+		span_clip(s, addr, lo, hi);
+		if (addr >= lo && addr < hi)
+			return 1;
+	}
+	return 0;
+}
+
 /* Scope DIEs that inlined subroutines can be found under, inside a
  * function. */
 static int is_scope(int tag)
@@ -904,12 +971,11 @@ static int is_scope(int tag)
 	       tag == DW_TAG_with_stmt || tag == DW_TAG_common_block;
 }
 
-enum cp_lines_status cp_lines_lookup(struct cp_lines_dwarf *d, uint64_t addr,
-				     uint64_t sym_start,
-				     struct cp_lines_frame *frames, size_t *n)
+/* cp_lines_lookup, its span narrowed in *sp as it goes. */
+static enum cp_lines_status lookup(struct cp_lines_dwarf *d, uint64_t addr, uint64_t sym_start,
+				   struct cp_lines_frame *frames, size_t *n, struct cp_lines_span *sp)
 {
-	*n = 0;
-	ptrdiff_t ui = range_find(d->ranges, d->nranges, addr);
+	ptrdiff_t ui = range_find(d->ranges, d->nranges, addr, sp);
 	if (ui < 0)
 		return CP_LINES_NONE;
 	struct unit *u = &d->units[d->ranges[ui].idx];
@@ -917,7 +983,7 @@ enum cp_lines_status cp_lines_lookup(struct cp_lines_dwarf *d, uint64_t addr,
 	if (st != 1)
 		return (enum cp_lines_status)st;
 	Dwarf_Addr row_at;
-	Dwarf_Line *row = row_for(u, addr, &row_at);
+	Dwarf_Line *row = row_for(u, addr, &row_at, sp);
 	if (!row)
 		return CP_LINES_NONE;
 	int lineno = 0;
@@ -925,7 +991,7 @@ enum cp_lines_status cp_lines_lookup(struct cp_lines_dwarf *d, uint64_t addr,
 	if (!file || dw.dwarf_lineno(row, &lineno) != 0 || lineno < 0)
 		return CP_LINES_BAD;
 
-	ptrdiff_t fi = range_find(u->fns, u->nfns, addr);
+	ptrdiff_t fi = range_find(u->fns, u->nfns, addr, sp);
 	if (fi < 0) {
 		/* Line information but no function (assembly): one frame that
 		 * the caller names from the symbol table. */
@@ -938,6 +1004,7 @@ enum cp_lines_status cp_lines_lookup(struct cp_lines_dwarf *d, uint64_t addr,
 	 * covers addr must begin inside it. */
 	if ((sym_start && fr->lo != sym_start) || row_at < fr->lo)
 		return CP_LINES_MISMATCH;
+	sp->fn = fr->lo; /* the answer of a symbol that starts there */
 
 	/* Walk down from the function through the scopes containing addr,
 	 * noting the inlined subroutines, outermost first. */
@@ -957,7 +1024,7 @@ enum cp_lines_status cp_lines_lookup(struct cp_lines_dwarf *d, uint64_t addr,
 			if (off <= last || ++visits > MAX_INLINE_VISITS)
 				return CP_LINES_BAD;
 			last = off;
-			if (is_scope(dw.dwarf_tag(&c)) && dw.dwarf_haspc(&c, addr) == 1) {
+			if (is_scope(dw.dwarf_tag(&c)) && scope_has(&c, addr, sp)) {
 				if (dw.dwarf_tag(&c) == DW_TAG_inlined_subroutine) {
 					if (nchain == sizeof chain / sizeof *chain)
 						return CP_LINES_BAD;
@@ -993,4 +1060,23 @@ enum cp_lines_status cp_lines_lookup(struct cp_lines_dwarf *d, uint64_t addr,
 	}
 	*n = keep;
 	return CP_LINES_OK;
+}
+
+enum cp_lines_status cp_lines_lookup(struct cp_lines_dwarf *d, uint64_t addr,
+				     uint64_t sym_start,
+				     struct cp_lines_frame *frames, size_t *n,
+				     struct cp_lines_span *span)
+{
+	struct cp_lines_span sp = { 0, UINT64_MAX, CP_LINES_ANY_FN };
+	*n = 0;
+	enum cp_lines_status st = lookup(d, addr, sym_start, frames, n, &sp);
+	/* Malformed DWARF is told at its address alone; a symbol that does
+	 * not match says nothing of another's. */
+	if (st == CP_LINES_MISMATCH)
+		sp.lo = sp.hi = addr;
+	else if (st != CP_LINES_OK && st != CP_LINES_NONE)
+		span_point(&sp, addr);
+	if (span)
+		*span = sp;
+	return st;
 }

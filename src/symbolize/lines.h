@@ -68,15 +68,29 @@ enum cp_lines_status {
 				 symbol does: a wrong or corrupt debug file */
 };
 
+/* The addresses an answer holds for: the lookup gives the same status
+ * and chain at every address of [lo, hi), for a symbol start of 0 or fn
+ * (of any when fn is CP_LINES_ANY_FN): the line-table row's addresses,
+ * cut down to the unit's and the function's range and to every inline
+ * scope's (and the neighbours' it was told apart from) that the lookup
+ * looked at.  An answer that did not come from such a walk (malformed
+ * DWARF) holds for [addr, addr + 1) alone. */
+#define CP_LINES_ANY_FN UINT64_MAX
+struct cp_lines_span {
+	uint64_t lo, hi, fn;
+};
+
 /* The inline chain at link-time address addr, innermost first, into
- * frames[0..CP_LINES_MAX_DEPTH), its length in *n.  If sym_start is not 0
- * it is the link-time start of the ELF symbol containing addr, and the
- * chain's outermost function must have a range starting there.  Strings
- * live until cp_lines_close.  Never fails for memory: a unit that cannot
- * be read gives CP_LINES_BAD. */
+ * frames[0..CP_LINES_MAX_DEPTH), its length in *n, and, if span is not
+ * NULL, the addresses the answer holds for.  If sym_start is not 0 it is
+ * the link-time start of the ELF symbol containing addr, and the chain's
+ * outermost function must have a range starting there.  Strings live
+ * until cp_lines_close.  Never fails for memory: a unit that cannot be
+ * read gives CP_LINES_BAD. */
 enum cp_lines_status cp_lines_lookup(struct cp_lines_dwarf *d, uint64_t addr,
 				     uint64_t sym_start,
-				     struct cp_lines_frame *frames, size_t *n);
+				     struct cp_lines_frame *frames, size_t *n,
+				     struct cp_lines_span *span);
 
 /* What the object's lookups so far met, for a comment: NULL if nothing
  * went wrong, else a short phrase ("split DWARF unit x.dwo not found"). */
@@ -112,6 +126,9 @@ struct cp_lines_chain {
 
 struct cp_lines_result {
 	struct cp_lines_chain *chains; /* one per query, in order */
+	/* One per query: the addresses its answer holds for (lo == hi when
+	 * unknown: no answer, or an object whose reading met trouble). */
+	struct cp_lines_span *spans;
 	/* Per object with queries: NULL if its DWARF was read and nothing
 	 * went wrong (addresses in no unit, as PLT stubs, just have no
 	 * lines), else why some or all have none ("no DWARF: ...", "3 of 40
@@ -127,10 +144,12 @@ struct cp_lines_result {
 	struct cp_lines_cached **cached;
 };
 
-/* Answers the queries q[0..nq) about objs[0..nobjs): those an earlier
- * call answered from the lines cache (lines_cache.h), which keeps the new
- * answers in turn; the rest in a forked child process that reads the
- * DWARF with libdw and sends the chains back through
+/* Answers the queries q[0..nq) about objs[0..nobjs): those inside the
+ * range of an answer an earlier call kept in the lines cache
+ * (lines_cache.h), which keeps the new answers and their ranges in turn;
+ * the rest in a forked child process that reads the DWARF with libdw (a
+ * query inside the range of the one before it takes its answer without
+ * libdw) and sends the chains back through
  * a pipe, under a time limit (timeout_ms in all); a child that crashes or
  * runs out of time is killed, costs the lines of the object it was
  * reading (the reason says so) and a new child carries on with the next

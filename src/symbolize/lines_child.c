@@ -50,12 +50,17 @@
 /* Records from child to parent, in the machine's byte order:
  *   'S' u32 id, u16 len, bytes   a string; ids 0 (NULL) and 1 ("") are fixed
  *   'B' u32 object               the child starts on an object
- *   'R' u32 position, u8 status, u8 n, n x (u32 name, linkage, file, line,
- *       start_line)              the answer to one query
- *   'O' u32 object, u8 opened, u32 n_mismatch, u16 len, bytes,
- *       u16 len, bytes           the object is done: whether its DWARF
- *                                was read, its trouble (or why not) and
- *                                the file its DWARF came from
+ *   'R' u32 position, u8 status, u8 n, u64 lo, u64 hi, u64 fn,
+ *       n x (u32 name, linkage, file, line, start_line)
+ *                                the answer to one query, and the
+ *                                addresses it holds for (lines.h)
+ *   'O' u32 object, u8 opened, u32 n_mismatch, u32 n_looked_up, u16 len,
+ *       bytes, u16 len, bytes    the object is done: whether its DWARF
+ *                                was read, how many of its queries libdw
+ *                                was asked (the others were inside the
+ *                                span of the answer before), its trouble
+ *                                (or why not) and the file its DWARF
+ *                                came from
  *   'E'                          all done */
 
 /* ---- The child ---------------------------------------------------------- */
@@ -151,7 +156,7 @@ static void out_forget(struct out *o)
 	o->n = 0;
 }
 
-static void out_done(struct out *o, size_t obj, int opened, uint32_t mismatch,
+static void out_done(struct out *o, size_t obj, int opened, uint32_t mismatch, uint32_t looked,
 		     const char *why, const char *source)
 {
 	size_t len = why ? strnlen(why, 1000) : 0;
@@ -159,6 +164,7 @@ static void out_done(struct out *o, size_t obj, int opened, uint32_t mismatch,
 	out_u32(o, (uint32_t)obj);
 	out_u8(o, (uint8_t)opened);
 	out_u32(o, mismatch);
+	out_u32(o, looked);
 	out_u16(o, (uint16_t)len);
 	out_bytes(o, why, len);
 	len = source ? strnlen(source, 4096) : 0;
@@ -225,24 +231,55 @@ static void child_setup(pid_t parent)
 	}
 }
 
+/* An answer as sent: its status, span and frames, their strings as the
+ * ids sent. */
+struct sent {
+	uint8_t st, n;
+	struct cp_lines_span span;
+	uint32_t v[CP_LINES_MAX_DEPTH][5]; /* name, linkage, file, line, start_line */
+};
+
+/* Whether the answer before, a, holds for query x too: x inside its span,
+ * for a symbol it holds for, and a an answer of the DWARF's (not one of a
+ * malformed unit or of a symbol that does not match). */
+static int sent_holds(const struct sent *a, const struct cp_lines_query *x)
+{
+	return (a->st == CP_LINES_OK || a->st == CP_LINES_NONE) && a->span.lo <= x->addr &&
+	       x->addr < a->span.hi &&
+	       (a->span.fn == CP_LINES_ANY_FN || !x->sym_start || x->sym_start == a->span.fn);
+}
+
+static void out_answer(struct out *o, size_t pos, const struct sent *a)
+{
+	out_u8(o, 'R');
+	out_u32(o, (uint32_t)pos);
+	out_u8(o, a->st);
+	out_u8(o, a->n);
+	out_bytes(o, &a->span.lo, 8);
+	out_bytes(o, &a->span.hi, 8);
+	out_bytes(o, &a->span.fn, 8);
+	out_bytes(o, a->v, (size_t)a->n * sizeof a->v[0]);
+}
+
 /* The child's work: the queries at order[from..nq), object by object. */
 static void child_run(int fd, const struct cp_lines_object *objs,
 		      const struct cp_lines_query *q, const size_t *order,
 		      size_t from, size_t nq)
 {
 	static struct out o;
+	static struct sent a;
 	o.fd = fd;
 	o.next_id = 2;
 	struct cp_lines_dwarf *d = NULL;
 	size_t cur = SIZE_MAX;
-	uint32_t mismatch = 0;
+	uint32_t mismatch = 0, looked = 0;
 	int opened = 0;
 	char why[512];
 	for (size_t pos = from; pos <= nq; pos++) {
 		size_t obj = pos < nq ? q[order[pos]].object : SIZE_MAX;
 		if (obj != cur) {
 			if (cur != SIZE_MAX) {
-				out_done(&o, cur, opened, mismatch,
+				out_done(&o, cur, opened, mismatch, looked,
 					 opened ? cp_lines_trouble(d) : why,
 					 opened ? cp_lines_source(d) : NULL);
 				cp_lines_close(d);
@@ -252,7 +289,8 @@ static void child_run(int fd, const struct cp_lines_object *objs,
 			if (pos == nq)
 				break;
 			cur = obj;
-			mismatch = 0;
+			mismatch = looked = 0;
+			a.st = CP_LINES_BAD; /* nothing to take the next answer from */
 			out_u8(&o, 'B');
 			out_u32(&o, (uint32_t)obj);
 			out_flush(&o); /* the parent must know, should we die */
@@ -266,29 +304,28 @@ static void child_run(int fd, const struct cp_lines_object *objs,
 		}
 		if (!opened)
 			continue;
-		struct cp_lines_frame fr[CP_LINES_MAX_DEPTH];
-		size_t n = 0;
-		enum cp_lines_status st = cp_lines_lookup(d, q[order[pos]].addr,
-							  q[order[pos]].sym_start, fr, &n);
-		mismatch += st == CP_LINES_MISMATCH;
-		uint32_t ids[CP_LINES_MAX_DEPTH][3];
-		for (size_t k = 0; k < n; k++) {
-			ids[k][0] = out_str(&o, fr[k].name);
-			ids[k][1] = out_str(&o, fr[k].linkage);
-			ids[k][2] = out_str(&o, fr[k].file);
+		/* Queries come by address: one inside the span of the answer
+		 * before (the same row of the same inline scope) has its
+		 * answer without libdw. */
+		const struct cp_lines_query *x = &q[order[pos]];
+		if (!sent_holds(&a, x)) {
+			struct cp_lines_frame fr[CP_LINES_MAX_DEPTH];
+			size_t n = 0;
+			enum cp_lines_status st = cp_lines_lookup(d, x->addr, x->sym_start, fr, &n, &a.span);
+			looked++;
+			mismatch += st == CP_LINES_MISMATCH;
+			a.st = (uint8_t)st;
+			a.n = (uint8_t)n;
+			for (size_t k = 0; k < n; k++) {
+				a.v[k][0] = out_str(&o, fr[k].name);
+				a.v[k][1] = out_str(&o, fr[k].linkage);
+				a.v[k][2] = out_str(&o, fr[k].file);
+				a.v[k][3] = fr[k].line;
+				a.v[k][4] = fr[k].start_line;
+			}
 		}
-		out_u8(&o, 'R');
-		out_u32(&o, (uint32_t)pos);
-		out_u8(&o, (uint8_t)st);
-		out_u8(&o, (uint8_t)n);
-		for (size_t k = 0; k < n; k++) {
-			out_u32(&o, ids[k][0]);
-			out_u32(&o, ids[k][1]);
-			out_u32(&o, ids[k][2]);
-			out_u32(&o, fr[k].line);
-			out_u32(&o, fr[k].start_line);
-		}
-		if ((int)obj == cp_lines_fault_object && cp_lines_fault_kind == 3 && st == 0 && n) {
+		out_answer(&o, pos, &a);
+		if ((int)obj == cp_lines_fault_object && cp_lines_fault_kind == 3 && a.st == 0 && a.n) {
 			/* The parent has an answer with lines, then the crash. */
 			out_flush(&o);
 			raise(SIGSEGV);
@@ -451,13 +488,18 @@ static enum rec parse_answer(struct parse *ps, const struct cp_lines_query *q, c
 {
 	uint32_t pos;
 	uint8_t st, n;
-	if (!take(ps, &pos, 4) || !take(ps, &st, 1) || !take(ps, &n, 1) || (size_t)(ps->end - ps->p) < (size_t)n * 20)
+	struct cp_lines_span span;
+	if (!take(ps, &pos, 4) || !take(ps, &st, 1) || !take(ps, &n, 1) || !take(ps, &span.lo, 8) ||
+	    !take(ps, &span.hi, 8) || !take(ps, &span.fn, 8) || (size_t)(ps->end - ps->p) < (size_t)n * 20)
 		return REC_PARTIAL;
 	if (pos >= nq || n > CP_LINES_MAX_DEPTH) {
 		ps->p += (size_t)n * 20;
 		return REC_OK;
 	}
 	size_t qi = order[pos];
+	/* Believed only around the query's own address. */
+	if ((st == CP_LINES_OK || st == CP_LINES_NONE) && span.lo <= q[qi].addr && q[qi].addr < span.hi)
+		res->spans[qi] = span;
 	struct cp_lines_frame *f = n ? arena_alloc(&res->mem, n * sizeof *f) : NULL;
 	if (n && !f)
 		return REC_FAILED;
@@ -485,10 +527,11 @@ static enum rec parse_answer(struct parse *ps, const struct cp_lines_query *q, c
  * symbols did not match, why it had no lines and the file it read. */
 static enum rec parse_object(struct parse *ps, struct objstate *os, size_t nobjs)
 {
-	uint32_t obj, mismatch;
+	uint32_t obj, mismatch, looked;
 	uint8_t opened;
 	uint16_t len, slen;
-	if (!take(ps, &obj, 4) || !take(ps, &opened, 1) || !take(ps, &mismatch, 4) || !take(ps, &len, 2) ||
+	if (!take(ps, &obj, 4) || !take(ps, &opened, 1) || !take(ps, &mismatch, 4) || !take(ps, &looked, 4) ||
+	    !take(ps, &len, 2) ||
 	    (size_t)(ps->end - ps->p) < (size_t)len + 2)
 		return REC_PARTIAL;
 	memcpy(&slen, ps->p + len, 2);
@@ -499,6 +542,7 @@ static enum rec parse_object(struct parse *ps, struct objstate *os, size_t nobjs
 		o->done = 1;
 		o->opened = opened;
 		o->mismatch = mismatch;
+		cp_test_count(cp_test_lines_looked_up, looked);
 		free(o->why);
 		o->why = len ? strndup((const char *)ps->p, len) : NULL;
 		free(o->source);
@@ -627,8 +671,10 @@ static void lose_object(struct objstate *os, size_t bad, const struct run *r, in
 	os[bad].done = 1;
 	os[bad].opened = 0;
 	for (size_t k = 0; k < nq; k++)
-		if (q[order[k]].object == bad)
+		if (q[order[k]].object == bad) {
 			out->chains[order[k]] = (struct cp_lines_chain){ NULL, 0 };
+			out->spans[order[k]] = (struct cp_lines_span){ 0, 0, 0 };
+		}
 }
 
 /* Answers the queries order[0..nq) with children, each starting after the
@@ -640,6 +686,7 @@ static int read_with_children(const struct cp_lines_object *objs, size_t nobjs, 
 {
 	int64_t deadline = now_ms() + timeout_ms;
 	size_t from = 0;
+	cp_test_count(cp_test_lines_asked, nq);
 	for (int children = 0; from < nq && children < 8; children++) {
 		struct run r = { 0 };
 		int err = run_child(objs, q, order, from, nq, deadline, &r);
@@ -700,8 +747,10 @@ static void judge_objects(struct objstate *os, size_t nobjs, const struct cp_lin
 			o->opened = 0;
 			o->kept = 0;
 			for (size_t k = 0; k < nq; k++)
-				if (q[order[k]].object == i)
+				if (q[order[k]].object == i) {
 					out->chains[order[k]] = (struct cp_lines_chain){ NULL, 0 };
+					out->spans[order[k]] = (struct cp_lines_span){ 0, 0, 0 };
+				}
 		}
 		/* Answers kept from an earlier reading are of the same DWARF. */
 		int read = o->opened || o->kept;
@@ -734,7 +783,7 @@ static size_t answer_kept(const struct cp_lines_object *objs, const struct cp_li
 			out->cached[x->object] = cp_lines_cache_load(objs[x->object].path,
 								     objs[x->object].build_id);
 		struct cp_lines_chain ch;
-		if (cp_lines_cache_find(out->cached[x->object], x->addr, x->sym_start, &ch)) {
+		if (cp_lines_cache_find(out->cached[x->object], x->addr, x->sym_start, &ch, &out->spans[order[k]])) {
 			out->chains[order[k]] = ch;
 			o->kept++;
 			o->answered += ch.n > 0;
@@ -758,8 +807,8 @@ static void keep_answers(const struct cp_lines_object *objs, const struct cp_lin
 			;
 		const struct objstate *o = &os[obj];
 		if (o->opened && !o->why && !o->mismatch && o->source)
-			cp_lines_cache_save(objs[obj].path, objs[obj].build_id, o->source,
-					    out->cached[obj], q, out->chains, miss + from, to - from);
+			cp_lines_cache_save(objs[obj].path, objs[obj].build_id, o->source, out->cached[obj],
+					    out->chains, out->spans, miss + from, to - from);
 	}
 }
 
@@ -775,6 +824,7 @@ int cp_lines_resolve(const struct cp_lines_object *objs, size_t nobjs,
 	 * pprof_write.c). */
 	size_t mq = nq > 256 ? nq : 256, mo = nobjs > 256 ? nobjs : 256;
 	out->chains = calloc(mq, sizeof *out->chains);
+	out->spans = calloc(mq, sizeof *out->spans);
 	out->why = calloc(mo, sizeof *out->why);
 	out->has_dwarf = calloc(mo * 8, 1); /* 2 KiB at least, likewise */
 	out->cached = calloc(mo, sizeof *out->cached);
@@ -784,7 +834,7 @@ int cp_lines_resolve(const struct cp_lines_object *objs, size_t nobjs,
 	memset(&ps, 0, sizeof ps);
 	out->nobjs = nobjs;
 	int rc = 0;
-	if (!out->chains || !out->why || !out->has_dwarf || !out->cached || !os || !order || !miss) {
+	if (!out->chains || !out->spans || !out->why || !out->has_dwarf || !out->cached || !os || !order || !miss) {
 		rc = -ENOMEM;
 		goto done;
 	}
@@ -854,6 +904,7 @@ void cp_lines_result_free(struct cp_lines_result *r)
 			cp_lines_cache_free(r->cached[i]);
 	free(r->cached);
 	free(r->chains);
+	free(r->spans);
 	free(r->has_dwarf);
 	arena_free(r->mem);
 	memset(r, 0, sizeof *r);

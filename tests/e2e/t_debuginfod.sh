@@ -76,8 +76,12 @@ done
 gets() { grep -c "GET /buildid/$bid/debuginfo 200" srv.log; }
 echo "debuginfod on port $port serves $bid"
 
-record() { # record NAME [cpuprof]: records ./stripped into NAME.pb.gz
-	${2:-$CP} record -o "$1.pb.gz" -F 2000 -- ./stripped 3 >out 2>"$1.err" ||
+# record NAME [cpuprof]: records ./stripped into NAME.pb.gz, with lines
+# and symbol caches of its own: what an earlier run kept from the debug
+# file it fetched (still in that run's libdebuginfod cache) would name
+# the program without a fetch, at every address of a kept span.
+record() {
+	XDG_CACHE_HOME=$tmp/xdg-$1 ${2:-$CP} record -o "$1.pb.gz" -F 2000 -- ./stripped 3 >out 2>"$1.err" ||
 		{ cat "$1.err"; fail "$1: record failed"; }
 	grep -qx "work_inline done" out || fail "$1: the program's output changed"
 }
@@ -130,9 +134,11 @@ same fetched
 pp -raw fetched.pb.gz | grep -Eq 'debuginfod=[1-9][0-9]* of [1-9][0-9]* objects' || fail "fetched: no comment"
 
 # The library never fetches, DEBUGINFOD_URLS or not (a fresh cache: a
-# fetch would reach the server); symbolize names its profile afterwards.
+# fetch would reach the server; and fresh lines and symbol caches, which
+# hold what record read from the file it fetched, and would answer for
+# it); symbolize names its profile afterwards.
 before=$(gets)
-DEBUGINFOD_CACHE_PATH=$tmp/c6 LD_PRELOAD=$ROOT/$B/libcpuprof.so CPUPROF=$tmp/lib.pb.gz ./stripped 3 >out 2>lib.err ||
+XDG_CACHE_HOME=$tmp/xdg6 DEBUGINFOD_CACHE_PATH=$tmp/c6 LD_PRELOAD=$ROOT/$B/libcpuprof.so CPUPROF=$tmp/lib.pb.gz ./stripped 3 >out 2>lib.err ||
 	{ cat lib.err; fail "lib: the preloaded program failed"; }
 [ "$(gets)" = "$before" ] || fail "lib: the library asked the server"
 unnamed_prog lib
@@ -196,8 +202,10 @@ grep -q '^cpuprof symbolize: wrote sym_dir.pb.gz: [1-9][0-9]* of [1-9][0-9]* loc
 	{ cat sym_dir.err; fail "sym_dir: no summary"; }
 same sym_dir
 kept sym_dir
-# Nothing here: nothing named, and said; the profile still written.
-"$CP" symbolize none.pb.gz -o sym_none.pb.gz 2>sym_none.err || { cat sym_none.err; fail "symbolize without files"; }
+# Nothing here: nothing named, and said; the profile still written.  (A
+# lines cache of its own: the one sym_dir filled holds answers from dd's
+# debug file, still there, at every address of their spans.)
+XDG_CACHE_HOME=$tmp/xdg-sym_none "$CP" symbolize none.pb.gz -o sym_none.pb.gz 2>sym_none.err || { cat sym_none.err; fail "symbolize without files"; }
 grep -q 'wrote sym_none.pb.gz: 0 of' sym_none.err || { cat sym_none.err; fail "sym_none: named something"; }
 unnamed_prog sym_none
 # From the server, on a machine without the program (its debug file's

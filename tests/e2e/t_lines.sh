@@ -119,6 +119,29 @@ dense() {
 		fail "dense $1: no inline chain mix <- step <- hot_mix" ;;
 	esac
 	echo "dense $(basename "$1"): $n addresses agree with addr2line, $(grep -c '|' dense.ours) inlined"
+	cached "$1"
+}
+
+# The same addresses through the lines cache, which keeps each answer for
+# the span it holds over (the line-table row, cut to its inline scopes):
+# a first batch of every 5th address read and kept, then every address,
+# most answered from the kept spans and the rest by the reader's child
+# (which takes the answer before where its span holds): the same as
+# addr2line's, where the next row or inline scope begins too.
+# cached OBJECT, after dense OBJECT (its dense.addrs and dense.ref).
+cached() {
+	rm -rf lcache
+	awk 'NR % 5 == 1' dense.addrs >sparse.addrs
+	XDG_CACHE_HOME=$tmp/lcache $EMU "$ROOT/$B/tests/tool_lines" --resolve "$1" <sparse.addrs >/dev/null ||
+		fail "tool_lines --resolve $1 (every 5th address)"
+	ls lcache/cpuprof/lines/* >/dev/null 2>&1 || fail "cached $1: nothing kept in the lines cache"
+	XDG_CACHE_HOME=$tmp/lcache $EMU "$ROOT/$B/tests/tool_lines" --resolve "$1" <dense.addrs | unnamed |
+		sort >dense.cached || fail "tool_lines --resolve $1"
+	if ! cmp -s dense.cached dense.ref; then
+		diff dense.ref dense.cached | head -20
+		fail "cached $1: $(diff dense.ref dense.cached | grep -c '^<') addresses differ from addr2line (< addr2line, > through the cache)"
+	fi
+	echo "cached $(basename "$1"): $(wc -l <dense.cached) addresses agree with addr2line, after $(wc -l <sparse.addrs) kept"
 }
 for v in dw5 dw4 lto gz; do
 	dense wi_$v 1

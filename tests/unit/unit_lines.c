@@ -8,7 +8,11 @@
  * fuzzer: bit flips and truncations of .debug_info, .debug_line,
  * .debug_abbrev and .debug_str of a copy of libcpuprof.so never crash the
  * caller nor run past the limit, and a truncated section gives, at every
- * address, either no lines or the lines of the intact file.
+ * address, either no lines or the lines of the intact file.  The span an
+ * answer holds for (lines.h), at every byte of this program: every
+ * address inside it has the same answer; the cache answers a second
+ * address of a span with no reader (and a child answers it without
+ * libdw), and never an address of the next row or inline scope.
  */
 #include <elf.h>
 #include <errno.h>
@@ -23,6 +27,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "../check.h"
 #include "base/testhooks.h"
@@ -134,7 +139,7 @@ static void test_self(void)
 	for (size_t i = 0; i < nqueries; i++) {
 		struct cp_lines_frame f[CP_LINES_MAX_DEPTH];
 		size_t k = 0;
-		enum cp_lines_status st = cp_lines_lookup(d, queries[i].addr, queries[i].sym_start, f, &k);
+		enum cp_lines_status st = cp_lines_lookup(d, queries[i].addr, queries[i].sym_start, f, &k, NULL);
 		struct cp_lines_chain c = { f, st == CP_LINES_OK ? (uint32_t)k : 0 };
 		CHECK(frames_equal(&c, &pristine.chains[i]), "address %#llx: child and in-process differ",
 		      (unsigned long long)queries[i].addr);
@@ -174,7 +179,7 @@ static void test_debug_files(void)
 	struct cp_lines_frame f[CP_LINES_MAX_DEPTH];
 	size_t n, found = 0;
 	for (size_t i = 0; i < nqueries; i++)
-		found += cp_lines_lookup(d, queries[i].addr, queries[i].sym_start, f, &n) == CP_LINES_OK;
+		found += cp_lines_lookup(d, queries[i].addr, queries[i].sym_start, f, &n, NULL) == CP_LINES_OK;
 	CHECK(found == with_lines(&pristine), "by build ID: %zu addresses with lines, want %zu",
 	      found, with_lines(&pristine));
 	cp_lines_close(d);
@@ -369,6 +374,115 @@ static void check_pristine(const struct cp_lines_result *r, const char *what)
 	      r->why[0] ? r->why[0] : "NULL");
 }
 
+/* ---- Spans ------------------------------------------------------------ */
+
+/* An answer looked up in this process: its status, chain and span. */
+struct local {
+	enum cp_lines_status st;
+	struct cp_lines_frame f[CP_LINES_MAX_DEPTH];
+	struct cp_lines_chain chain;
+	struct cp_lines_span span;
+};
+
+static void local_lookup(struct cp_lines_dwarf *d, uint64_t addr, uint64_t sym_start, struct local *l)
+{
+	size_t n = 0;
+	l->st = cp_lines_lookup(d, addr, sym_start, l->f, &n, &l->span);
+	l->chain = (struct cp_lines_chain){ l->f, l->st == CP_LINES_OK ? (uint32_t)n : 0 };
+}
+
+static int spans_equal(const struct cp_lines_span *a, const struct cp_lines_span *b)
+{
+	return a->lo == b->lo && a->hi == b->hi && a->fn == b->fn;
+}
+
+/* Every byte of every function of this program, in order (as the child
+ * meets sorted queries): each answer's span holds its own address, and
+ * every other address inside it has the same answer and the same span, so
+ * that a span is never wider than where its answer holds (a row, an
+ * inline scope of its neighbours' cut off).  And the spans are not single
+ * bytes: most hold a few instructions. */
+static void test_spans(void)
+{
+	struct cp_symtab t;
+	char b[sizeof bid], why[256];
+	CHECK_EQ(cp_symbols_read_file(exe, &t, b), 0);
+	struct cp_lines_dwarf *d;
+	CHECK_EQ(cp_lines_open(exe, bid, &d, why, sizeof why), 0);
+	static struct local cur, prev;
+	size_t addrs = 0, spans = 0, with_lines = 0, scope_edges = 0, row_edges = 0;
+	prev.span = (struct cp_lines_span){ 0, 0, 0 };
+	for (size_t i = 0; i < t.n; i++) {
+		const struct cp_sym *y = &t.syms[i];
+		for (uint64_t a = y->start; a < y->start + y->size; a++) {
+			local_lookup(d, a, y->start, &cur);
+			addrs++;
+			if (cur.st != CP_LINES_OK && cur.st != CP_LINES_NONE)
+				CHECK(cur.span.hi - cur.span.lo <= 1, "%#llx: status %d holds over %llu bytes",
+				      (unsigned long long)a, cur.st,
+				      (unsigned long long)(cur.span.hi - cur.span.lo));
+			else
+				CHECK(cur.span.lo <= a && a < cur.span.hi, "%#llx: outside its span [%#llx, %#llx)",
+				      (unsigned long long)a, (unsigned long long)cur.span.lo,
+				      (unsigned long long)cur.span.hi);
+			if (cur.st == CP_LINES_OK && cur.f[cur.chain.n - 1].name)
+				CHECK(cur.span.fn == y->start, "%#llx: span for a function at %#llx, not %#llx",
+				      (unsigned long long)a, (unsigned long long)cur.span.fn,
+				      (unsigned long long)y->start);
+			/* Held by the answer before, as the child takes it: one
+			 * that holds for this symbol too. */
+			if (prev.span.lo <= a && a < prev.span.hi &&
+			    (prev.span.fn == CP_LINES_ANY_FN || prev.span.fn == y->start)) {
+				CHECK(cur.st == prev.st && frames_equal(&cur.chain, &prev.chain) &&
+					      spans_equal(&cur.span, &prev.span),
+				      "%#llx (%s): inside the span [%#llx, %#llx) of the answer %s:%u (%u deep), "
+				      "its own is %s:%u (%u deep), [%#llx, %#llx)",
+				      (unsigned long long)a, y->name, (unsigned long long)prev.span.lo,
+				      (unsigned long long)prev.span.hi, prev.chain.n ? prev.f[0].file : "-",
+				      prev.chain.n ? prev.f[0].line : 0, prev.chain.n, cur.chain.n ? cur.f[0].file : "-",
+				      cur.chain.n ? cur.f[0].line : 0, cur.chain.n, (unsigned long long)cur.span.lo,
+				      (unsigned long long)cur.span.hi);
+				continue;
+			}
+			spans++;
+			with_lines += cur.chain.n > 0;
+			/* Where one answer's span ends and the next begins, what
+			 * changed: the inline chain, or the row's line. */
+			if (prev.span.hi == a && prev.chain.n && cur.chain.n) {
+				if (prev.chain.n != cur.chain.n)
+					scope_edges++;
+				else if (prev.f[0].line != cur.f[0].line)
+					row_edges++;
+			}
+			prev = cur;
+			prev.chain.frames = prev.f;
+		}
+	}
+	printf("spans: %zu addresses of this program in %zu spans (%zu with lines, %.1f bytes each); "
+	       "%zu end where the inline chain changes, %zu where the line does\n",
+	       addrs, spans, with_lines, (double)addrs / (double)spans, scope_edges, row_edges);
+	CHECK(addrs >= 2 * spans, "spans of %.1f bytes on average: answers are kept for too few addresses",
+	      (double)addrs / (double)spans);
+	CHECK(scope_edges >= 5 && row_edges >= 20, "too few edges met: %zu, %zu", scope_edges, row_edges);
+	cp_lines_close(d);
+	cp_symbols_symtab_free(&t);
+}
+
+/* A query about this program at an address no answer of r holds for. */
+static struct cp_lines_query uncovered(const struct cp_lines_result *r)
+{
+	for (size_t i = 0; i < nqueries; i++) {
+		uint64_t a = r->spans[i].hi;
+		size_t k = 0;
+		while (k < nqueries && !(r->spans[k].lo <= a && a < r->spans[k].hi))
+			k++;
+		if (r->spans[i].lo < a && k == nqueries)
+			return (struct cp_lines_query){ 0, a, 0 };
+	}
+	CHECK(0, "every address is inside a span");
+	return queries[0];
+}
+
 /* The cache (lines_cache.h): what it keeps is what the DWARF said, and
  * it answers with no reader at all (one that would crash), also for the
  * same file by another path; a file changed since, the same build in
@@ -396,11 +510,11 @@ static void test_cache(void)
 	check_pristine(&r, "from the cache");
 	cp_lines_result_free(&r);
 
-	/* One address more: the reader is asked (and crashes), the rest stay. */
+	/* One address more, outside every answer's span: the reader is
+	 * asked (and crashes), the rest stay. */
 	struct cp_lines_query *q = malloc((nqueries + 1) * sizeof *q);
 	memcpy(q, queries, nqueries * sizeof *q);
-	q[nqueries] = queries[0];
-	q[nqueries].addr++;
+	q[nqueries] = uncovered(&pristine);
 	struct cp_lines_object o = { copy, bid, NULL };
 	char global[256];
 	cp_lines_fault_object = 0;
@@ -463,6 +577,227 @@ static void test_cache(void)
 	check_pristine(&r, "restored");
 	cp_lines_result_free(&r);
 	free(kept);
+	unsetenv("XDG_CACHE_HOME");
+}
+
+/* Resolves q[0..n) about this program into r, the reader crashing if
+ * `crash`; returns how many queries were handed to a reader. */
+static uint64_t resolve_q(const struct cp_lines_query *q, size_t n, int crash, struct cp_lines_result *r)
+{
+	struct cp_lines_object o = { exe, bid, NULL };
+	char global[256];
+	uint64_t asked = cp_test_lines_asked;
+	cp_lines_fault_object = crash ? 0 : -1;
+	cp_lines_fault_kind = 1;
+	CHECK_EQ(cp_lines_resolve(&o, 1, q, n, 30000, r, global, sizeof global), 0);
+	cp_lines_fault_object = -1;
+	CHECK(!global[0], "global: %s", global);
+	return cp_test_lines_asked - asked;
+}
+
+/* Whether r's answer i is the one lines.c gives at q[i] in this process. */
+static int as_local(struct cp_lines_dwarf *d, const struct cp_lines_query *q, const struct cp_lines_result *r,
+		    size_t i)
+{
+	static struct local l;
+	local_lookup(d, q[i].addr, q[i].sym_start, &l);
+	return frames_equal(&r->chains[i], &l.chain);
+}
+
+/* Whether addr is inside one of r's spans (of its n answers). */
+static int held(const struct cp_lines_result *r, size_t n, uint64_t addr)
+{
+	for (size_t i = 0; i < n; i++)
+		if (r->spans[i].lo <= addr && addr < r->spans[i].hi)
+			return 1;
+	return 0;
+}
+
+/* Makes the second answer of the lines cache file buf[len] start where
+ * the first does, and its CRC good again. */
+static void overlap_answers(unsigned char *buf, size_t len)
+{
+	uint32_t nstrs, n, crc;
+	uint16_t l;
+	size_t p = 60;
+	memcpy(&nstrs, buf + p, 4);
+	memcpy(&n, buf + p + 4, 4);
+	CHECK(n >= 2, "%u answers kept", n);
+	p += 8;
+	for (uint32_t i = 0; i < nstrs + 2; i++) {
+		memcpy(&l, buf + p, 2);
+		p += 2 + (l == 0xffff ? 0 : (size_t)l + 1);
+	}
+	size_t second = p + 25 + (size_t)buf[p + 24] * 20;
+	CHECK(second + 8 <= len, "answers past the end");
+	memcpy(buf + second, buf + p, 8);
+	crc = (uint32_t)crc32(0, buf, (uInt)(len - 4));
+	memcpy(buf + len - 4, &crc, 4);
+}
+
+/* The cache by span: a second address of a kept answer's span is answered
+ * with no reader at all; an address past its end, in the next row or
+ * inline scope, is not answered by it; nor is one whose symbol starts
+ * elsewhere.  In one batch, the child asks libdw once per span.  A file of
+ * the format before is not believed. */
+static void test_cache_ranges(void)
+{
+	char cache[128], file[400], why[256];
+	snprintf(cache, sizeof cache, "%s/rcache", tmpdir);
+	snprintf(file, sizeof file, "%s/cpuprof/lines/%s", cache, bid);
+	setenv("XDG_CACHE_HOME", cache, 1);
+	struct cp_lines_dwarf *d;
+	CHECK_EQ(cp_lines_open(exe, bid, &d, why, sizeof why), 0);
+
+	/* The function starts, read. */
+	struct cp_lines_query *q1 = malloc(nqueries * sizeof *q1), *q2 = malloc((nqueries + 1) * sizeof *q2),
+			      *q3 = malloc(nqueries * sizeof *q3);
+	size_t n1 = 0, n2 = 0, n3 = 0, scope_edges = 0, row_edges = 0;
+	for (size_t i = 0; i < nqueries; i++)
+		if (queries[i].addr == queries[i].sym_start)
+			q1[n1++] = queries[i];
+	struct cp_lines_result r1, r2, r3, r4;
+	CHECK_EQ(resolve_q(q1, n1, 0, &r1), n1);
+
+	/* The last address of each span wider than a byte, the reader
+	 * crashing if asked: the cache answers every one. */
+	for (size_t i = 0; i < n1; i++)
+		if (r1.chains[i].n && r1.spans[i].hi - 1 > q1[i].addr)
+			q2[n2++] = (struct cp_lines_query){ 0, r1.spans[i].hi - 1, q1[i].sym_start };
+	CHECK(n2 >= 20, "only %zu spans wider than a byte", n2);
+	CHECK_EQ(resolve_q(q2, n2, 1, &r2), 0);
+	for (size_t i = 0; i < n2; i++)
+		CHECK(r2.chains[i].n && as_local(d, q2, &r2, i), "%#llx: not answered from the cache as lines.c "
+		      "answers it", (unsigned long long)q2[i].addr);
+	printf("cache by span: %zu second addresses answered with no reader\n", n2);
+
+	/* The address just past each span, where lines.c gives another
+	 * answer (the next row, or another inline scope), held by no kept
+	 * span: the reader is asked, and its answer is not the neighbour's.
+	 * Asked with no symbol, which every span holds for. */
+	for (size_t i = 0; i < n1; i++) {
+		static struct local before, at;
+		uint64_t a = r1.spans[i].hi;
+		if (!r1.chains[i].n || held(&r1, n1, a))
+			continue;
+		local_lookup(d, a - 1, 0, &before);
+		local_lookup(d, a, 0, &at);
+		if (!at.chain.n || frames_equal(&before.chain, &at.chain))
+			continue;
+		scope_edges += before.chain.n != at.chain.n;
+		row_edges += before.chain.n == at.chain.n;
+		q3[n3++] = (struct cp_lines_query){ 0, a, 0 };
+	}
+	CHECK(scope_edges >= 1 && row_edges >= 5, "neighbours: %zu in another inline scope, %zu in another row",
+	      scope_edges, row_edges);
+	CHECK_EQ(resolve_q(q3, n3, 0, &r3), n3);
+	for (size_t i = 0; i < n3; i++)
+		CHECK(as_local(d, q3, &r3, i), "%#llx: answered as its neighbour below, not as lines.c answers it",
+		      (unsigned long long)q3[i].addr);
+	printf("neighbours: %zu past a span, %zu of them in another inline scope, asked of the reader\n", n3,
+	       scope_edges);
+
+	/* A symbol that starts elsewhere than the function of a kept span:
+	 * the span does not hold for it (the reader finds the mismatch). */
+	q2[n2] = q2[0];
+	q2[n2].sym_start++;
+	CHECK_EQ(resolve_q(q2, n2 + 1, 0, &r4), 1);
+	CHECK(r4.chains[n2].n == 0 && r4.chains[0].n, "another symbol's start: %u frames", r4.chains[n2].n);
+	cp_lines_result_free(&r4);
+
+	/* The format before (version 1): not believed. */
+	size_t len;
+	unsigned char *kept = read_file(file, &len);
+	CHECK(len > 16 && !memcmp(kept, "CPLINES\n", 8), "no lines cache file %s", file);
+	uint32_t v1 = 1, crc;
+	memcpy(kept + 12, &v1, 4);
+	crc = (uint32_t)crc32(0, kept, (uInt)(len - 4));
+	memcpy(kept + len - 4, &crc, 4);
+	write_file(file, kept, len);
+	CHECK_EQ(resolve_q(q2, n2, 1, &r4), n2);
+	CHECK(r4.chains[0].n == 0, "a file of version 1 was believed");
+	cp_lines_result_free(&r4);
+	free(kept);
+
+	/* Every byte of every function in one batch: libdw is asked once a
+	 * span, each other answer is the one before it; then all from the
+	 * cache. */
+	snprintf(cache, sizeof cache, "%s/rcache2", tmpdir);
+	snprintf(file, sizeof file, "%s/cpuprof/lines/%s", cache, bid);
+	setenv("XDG_CACHE_HOME", cache, 1);
+	struct cp_symtab t;
+	char b[sizeof bid];
+	CHECK_EQ(cp_symbols_read_file(exe, &t, b), 0);
+	size_t n5 = 0;
+	for (size_t i = 0; i < t.n; i++)
+		n5 += t.syms[i].size;
+	struct cp_lines_query *q5 = malloc(n5 * sizeof *q5);
+	n5 = 0;
+	for (size_t i = 0; i < t.n; i++)
+		for (uint64_t a = t.syms[i].start; a < t.syms[i].start + t.syms[i].size; a++)
+			q5[n5++] = (struct cp_lines_query){ 0, a, t.syms[i].start };
+	cp_symbols_symtab_free(&t);
+	uint64_t looked = cp_test_lines_looked_up;
+	struct cp_lines_result r5;
+	CHECK_EQ(resolve_q(q5, n5, 0, &r5), n5);
+	looked = cp_test_lines_looked_up - looked;
+	size_t lines5 = 0;
+	for (size_t i = 0; i < n5; i++) {
+		CHECK(as_local(d, q5, &r5, i), "%#llx: the child's answer is not lines.c's",
+		      (unsigned long long)q5[i].addr);
+		lines5 += r5.chains[i].n > 0;
+	}
+	printf("one batch of %zu addresses (%zu with lines): libdw asked %llu times\n", n5, lines5,
+	       (unsigned long long)looked);
+	CHECK(looked > 0 && looked * 4 < n5, "libdw asked %llu times for %zu addresses", (unsigned long long)looked,
+	      n5);
+	cp_lines_result_free(&r5);
+	CHECK_EQ(resolve_q(q5, n5, 1, &r5), 0);
+	for (size_t i = 0; i < n5; i++)
+		CHECK(as_local(d, q5, &r5, i), "%#llx: the cache's answer is not lines.c's", (unsigned long long)q5[i].addr);
+	kept = read_file(file, &len);
+	printf("cache file: %zu bytes for the %zu addresses\n", len, n5);
+	cp_lines_result_free(&r5);
+
+	/* Its second answer made to start where the first does, the CRC
+	 * made good: spans that overlap are not believed. */
+	overlap_answers(kept, len);
+	write_file(file, kept, len);
+	CHECK_EQ(resolve_q(q5, 1000, 1, &r5), 1000);
+	CHECK(r5.chains[0].n == 0, "a file whose spans overlap was believed");
+	cp_lines_result_free(&r5);
+	free(kept);
+
+	/* In the child's batch, a symbol that starts elsewhere than the
+	 * function of the answer before: its span does not hold for it (here
+	 * the first 2,000 bytes, and 20 of them again with a symbol start one
+	 * byte on; without a cache, which would keep nothing of an object
+	 * with a mismatch). */
+	unsetenv("XDG_CACHE_HOME");
+	size_t n6 = 2000, wrong = 0;
+	struct cp_lines_query *q6 = malloc((n6 + 20) * sizeof *q6);
+	memcpy(q6, q5, n6 * sizeof *q6);
+	for (size_t i = 1; i < n6 && wrong < 20; i++)
+		if (q5[i].addr == q5[i - 1].addr + 1 && q5[i].sym_start == q5[i - 1].sym_start && i % 50 == 0) {
+			q6[n6 + wrong] = q5[i];
+			q6[n6 + wrong++].sym_start++;
+		}
+	CHECK_EQ(resolve_q(q6, n6 + wrong, 0, &r5), n6 + wrong);
+	for (size_t i = 0; i < n6 + wrong; i++)
+		CHECK(i < n6 ? as_local(d, q6, &r5, i) : r5.chains[i].n == 0,
+		      "%#llx, a symbol at %#llx: %u frames", (unsigned long long)q6[i].addr,
+		      (unsigned long long)q6[i].sym_start, r5.chains[i].n);
+	cp_lines_result_free(&r5);
+	free(q6);
+
+	cp_lines_result_free(&r1);
+	cp_lines_result_free(&r2);
+	cp_lines_result_free(&r3);
+	free(q1);
+	free(q2);
+	free(q3);
+	free(q5);
+	cp_lines_close(d);
 	unsetenv("XDG_CACHE_HOME");
 }
 
@@ -560,11 +895,13 @@ int main(int argc, char **argv)
 
 	double t0 = now_s();
 	test_self();
+	test_spans();
 	test_debug_files();
 	test_mismatch();
 	test_child_failures();
 	test_no_libdw();
 	test_cache();
+	test_cache_ranges();
 	printf("checks: %.2f s\n", now_s() - t0);
 	t0 = now_s();
 	char lib[256];
