@@ -24,6 +24,27 @@ bool flags_int(const char *s, long min, long max, long *out)
 	return true;
 }
 
+bool flags_duration_ms(const char *s, long min, long max, long *out)
+{
+	static const struct {
+		const char *unit;
+		double ms;
+	} units[] = { { "ms", 1 }, { "s", 1000 }, { "m", 60000 }, { "h", 3600000 }, { "", 1000 } };
+	size_t digits = s ? strspn(s, "0123456789.") : 0;
+	if (digits == 0 || strchr(s, '.') != strrchr(s, '.') || (digits == 1 && s[0] == '.'))
+		return false;
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+		if (strcmp(s + digits, units[i].unit) != 0)
+			continue;
+		double ms = strtod(s, NULL) * units[i].ms + 0.5;
+		if (!(ms >= (double)min && ms < (double)max + 1))
+			return false;
+		*out = (long)ms;
+		return true;
+	}
+	return false;
+}
+
 const char *flags_name(const struct flag *f, char *buf, size_t len)
 {
 	if (f->letter)
@@ -103,6 +124,9 @@ static int take(const struct flags *fs, const struct flag *f, const char *s, str
 		}
 		if (cp_options[f->setting].kind == CP_OPT_CHOICE)
 			s = cp_options[f->setting].choices[v->n];
+		break;
+	case FLAG_DURATION:
+		ok = flags_duration_ms(s, f->min, f->max, &v->n);
 		break;
 	case FLAG_REGEX:
 		ok = regcomp(&re, s, REG_EXTENDED | REG_NOSUB) == 0;

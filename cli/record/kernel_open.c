@@ -586,8 +586,13 @@ size_t cp_kernel_pollfds(const struct cp_kcollector *k, struct pollfd *out, size
 	return n;
 }
 
-void cp_kernel_status(struct cp_kcollector *k, pid_t pid, int status, int64_t cpu_ns)
+void cp_kernel_status(struct cp_kcollector *k, pid_t pid, int status, int64_t cpu_ns, int64_t switches)
 {
+	/* With --every: the switches of its whole life, for its last window
+	 * (its threads are gone from /proc). */
+	struct kproc *p = kc_proc_get(k, pid);
+	if (p && p->clock_end >= 0)
+		p->switches_end = switches;
 	/* Records of it may still wait in the rings: the image it ended in
 	 * is the one it has once they are in. */
 	cp_kernel_poll(k);
