@@ -1,0 +1,186 @@
+#!/bin/sh
+# t_record_every.sh -- `cpuprof record --every DURATION` (issue 31): one
+# whole profile per window.  A run of ~3.5 s of CPU at --every 1s gives
+# FILE.0001.pb.gz, FILE.0002.pb.gz, ... (at least three, no gap, no FILE),
+# each read by `go tool pprof` and `cpuprof report`, each window with
+# enough samples led by hot_leaf, its coverage in a generous band (the
+# machine is loaded) and its samples about what its CPU asks for (a window
+# that kept the samples of the ones before would have too many); together
+# they hold the CPU the program's own clock counted, once, and their spans
+# follow one another and add up to the run.  SIGUSR1 sent to record ends a
+# window at once (a file each time); a process that ended in a window is
+# gone from the windows after it.  Attached (-p) too.  The names keep the
+# extension.  Bad durations, and --every beside what it cannot go with,
+# are refused with exit 2 before the command runs.  Skips where this
+# machine allows no perf events, and under emulation.
+B=${B:-build}
+ROOT=$(pwd -P)
+CP=$ROOT/$B/cpuprof
+WORK=$ROOT/$B/tests/work_hot
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+skip() { echo "skip: $*" >&2; exit 77; }
+[ -x "$CP" ] && [ -x "$WORK" ] || fail "build first (make tests)"
+[ -z "${EMU:-}" ] || skip "qemu-user has no perf_event_open: --every records from outside only"
+why=$("$ROOT/$B/tests/tool_engine" perf) || skip "$why"
+command -v go >/dev/null 2>&1 || skip "go (go tool pprof) is not installed"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/t_record_every.XXXXXX") || fail mktemp
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
+cd "$tmp" || fail "cd $tmp"
+
+comment() { go tool pprof -comments "$1" 2>/dev/null | sed -n "s/^ *$2=//p"; }
+# leader FILE: the first function of the flat table that is the program's.
+leader() { go tool pprof -top "$1" 2>/dev/null | sed -n '/flat%/,$p' | sed 1d | awk '$6 !~ /^\[/ { print $6; exit }'; }
+# start FILE: the profile's time_nanos, in seconds.
+start() { date -d "$(go tool pprof -raw "$1" 2>/dev/null | sed -n 's/^Time: \(.*\) UTC$/\1/p')" +%s.%N; }
+# spans FILE...: their duration_nanos added up, in seconds (cpuprof
+# report's merged header).
+spans() {
+	"$CP" report "$@" 2>/dev/null | sed -n 's/^Duration: \([0-9.]*\)\([mu]*s\),.*/\1 \2/p' |
+		awk '{ print $1 / ($2 == "ms" ? 1e3 : $2 == "us" ? 1e6 : 1) }'
+}
+now() { date +%s.%N; }
+# waitfor FILE: until FILE exists (at most 30 s).
+waitfor() {
+	for i in $(seq 300); do
+		[ -e "$1" ] && return 0
+		sleep 0.1
+	done
+	fail "$1 never appeared"
+}
+# window FILE: what every window with enough samples must be: led by
+# hot_leaf, its coverage within 0.8-1.2, its samples 0.7-1.3 of what its
+# CPU asks for at 1 kHz; read by cpuprof report, which says the same.
+# Sets n to its samples, and counts it in `checked` if it was checked.
+window() {
+	n=$(comment "$1" samples)
+	[ -n "$n" ] || fail "$1: go tool pprof cannot read it"
+	"$CP" report "$1" >report.out 2>&1 || { cat report.out; fail "$1: cpuprof report cannot read it"; }
+	grep -q "samples=$n " report.out || { cat report.out; fail "$1: cpuprof report says other samples than $n"; }
+	exp=$(comment "$1" expected_samples)
+	if [ "$exp" -ge 100 ]; then
+		lead=$(leader "$1")
+		[ "$lead" = hot_leaf ] || { go tool pprof -top "$1"; fail "$1: $lead leads, not hot_leaf"; }
+		cov=$(comment "$1" coverage)
+		awk "BEGIN { exit !($cov >= 0.8 && $cov <= 1.2) }" || { go tool pprof -comments "$1"; fail "$1: coverage $cov"; }
+		awk "BEGIN { exit !($n >= 0.7 * $exp && $n <= 1.3 * $exp) }" ||
+			{ go tool pprof -comments "$1"; fail "$1: $n samples for $exp expected of its CPU"; }
+		checked=$((checked + 1))
+	fi
+}
+
+cp "$WORK" ./work
+
+# --every 1s on one thread of 3.5 s of CPU (3.5 s of wall time at least).
+t0=$(now)
+WORK_HOT_CPU=1 "$CP" record --every 1s -o cpu.pb.gz -- ./work 1 3500 >out 2>err || { cat err; fail "every 1s: status $?"; }
+t1=$(now)
+nwin=$(ls cpu.*.pb.gz | wc -l)
+[ "$nwin" -ge 3 ] || { ls; cat err; fail "every 1s: $nwin windows of a 3.5 s run"; }
+[ ! -e cpu.pb.gz ] || fail "every 1s: FILE itself written"
+grep -q "^cpuprof: $nwin windows of --every 1s: cpu.0001.pb.gz to $(printf 'cpu.%04d.pb.gz' $nwin)\$" err ||
+	{ cat err; fail "every 1s: no word of the windows written"; }
+checked=0 samples=0 cpu=0 prev= first=
+for i in $(seq "$nwin"); do
+	f=$(printf 'cpu.%04d.pb.gz' "$i")
+	[ -f "$f" ] || { ls; fail "every 1s: $f missing among $nwin"; }
+	grep -q "^cpuprof: wrote $f: " err || { cat err; fail "every 1s: $f written without a word"; }
+	[ "$(comment "$f" window)" = "$i" ] || fail "$f: window=$(comment "$f" window)"
+	window "$f"
+	samples=$((samples + n))
+	cpu=$((cpu + $(comment "$f" profile_cpu_ns)))
+	# Each window begins after the one before, by at most its length.
+	s=$(start "$f")
+	[ -z "$prev" ] || awk "BEGIN { g = $s - $prev; exit !(g > 0 && g < 1.02) }" ||
+		fail "$f begins at $s, the window before at $prev"
+	prev=$s
+	first=${first:-$s}
+done
+[ "$checked" -ge 3 ] || fail "every 1s: only $checked windows with 100 samples expected"
+last=$(printf 'cpu.%04d.pb.gz' "$nwin")
+[ "$(comment "$last" window_ended)" = "the command ended" ] || fail "$last: window_ended=$(comment "$last" window_ended)"
+[ "$(comment cpu.0001.pb.gz window_ended)" = "--every 1s" ] || fail "cpu.0001.pb.gz: window_ended=$(comment cpu.0001.pb.gz window_ended)"
+# Together, the CPU the program's clock counted (at the end of its main:
+# its exit is after), each sample once.
+truth=$(sed -n 's/^work_hot cpu \([0-9]*\) .*/\1/p' out)
+[ -n "$truth" ] || { cat out; fail "every 1s: the program's own count is missing"; }
+awk "BEGIN { r = $cpu / $truth; exit !(r >= 0.95 && r <= 1.05) }" ||
+	fail "every 1s: the windows hold $cpu ns of CPU, the program counted $truth ns"
+awk "BEGIN { r = $samples / ($truth / 1e6); exit !(r >= 0.8 && r <= 1.2) }" ||
+	fail "every 1s: $samples samples in the windows for $truth ns of CPU at 1 kHz"
+# Their spans add up: at least from the first's start to the last's, and
+# the CPU of the work's one thread; at most the run.
+spans=$(spans cpu.*.pb.gz)
+awk "BEGIN { exit !($spans >= $prev - $first && $spans >= 3.5 - 0.01 && $spans <= $t1 - $t0 + 0.01) }" ||
+	fail "every 1s: the windows span $spans s in all, from $first to $prev and on; the run took $(awk "BEGIN { print $t1 - $t0 }") s"
+echo "every 1s: $nwin windows, $checked checked, $samples samples, $cpu ns of CPU (the program's clock: $truth), spans $spans s"
+
+# SIGUSR1 ends a window at once: none before it, one more after each.  The
+# command is a shell whose work ends in the first window, then sleeps
+# (processes of their own) until told to end.
+"$CP" record --every 1h -o sig.pb.gz -- sh -c './work 1 600; while [ ! -e end ]; do sleep 0.05; done' >/dev/null 2>sig.err &
+rec=$!
+sleep 1.5
+[ "$(ls sig.*.pb.gz 2>/dev/null | wc -l)" -eq 0 ] || fail "SIGUSR1: a window before the first signal"
+kill -USR1 $rec
+waitfor sig.0001.pb.gz
+sleep 0.5
+kill -USR1 $rec
+waitfor sig.0002.pb.gz
+[ "$(ls sig.*.pb.gz | wc -l)" -eq 2 ] || { ls; fail "SIGUSR1: $(ls sig.*.pb.gz | wc -l) windows after two signals"; }
+touch end
+wait $rec || { cat sig.err; fail "SIGUSR1: record's status $?"; }
+[ "$(ls sig.*.pb.gz | wc -l)" -eq 3 ] || { ls; cat sig.err; fail "SIGUSR1: not three windows"; }
+for i in 1 2; do
+	[ "$(comment sig.000$i.pb.gz window_ended)" = SIGUSR1 ] || fail "sig.000$i.pb.gz: window_ended=$(comment sig.000$i.pb.gz window_ended)"
+done
+checked=0
+window sig.0001.pb.gz
+[ "$checked" -eq 1 ] || fail "SIGUSR1: the first window has too little CPU to check"
+# The work's process ended in the first window: the third knows it no more.
+wpid=$(go tool pprof -comments sig.0001.pb.gz 2>/dev/null | sed -n 's/^ *process=\([0-9]*\) work ended=.*/\1/p')
+[ -n "$wpid" ] || { go tool pprof -comments sig.0001.pb.gz; fail "SIGUSR1: the work is not in the first window"; }
+! go tool pprof -comments sig.0003.pb.gz 2>/dev/null | grep -q "process=$wpid " ||
+	{ go tool pprof -comments sig.0003.pb.gz; fail "SIGUSR1: process $wpid, ended in the first window, is in the third"; }
+echo "SIGUSR1: a window at each of two signals, and the last"
+
+# Attached: -p with --every 500ms for 2 s.
+./work 2 6000 >/dev/null 2>&1 &
+w=$!
+sleep 0.3
+"$CP" record -p $w --every 500ms -d 2 -o att.pb.gz >/dev/null 2>att.err || { cat att.err; fail "-p: status $?"; }
+kill $w 2>/dev/null
+natt=$(ls att.*.pb.gz | wc -l)
+[ "$natt" -ge 3 ] || { ls; cat att.err; fail "-p: $natt windows of 2 s at --every 500ms"; }
+checked=0
+for i in $(seq "$natt"); do
+	window "$(printf 'att.%04d.pb.gz' "$i")"
+done
+[ "$checked" -ge 3 ] || fail "-p: only $checked windows with 100 samples expected"
+echo "-p: $natt windows, $checked checked"
+
+# The names keep the extension, or go at the end where there is none.
+"$CP" record --every 1s -o out.pprof -- true 2>/dev/null && [ -f out.0001.pprof ] || { ls; fail "-o out.pprof"; }
+"$CP" record --every 1s -o prof -- true 2>/dev/null && [ -f prof.0001 ] || { ls; fail "-o prof"; }
+
+# Refused before the command runs: bad durations, and what --every does
+# not go with.
+for d in 0 10x -1s 1.5.s '' 99ms 1d 10sec 1e3 inf; do
+	"$CP" record --every "$d" -o bad.pb.gz -- touch ran >/dev/null 2>bad.err
+	rc=$?
+	[ $rc -eq 2 ] || fail "--every '$d': status $rc, not 2"
+	[ ! -e ran ] || fail "--every '$d': the command ran"
+	grep -q "cpuprof record: --every needs a length of time" bad.err || { cat bad.err; fail "--every '$d': no clear message"; }
+done
+for extra in --per-process --off-cpu --preload "--engine timer"; do
+	# shellcheck disable=SC2086
+	"$CP" record --every 1s $extra -o bad.pb.gz -- touch ran >/dev/null 2>bad.err
+	rc=$?
+	[ $rc -eq 2 ] || fail "--every with $extra: status $rc, not 2"
+	[ ! -e ran ] || fail "--every with $extra: the command ran"
+	grep -q "cpuprof record: --every" bad.err || { cat bad.err; fail "--every with $extra: no clear message"; }
+done
+[ ! -e bad.pb.gz ] && [ ! -e bad.0001.pb.gz ] || fail "a refused run wrote a profile"
+echo "refusals: exit 2, nothing run"
+echo "ok"
