@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -100,18 +101,27 @@ static void window_hold(struct cp_kcollector *k)
 	kc_hold(k, cpu, switches);
 }
 
+/* Whether process p has ended: its end was seen, its pidfd says all its
+ * threads are gone, and it is not record's child waiting to be reaped
+ * (record reads its clock and status then: its image is wanted until). */
+static int ended(const struct kproc *p)
+{
+	struct pollfd q = { p->pidfd, POLLIN, 0 };
+	siginfo_t si = { 0 };
+	if (!p->exited || (p->pidfd >= 0 && poll(&q, 1, 0) != 1))
+		return 0;
+	return waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 && errno == ECHILD;
+}
+
 /* Marks the images that can take no more samples once the records up to
  * the cut are in: their process exec'd another program (a later image
- * took over), or it ended (record reaped it, or its end was seen and its
- * pidfd says all its threads are gone). */
+ * took over), or it ended (record reaped it, or it ended otherwise). */
 static void mark_over(struct cp_kcollector *k)
 {
 	for (size_t i = 0; i < k->tree.nimages; i++) {
 		struct cp_image *m = k->tree.images[i];
 		const struct kproc *p = kc_proc_get(k, m->pid);
-		struct pollfd q = { p ? p->pidfd : -1, POLLIN, 0 };
-		m->over = !p || p->img != m || m->have_status ||
-			  (p->exited && (p->pidfd < 0 || poll(&q, 1, 0) == 1));
+		m->over = !p || p->img != m || m->have_status || ended(p);
 	}
 }
 
