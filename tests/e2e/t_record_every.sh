@@ -30,10 +30,6 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
 cd "$tmp" || fail "cd $tmp"
 
 comment() { go tool pprof -comments "$1" 2>/dev/null | sed -n "s/^ *$2=//p"; }
-# leader FILE: the first function of the flat table that is the program's.
-leader() { go tool pprof -top "$1" 2>/dev/null | sed -n '/flat%/,$p' | sed 1d | awk '$6 !~ /^\[/ { print $6; exit }'; }
-# start FILE: the profile's time_nanos, in seconds.
-start() { date -d "$(go tool pprof -raw "$1" 2>/dev/null | sed -n 's/^Time: \(.*\) UTC$/\1/p')" +%s.%N; }
 # spans FILE...: their duration_nanos added up, in seconds (cpuprof
 # report's merged header).
 spans() {
@@ -49,25 +45,39 @@ waitfor() {
 	done
 	fail "$1 never appeared"
 }
-# window FILE: what every window with enough samples (50 expected: then
-# warm_leaf, a quarter of the work, leads by chance less than once in
-# 10,000 windows) must be: led by
-# hot_leaf, its coverage within 0.8-1.2, its samples 0.7-1.3 of what its
-# CPU asks for at 1 kHz; read by cpuprof report, which says the same.
-# Sets n to its samples, and counts it in `checked` if it was checked.
-window() {
-	n=$(comment "$1" samples)
-	[ -n "$n" ] || fail "$1: go tool pprof cannot read it"
+# read FILE: go tool pprof -raw's reading of it into raw.out, and cpuprof
+# report's into report.out (one run of each: a loaded machine may cut a
+# run into fifty windows).  c KEY: a comment of raw.out's.
+read_both() {
+	go tool pprof -raw "$1" >raw.out 2>&1 && grep -q '^Samples:' raw.out || { cat raw.out; fail "$1: go tool pprof cannot read it"; }
 	"$CP" report "$1" >report.out 2>&1 || { cat report.out; fail "$1: cpuprof report cannot read it"; }
+}
+c() { sed -n "s/^Comment: $1=//p" raw.out; }
+# start, span: the profile of raw.out's time_nanos, report.out's duration
+# (to 10 ms), in seconds.
+start() { date -d "$(sed -n 's/^Time: \(.*\) UTC$/\1/p' raw.out)" +%s.%N; }
+span() {
+	sed -n 's/^Duration: \([0-9.]*\)\([mu]*s\),.*/\1 \2/p' report.out |
+		awk '{ print $1 / ($2 == "ms" ? 1e3 : $2 == "us" ? 1e6 : 1) }'
+}
+# window FILE: reads it (read_both); what every window with enough samples
+# (50 expected: then warm_leaf, a quarter of the work, leads by chance
+# less than once in 10,000 windows) must be: led by hot_leaf, its coverage
+# within 0.8-1.2, its samples 0.7-1.3 of what its CPU asks for at 1 kHz;
+# cpuprof report says the samples go tool pprof does.  Sets n to its
+# samples, and counts it in `checked` if it was checked.
+window() {
+	read_both "$1"
+	n=$(c samples)
 	grep -q "samples=$n " report.out || { cat report.out; fail "$1: cpuprof report says other samples than $n"; }
-	exp=$(comment "$1" expected_samples)
+	exp=$(c expected_samples)
 	if [ "$exp" -ge 50 ]; then
-		lead=$(leader "$1")
-		[ "$lead" = hot_leaf ] || { go tool pprof -top "$1"; fail "$1: $lead leads, not hot_leaf"; }
-		cov=$(comment "$1" coverage)
-		awk "BEGIN { exit !($cov >= 0.8 && $cov <= 1.2) }" || { go tool pprof -comments "$1"; fail "$1: coverage $cov"; }
+		lead=$(sed -n '/flat%/,$p' report.out | sed 1d | awk '$6 !~ /^\[/ { print $6; exit }')
+		[ "$lead" = hot_leaf ] || { cat report.out; fail "$1: $lead leads, not hot_leaf"; }
+		cov=$(c coverage)
+		awk "BEGIN { exit !($cov >= 0.8 && $cov <= 1.2) }" || { cat raw.out; fail "$1: coverage $cov"; }
 		awk "BEGIN { exit !($n >= 0.7 * $exp && $n <= 1.3 * $exp) }" ||
-			{ go tool pprof -comments "$1"; fail "$1: $n samples for $exp expected of its CPU"; }
+			{ cat raw.out; fail "$1: $n samples for $exp expected of its CPU"; }
 		checked=$((checked + 1))
 	fi
 }
@@ -88,16 +98,16 @@ for i in $(seq "$nwin"); do
 	f=$(printf 'cpu.%04d.pb.gz' "$i")
 	[ -f "$f" ] || { ls; fail "every 1s: $f missing among $nwin"; }
 	grep -q "^cpuprof: wrote $f: " err || { cat err; fail "every 1s: $f written without a word"; }
-	[ "$(comment "$f" window)" = "$i" ] || fail "$f: window=$(comment "$f" window)"
 	window "$f"
+	[ "$(c window)" = "$i" ] || fail "$f: window=$(c window)"
 	samples=$((samples + n))
-	cpu=$((cpu + $(comment "$f" profile_cpu_ns)))
+	cpu=$((cpu + $(c profile_cpu_ns)))
 	# Each window begins where the one before ended (its span is said to
 	# 10 ms).
-	s=$(start "$f")
+	s=$(start)
 	[ -z "$prev" ] || awk "BEGIN { g = $s - $prev - $d; exit !(g > -0.006 && g < 0.006) }" ||
 		fail "$f begins at $s, the window before at $prev, $d s long"
-	prev=$s d=$(spans "$f")
+	prev=$s d=$(span)
 	first=${first:-$s}
 done
 [ "$checked" -ge 3 ] || fail "every 1s: only $checked windows with 50 samples expected"
@@ -137,17 +147,17 @@ waitfor sig.0002.pb.gz
 touch end
 wait $rec || { cat sig.err; fail "SIGUSR1: record's status $?"; }
 [ "$(ls sig.*.pb.gz | wc -l)" -eq 3 ] || { ls; cat sig.err; fail "SIGUSR1: not three windows"; }
-for i in 1 2; do
-	[ "$(comment sig.000$i.pb.gz window_ended)" = SIGUSR1 ] || fail "sig.000$i.pb.gz: window_ended=$(comment sig.000$i.pb.gz window_ended)"
-done
 checked=0
-window sig.0001.pb.gz
-[ "$checked" -eq 1 ] || fail "SIGUSR1: the first window has too little CPU to check"
+for i in 2 1; do
+	window sig.000$i.pb.gz
+	[ "$(c window_ended)" = SIGUSR1 ] || fail "sig.000$i.pb.gz: window_ended=$(c window_ended)"
+done
+[ "$checked" -ge 1 ] || fail "SIGUSR1: the first window has too little CPU to check"
 # The work's process ended in the first window: the third knows it no more.
-wpid=$(go tool pprof -comments sig.0001.pb.gz 2>/dev/null | sed -n 's/^ *process=\([0-9]*\) work ended=.*/\1/p')
-[ -n "$wpid" ] || { go tool pprof -comments sig.0001.pb.gz; fail "SIGUSR1: the work is not in the first window"; }
-! go tool pprof -comments sig.0003.pb.gz 2>/dev/null | grep -q "process=$wpid " ||
-	{ go tool pprof -comments sig.0003.pb.gz; fail "SIGUSR1: process $wpid, ended in the first window, is in the third"; }
+wpid=$(c process | sed -n 's/^\([0-9]*\) work ended=.*/\1/p')
+[ -n "$wpid" ] || { cat raw.out; fail "SIGUSR1: the work is not in the first window"; }
+read_both sig.0003.pb.gz
+! grep -q "process=$wpid " raw.out || { cat raw.out; fail "SIGUSR1: process $wpid, ended in the first window, is in the third"; }
 echo "SIGUSR1: a window at each of two signals, and the last"
 
 # Attached: -p with --every 800ms for 3 s.
