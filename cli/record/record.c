@@ -369,6 +369,25 @@ static void record_signals(sigset_t *set, bool every)
 	sigaddset(set, SIGQUIT);
 }
 
+/* --every's windows of FILE (abs, as given `shown`), off without it. */
+static void every_setup(struct every *e, const struct record_opts *o, const char *abs, const char *shown)
+{
+	memset(e, 0, sizeof *e);
+	e->ms = o->every_ms;
+	e->path = abs;
+	e->shown = shown;
+	snprintf(e->text, sizeof e->text, "--every %s", o->every_ms ? o->v[F_EVERY].text : "");
+}
+
+/* With --every, once the last window has ended: a SIGUSR1 that comes
+ * later (or waits, blocked) is let go, not left to end record before it
+ * writes that window. */
+static void every_signal_off(const struct every *e)
+{
+	if (e->ms)
+		signal(SIGUSR1, SIG_IGN);
+}
+
 /* What record saw of the run. */
 struct run_state {
 	pid_t root;
@@ -645,6 +664,7 @@ static int run(const struct record_opts *o, const struct cp_kernel_conf *kc, str
 	} else
 		cp_collect_finish(&c->shm);
 	close(sfd);
+	every_signal_off(&rs->every);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return rs->status;
 }
@@ -687,16 +707,6 @@ static void off_cpu_probe(struct cp_kernel_conf *c, char *absent, size_t len)
 	c->off_cpu = cp_kernel_probe_off_cpu(c, absent, len) == 0;
 	if (!c->off_cpu)
 		fprintf(stderr, "cpuprof record: no off-CPU time: %s; recording CPU only\n", absent);
-}
-
-/* --every's windows of FILE (abs, as given `shown`), off without it. */
-static void every_setup(struct every *e, const struct record_opts *o, const char *abs, const char *shown)
-{
-	memset(e, 0, sizeof *e);
-	e->ms = o->every_ms;
-	e->path = abs;
-	e->shown = shown;
-	snprintf(e->text, sizeof e->text, "--every %s", o->every_ms ? o->v[F_EVERY].text : "");
 }
 
 /* Records the running processes of -p until -d passes, record is told to
@@ -789,6 +799,7 @@ static int run_attach(const struct record_opts *o, const struct cp_kernel_conf *
 	cp_kernel_finish(k);
 	if (sfd >= 0)
 		close(sfd);
+	every_signal_off(&every);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	run_info.tree_cpu_ns = cp_kernel_counted_ns(k);
 	run_info.attached = stopped;
