@@ -51,7 +51,8 @@ LEAVES = ["leaf_a", "leaf_b", "leaf_c", "leaf_d"]
 # of each run, CPU ms of each); names: (paths, workloads) of
 # tests/e2e/t_names.sh, None for all of them; kernel: the cells of the part
 # of that name (workload, threads, Hz, CPU ms per thread), its runs per
-# cell and paths.
+# cell and paths; every: (threads, seconds, --every's DURATION) of the run
+# of `record --every` on bench/stacks.c.
 MODES = {
     "full": dict(acc_threads=[1, 4, 16], acc_rates=[100, 1000, 10000], patterns=["busy", "bursty"],
                  cpu_ms=3000, ovh_threads=[1, 4], ovh_rates=[100, 1000, 10000], pairs=6, msteps=1000, floor_rounds=12, sample_rounds=30,
@@ -63,7 +64,8 @@ MODES = {
                  lost=([1, 2, 4], 10000), names=None,
                  kernel=dict(cells=[("syscalls", 1, 1000, 2000)] +
                              [("bursty", t, hz, 1000) for t in (2, 4) for hz in (1000, 2000, 10000)] +
-                             [("bursty", 64, 1000, 60)], runs=3)),
+                             [("bursty", 64, 1000, 60)], runs=3),
+                 every=(4, 1800, "10s")),
     "quick": dict(acc_threads=[1, 4], acc_rates=[1000, 10000], patterns=["busy", "bursty"],
                   cpu_ms=1000, ovh_threads=[1, 4], ovh_rates=[1000, 10000], pairs=5, msteps=300, floor_rounds=6, sample_rounds=6,
                   scale=[(20000, 150, 10000)],
@@ -73,7 +75,8 @@ MODES = {
                              what="a subset: the static library's decompressor only"),
                   attach=[("busy", 4, 1500)], lost=([1, 4], 3000), names=None,
                   kernel=dict(cells=[("syscalls", 1, 1000, 1000), ("bursty", 2, 2000, 1000), ("bursty", 4, 10000, 500),
-                                     ("bursty", 64, 1000, 30)], runs=1)),
+                                     ("bursty", 64, 1000, 30)], runs=1),
+                  every=(4, 180, "10s")),
     "smoke": dict(acc_threads=[2], acc_rates=[1000], patterns=["busy"], cpu_ms=600,
                   ovh_threads=[1], ovh_rates=[1000], pairs=1, msteps=60, floor_rounds=1, sample_rounds=1,
                   scale=[(500, 200, 10000)],
@@ -81,9 +84,11 @@ MODES = {
                   build=dict(project="tiny", args=[], rounds=1,
                              what="a stand-in: five generated C files, not zstd"),
                   attach=[("busy", 2, 300)], lost=([1], 300), names=("record", "names_cxx"),
-                  kernel=dict(cells=[("bursty", 2, 2000, 300)], runs=1)),
+                  kernel=dict(cells=[("bursty", 2, 2000, 300)], runs=1),
+                  every=(4, 6, "2s")),
 }
-PARTS = ["accuracy", "overhead", "samples", "scale", "process", "tree", "build", "attach", "lost", "names", "kernel"]
+PARTS = ["accuracy", "overhead", "samples", "scale", "process", "tree", "build", "attach", "lost", "names", "kernel",
+         "every"]
 
 
 def log(msg):
@@ -1003,6 +1008,136 @@ def lost(cfg, runner, ps, work):
     return rows
 
 
+def proc_kib(pid, key):
+    """A process's /proc/PID/status value `key` (VmRSS, VmHWM) in KiB, or
+    None once it is gone."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def children(pid):
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def every(cfg, work):
+    """`cpuprof record --every` over a long run (issue 31): bench/stacks.c,
+    whose threads' stacks keep changing, at 1 kHz, each window a file.
+    record's VmRSS is read every 200 ms, each reading put in the window
+    being recorded then (by the time since record started: windows end on
+    the clock alone here); the windows' writers (record's children other
+    than the workload) are read too.  Each window's samples, lost samples
+    and coverage come from its file's comments."""
+    threads, seconds, period = cfg["every"]
+    d = os.path.join(work, "every")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    out = os.path.join(d, "every.pb.gz")
+    wl = os.path.join(BB, "bench", "stacks")
+    period_s = float(re.match(r"[0-9.]+", period).group(0)) * {"ms": 1e-3, "s": 1, "m": 60, "h": 3600}[
+        re.sub(r"[0-9.]+", "", period) or "s"]
+    row = dict(threads=threads, seconds=seconds, every=period, windows=[])
+    books = CpuBooks()
+    rec = None
+    try:
+        with open(os.path.join(d, "stacks.out"), "w") as o, open(os.path.join(d, "record.err"), "w") as e:
+            rec = subprocess.Popen([os.path.join(B, "cpuprof"), "record", "--every", period, "-F", "1000", "-o",
+                                    out, "--", wl, str(threads), str(seconds)], stdout=o, stderr=e,
+                                   env=clean_env())
+        t0 = time.monotonic()
+        rss, writer_peak, wl_pid = {}, 0, None
+        while rec.poll() is None:
+            k = int((time.monotonic() - t0) / period_s) + 1
+            v = proc_kib(rec.pid, "VmRSS")
+            if v:
+                rss[k] = max(rss.get(k, 0), v)
+            for c in children(rec.pid):
+                exe = os.path.realpath("/proc/%d/exe" % c) if os.path.exists("/proc/%d/exe" % c) else ""
+                if exe == os.path.realpath(wl):
+                    wl_pid = c
+                elif c != wl_pid:
+                    writer_peak = max(writer_peak, proc_kib(c, "VmRSS") or 0)
+            time.sleep(0.2)
+        if rec.returncode != 0:
+            raise RuntimeError("record exited %d: %s" % (rec.returncode,
+                                                         open(os.path.join(d, "record.err")).read()[-300:]))
+        files = sorted(glob.glob(os.path.join(d, "every.*.pb.gz")))
+        for i, f in enumerate(files):
+            p = read_pprof(f)
+            c = p["comments"]
+            row["windows"].append(dict(window=i + 1, samples=p["samples"], stacks=p["stacks"],
+                                       lost=int(c.get("lost", 0)), coverage=float(c.get("coverage", 0)),
+                                       cpu_ns=p["cpu_ns"], rss_kib=rss.get(i + 1)))
+        wlo = parse_kv(os.path.join(d, "stacks.out"))
+        row.update(process_cpu_ns=wlo.get("process_cpu_ns", 0), writer_peak_kib=writer_peak,
+                   load=books.since())
+        w = row["windows"]
+        log("[every] %d windows of %s, %d thr, %d s: %d samples, %d lost, coverage %.3f–%.3f, record's RSS "
+            "%.1f–%.1f MiB, writers' peak %.1f MiB" % (
+                len(w), period, threads, seconds, sum(x["samples"] for x in w), sum(x["lost"] for x in w),
+                min(x["coverage"] for x in w), max(x["coverage"] for x in w),
+                min(x["rss_kib"] or 0 for x in w) / 1024, max(x["rss_kib"] or 0 for x in w) / 1024,
+                writer_peak / 1024))
+    except Exception as e:  # noqa: BLE001
+        row["error"] = str(e)[:300]
+        log("[every] FAILED: %s" % e)
+    finally:
+        if rec and rec.poll() is None:
+            rec.kill()
+            rec.wait()
+        shutil.rmtree(d, ignore_errors=True)
+    return [row]
+
+
+def lsq(rows):
+    """Least squares: the coefficients b of y ~ b0*x0 + b1*x1 + ... over
+    rows of (x0, x1, ..., y), by the normal equations."""
+    k = len(rows[0]) - 1
+    a = [[sum(r[i] * r[j] for r in rows) for j in range(k)] for i in range(k)]
+    y = [sum(r[i] * r[k] for r in rows) for i in range(k)]
+    for i in range(k):
+        for j in range(i + 1, k):
+            f = a[j][i] / a[i][i]
+            a[j] = [x - f * z for x, z in zip(a[j], a[i])]
+            y[j] -= f * y[i]
+    b = [0.0] * k
+    for i in reversed(range(k)):
+        b[i] = (y[i] - sum(a[i][j] * b[j] for j in range(i + 1, k))) / a[i][i]
+    return b
+
+
+def every_summary(r):
+    """Of a run of part `every`: record's RSS after the first window, the
+    most after it, and its growth in KiB per window, by least squares on
+    the window's number and on the most samples a window had held so far
+    (the stack tables keep the memory of the busiest window for the next,
+    so a load that eases lets record's RSS rise to that once; what grows
+    with the number of windows alone is what a leak would be), from the
+    second window to the last but one (the last is partial)."""
+    w = [x for x in r["windows"] if x.get("rss_kib")]
+    later = w[1:-1] if len(w) > 2 else w[1:]
+    first = w[0]["rss_kib"] if w else 0
+    top = max((x["rss_kib"] for x in later), default=first)
+    slope, most, rows = 0.0, max((x["samples"] for x in w[:1]), default=0), []
+    for x in later:
+        most = max(most, x["samples"])
+        rows.append((1.0, x["window"], most, x["rss_kib"]))
+    if len(rows) >= 4 and len({x[2] for x in rows}) > 1:
+        slope = lsq(rows)[1]
+    elif len(rows) >= 2:
+        slope = lsq([(1.0, x[1], x[3]) for x in rows])[1]
+    return first, top, slope
+
+
 KERNEL_FUNCS = dict(syscalls=["sys_pipe", "user_spin"], bursty=["burst_a", "burst_b", "burst_c"])
 KERNEL_FRAME = "[kernel: unsampled, user-mode samples only]"
 
@@ -1370,7 +1505,7 @@ def judge(res):
         most = max(sc, key=lambda r: r.get("stacks") or 0, default=None)
         out.append(("100k stacks written ≤ 1 s", "this run wrote at most %s distinct stacks (%s s)" % (
             most.get("stacks") if most else "no", fmt(most.get("exit_s")) if most else "–"), "not measured"))
-    return out + judge_21_22(res) + judge_34(res)
+    return out + judge_21_22(res) + judge_34(res) + judge_31(res)
 
 
 def kernel_cell(r):
@@ -1414,6 +1549,32 @@ def judge_34(res):
                                                      max(abs(r["errs"].get("user_spin", 0)) for r in un)),
                     "met" if len(stated) == len(un) else "not met"))
     return out
+
+
+def judge_31(res):
+    """The target of issue 31 (record --every over a long run)."""
+    rows = res.get("every", [])
+    t = ("`record --every 10s`, 4 threads whose stacks keep changing, 1 kHz, 30 min: record's RSS flat after the "
+         "first window and ≤ 64 MiB, 0 samples lost, every window's coverage 0.99–1.01")
+    if not rows or "error" in rows[0]:
+        return [(t, rows[0]["error"] if rows else "not run", "not measured")]
+    r = rows[0]
+    w = r["windows"]
+    first, top, slope = every_summary(r)
+    peak = max(x["rss_kib"] or 0 for x in w)
+    lost = sum(x["lost"] for x in w)
+    bad = [x for x in w if not 0.99 <= x["coverage"] <= 1.01]
+    full = r["seconds"] >= 1800 and r["every"] == "10s" and r["threads"] == 4
+    ok = peak <= 64 * 1024 and slope <= 4 and lost == 0 and not bad
+    return [(t, "%s%d windows of %s over %d s: record's RSS %.1f MiB after the first, %.1f MiB at most after it, "
+             "%+.1f KiB a window beside the busiest window's tables (least squares; flat: ≤ 4), peak %.1f MiB; the "
+             "writers' peak %.1f MiB; %d of %d samples lost; coverage %.3f–%.3f%s" % (
+                 "" if full else "(a shorter run than the target's) ", len(w), r["every"], r["seconds"], first / 1024, top / 1024,
+                 slope, peak / 1024, r["writer_peak_kib"] / 1024, lost, sum(x["samples"] for x in w),
+                 min(x["coverage"] for x in w), max(x["coverage"] for x in w),
+                 "; outside: " + ", ".join("window %d (%.3f)" % (x["window"], x["coverage"]) for x in bad)
+                 if bad else ""),
+             "met" if ok else "not met")]
 
 
 def judge_21_22(res):
@@ -2074,6 +2235,7 @@ def md_processes(res, w):
     w("")
 
     md_kernel(res, w)
+    md_every(res, w)
 
     w("## Names")
     w("")
@@ -2130,6 +2292,39 @@ def md_kernel(res, w):
             100 * r["switch_unseen"]))
     if not res.get("kernel"):
         w("| (not run this time) | | | | | | | | | | |")
+    w("")
+
+
+def md_every(res, w):
+    w("## Long runs in windows (`record --every`)")
+    w("")
+    rows = res.get("every", [])
+    if not rows:
+        w("(not run this time)")
+        w("")
+        return
+    r = rows[0]
+    if "error" in r:
+        w("Failed: %s" % md_cell(r["error"]))
+        w("")
+        return
+    first, top, slope = every_summary(r)
+    w("`cpuprof record --every %s -F 1000 -- stacks %d %d`: bench/stacks.c, %d threads each walking down a chain of "
+      "1–48 calls through 64 functions drawn at random (nearly every sample a stack no window had before), for %d s. "
+      "**RSS**: record's VmRSS (/proc/PID/status), read every 200 ms, the most in each window; the windows' writers "
+      "(copies of record, one a window while it writes) peaked at %.1f MiB. **lost** and **coverage**: each file's "
+      "comments. record's RSS after the first window: %.1f MiB; the most after it: %.1f MiB; %+.1f KiB a window "
+      "beside what the busiest window so far holds (least squares on the window's number and the most samples a "
+      "window had held, the last, partial window left out: the stack tables keep the busiest window's memory for "
+      "the next). Load from others while it ran: %.2f CPUs (steal %.2f)." % (
+          r["every"], r["threads"], r["seconds"], r["threads"], r["seconds"], r["writer_peak_kib"] / 1024,
+          first / 1024, top / 1024, slope, r["load"]["others_cpus"], r["load"]["steal_cpus"]))
+    w("")
+    w("| window | samples | distinct stacks | lost | coverage | RSS (MiB) |")
+    w("|---:|---:|---:|---:|---:|---:|")
+    for x in r["windows"]:
+        w("| %d | %d | %d | %d | %.3f | %s |" % (x["window"], x["samples"], x["stacks"], x["lost"], x["coverage"],
+                                              "%.1f" % (x["rss_kib"] / 1024) if x.get("rss_kib") else "–"))
     w("")
 
 
@@ -2195,7 +2390,7 @@ def main():
     books = CpuBooks()
     runner = Runner(a.work)
     res = dict(mode=mode, machine=machine_info(runner), accuracy=[], overhead=[], sigfloor=[], scale=[],
-               process=[], tree=[], build=[], attach=[], lost=[], names=[], kernel=[])
+               process=[], tree=[], build=[], attach=[], lost=[], names=[], kernel=[], every=[])
     ps = probe_profilers(runner, a.work)
     if a.profilers:
         want = [x.strip() for x in a.profilers.split(",")]
@@ -2255,6 +2450,9 @@ def main():
         save()
     if "kernel" in parts:
         res["kernel"] = kernel_time(cfg, a.work)
+        save()
+    if "every" in parts:
+        res["every"] = every(cfg, a.work)
         save()
     ext = []
     if mode != "smoke" and not a.profilers and set(parts) == set(PARTS):

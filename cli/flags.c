@@ -24,6 +24,37 @@ bool flags_int(const char *s, long min, long max, long *out)
 	return true;
 }
 
+bool flags_seconds(const char *s, double *out)
+{
+	static const struct {
+		const char *unit;
+		double s;
+	} units[] = { { "", 1 }, { "s", 1 }, { "ms", 1e-3 }, { "us", 1e-6 }, { "m", 60 }, { "h", 3600 } };
+	/* Digits with at most one point, then a unit: no sign, exponent,
+	 * blank or hexadecimal that strtod() would take. */
+	size_t digits = s ? strspn(s, "0123456789.") : 0;
+	if (digits == 0 || strchr(s, '.') != strrchr(s, '.') || (digits == 1 && s[0] == '.') || digits > 30)
+		return false;
+	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+		if (!strcmp(s + digits, units[i].unit)) {
+			*out = strtod(s, NULL) * units[i].s;
+			return true;
+		}
+	return false;
+}
+
+bool flags_duration_ms(const char *s, long min, long max, long *out)
+{
+	double x;
+	if (!flags_seconds(s, &x))
+		return false;
+	double ms = x * 1000 + 0.5;
+	if (!(ms >= (double)min && ms < (double)max + 1))
+		return false;
+	*out = (long)ms;
+	return true;
+}
+
 const char *flags_name(const struct flag *f, char *buf, size_t len)
 {
 	if (f->letter)
@@ -53,24 +84,6 @@ static const char *want(const struct flag *f, char *buf, size_t len)
 		snprintf(buf, len, "%s", f->want ? f->want : "a value");
 	}
 	return buf;
-}
-
-bool flags_seconds(const char *s, double *out)
-{
-	static const struct {
-		const char *unit;
-		double s;
-	} units[] = { { "", 1 }, { "s", 1 }, { "ms", 1e-3 }, { "us", 1e-6 }, { "m", 60 }, { "h", 3600 } };
-	char *end;
-	double x = strtod(s, &end);
-	if (end == s || !(x == x) || x > 1e12 || x < -1e12)
-		return false;
-	for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-		if (!strcmp(end, units[i].unit)) {
-			*out = x * units[i].s;
-			return true;
-		}
-	return false;
 }
 
 void flags_refuse(const struct flags *fs, const char *fmt, ...)
@@ -127,6 +140,9 @@ static int take(const struct flags *fs, const struct flag *f, const char *s, str
 		}
 		if (cp_options[f->setting].kind == CP_OPT_CHOICE)
 			s = cp_options[f->setting].choices[v->n];
+		break;
+	case FLAG_DURATION:
+		ok = flags_duration_ms(s, f->min, f->max, &v->n);
 		break;
 	case FLAG_REGEX:
 		ok = regcomp(&re, s, REG_EXTENDED | REG_NOSUB) == 0;

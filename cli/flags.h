@@ -27,6 +27,7 @@ enum flag_kind {
 	FLAG_CHOICE,  /* one of choices: the value is its index */
 	FLAG_SETTING, /* a setting of the library's table (cp_options[setting]), by its rule */
 	FLAG_REGEX,   /* a POSIX extended regular expression */
+	FLAG_DURATION, /* a length of time from min to max ms: a number and its unit (flags_duration_ms) */
 };
 
 struct flag {
@@ -34,7 +35,7 @@ struct flag {
 	char letter;       /* 'o' for -o beside the name, or 0 */
 	enum flag_kind kind;
 	const char *meta;  /* the value in the usage: "N", "FILE" */
-	long min, max;     /* FLAG_INT */
+	long min, max;     /* FLAG_INT; FLAG_DURATION, in ms */
 	double lo, hi;     /* FLAG_REAL */
 	bool lo_open;      /* FLAG_REAL: above lo, not from it */
 	double def;        /* FLAG_INT, FLAG_REAL: the value when not given, said in the usage */
@@ -64,7 +65,7 @@ struct flag_value {
 	bool set;
 	const char *text; /* as given; FLAG_CHOICE and a setting's choice: the choice's own name */
 	long n;           /* FLAG_INT (its default if not given), FLAG_CHOICE (the index),
-			     FLAG_SETTING */
+			     FLAG_SETTING, FLAG_DURATION (in ms) */
 	double x;         /* FLAG_REAL (its default if not given) */
 	const char **all; /* `many`: every value, in order */
 	size_t nall;
@@ -100,11 +101,17 @@ const char *flags_name(const struct flag *f, char *buf, size_t len);
  * together). */
 void flags_refuse(const struct flags *fs, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Parses the whole of s as a time (FLAG_SECONDS) into *out, in seconds;
- * false for anything else. */
+/* Parses the whole of s as a time (FLAG_SECONDS, FLAG_DURATION: digits
+ * with at most one point, then s, ms, us, m, h or nothing for seconds)
+ * into *out, in seconds; false for anything else. */
 bool flags_seconds(const char *s, double *out);
 /* Parses the whole of s as a decimal integer in [min, max] into *out;
  * false (and *out untouched) for anything else. */
 bool flags_int(const char *s, long min, long max, long *out);
+
+/* Parses the whole of s as a length of time (flags_seconds: "10",
+ * "10s", "500ms", "2m", "1h") into *out, in ms, within [min, max], to the
+ * nearest ms.  false (and *out untouched) for anything else. */
+bool flags_duration_ms(const char *s, long min, long max, long *out);
 
 #endif

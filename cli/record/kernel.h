@@ -70,8 +70,9 @@ size_t cp_kernel_pollfds(const struct cp_kcollector *k, struct pollfd *out, size
 /* Takes what the kernel wrote since the last call. */
 void cp_kernel_poll(struct cp_kcollector *k);
 
-/* How process pid ended, from a wait of record's own. */
-void cp_kernel_status(struct cp_kcollector *k, pid_t pid, int status, int64_t cpu_ns);
+/* How process pid ended, from a wait of record's own: its status, CPU
+ * and context switches (its rusage). */
+void cp_kernel_status(struct cp_kcollector *k, pid_t pid, int status, int64_t cpu_ns, int64_t switches);
 
 /* Whether every process attached to has ended. */
 int cp_kernel_all_ended(const struct cp_kcollector *k);
@@ -99,6 +100,33 @@ int64_t cp_kernel_counted_ns(const struct cp_kcollector *k);
  * over the window (a thread that ended within it is missed): the measure
  * the events' count is checked against. */
 int64_t cp_kernel_scheduler_ns(const struct cp_kcollector *k);
+
+/* record --every (kernel_window.c): the profile in windows, each whole on
+ * its own.  cp_kernel_window_start() starts the first window (the events'
+ * start is its start: call it before the first poll) or, once the window
+ * ended is written, the next: what grows with samples is emptied (the
+ * stack tables, the images' counts) and what can take no more samples (the
+ * images of processes that ended or exec'd) let go, while the processes,
+ * threads, files, unwind tables and rings stay.  cp_kernel_window_end()
+ * ends the window now: every record until then is taken, and each image's
+ * facts are made for the window alone, held to the CPU the kernel's clocks
+ * say the tree used in it (cp_kernel_window_cpu_ns), as cp_kernel_finish()
+ * and cp_kernel_hold_to() do for a whole run; the tree then holds the
+ * window, to be written.  The last window is ended by cp_kernel_finish(),
+ * which holds it so too (no cp_kernel_hold_to). */
+void cp_kernel_window_start(struct cp_kcollector *k);
+void cp_kernel_window_end(struct cp_kcollector *k);
+/* The CPU of the window ended, by the processes' clocks; into *by_events
+ * (if not NULL) how many processes' part of it is their events' count
+ * instead (they ended, reaped by another than record, their clock gone). */
+int64_t cp_kernel_window_cpu_ns(const struct cp_kcollector *k, size_t *by_events);
+/* Process pid (record's child) has ended and is not reaped yet: with
+ * windows, its CPU clock is read now, its last. */
+void cp_kernel_ending(struct cp_kcollector *k, pid_t pid);
+/* Reads the names of the JITs' code of the processes still running into
+ * their images, letting go of their files: for the writer of a window that
+ * is not the last, in a copy of record (a child), whose files are its own. */
+void cp_kernel_window_names(struct cp_kcollector *k);
 
 void cp_kernel_free(struct cp_kcollector *k);
 

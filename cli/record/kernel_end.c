@@ -97,9 +97,23 @@ static int64_t image_counted_ns(const struct cp_image *m)
 	return (int64_t)(m->sampled_ns + m->dropped_ns + m->facts.unsampled_ns + m->facts.kernel_ns);
 }
 
+/* Multiplies what image m's samples and counts hold by factor (at most
+ * 1), its CPU then what they hold; returns the ns that took off. */
+static uint64_t image_scale(struct cp_image *m, double factor)
+{
+	struct cp_facts *f = &m->facts;
+	cp_image_scale(m, factor);
+	f->unsampled_ns = (uint64_t)((double)f->unsampled_ns * factor + 0.5);
+	f->kernel_ns = (uint64_t)((double)f->kernel_ns * factor + 0.5);
+	f->kframes_ns = (uint64_t)((double)f->kframes_ns * factor + 0.5);
+	int64_t before = f->cpu_ns;
+	f->cpu_ns = image_counted_ns(m);
+	return before > f->cpu_ns ? (uint64_t)(before - f->cpu_ns) : 0;
+}
+
 /* The images' CPU held to the kernel's charge cpu_ns (cp_kernel_hold_to),
  * with `switches` context switches for what no task clock counted. */
-static void hold(struct cp_kcollector *k, int64_t cpu_ns, int64_t switches)
+void kc_hold(struct cp_kcollector *k, int64_t cpu_ns, int64_t switches)
 {
 	struct cp_tree *t = &k->tree;
 	double counted = 0;
@@ -114,56 +128,33 @@ static void hold(struct cp_kcollector *k, int64_t cpu_ns, int64_t switches)
 		return;
 	}
 	double factor = (double)cpu_ns / counted;
-	for (size_t i = 0; i < t->nimages; i++) {
-		struct cp_image *m = t->images[i];
-		struct cp_facts *f = &m->facts;
-		cp_image_scale(m, factor);
-		f->unsampled_ns = (uint64_t)((double)f->unsampled_ns * factor + 0.5);
-		f->kernel_ns = (uint64_t)((double)f->kernel_ns * factor + 0.5);
-		f->kframes_ns = (uint64_t)((double)f->kframes_ns * factor + 0.5);
-		int64_t before = f->cpu_ns;
-		f->cpu_ns = image_counted_ns(m);
-		f->ahead_ns = before > f->cpu_ns ? (uint64_t)(before - f->cpu_ns) : 0;
-	}
+	for (size_t i = 0; i < t->nimages; i++)
+		t->images[i]->facts.ahead_ns = image_scale(t->images[i], factor);
 }
 
-void cp_kernel_finish(struct cp_kcollector *k)
+void kc_images_facts(struct cp_kcollector *k, int64_t counted)
 {
-	/* Disabling an event disables its inherited copies; what they wrote
-	 * stays in the rings.  Each event's count is then all its task and
-	 * every task it was inherited by ran, ended or not. */
-	if (k->nattached)
-		k->sched1 = kc_scheduler_cpu(k->attached, k->nattached, &k->switches1);
-	cp_perf_fds_disable(&k->swfds);
-	cp_perf_fds_disable(&k->fds);
-	for (size_t i = 0; i < k->fds.n; i++) {
-		uint64_t v;
-		if (read(k->fds.fd[i], &v, sizeof v) == (ssize_t)sizeof v)
-			k->counted_ns += (int64_t)v;
-	}
-	k->t_end = cp_mono_ns();
-	kc_drain(k, UINT64_MAX);
-	k->tree.kernel = k->kframes ? &k->ksyms : NULL;
-	k->mono1 = cp_mono_ns();
-	/* Threads off the CPU at the end are charged up to it. */
-	if (k->off_cpu)
-		cp_switches_finish(&k->sw, k->t_end);
 	/* What the samples and the ended threads' final counts do not account
 	 * for: the first task's CPU after its last sample (its event is not
 	 * inherited: no final count comes as it ends), and what the threads
 	 * still running used after theirs.  It goes to the first process's
-	 * last image, in its [unsampled: ...] frame. */
-	uint64_t accounted = cp_perf_counts_accounted(&k->counts);
+	 * last image, in its [unsampled: ...] frame; with --every, less what
+	 * the window before had of it (the samples of this one hold that). */
+	k->tail1 = counted - (int64_t)cp_perf_counts_accounted(&k->counts);
 	struct kproc *first = kc_proc_get(k, k->first);
-	if (first && first->img && (uint64_t)k->counted_ns > accounted)
-		first->img->facts.unsampled_ns += (uint64_t)k->counted_ns - accounted;
-	/* Each image's facts; how processes that nobody here reaped ended. */
+	struct cp_image *to = first && first->img ? first->img : k->windows && k->tree.nimages ? k->tree.images[0] : NULL;
+	if (to && k->tail1 > k->tail0)
+		to->facts.unsampled_ns += (uint64_t)(k->tail1 - k->tail0);
+	double held = 0;
 	for (size_t i = 0; i < k->tree.nimages; i++) {
 		struct cp_image *m = k->tree.images[i];
 		struct cp_facts *f = &m->facts;
 		f->cpu_ns = image_counted_ns(m);
+		held += (double)f->cpu_ns;
 		m->counted = 1;
 		f->user_only = !k->kernel; /* its user time: the tree's rusage (record_write) */
+		f->wall0_ns = k->wall0_ns;
+		f->mono0_ns = (int64_t)k->mono0; /* its samples' times count from its start: a window's, with --every */
 		f->duration_ns = (int64_t)(k->mono1 - k->mono0);
 		f->unwind_tables = k->tables;
 		f->unwind_bytes = k->table_bytes;
@@ -184,14 +175,17 @@ void cp_kernel_finish(struct cp_kcollector *k)
 					 base ? base + 1 : k->files[j]->path, k->files[j]->why);
 			}
 	}
-	/* Attached: the scheduler's count of the window is the kernel's
-	 * charge, where it has all of the window's CPU: no thread ended in it
-	 * (an ended thread's count is gone) and no process began (it counts
-	 * the processes attached to). */
-	if (k->nattached && !k->sched_partial) {
-		hold(k, k->sched1 - k->sched0, k->switches1 - k->switches0);
-		k->counted_ns = k->sched1 - k->sched0;
-	}
+	/* A window whose samples hold more than its events counted: its first
+	 * samples weighed CPU from before its start, which the window before
+	 * had in its [unsampled: ...] frame.  Taken off them all alike. */
+	double excess = (double)(k->tail0 - k->tail1);
+	if (k->windows && excess > 0 && held > excess)
+		for (size_t i = 0; i < k->tree.nimages; i++)
+			image_scale(k->tree.images[i], (held - excess) / held);
+}
+
+void kc_procs_ended(struct cp_kcollector *k)
+{
 	for (size_t i = 0; i < k->procs.t.cap; i++) {
 		struct kproc *p = kc_pidmap_slot(&k->procs, i);
 		if (!p || !p->img)
@@ -204,10 +198,54 @@ void cp_kernel_finish(struct cp_kcollector *k)
 		}
 		if (p->exited || p->img->have_status)
 			p->img->dead = 1;
-		/* Names of the JIT code of the processes still running, or whose
-		 * exit came in no record. */
-		kc_jit_read(k, p);
 	}
+}
+
+void cp_kernel_finish(struct cp_kcollector *k)
+{
+	/* Disabling an event disables its inherited copies; what they wrote
+	 * stays in the rings.  Each event's count is then all its task and
+	 * every task it was inherited by ran, ended or not.  With --every,
+	 * the processes' clocks are read then too, the last window's end. */
+	if (k->nattached)
+		k->sched1 = kc_scheduler_cpu(k->attached, k->nattached, &k->switches1);
+	if (k->windows)
+		kc_window_clocks(k);
+	cp_perf_fds_disable(&k->swfds);
+	cp_perf_fds_disable(&k->fds);
+	for (size_t i = 0; i < k->fds.n; i++) {
+		uint64_t v;
+		if (read(k->fds.fd[i], &v, sizeof v) == (ssize_t)sizeof v)
+			k->counted_ns += (int64_t)v;
+	}
+	k->t_end = cp_mono_ns();
+	kc_drain(k, UINT64_MAX);
+	k->tree.kernel = k->kframes ? &k->ksyms : NULL;
+	k->mono1 = cp_mono_ns();
+	/* Threads off the CPU at the end are charged up to it. */
+	if (k->off_cpu)
+		cp_switches_finish(&k->sw, k->t_end);
+	/* Each image's facts; how processes that nobody here reaped ended. */
+	kc_images_facts(k, k->counted_ns);
+	/* Attached: the scheduler's count of the window is the kernel's
+	 * charge, where it has all of the window's CPU: no thread ended in it
+	 * (an ended thread's count is gone) and no process began (it counts
+	 * the processes attached to).  With --every, each window's is its
+	 * processes' clocks (kc_window_last). */
+	if (k->nattached && !k->sched_partial && !k->windows) {
+		kc_hold(k, k->sched1 - k->sched0, k->switches1 - k->switches0);
+		k->counted_ns = k->sched1 - k->sched0;
+	}
+	kc_procs_ended(k);
+	/* Names of the JIT code of the processes still running, or whose
+	 * exit came in no record. */
+	for (size_t i = 0; i < k->procs.t.cap; i++) {
+		struct kproc *p = kc_pidmap_slot(&k->procs, i);
+		if (p && p->img)
+			kc_jit_read(k, p);
+	}
+	if (k->windows)
+		kc_window_last(k);
 	cp_perf_fds_close(&k->fds, 0);
 	cp_perf_fds_close(&k->swfds, 0);
 	/* Code record could not read as it was mapped has no names and no
@@ -235,7 +273,7 @@ void cp_kernel_hold_to(struct cp_kcollector *k, int64_t cpu_ns, int64_t switches
 	for (size_t i = 0; i < k->tree.nimages; i++)
 		if (!k->tree.images[i]->dead && !k->tree.images[i]->have_status)
 			return;
-	hold(k, cpu_ns, switches);
+	kc_hold(k, cpu_ns, switches);
 }
 
 struct cp_tree *cp_kernel_tree(struct cp_kcollector *k)
@@ -276,15 +314,8 @@ void cp_kernel_free(struct cp_kcollector *k)
 	}
 	free(k->files);
 	for (size_t i = 0; i < k->procs.t.cap; i++)
-		if (kc_pidmap_slot(&k->procs, i)) {
-			struct kproc *p = kc_pidmap_slot(&k->procs, i);
-			if (p->pidfd >= 0)
-				close(p->pidfd);
-			kc_jit_end(k, p);
-			free(p->maps);
-			free(p->set);
-			free(p);
-		}
+		if (kc_pidmap_slot(&k->procs, i))
+			kc_proc_free(k, kc_pidmap_slot(&k->procs, i));
 	cp_table_free(&k->procs.t);
 	for (size_t i = 0; i < k->threads.t.cap; i++)
 		free(kc_pidmap_slot(&k->threads, i));

@@ -1,9 +1,11 @@
 /*
  * kernel_int.h -- the inside of record's kernel collector (kernel.h), shared
- * by its four files: kernel.c (the records, in time order), kernel_tables.c
+ * by its files: kernel.c (the records, in time order), kernel_tables.c
  * (files, processes, images and threads), kernel_open.c (opening the events
- * and attaching to running processes) and kernel_end.c (the end: what each
- * image's samples account for, held to the kernel's clocks).
+ * and attaching to running processes), kernel_end.c (the end: what each
+ * image's samples account for, held to the kernel's clocks), kernel_jit.c
+ * (JITs' names) and kernel_window.c (the same for each window of record
+ * --every).
  */
 #ifndef CPUPROF_RECORD_KERNEL_INT_H
 #define CPUPROF_RECORD_KERNEL_INT_H
@@ -94,6 +96,15 @@ struct kproc {
 	int64_t jit_not_before;       /* when it started (cp_jit_not_before) */
 	int jit_owner_known;          /* its user (cp_jit_owner): its files' owner or root */
 	uid_t jit_owner;
+	/* --every (kernel_window.c): its CPU clock (the kernel's count of all
+	 * its threads, ended ones too) at the window's start (-1: it began in
+	 * the window, from 0), at its end, read at cut `clock_cut` (-1: it
+	 * could not be: gone), and as it ended, read by record before reaping
+	 * it (-1: not read); its live threads' context switches at both ends,
+	 * and all its threads' as record reaped it (its rusage; -1: none). */
+	int64_t clock0, clock1, clock_end;
+	int64_t switches0, switches1, switches_end;
+	uint64_t clock_cut;
 };
 
 struct kthread {
@@ -166,6 +177,17 @@ struct cp_kcollector {
 	struct cp_switches sw;
 	struct cp_perf_fds swfds;     /* the context-switch events */
 	uint64_t t_end;               /* when the events were disabled */
+	/* --every (kernel_window.c): windows on; the windows ended so far;
+	 * the task clocks' CPU no sample accounted for, at the window's start
+	 * (counted in the window before) and at its end; the window's CPU by
+	 * the kernel's clocks, with its context switches, and how many
+	 * processes' part of it is their events' count instead (they ended
+	 * and record could not read their clocks). */
+	int windows;
+	uint64_t cuts;
+	int64_t tail0, tail1;
+	int64_t window_cpu_ns, window_switches;
+	size_t window_by_events;
 };
 
 /* kernel_tables.c: tables of pids; files and their unwind tables;
@@ -184,6 +206,8 @@ struct cp_image *kc_new_image(struct cp_kcollector *k, struct kproc *p, const ch
 struct kproc *kc_proc_get(const struct cp_kcollector *k, pid_t pid);
 struct kproc *kc_proc_new(struct cp_kcollector *k, pid_t pid, struct kproc *parent);
 struct kthread *kc_thread_get(struct cp_kcollector *k, pid_t tid, pid_t pid);
+/* Frees p, whose pid's entry the caller has emptied or is freeing. */
+void kc_proc_free(struct cp_kcollector *k, struct kproc *p);
 void kc_name_thread(struct cp_image *m, pid_t tid, const char *name);
 void kc_add_mapping(struct cp_kcollector *k, struct kproc *p, size_t fi, uint64_t lo, uint64_t hi, uint64_t pgoff);
 
@@ -204,6 +228,20 @@ void kc_code_mapping(struct cp_kcollector *k, struct kproc *p, const char *path,
 void kc_drain(struct cp_kcollector *k, uint64_t until);
 void kc_off_into_image(void *arg, void *ctx, uint64_t gen, pid_t tid, const uintptr_t *pcs, uint32_t n,
 		       uint32_t stack_flags, uint32_t kind, uint64_t from, uint64_t ns);
+
+/* kernel_end.c: each image's facts as its samples stand (the task
+ * clock's CPU that no sample accounts for, of `counted` in all, to the
+ * first process's image, less tail0); how the processes ended, by their
+ * pidfds; the images held to the kernel's charge (cp_kernel_hold_to). */
+void kc_images_facts(struct cp_kcollector *k, int64_t counted);
+void kc_procs_ended(struct cp_kcollector *k);
+void kc_hold(struct cp_kcollector *k, int64_t cpu_ns, int64_t switches);
+
+/* kernel_window.c: with --every, each live process's clock at the start of
+ * cp_kernel_finish; and the last window's CPU by the clocks, the images
+ * held to it, once all is taken. */
+void kc_window_clocks(struct cp_kcollector *k);
+void kc_window_last(struct cp_kcollector *k);
 
 /* kernel_open.c: the scheduler's count of the live threads' CPU of
  * processes pids, and their context switches (-p). */

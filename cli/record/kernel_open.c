@@ -246,7 +246,6 @@ static int setup(struct cp_kcollector **out, const struct cp_kernel_conf *c)
 	b->unwind = c->unwind;
 	b->period_ns = k->period;
 	b->wall0_ns = k->wall0_ns;
-	b->mono0_ns = (int64_t)k->mono0;
 	clock_getres(CLOCK_MONOTONIC, &ts);
 	b->timer_res_ns = ts.tv_sec * 1000000000l + ts.tv_nsec;
 	*out = k;
@@ -587,8 +586,13 @@ size_t cp_kernel_pollfds(const struct cp_kcollector *k, struct pollfd *out, size
 	return n;
 }
 
-void cp_kernel_status(struct cp_kcollector *k, pid_t pid, int status, int64_t cpu_ns)
+void cp_kernel_status(struct cp_kcollector *k, pid_t pid, int status, int64_t cpu_ns, int64_t switches)
 {
+	/* With --every: the switches of its whole life, for its last window
+	 * (its threads are gone from /proc). */
+	struct kproc *p = kc_proc_get(k, pid);
+	if (p && p->clock_end >= 0)
+		p->switches_end = switches;
 	/* Records of it may still wait in the rings: the image it ended in
 	 * is the one it has once they are in. */
 	cp_kernel_poll(k);

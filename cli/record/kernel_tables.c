@@ -344,6 +344,7 @@ struct kproc *kc_proc_new(struct cp_kcollector *k, pid_t pid, struct kproc *pare
 	p->pid = pid;
 	p->pidfd = -1;
 	p->jit_tmp = p->jit_dump = -1;
+	p->clock0 = p->clock1 = p->clock_end = p->switches_end = -1;
 	if (k->npidfds < MAX_PIDFDS) {
 		p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 		k->npidfds += p->pidfd >= 0;
@@ -378,6 +379,18 @@ struct kproc *kc_proc_new(struct cp_kcollector *k, pid_t pid, struct kproc *pare
 	cp_image_add_epoch(m, p->gen);
 	p->img = m;
 	return p;
+}
+
+void kc_proc_free(struct cp_kcollector *k, struct kproc *p)
+{
+	if (p->pidfd >= 0) {
+		close(p->pidfd);
+		k->npidfds--;
+	}
+	kc_jit_end(k, p);
+	free(p->maps);
+	free(p->set);
+	free(p);
 }
 
 struct kthread *kc_thread_get(struct cp_kcollector *k, pid_t tid, pid_t pid)

@@ -65,23 +65,33 @@ const char *cp_image_thread_name(const struct cp_image *m, int32_t tid)
 	return m->comm;
 }
 
+void cp_image_clear_samples(struct cp_image *m)
+{
+	for (size_t e = 0; e < m->nepochs; e++)
+		cp_stacktab_clear(&m->epochs[e].tab);
+	m->samples = m->sampled_ns = m->dropped = m->dropped_ns = 0;
+}
+
+void cp_image_free(struct cp_image *m)
+{
+	for (size_t e = 0; e < m->nepochs; e++)
+		cp_stacktab_free(&m->epochs[e].tab);
+	free(m->epochs);
+	for (uint32_t j = 0; m->files && j < m->nobjs; j++)
+		free(m->files[j]);
+	free(m->files);
+	free(m->objs);
+	free(m->names);
+	cp_jit_free(m->jit);
+	if (m->pidfd >= 0)
+		close(m->pidfd);
+	free(m);
+}
+
 void cp_tree_free(struct cp_tree *t)
 {
-	for (size_t k = 0; k < t->nimages; k++) {
-		struct cp_image *m = t->images[k];
-		for (size_t e = 0; e < m->nepochs; e++)
-			cp_stacktab_free(&m->epochs[e].tab);
-		free(m->epochs);
-		for (uint32_t j = 0; m->files && j < m->nobjs; j++)
-			free(m->files[j]);
-		free(m->files);
-		free(m->objs);
-		free(m->names);
-		cp_jit_free(m->jit);
-		if (m->pidfd >= 0)
-			close(m->pidfd);
-		free(m);
-	}
+	for (size_t k = 0; k < t->nimages; k++)
+		cp_image_free(t->images[k]);
 	free(t->images);
 	memset(t, 0, sizeof *t);
 }

@@ -63,6 +63,8 @@ struct cp_image {
 	                             process published: a wait's count, which has its children's, is not better */
 	char corrupt[128];        /* why its slot was given up as unreadable, or "" */
 	struct cp_jit *jit;       /* what its JIT named (symbolize/jit.h), or NULL */
+	int over;                 /* record --every: it can take no more samples (its process ended or exec'd):
+	                             let go once the window it ended in is written */
 };
 
 struct cp_kallsyms;
@@ -88,6 +90,12 @@ struct cp_epoch *cp_image_epoch_for(struct cp_image *m, uint32_t gen);
 /* How process pid ended, from a wait (status, and the CPU of its
  * rusage): its last image ends with it. */
 void cp_tree_status(struct cp_tree *t, pid_t pid, int status, int64_t cpu_ns);
+/* Empties what image m's samples hold (its stack tables, keeping their
+ * memory for the next window's, and its counts of samples): record
+ * --every, once a window is written. */
+void cp_image_clear_samples(struct cp_image *m);
+/* Frees image m (no longer in any tree). */
+void cp_image_free(struct cp_image *m);
 /* The name of thread tid in image m, or its process's name. */
 const char *cp_image_thread_name(const struct cp_image *m, int32_t tid);
 void cp_tree_free(struct cp_tree *t);

@@ -44,6 +44,7 @@
 
 #include "collect.h"
 #include "commands.h"
+#include "every.h"
 #include "flags.h"
 #include "kernel.h"
 #include "profile/options.h"
@@ -67,7 +68,7 @@
 
 /* record's flags: their order is the usage's. */
 enum { F_OUTPUT, F_HZ, F_ENGINE, F_DEPTH, F_SIGNAL, F_UNWIND, F_PER_PROCESS, F_GRACE, F_PRELOAD, F_OFF_CPU, F_KERNEL,
-       F_PID, F_DURATION, F_NFLAGS };
+       F_PID, F_DURATION, F_EVERY, F_NFLAGS };
 
 static const struct flag record_flags[F_NFLAGS] = {
 	[F_OUTPUT] = { "--output", 'o', FLAG_TEXT, "FILE", .want = "a file name",
@@ -105,6 +106,11 @@ static const struct flag record_flags[F_NFLAGS] = {
 	[F_DURATION] = { "--duration", 'd', FLAG_INT, "SECONDS", .min = 1, .max = 86400 * 365, .no_def = true,
 			 .want = "the seconds to record, an integer from 1",
 			 .help = "with -p: until SECONDS pass (else until record is interrupted or they end)" },
+	[F_EVERY] = { "--every", 0, FLAG_DURATION, "DURATION", .min = 100, .max = 86400000L * 365, .no_def = true,
+		      .want = "a length of time from 100ms: 10s, 500ms, 2m or 1h (a bare number is seconds)",
+		      .help = "one whole profile per window of DURATION, each written as it ends, FILE with the "
+			      "window's number before its extension (cpu.0001.pb.gz, cpu.0002.pb.gz, ...); SIGUSR1 "
+			      "sent to record ends a window at once; from outside only" },
 };
 
 static const struct flags record_cmd = {
@@ -130,6 +136,7 @@ struct record_opts {
 	bool preload;                /* inside each process, whatever the engine */
 	bool off_cpu;                /* off-CPU time too */
 	bool kframes;                /* --kernel: kernel frames too */
+	long every_ms;               /* --every: the windows' length (0: one profile of the run) */
 	const struct flag_value *v;  /* every flag's, by F_* */
 	char **cmd;                  /* NULL-terminated argv of the command, or NULL with -p */
 };
@@ -162,6 +169,16 @@ static int check_fit(const struct record_opts *o, const struct flag_value *v, si
 	else if (o->pids && v[F_GRACE].set)
 		flags_refuse(&record_cmd, "--grace is the time CMD has to end once record passes it a signal; -p "
 			     "sends its processes none: it does not apply");
+	else if (o->every_ms && o->per_process)
+		flags_refuse(&record_cmd, "--every and --per-process: give one or the other (a window's profile holds "
+			     "every process, each under its own pid label: go tool pprof -tagfocus=pid=PID, cpuprof "
+			     "report --group-by process)");
+	else if (o->every_ms && o->off_cpu)
+		flags_refuse(&record_cmd, "--every and --off-cpu: give one or the other (off-CPU time is held to each "
+			     "thread's lifetime, which windows would cut)");
+	else if (o->every_ms && (o->preload || (engine && strcmp(engine, "auto") && strcmp(engine, CP_ENGINE_PERF))))
+		flags_refuse(&record_cmd, "--every records from outside only: %s runs the profiler inside each process",
+			     o->preload ? "--preload" : "--engine hw, timer or itimer");
 	else if (v[F_SIGNAL].set && (!engine || (strcmp(engine, CP_ENGINE_TIMER) != 0 &&
 						   strcmp(engine, CP_ENGINE_ITIMER) != 0)))
 		flags_refuse(&record_cmd, "--signal is the timer engines' sampling signal: it goes with --engine "
@@ -200,6 +217,7 @@ static int parse_args(int argc, char **argv, struct record_opts *o, struct flags
 	o->preload = v[F_PRELOAD].set;
 	o->off_cpu = v[F_OFF_CPU].set;
 	o->kframes = v[F_KERNEL].set;
+	o->every_ms = v[F_EVERY].set ? v[F_EVERY].n : 0;
 	o->cmd = o->pids ? NULL : fr->operands;
 	return check_fit(o, v, fr->noperands);
 }
@@ -339,15 +357,37 @@ static int64_t rusage_ns(const struct rusage *ru)
 	       ((int64_t)ru->ru_utime.tv_usec + ru->ru_stime.tv_usec) * 1000;
 }
 
-/* The signals record handles itself, through a signalfd. */
-static void record_signals(sigset_t *set)
+/* The signals record handles itself, through a signalfd: with --every,
+ * SIGUSR1 too, which ends a window. */
+static void record_signals(sigset_t *set, bool every)
 {
 	sigemptyset(set);
+	if (every)
+		sigaddset(set, SIGUSR1);
 	sigaddset(set, SIGCHLD);
 	sigaddset(set, SIGINT);
 	sigaddset(set, SIGTERM);
 	sigaddset(set, SIGHUP);
 	sigaddset(set, SIGQUIT);
+}
+
+/* --every's windows of FILE (abs, as given `shown`), off without it. */
+static void every_setup(struct every *e, const struct record_opts *o, const char *abs, const char *shown)
+{
+	memset(e, 0, sizeof *e);
+	e->ms = o->every_ms;
+	e->path = abs;
+	e->shown = shown;
+	snprintf(e->text, sizeof e->text, "--every %s", o->every_ms ? o->v[F_EVERY].text : "");
+}
+
+/* With --every, once the last window has ended: a SIGUSR1 that comes
+ * later (or waits, blocked) is let go, not left to end record before it
+ * writes that window. */
+static void every_signal_off(const struct every *e)
+{
+	if (e->ms)
+		signal(SIGUSR1, SIG_IGN);
 }
 
 /* What record saw of the run. */
@@ -361,6 +401,9 @@ struct run_state {
 	int64_t kill_at;       /* CLOCK_MONOTONIC ms to kill CMD at, or 0 */
 	int forwarded;         /* signals passed on */
 	int told_to_stop;      /* the signal that did (0: none) */
+	struct every every;    /* --every's windows */
+	bool cut;              /* SIGUSR1 asked to end the window now */
+	struct record_run base; /* what each window's profile says of the run */
 };
 
 /* The collector a run uses: the shared memory of preloaded processes, or
@@ -375,20 +418,38 @@ static struct cp_tree *tree_of(struct collector *c)
 	return c->kernel ? cp_kernel_tree(c->kernel) : &c->shm.tree;
 }
 
-/* Reaps every child that ended: CMD, or an orphan of the tree. */
+/* With --every, the next child that has ended, its CPU clock read while
+ * it is a zombie (its last, for its window); -1 (any) otherwise, or 0 if
+ * none has ended. */
+static pid_t next_ended(struct collector *c, struct run_state *rs)
+{
+	siginfo_t si;
+	if (!rs->every.ms || !c->kernel)
+		return -1;
+	si.si_pid = 0;
+	if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid <= 0)
+		return 0;
+	cp_kernel_ending(c->kernel, si.si_pid);
+	return si.si_pid;
+}
+
+/* Reaps every child that ended: CMD, or an orphan of the tree (or a
+ * window's writer). */
 static void reap(struct collector *c, struct run_state *rs)
 {
 	int st;
 	struct rusage ru;
 	pid_t p;
-	while ((p = wait4(-1, &st, WNOHANG, &ru)) > 0) {
+	while ((p = next_ended(c, rs)) != 0 && (p = wait4(p, &st, WNOHANG, &ru)) > 0) {
 		if (!WIFEXITED(st) && !WIFSIGNALED(st))
+			continue;
+		if (every_reaped(&rs->every, p, st))
 			continue;
 		rs->tree_cpu_ns += rusage_ns(&ru);
 		rs->tree_user_ns += (int64_t)ru.ru_utime.tv_sec * 1000000000 + (int64_t)ru.ru_utime.tv_usec * 1000;
 		rs->tree_switches += ru.ru_nvcsw + ru.ru_nivcsw;
 		if (c->kernel)
-			cp_kernel_status(c->kernel, p, st, rusage_ns(&ru));
+			cp_kernel_status(c->kernel, p, st, rusage_ns(&ru), ru.ru_nvcsw + ru.ru_nivcsw);
 		else
 			cp_tree_status(&c->shm.tree, p, st, rusage_ns(&ru));
 		if (p == rs->root) {
@@ -457,6 +518,8 @@ static void wait_events(struct collector *c, int sfd, int timeout, struct run_st
 	while (read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
 		if (si.ssi_signo == SIGCHLD)
 			reap(c, rs);
+		else if (si.ssi_signo == SIGUSR1)
+			rs->cut = true;
 		else
 			on_stop_signal(&si, rs, grace);
 	}
@@ -508,7 +571,7 @@ static int spawn(const struct record_opts *o, const struct cp_kernel_conf *kc, s
 		perror("cpuprof record: pipe");
 		return -1;
 	}
-	record_signals(&mine);
+	record_signals(&mine, o->every_ms != 0);
 	sigprocmask(SIG_BLOCK, &mine, old);
 	*sfd = signalfd(-1, &mine, SFD_CLOEXEC | SFD_NONBLOCK);
 	/* Orphans of the tree are reparented to record, not to init. */
@@ -570,8 +633,11 @@ static int run(const struct record_opts *o, const struct cp_kernel_conf *kc, str
 	int rc = spawn(o, kc, c, rs, &sfd, &old, exec_errno, refused, rlen);
 	if (rc < 0)
 		return rc;
+	rs->base.root = rs->root;
+	if (rs->every.ms)
+		every_begin(&rs->every, c->kernel);
 	while (!rs->root_done) {
-		int timeout = c->kernel ? KERNEL_POLL_MS : POLL_MS;
+		int timeout = every_timeout(&rs->every, c->kernel ? KERNEL_POLL_MS : POLL_MS);
 		if (rs->kill_at) {
 			int64_t left = rs->kill_at - mono_ms();
 			if (left <= 0) {
@@ -586,16 +652,21 @@ static int run(const struct record_opts *o, const struct cp_kernel_conf *kc, str
 		wait_events(c, sfd, timeout, rs, (int)o->grace);
 		reap(c, rs);
 		collect_poll(c);
+		if (rs->every.ms && !rs->root_done && (rs->cut || every_due(&rs->every)))
+			every_cut(&rs->every, c->kernel, &rs->base, rs->cut ? "SIGUSR1" : rs->every.text);
+		rs->cut = false;
 	}
 	/* CMD is gone; orphans it left that already ended are reaped, and the
 	 * rest of the tree is taken as it is. */
 	reap(c, rs);
 	if (c->kernel) {
 		cp_kernel_finish(c->kernel);
-		cp_kernel_hold_to(c->kernel, rs->tree_cpu_ns, rs->tree_switches);
+		if (!rs->every.ms) /* each window was held to the clocks */
+			cp_kernel_hold_to(c->kernel, rs->tree_cpu_ns, rs->tree_switches);
 	} else
 		cp_collect_finish(&c->shm);
 	close(sfd);
+	every_signal_off(&rs->every);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return rs->status;
 }
@@ -657,6 +728,8 @@ static int run_attach(const struct record_opts *o, const struct cp_kernel_conf *
 	sigaddset(&mine, SIGINT);
 	sigaddset(&mine, SIGTERM);
 	sigaddset(&mine, SIGHUP);
+	if (o->every_ms)
+		sigaddset(&mine, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &mine, &old);
 	int sfd = signalfd(-1, &mine, SFD_CLOEXEC | SFD_NONBLOCK);
 	struct cp_kernel_conf c = *kc;
@@ -671,10 +744,25 @@ static int run_attach(const struct record_opts *o, const struct cp_kernel_conf *
 		return EXIT_USAGE;
 	}
 	kframes_said(k);
+	char shown_cmd[64];
+	snprintf(shown_cmd, sizeof shown_cmd, "process %s", o->pids);
+	struct record_run run_info = {
+		.cmd = shown_cmd,
+		.root = pids[0],
+		.per_process = o->per_process,
+		.mode = "attached",
+		.off_cpu = o->off_cpu,
+		.off_cpu_absent = absent[0] ? absent : NULL,
+		.kframes = o->kframes,
+	};
+	struct every every;
+	every_setup(&every, o, abs, output);
+	if (every.ms)
+		every_begin(&every, k);
 	int64_t end = o->duration ? mono_ms() + (int64_t)o->duration * 1000 : 0;
 	const char *stopped = "the processes ended";
 	for (;;) {
-		int timeout = KERNEL_POLL_MS;
+		int timeout = every_timeout(&every, KERNEL_POLL_MS);
 		if (end) {
 			int64_t left = end - mono_ms();
 			if (left <= 0) {
@@ -689,34 +777,41 @@ static int run_attach(const struct record_opts *o, const struct cp_kernel_conf *
 		size_t np = 1 + cp_kernel_pollfds(k, p + 1, 256);
 		poll(p, sfd >= 0 ? np : 0, timeout);
 		struct signalfd_siginfo si;
-		if (sfd >= 0 && read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-			stopped = si.ssi_signo == SIGINT ? "record was interrupted" : "record was told to stop";
+		int stop = 0;
+		bool cut = false;
+		while (sfd >= 0 && read(sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+			if (si.ssi_signo == SIGUSR1)
+				cut = true;
+			else
+				stop = (int)si.ssi_signo;
+		}
+		if (stop) {
+			stopped = stop == SIGINT ? "record was interrupted" : "record was told to stop";
 			break;
 		}
 		cp_kernel_poll(k);
 		if (cp_kernel_all_ended(k))
 			break;
+		every_poll(&every);
+		if (every.ms && (cut || every_due(&every))) {
+			run_info.attached = "the window's end";
+			every_cut(&every, k, &run_info, cut ? "SIGUSR1" : every.text);
+		}
 	}
 	cp_kernel_finish(k);
 	if (sfd >= 0)
 		close(sfd);
+	every_signal_off(&every);
 	sigprocmask(SIG_SETMASK, &old, NULL);
-	char shown_cmd[64];
-	snprintf(shown_cmd, sizeof shown_cmd, "process %s", o->pids);
-	struct record_run run_info = {
-		.cmd = shown_cmd,
-		.tree_cpu_ns = cp_kernel_counted_ns(k),
-		.root = pids[0],
-		.per_process = o->per_process,
-		.mode = "attached",
-		.attached = stopped,
-		.scheduler_ns = cp_kernel_scheduler_ns(k),
-		.off_cpu = o->off_cpu,
-		.off_cpu_absent = absent[0] ? absent : NULL,
-		.kframes = o->kframes,
-	};
+	run_info.tree_cpu_ns = cp_kernel_counted_ns(k);
+	run_info.attached = stopped;
+	run_info.scheduler_ns = cp_kernel_scheduler_ns(k);
 	fprintf(stderr, "cpuprof: recorded %s from outside until %s\n", shown_cmd, stopped);
-	int rc = record_write(cp_kernel_tree(k), abs, output, &run_info) < 0 ? 1 : 0;
+	int rc;
+	if (every.ms)
+		rc = every_last(&every, k, &run_info, stopped) < 0 ? 1 : 0;
+	else
+		rc = record_write(cp_kernel_tree(k), abs, output, &run_info) < 0 ? 1 : 0;
 	cp_kernel_free(k);
 	return rc;
 }
@@ -844,10 +939,12 @@ static int record_command(const struct record_opts *o, struct cp_kernel_conf *kc
 	memset(&c, 0, sizeof c);
 	c.shm.fd = -1;
 	memset(&rs, 0, sizeof rs);
+	every_setup(&rs.every, o, abs, output);
 	bool outside = !o->preload && (!engine || !strcmp(engine, "auto") || !strcmp(engine, CP_ENGINE_PERF)) &&
 		       !tick_bound() && cp_kernel_probe(kc, refusal, sizeof refusal) == 0;
 	if (outside && o->off_cpu)
 		off_cpu_probe(kc, absent, sizeof absent);
+	rs.base = (struct record_run){ .cmd = o->cmd[0], .mode = "outside", .refusal = refusal, .kframes = o->kframes };
 	if (outside) {
 		status = run(o, kc, &c, &rs, &exec_errno, refusal, sizeof refusal);
 		if (status == -2) {
@@ -855,6 +952,12 @@ static int record_command(const struct record_opts *o, struct cp_kernel_conf *kc
 			c.kernel = NULL;
 			memset(&rs, 0, sizeof rs);
 		}
+	}
+	if (status == -2 && o->every_ms) {
+		fprintf(stderr, "cpuprof record: --every records from outside only, and record cannot here: %s\n",
+			refusal[0] ? refusal : tick_bound() ? "this kernel's timers are tick-bound (docs/vm.md)"
+							     : "the kernel refused the events");
+		goto out;
 	}
 	/* Inside each process: the library chooses the engine (and with
 	 * --engine perf, where perf is refused, says so and lets the program
@@ -890,7 +993,10 @@ static int record_command(const struct record_opts *o, struct cp_kernel_conf *kc
 		.kframes = o->kframes,
 		.kframes_absent = !c.kernel && kabsent[0] ? kabsent : NULL,
 	};
-	record_write(tree_of(&c), abs, output, &run_info);
+	if (rs.every.ms)
+		every_last(&rs.every, c.kernel, &run_info, "the command ended");
+	else
+		record_write(tree_of(&c), abs, output, &run_info);
 out:
 	if (c.kernel)
 		cp_kernel_free(c.kernel);

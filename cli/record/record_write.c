@@ -519,7 +519,7 @@ static void unprofiled_clauses(const struct cp_tree *c, const struct record_run 
 			snprintf(pids + n, sizeof pids - n, "%s%d (%.24s)", n ? ", " : "", m->pid, image_name(m));
 		}
 	}
-	if (running && strcmp(r->mode, "attached") != 0)
+	if (running && strcmp(r->mode, "attached") != 0 && (!r->window || r->window_last))
 		cp_warning_add(w, "%u %s still running when the command ended (%s%s): what %s after that "
 			       "is not in the profile", running, running == 1 ? "process was" : "processes were",
 			       pids, running > 4 ? ", ..." : "", running == 1 ? "it does" : "they do");
@@ -543,6 +543,16 @@ static void record_comments(struct cp_comments *cm, const struct record_run *r)
 		cp_comment(cm, "record=preloaded into each process: not from outside (%s)", r->refusal);
 	else
 		cp_comment(cm, "record=preloaded into each process");
+	if (r->window) {
+		cp_comment(cm, "window=%u", r->window);
+		cp_comment(cm, "window_ended=%s", r->window_ended);
+		char by[96] = "";
+		if (r->window_by_events)
+			snprintf(by, sizeof by, "; of %zu that ended in it, reaped by another, their events' count",
+				 r->window_by_events);
+		cp_comment(cm, "window_cpu=%lld ns, the processes' CPU clocks at its end less at its start%s",
+			   (long long)r->tree_cpu_ns, by);
+	}
 }
 
 /* The tree's warning: the judge's, then what was not profiled. */
@@ -592,7 +602,7 @@ static int write_merged(const struct cp_tree *c, const char *path, const char *s
 		for (size_t k = 0; k < ix.n && ix.v; k++)
 			ix.v[k] = c->images[k];
 		int user_known = r->tree_user_ns > 0;
-		if (ix.v && strcmp(r->mode, "attached") != 0) {
+		if (ix.v && strcmp(r->mode, "attached") != 0 && !r->window) {
 			qsort(ix.v, ix.n, sizeof *ix.v, pid_order);
 			for (size_t k = 0; k < c->nimages; k++)
 				if (!in_rusage(&ix, c->images[k]->pid, 0)) {

@@ -32,6 +32,14 @@ struct record_run {
 	const char *off_cpu_absent; /* ... and why the profile has none, or NULL (it has) */
 	int kframes;         /* --kernel asked for */
 	const char *kframes_absent; /* ... and why the profile has none where the collector could not say, or NULL */
+	/* --every: the window's number from 1 (0: the whole run), what ended
+	 * it, whether it is the last, and how many processes' CPU in
+	 * tree_cpu_ns (the window's, by the processes' clocks) is their events'
+	 * count instead. */
+	unsigned window;
+	const char *window_ended;
+	int window_last;
+	size_t window_by_events;
 };
 
 /* Writes the profile(s) to path (shown as `shown` in messages) and says

@@ -26,7 +26,8 @@
 # /bin/true), the attached profile's coverage of what its own events
 # counted is within 5% (a ratio of two counts of the same window, which
 # load does not move), every run beside the busy process took samples,
-# and the names of the C++ workload under record were compared.
+# the names of the C++ workload under record were compared, and record
+# --every wrote windows with samples, none lost, in far less than 64 MiB.
 # Timings are not asserted: that is the benchmark's job, on a quiet
 # machine.
 BB=${BB:-build-bench}
@@ -36,7 +37,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 skip() { echo "skip: $*" >&2; exit 77; }
 [ -z "${ARCH:-}" ] || [ "$ARCH" = "$(uname -m)" ] || skip "the benchmark runs on the host only (ARCH=$ARCH)"
 [ -x $PY ] || skip "python3 is not installed"
-for f in spawn accuracy overhead scale tick; do
+for f in spawn accuracy overhead scale tick stacks; do
 	[ -x "$BB/bench/$f" ] || fail "build first (make bench-build): $BB/bench/$f is missing"
 done
 [ -f "$BB/libcpuprof.so" ] || fail "build first (make bench-build): $BB/libcpuprof.so is missing"
@@ -143,6 +144,18 @@ if not res["lost"]:
 for r in res["lost"]:
     if fine("lost", "%s %d thr" % (r["profiler"], r["threads"]), r) and not r["samples"] > 0:
         bad.append("lost %s: no samples" % r["profiler"])
+# record --every (issue 31): windows written, each with samples but the
+# last (which may be cut short), none lost, record's memory far from 64 MiB.
+if not res["every"]:
+    bad.append("every: no row")
+for r in res["every"]:
+    if perf_ok and fine("every", "%d thr %d s" % (r["threads"], r["seconds"]), r):
+        w = r["windows"]
+        print("every: %d windows, %d samples, %d lost, record's RSS at most %s KiB" % (
+            len(w), sum(x["samples"] for x in w), sum(x["lost"] for x in w), max(x["rss_kib"] or 0 for x in w)))
+        if len(w) < 2 or any(x["samples"] == 0 for x in w[:-1]) or sum(x["lost"] for x in w) or \
+                max(x["rss_kib"] or 0 for x in w) > 64 * 1024:
+            bad.append("every: %s" % w)
 skipped = [r for r in res["names"] if r.get("status") == 77]
 if skipped:
     print("names not measured: %s" % skipped[0]["error"])
@@ -155,7 +168,8 @@ sys.exit(1 if bad else 0)
 EOF
 
 for h in "## Machine" "## Targets (cpuprof)" "## Accuracy" "## Overhead" "## Scale" "## One process" \
-	"## Trees of processes" "## A real build" "## Attaching" "## Lost samples beside a busy process" "## Names" "## Method"; do
+	"## Trees of processes" "## A real build" "## Attaching" "## Lost samples beside a busy process" "## Names" \
+	"## Long runs in windows (\`record --every\`)" "## Method"; do
 	grep -qxF "$h" "$doc" || fail "section '$h' is missing"
 done
 grep -q '^| CONFIG_HZ | ' "$doc" || fail "machine table has no CONFIG_HZ row"

@@ -17,7 +17,7 @@
 
 static const char *const colours[] = { "red", "green", NULL };
 
-enum { T_OUT, T_N, T_X, T_COLOUR, T_HZ, T_ENGINE, T_SIGNAL, T_RE, T_BOOL, T_MANY, T_NFLAGS };
+enum { T_OUT, T_N, T_X, T_COLOUR, T_HZ, T_ENGINE, T_SIGNAL, T_RE, T_BOOL, T_MANY, T_EVERY, T_NFLAGS };
 
 static const struct flag table[T_NFLAGS] = {
 	[T_OUT] = { "--output", 'o', FLAG_TEXT, "FILE", .want = "a file name", .help = "the file" },
@@ -30,6 +30,7 @@ static const struct flag table[T_NFLAGS] = {
 	[T_RE] = { "--re", 0, FLAG_REGEX, "RE", .want = "a regular expression" },
 	[T_BOOL] = { "--yes", 'y', FLAG_BOOL, .help = "yes" },
 	[T_MANY] = { "--base", 0, FLAG_TEXT, "F", .many = true, .want = "a file name" },
+	[T_EVERY] = { "--every", 0, FLAG_DURATION, "DURATION", .min = 100, .max = 7200000, .want = "a duration" },
 };
 
 static struct flags cmd = { .cmd = "unit", .flag = table, .n = T_NFLAGS, .synopsis = "  unit [OPTIONS]\n" };
@@ -111,6 +112,33 @@ static void values(void)
 	refused("--engine fast");
 	refused("--signal 15"); /* cp_signal_unusable's rule */
 	refused("--signal 65");
+
+	/* Durations: a number and its unit, a bare number seconds, in ms
+	 * within the flag's bounds (100 ms to 2 h here). */
+	static const struct {
+		const char *s;
+		long ms;
+	} good[] = { { "10s", 10000 }, { "500ms", 500 }, { "2m", 120000 }, { "1h", 3600000 }, { "2h", 7200000 },
+		     { "3", 3000 }, { "0.5", 500 }, { "1.25s", 1250 }, { "100ms", 100 }, { ".1", 100 },
+		     { "0.0025m", 150 }, { "007s", 7000 } };
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		char line[64];
+		snprintf(line, sizeof line, "--every %s", good[i].s);
+		CHECK_EQ(parse(line, &r), 0);
+		CHECK(r.v[T_EVERY].n == good[i].ms, "--every %s: %ld ms, want %ld", good[i].s, r.v[T_EVERY].n,
+		      good[i].ms);
+		flags_free(&cmd, &r);
+	}
+	static const char *const bad[] = { "0", "0s", "99ms", "2h1ms", "7201s", "-1s", "+1s", "1e3", "1e3ms", "10x",
+					   "s", "ms", ".", "1..5s", "1.5.s", "10sec", "1d", "inf", "nan",
+					   "0x10", "''", "10S", "99999999999999999999999h" };
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char line[64];
+		snprintf(line, sizeof line, "--every %s", bad[i]);
+		refused(line);
+	}
+	long ms = -1;
+	CHECK(!flags_duration_ms(NULL, 0, 10, &ms) && ms == -1, "NULL taken, or *out changed");
 
 	text_is("--re ^a(b|c)$", T_RE, "^a(b|c)$");
 	refused("--re [");
