@@ -47,6 +47,7 @@
 #include "flags.h"
 #include "kernel.h"
 #include "profile/options.h"
+#include "record_live.h"
 #include "record_write.h"
 #include "symbolize/symbols.h"
 
@@ -130,6 +131,7 @@ struct record_opts {
 	bool kframes;                /* --kernel: kernel frames too */
 	const struct flag_value *v;  /* every flag's, by F_* */
 	char **cmd;                  /* NULL-terminated argv of the command, or NULL with -p */
+	const struct record_live *live; /* cpuprof top's passes, and no profile written; or NULL */
 };
 
 void record_usage(FILE *f)
@@ -468,6 +470,33 @@ static void collect_poll(struct collector *c)
 		cp_collect_poll(&c->shm);
 }
 
+/* A pass of a live view (record_live.h): what is collected so far, shown
+ * to it.  Whether it asks the run to end. */
+static int live_pass(const struct record_opts *o, struct collector *c, const struct run_state *rs, pid_t root,
+		     int final, const char *stopped)
+{
+	const struct cp_tree *t = tree_of(c);
+	struct record_live_view v = { .tree = t, .root = root, .final = final, .stopped = stopped };
+	if (rs) {
+		v.reaped_cpu_ns = rs->tree_cpu_ns;
+		v.status = rs->status;
+	}
+	/* From outside the kernel's count; inside, each process's own. */
+	v.lost = c->kernel ? cp_kernel_lost(c->kernel) : 0;
+	for (size_t k = 0; k < t->nimages; k++)
+		v.lost += t->images[k]->dropped + (c->kernel ? 0 : t->images[k]->facts.lost);
+	return o->live->pass(o->live->arg, &v);
+}
+
+/* A live view asked the run to end: CMD is ended as it is when record is
+ * sent SIGINT (on_stop_signal), once. */
+static void live_stop(struct run_state *rs, int grace)
+{
+	struct signalfd_siginfo si = { .ssi_signo = SIGINT, .ssi_code = SI_USER };
+	if (!rs->told_to_stop)
+		on_stop_signal(&si, rs, grace);
+}
+
 /* The child's side of spawn(): waits for the events to be opened on it
  * (kc), then execs CMD; an exec that fails writes its errno to pfd. */
 static void child_exec(const struct record_opts *o, bool kc, int pfd[2], int go[2], const sigset_t *old)
@@ -584,6 +613,8 @@ static int run(const struct record_opts *o, const struct cp_kernel_conf *kc, str
 		wait_events(c, sfd, timeout, rs, (int)o->grace);
 		reap(c, rs);
 		collect_poll(c);
+		if (o->live && live_pass(o, c, rs, rs->root, 0, NULL))
+			live_stop(rs, (int)o->grace);
 	}
 	/* CMD is gone; orphans it left that already ended are reaped, and the
 	 * rest of the tree is taken as it is. */
@@ -593,6 +624,8 @@ static int run(const struct record_opts *o, const struct cp_kernel_conf *kc, str
 		cp_kernel_hold_to(c->kernel, rs->tree_cpu_ns, rs->tree_switches);
 	} else
 		cp_collect_finish(&c->shm);
+	if (o->live)
+		live_pass(o, c, rs, rs->root, 1, NULL);
 	close(sfd);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 	return rs->status;
@@ -669,6 +702,7 @@ static int run_attach(const struct record_opts *o, const struct cp_kernel_conf *
 		return EXIT_USAGE;
 	}
 	kframes_said(k);
+	struct collector live_c = { .kernel = k };
 	int64_t end = o->duration ? mono_ms() + (int64_t)o->duration * 1000 : 0;
 	const char *stopped = "the processes ended";
 	for (;;) {
@@ -694,11 +728,20 @@ static int run_attach(const struct record_opts *o, const struct cp_kernel_conf *
 		cp_kernel_poll(k);
 		if (cp_kernel_all_ended(k))
 			break;
+		if (o->live && live_pass(o, &live_c, NULL, pids[0], 0, NULL)) {
+			stopped = "the view was quit";
+			break;
+		}
 	}
 	cp_kernel_finish(k);
 	if (sfd >= 0)
 		close(sfd);
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (o->live) {
+		live_pass(o, &live_c, NULL, pids[0], 1, stopped);
+		cp_kernel_free(k);
+		return 0;
+	}
 	char shown_cmd[64];
 	snprintf(shown_cmd, sizeof shown_cmd, "process %s", o->pids);
 	struct record_run run_info = {
@@ -888,7 +931,8 @@ static int record_command(const struct record_opts *o, struct cp_kernel_conf *kc
 		.kframes = o->kframes,
 		.kframes_absent = !c.kernel && kabsent[0] ? kabsent : NULL,
 	};
-	record_write(tree_of(&c), abs, output, &run_info);
+	if (!o->live)
+		record_write(tree_of(&c), abs, output, &run_info);
 out:
 	if (c.kernel)
 		cp_kernel_free(c.kernel);
@@ -925,4 +969,17 @@ int cmd_record(int argc, char **argv)
 	free(dir);
 	flags_free(&record_cmd, &fr);
 	return rc;
+}
+
+int record_live_run(const struct record_live *l)
+{
+	/* record's options as if given on its command line: the settings as
+	 * the caller read them, no file. */
+	struct flag_value v[F_NFLAGS] = { [F_HZ] = l->hz, [F_DEPTH] = l->depth, [F_UNWIND] = l->unwind };
+	struct record_opts o = { .output = "", .pids = l->pids, .grace = l->grace, .duration = l->duration,
+				 .v = v, .cmd = l->pids ? NULL : l->cmd, .live = l };
+	cp_symbols_share_files();
+	struct cp_kernel_conf kc = { .hz = (int)v[F_HZ].n, .depth = (unsigned)v[F_DEPTH].n,
+				     .unwind = (int)v[F_UNWIND].n, .engine = CP_ENGINE_PERF };
+	return o.pids ? run_attach(&o, &kc, NULL, NULL) : record_command(&o, &kc, NULL, NULL);
 }
