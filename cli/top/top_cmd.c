@@ -375,6 +375,9 @@ int cmd_top(int argc, char **argv)
 		.arg = &t,
 	};
 	term_setup();
+	/* A view goes out in one write: a terminal never shows half of it. */
+	static char out[1 << 16];
+	setvbuf(stdout, out, _IOFBF, sizeof out);
 	if (t.tty) {
 		fputs("\033[H\033[2Jcpuprof top: starting\n", stdout);
 		fflush(stdout);
