@@ -42,16 +42,30 @@ screen() { $T capture-pane -p -J -t "$1" 2>/dev/null; }
 # leader: the first function of the view on stdin (the row under the
 # heads' "function").
 leader() { awk '/ function *$/ { if (getline > 0) { print $NF; exit } }'; }
-# until_leads NAME: until the pane's view has hot_leaf first (30 s), its
-# screen then in NAME.screen.
+# threads: how many thread rows the view on stdin lists.
+threads() { awk '/pid\/tid thread/ { on = 1; next } on && $3 ~ /^[0-9]+\/[0-9]+$/ { n++ } END { print n + 0 }'; }
+# until_leads NAME: until the pane shows a whole view (a terminal may be
+# caught drawing one: its threads come last) with hot_leaf first (30 s),
+# its screen then in NAME.screen.
 until_leads() {
 	for i in $(seq 150); do
 		screen "$1" >"$1.screen"
-		[ "$(leader <"$1.screen")" = hot_leaf ] && return 0
+		[ "$(leader <"$1.screen")" = hot_leaf ] && [ "$(threads <"$1.screen")" -gt 0 ] && return 0
 		sleep 0.2
 	done
 	cat "$1.screen"
 	fail "$1: hot_leaf never led the view"
+}
+# until_shows NAME TEXT WHAT: until the pane shows TEXT (30 s; tmux may
+# still be reading what top wrote last), its screen then in NAME.final.
+until_shows() {
+	for i in $(seq 150); do
+		screen "$1" >"$1.final"
+		grep -q "$2" "$1.final" && return 0
+		sleep 0.2
+	done
+	cat "$1.final"
+	fail "$3"
 }
 # until_file FILE WHAT: until FILE exists and is not empty (30 s).
 until_file() {
@@ -88,7 +102,7 @@ run_in() {
 # A terminal of 100x30: the view, then q.
 pane tty 100 30 "$(run_in tty "$CP" top -- "$W" 2 60000)"
 until_leads tty
-rows=$(awk '/pid\/tid thread/ { on = 1; next } on && $3 ~ /^[0-9]+\/[0-9]+$/ { n++ } END { print n + 0 }' tty.screen)
+rows=$(threads <tty.screen)
 [ "$rows" -ge 2 ] || { cat tty.screen; fail "tty: $rows threads listed, work_hot has 2 working"; }
 n=$(samples tty.screen)
 [ "${n:-0}" -gt 0 ] || { cat tty.screen; fail "tty: no samples"; }
@@ -99,8 +113,7 @@ until_file tty.status "tty: top did not end within 30 s of q"
 st=$(cat tty.status)
 [ "$st" = 130 ] || fail "tty: exit status $st after q; record's when CMD dies of the SIGINT it is passed is 130"
 gone "$cmd" || fail "tty: CMD (pid $cmd) still runs after q"
-screen tty >tty.final
-grep -q "ended after .*: quit, killed by signal 2" tty.final || { cat tty.final; fail "tty: the last view does not say how it ended"; }
+until_shows tty "ended after .*: quit, killed by signal 2" "tty: the last view does not say how it ended"
 restored tty.stty tty
 echo "tty: hot_leaf leads, $rows threads, $n samples; q: exit $st, CMD gone, terminal given back"
 
@@ -109,8 +122,7 @@ pane self 100 30 "$(run_in self "$CP" top -i 0.5 -- "$W" 1 1500 7)"
 until_file self.status "self: top did not end with CMD"
 st=$(cat self.status)
 [ "$st" = 7 ] || fail "self: exit status $st, CMD's is 7"
-screen self >self.final
-grep -q "ended after .*: exit 7" self.final || { cat self.final; fail "self: no last view saying exit 7"; }
+until_shows self "ended after .*: exit 7" "self: no last view saying exit 7"
 [ "$(leader <self.final)" = hot_leaf ] || { cat self.final; fail "self: hot_leaf does not lead the last view"; }
 restored self.stty self
 echo "self: exit $st, the last view stays"
@@ -125,8 +137,7 @@ until_file attach.status "attach: top did not end within 30 s of q"
 st=$(cat attach.status)
 [ "$st" = 0 ] || fail "attach: exit status $st after q"
 kill -0 $bg 2>/dev/null || fail "attach: the process did not survive q"
-screen attach | grep -q "ended after .*: quit, left running" ||
-	{ screen attach; fail "attach: the last view does not say it left the process running"; }
+until_shows attach "ended after .*: quit, left running" "attach: the last view does not say it left the process running"
 kill $bg
 wait $bg 2>/dev/null
 bg=
@@ -149,11 +160,7 @@ pane job 100 30 "env PS1='$ ' bash --norc --noprofile -i"
 $T send-keys -t job "$CP top -- $W 2 62000" Enter
 until_leads job
 $T send-keys -t job C-z
-for i in $(seq 150); do
-	screen job | grep -q Stopped && break
-	sleep 0.2
-done
-screen job | grep -q Stopped || { screen job; fail "job: Ctrl-Z did not stop top"; }
+until_shows job Stopped "job: Ctrl-Z did not stop top"
 $T send-keys -t job "stty -a >$tmp/job.stopped.stty" Enter
 until_file job.stopped.stty "job: no shell prompt after Ctrl-Z"
 restored job.stopped.stty "job (stopped)"
@@ -169,10 +176,7 @@ done
 [ "$now" != "$before" ] || { cat job.screen; fail "job: no new view after fg"; }
 $T send-keys -t job q
 # What is typed before top has drawn its last view would be its keys.
-for i in $(seq 150); do
-	screen job | grep -q "ended after" && break
-	sleep 0.2
-done
+until_shows job "ended after" "job: no last view after q"
 $T send-keys -t job "echo \$? >$tmp/job.status; stty -a >$tmp/job.stty" Enter
 until_file job.status "job: top did not end within 30 s of q after fg"
 st=$(cat job.status)
