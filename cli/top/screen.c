@@ -115,7 +115,12 @@ static void header(struct text *t, const struct view *v)
 	line(t, "since start: cpu %.2f s, coverage %s, %llu samples, %llu lost",
 	     v->tcpu_ns > 0 ? (double)v->tcpu_ns / 1e9 : 0.0, coverage(v->tsampled_ns, v->tcpu_ns, tcov, sizeof tcov),
 	     (unsigned long long)v->tsamples, (unsigned long long)v->tlost);
-	line(t, "top itself: %.1f%% of a CPU (%.1f%% since start)", 100.0 * v->own, 100.0 * v->town);
+	/* The last interval has the end's work (the rings' last records, the
+	 * JIT's names) in a fraction of a second: the run's own is what says. */
+	if (v->ended)
+		line(t, "top itself: %.2f%% of a CPU since start", 100.0 * v->town);
+	else
+		line(t, "top itself: %.1f%% of a CPU (%.1f%% since start)", 100.0 * v->own, 100.0 * v->town);
 }
 
 /* How many function and thread rows fit in rows lines (0: no limit, at
