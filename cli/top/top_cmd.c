@@ -112,6 +112,7 @@ struct top {
 	uint64_t pass;
 	struct view view;
 	int have_view;
+	int cols, rows;      /* the terminal's size at the last view */
 	char ended[128];
 };
 
@@ -269,6 +270,12 @@ static void draw(struct top *t)
 		cols = 80;
 		rows = 24;
 	}
+	/* A terminal of another size may have reflowed the last view, its
+	 * lines wrapped: the screen is cleared whole first. */
+	if (t->tty && (cols != t->cols || rows != t->rows))
+		fputs("\033[2J", stdout);
+	t->cols = cols;
+	t->rows = rows;
 	if (screen_draw(stdout, &t->view, cols, rows, t->max_rows) < 0 || term_broken_pipe())
 		t->asked = 1;
 }

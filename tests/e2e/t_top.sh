@@ -5,9 +5,9 @@
 # CMD as record ends it (SIGINT: exit 130) and the terminal is given back
 # as it was; a CMD that ends by itself leaves the last view and its exit
 # status; -p: q leaves the process running; 40 columns: every line cut to
-# the width, none wrapped; Ctrl-Z gives the terminal back while stopped, and
-# fg takes the view up again; SIGTERM to top ends CMD (exit 143) and gives
-# the terminal back.  In a pipe: plain blocks with no escape code, one a
+# the width, none wrapped, and the pane grown to 70: the view follows it;
+# Ctrl-Z gives the terminal back while stopped, and fg takes the view up
+# again; SIGTERM to top ends CMD (exit 143) and gives the terminal back.  In a pipe: plain blocks with no escape code, one a
 # view, the hot function leading, the coverage of the whole run.  Every
 # wait polls (up to 30 s): nothing here is a timing.  Skips without tmux,
 # and under emulation (the view is the same code natively; the run under
@@ -150,9 +150,21 @@ pane narrow 40 20 "$(run_in narrow "$CP" top -- "$W" 2 61000)"
 until_leads narrow
 long=$(awk '{ sub(/ +$/, "") } length($0) > 40 { n++ } END { print n + 0 }' narrow.screen)
 [ "$long" -eq 0 ] || { cat narrow.screen; fail "narrow: $long lines longer than 40 columns"; }
+# The pane grows to 70 columns: the view takes the new width (its first
+# line is longer than 40), and no more.
+$T resize-window -t narrow -x 70 -y 20 || fail "tmux resize-window"
+for i in $(seq 150); do
+	screen narrow >narrow.wide
+	wide=$(awk '{ sub(/ +$/, "") } length($0) > 40 { n++ } END { print n + 0 }' narrow.wide)
+	[ "$wide" -gt 0 ] && [ "$(leader <narrow.wide)" = hot_leaf ] && [ "$(threads <narrow.wide)" -gt 0 ] && break
+	sleep 0.2
+done
+[ "$wide" -gt 0 ] || { cat narrow.wide; fail "narrow: the view never took the pane's new width"; }
+long=$(awk '{ sub(/ +$/, "") } length($0) > 70 { n++ } END { print n + 0 }' narrow.wide)
+[ "$long" -eq 0 ] || { cat narrow.wide; fail "narrow: $long lines longer than 70 columns"; }
 $T send-keys -t narrow q
 until_file narrow.status "narrow: top did not end within 30 s of q"
-echo "narrow: no line beyond 40 columns"
+echo "narrow: no line beyond 40 columns; at 70, $wide lines beyond 40, none beyond 70"
 
 # Ctrl-Z in an interactive shell: the terminal is given back while top is
 # stopped; fg takes the view up again, and q still ends it.
