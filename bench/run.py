@@ -2456,9 +2456,10 @@ def main():
         save()
     ext = []
     if mode != "smoke" and not a.profilers and set(parts) == set(PARTS):
-        md = external("unwind", mode != "full", a.work)
-        if md is not None:
-            ext.append(("unwind", md))
+        for name in ("unwind", "top"):
+            md = external(name, mode != "full", a.work)
+            if md is not None:
+                ext.append((name, md))
         for name, arch, title, intro in VMS:
             if mode == "quick" and not a.vm:
                 continue

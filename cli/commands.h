@@ -38,8 +38,15 @@ int cmd_diff(int argc, char **argv);
  * not written. */
 int cmd_symbolize(int argc, char **argv);
 
+/* `cpuprof top [OPTIONS] -- CMD [ARGS...]` or `cpuprof top -p PID...`;
+ * argv[0] is "top".  Returns what record would: CMD's exit status (128+N
+ * if a signal killed it), 126/127 if CMD could not be run, 0 attached,
+ * EXIT_USAGE for bad options or processes that cannot be attached to. */
+int cmd_top(int argc, char **argv);
+
 /* The usage lines of each subcommand, written to f. */
 void record_usage(FILE *f);
+void top_usage(FILE *f);
 void report_usage(FILE *f);
 void diff_usage(FILE *f);
 void symbolize_usage(FILE *f);

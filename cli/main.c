@@ -1,6 +1,7 @@
 /*
  * main.c -- entry point of the cpuprof command: `cpuprof record` runs a
- * program with libcpuprof preloaded, `cpuprof report` shows pprof profiles
+ * program with libcpuprof preloaded, `cpuprof top` shows where it spends
+ * its CPU while it runs, `cpuprof report` shows pprof profiles
  * (top functions, call tree, folded stacks, an HTML flame graph), `cpuprof
  * diff` says which functions' shares changed between two profiles beyond
  * the noise, `cpuprof symbolize` names what a profile's recording machine
@@ -20,6 +21,7 @@ static void usage(FILE *f)
 	      "Commands:\n",
 	      f);
 	record_usage(f);
+	top_usage(f);
 	report_usage(f);
 	diff_usage(f);
 	symbolize_usage(f);
@@ -40,6 +42,8 @@ int main(int argc, char **argv)
 	const char *cmd = argv[1];
 	if (strcmp(cmd, "record") == 0)
 		return cmd_record(argc - 1, argv + 1);
+	if (strcmp(cmd, "top") == 0)
+		return cmd_top(argc - 1, argv + 1);
 	if (strcmp(cmd, "report") == 0)
 		return cmd_report(argc - 1, argv + 1);
 	if (strcmp(cmd, "diff") == 0)

@@ -34,10 +34,11 @@ cd "$(dirname "$0")/.."
 # against (and libdebuginfod1, which record loads at run time where
 # DEBUGINFOD_URLS is set), debuginfod the server tests/e2e/t_debuginfod.sh
 # starts on loopback, strace what shows it that no connection is tried
-# without DEBUGINFOD_URLS.
+# without DEBUGINFOD_URLS; tmux gives tests/e2e/t_top.sh terminals of a
+# given size to run `cpuprof top` in, type its keys and read its screen.
 sh scripts/deps.sh gcc make libc6-dev zlib1g-dev golang-go google-perftools libgoogle-perftools-dev pkg-config \
 	python3 ca-certificates chromium nodejs fonts-dejavu-core libdw-dev libiberty-dev binutils g++ rustc dpkg-dev \
-	clang lld mold xz-utils libdebuginfod-dev debuginfod strace
+	clang lld mold xz-utils libdebuginfod-dev debuginfod strace tmux
 sh scripts/deb-src.sh
 # speedscope's npm package: its file format's schema and its viewer, which
 # tests/e2e/t_report_speedscope.sh loads report's speedscope files into

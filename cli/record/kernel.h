@@ -100,6 +100,8 @@ int64_t cp_kernel_counted_ns(const struct cp_kcollector *k);
  * over the window (a thread that ended within it is missed): the measure
  * the events' count is checked against. */
 int64_t cp_kernel_scheduler_ns(const struct cp_kcollector *k);
+/* The samples the kernel said it lost so far (its rings were full). */
+uint64_t cp_kernel_lost(const struct cp_kcollector *k);
 
 /* record --every (kernel_window.c): the profile in windows, each whole on
  * its own.  cp_kernel_window_start() starts the first window (the events'

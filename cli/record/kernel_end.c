@@ -291,6 +291,11 @@ int64_t cp_kernel_scheduler_ns(const struct cp_kcollector *k)
 	return k->sched1 - k->sched0;
 }
 
+uint64_t cp_kernel_lost(const struct cp_kcollector *k)
+{
+	return k->lost;
+}
+
 void cp_kernel_free(struct cp_kcollector *k)
 {
 	if (!k)

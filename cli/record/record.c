@@ -50,6 +50,7 @@
 #include "profile/options.h"
 #include "profile/times.h"
 #include "sig/clock.h"
+#include "record_live.h"
 #include "record_write.h"
 #include "symbolize/symbols.h"
 
@@ -139,6 +140,7 @@ struct record_opts {
 	long every_ms;               /* --every: the windows' length (0: one profile of the run) */
 	const struct flag_value *v;  /* every flag's, by F_* */
 	char **cmd;                  /* NULL-terminated argv of the command, or NULL with -p */
+	const struct record_live *live; /* cpuprof top's passes, and no profile written; or NULL */
 };
 
 void record_usage(FILE *f)
@@ -533,6 +535,33 @@ static void collect_poll(struct collector *c)
 		cp_collect_poll(&c->shm);
 }
 
+/* A pass of a live view (record_live.h): what is collected so far, shown
+ * to it.  Whether it asks the run to end. */
+static int live_pass(const struct record_opts *o, struct collector *c, const struct run_state *rs, pid_t root,
+		     int final, const char *stopped)
+{
+	const struct cp_tree *t = tree_of(c);
+	struct record_live_view v = { .tree = t, .root = root, .final = final, .stopped = stopped };
+	if (rs) {
+		v.reaped_cpu_ns = rs->tree_cpu_ns;
+		v.status = rs->status;
+	}
+	/* From outside the kernel's count; inside, each process's own. */
+	v.lost = c->kernel ? cp_kernel_lost(c->kernel) : 0;
+	for (size_t k = 0; k < t->nimages; k++)
+		v.lost += t->images[k]->dropped + (c->kernel ? 0 : t->images[k]->facts.lost);
+	return o->live->pass(o->live->arg, &v);
+}
+
+/* A live view asked the run to end: CMD is ended as it is when record is
+ * sent SIGINT (on_stop_signal), once. */
+static void live_stop(struct run_state *rs, int grace)
+{
+	struct signalfd_siginfo si = { .ssi_signo = SIGINT, .ssi_code = SI_USER };
+	if (!rs->told_to_stop)
+		on_stop_signal(&si, rs, grace);
+}
+
 /* The child's side of spawn(): waits for the events to be opened on it
  * (kc), then execs CMD; an exec that fails writes its errno to pfd. */
 static void child_exec(const struct record_opts *o, bool kc, int pfd[2], int go[2], const sigset_t *old)
@@ -655,6 +684,8 @@ static int run(const struct record_opts *o, const struct cp_kernel_conf *kc, str
 		if (rs->every.ms && !rs->root_done && (rs->cut || every_due(&rs->every)))
 			every_cut(&rs->every, c->kernel, &rs->base, rs->cut ? "SIGUSR1" : rs->every.text);
 		rs->cut = false;
+		if (o->live && live_pass(o, c, rs, rs->root, 0, NULL))
+			live_stop(rs, (int)o->grace);
 	}
 	/* CMD is gone; orphans it left that already ended are reaped, and the
 	 * rest of the tree is taken as it is. */
@@ -665,6 +696,8 @@ static int run(const struct record_opts *o, const struct cp_kernel_conf *kc, str
 			cp_kernel_hold_to(c->kernel, rs->tree_cpu_ns, rs->tree_switches);
 	} else
 		cp_collect_finish(&c->shm);
+	if (o->live)
+		live_pass(o, c, rs, rs->root, 1, NULL);
 	close(sfd);
 	every_signal_off(&rs->every);
 	sigprocmask(SIG_SETMASK, &old, NULL);
@@ -759,6 +792,7 @@ static int run_attach(const struct record_opts *o, const struct cp_kernel_conf *
 	every_setup(&every, o, abs, output);
 	if (every.ms)
 		every_begin(&every, k);
+	struct collector live_c = { .kernel = k };
 	int64_t end = o->duration ? mono_ms() + (int64_t)o->duration * 1000 : 0;
 	const char *stopped = "the processes ended";
 	for (;;) {
@@ -797,12 +831,21 @@ static int run_attach(const struct record_opts *o, const struct cp_kernel_conf *
 			run_info.attached = "the window's end";
 			every_cut(&every, k, &run_info, cut ? "SIGUSR1" : every.text);
 		}
+		if (o->live && live_pass(o, &live_c, NULL, pids[0], 0, NULL)) {
+			stopped = "the view was quit";
+			break;
+		}
 	}
 	cp_kernel_finish(k);
 	if (sfd >= 0)
 		close(sfd);
 	every_signal_off(&every);
 	sigprocmask(SIG_SETMASK, &old, NULL);
+	if (o->live) {
+		live_pass(o, &live_c, NULL, pids[0], 1, stopped);
+		cp_kernel_free(k);
+		return 0;
+	}
 	run_info.tree_cpu_ns = cp_kernel_counted_ns(k);
 	run_info.attached = stopped;
 	run_info.scheduler_ns = cp_kernel_scheduler_ns(k);
@@ -995,7 +1038,7 @@ static int record_command(const struct record_opts *o, struct cp_kernel_conf *kc
 	};
 	if (rs.every.ms)
 		every_last(&rs.every, c.kernel, &run_info, "the command ended");
-	else
+	else if (!o->live)
 		record_write(tree_of(&c), abs, output, &run_info);
 out:
 	if (c.kernel)
@@ -1035,4 +1078,17 @@ int cmd_record(int argc, char **argv)
 	free(dir);
 	flags_free(&record_cmd, &fr);
 	return rc;
+}
+
+int record_live_run(const struct record_live *l)
+{
+	/* record's options as if given on its command line: the settings as
+	 * the caller read them, no file. */
+	struct flag_value v[F_NFLAGS] = { [F_HZ] = l->hz, [F_DEPTH] = l->depth, [F_UNWIND] = l->unwind };
+	struct record_opts o = { .output = "", .pids = l->pids, .grace = l->grace, .duration = l->duration,
+				 .v = v, .cmd = l->pids ? NULL : l->cmd, .live = l };
+	cp_symbols_share_files();
+	struct cp_kernel_conf kc = { .hz = (int)v[F_HZ].n, .depth = (unsigned)v[F_DEPTH].n,
+				     .unwind = (int)v[F_UNWIND].n, .engine = CP_ENGINE_PERF };
+	return o.pids ? run_attach(&o, &kc, NULL, NULL) : record_command(&o, &kc, NULL, NULL);
 }

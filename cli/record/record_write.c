@@ -754,3 +754,8 @@ int record_write(const struct cp_tree *all, const char *path, const char *shown,
 	free(view.images);
 	return rc;
 }
+
+struct cp_symbols *record_epoch_symbols(const struct cp_image *m, size_t e, const struct cp_kallsyms *kernel)
+{
+	return epoch_symbols(m, e, kernel);
+}

@@ -46,4 +46,11 @@ struct record_run {
  * on stderr what was written.  Returns 0, or -1 after saying why not. */
 int record_write(const struct cp_tree *c, const char *path, const char *shown, const struct record_run *r);
 
+/* The symbols of the objects image m had loaded in its epoch e, as the
+ * writer names that epoch's samples with (and the kernel's, where kernel
+ * is not NULL), for a view that names them as they come (cpuprof top).
+ * NULL if out of memory; free with cp_symbols_free(). */
+struct cp_kallsyms;
+struct cp_symbols *record_epoch_symbols(const struct cp_image *m, size_t e, const struct cp_kallsyms *kernel);
+
 #endif

@@ -1,6 +1,6 @@
 #!/bin/sh
 # t_cli_usage.sh -- the cpuprof command line: --help and --version, and
-# that bad usage of the CLI, `record`, `report` and `diff` exits 2 with a message
+# that bad usage of the CLI, `record`, `top`, `report` and `diff` exits 2 with a message
 # and never starts the command; `record` of a command that cannot be run
 # exits 127.  Needs no libcpuprof: CPUPROF_LIB points at a stand-in file,
 # so that a command wrongly started would still run (and be caught).
@@ -43,8 +43,8 @@ bad() {
 
 # top level
 run 0 --help
-grep -q 'cpuprof record' out && grep -q 'cpuprof report' out && grep -q 'cpuprof diff' out ||
-	fail "--help does not describe record, report and diff"
+grep -q 'cpuprof record' out && grep -q 'cpuprof top' out && grep -q 'cpuprof report' out &&
+	grep -q 'cpuprof diff' out || fail "--help does not describe record, top, report and diff"
 run 0 --version
 [ "$(cat out)" = "cpuprof 0.1.0" ] || fail "--version printed '$(cat out)'"
 bad usage
@@ -92,6 +92,23 @@ bad "--value" diff --value
 bad "-o needs" diff -o
 bad "unknown option" diff --bogus a b
 bad "no-such-a" diff no-such-a no-such-b
+
+# top: record's rules where they are record's flags, before anything runs
+run 0 top --help
+grep -q 'cpuprof top' out || fail "top --help"
+bad "no command" top
+bad "-p and a command" top -p 1 -- touch marker
+bad "goes with -p" top -d 3 -- touch marker
+bad "--grace is the time CMD has" top -p 1 --grace 3
+bad "-i/--interval needs" top -i 0 -- touch marker
+bad "-i/--interval needs" top -i x -- touch marker
+bad "-i/--interval needs" top --interval=3601 -- touch marker
+bad "from 1 to 100000" top -F 0 -- touch marker
+bad "from 1 to 1024" top --depth 0 -- touch marker
+bad "use one of auto, dwarf, fp" top --unwind frames -- touch marker
+bad "-n/--rows needs" top -n 0 -- touch marker
+bad "unknown option" top --engine perf -- touch marker
+bad "not a process ID" top -p abc
 
 # record: every bad option stops before the command runs
 run 0 record --help

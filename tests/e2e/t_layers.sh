@@ -15,7 +15,8 @@
 # cli/symbolize/ may include cli/ and the library's rooms up to shm, never
 # engines/, the session or process/ (the CLI runs nothing of the in-process
 # profiler); cli/diff/ also includes cli/report/ (its stacks, shares and page: one
-# reader, one set of names), and no other CLI room includes another.
+# reader, one set of names), cli/top/ cli/record/ (record's run and collector,
+# read while it runs: one pipeline), and no other CLI room includes another.
 # Then the map (below).  Prints each include or name that breaks a rule
 # and exits 1 if there is one.
 cd "$(dirname "$0")/../.." || exit 2
@@ -63,6 +64,7 @@ for f in $(find src cli compat -name '*.[ch]' | sort); do
 		compat) case $to in api) ok=1 ;; esac ;;
 		cli) case $to in profile) ok=1 ;; esac ;;
 		cli-diff) case $to in cli | cli-report | arch | sig | base | unwind | perf | symbolize | profile | shm) ok=1 ;; esac ;;
+		cli-top) case $to in cli | cli-record | arch | sig | base | unwind | perf | symbolize | profile | shm) ok=1 ;; esac ;;
 		cli-*) case $to in cli | arch | sig | base | unwind | perf | symbolize | profile | shm) ok=1 ;; esac ;;
 		*)
 			case $to in
@@ -76,7 +78,7 @@ for f in $(find src cli compat -name '*.[ch]' | sort); do
 		fi
 	done
 done
-[ $bad -eq 0 ] && echo "layers: every include goes down ($ORDER; cli, cli/diff over cli/report, compat)"
+[ $bad -eq 0 ] && echo "layers: every include goes down ($ORDER; cli, cli/diff over cli/report, cli/top over cli/record, compat)"
 # The map: docs/architecture.md names every source file (each .c, and
 # each .h with no .c of its name beside it) by its name in backquotes, and
 # no two files share a name (but arch.h, one per CPU).
