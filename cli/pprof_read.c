@@ -293,6 +293,9 @@ static int resolve_times(struct ctx *c, struct profile *p, struct builder *b)
 		total += rs[i].ntimes_bytes;
 	if (!total || !p->time_unit_ns)
 		return 0;
+	if (total > PROFILE_MAX_TIMES)
+		return pprof_fail(c, "its samples' times take %zu bytes, more than %llu: refusing", total,
+				  (unsigned long long)PROFILE_MAX_TIMES);
 	struct profile_time *times = malloc(total * sizeof *times);
 	p->priv_.times = times;
 	if (!times)
@@ -325,7 +328,7 @@ static int64_t sample_ns(const struct profile *p, const struct profile_sample *s
 	for (size_t v = 0; v < p->nsample_types; v++)
 		if ((!strcmp(p->sample_types[v].type, "cpu") || !strcmp(p->sample_types[v].type, "off_cpu")) &&
 		    !strcmp(p->sample_types[v].unit, "nanoseconds") && s->values[v] > 0)
-			ns += s->values[v];
+			ns = sat_add(ns, s->values[v]);
 	return ns;
 }
 
@@ -343,7 +346,7 @@ static void spread_weights(struct profile *p)
 			if (t[k].weight < 0)
 				nreg++;
 			else
-				irr += t[k].weight;
+				irr = sat_add(irr, t[k].weight);
 		}
 		double scale = irr > total && irr > 0 ? (double)total / (double)irr : 1.0;
 		int64_t left = total - (int64_t)((double)irr * scale), given = 0;

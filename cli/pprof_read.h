@@ -22,13 +22,17 @@
  * - the frames of all samples, each location counted once per inline
  *   level (Line) and once per sample that lists it, are at most
  *   PROFILE_FRAMES_PER_BYTE per byte of protobuf plus PROFILE_FRAMES_SLACK:
- *   every reader that walks the stacks does work in proportion to these. */
+ *   every reader that walks the stacks does work in proportion to these;
+ * - the samples' times (cpuprof's lists, profile/times.h) take at most
+ *   PROFILE_MAX_TIMES bytes, each a time of 16 bytes read (and as much
+ *   again for each command that selects or orders them). */
 #define PROFILE_MAX_FILE (1ull << 30)
 #define PROFILE_MAX_DECODED (1ull << 30)
 #define PROFILE_MAX_RATIO 64
 #define PROFILE_RATIO_SLACK (1ull << 20)
 #define PROFILE_FRAMES_PER_BYTE 32
 #define PROFILE_FRAMES_SLACK (4ull << 20)
+#define PROFILE_MAX_TIMES (64ull << 20)
 
 /* Strings below are NUL-terminated copies of string-table entries (an
  * entry containing a NUL byte is cut there); never NULL. */
@@ -128,6 +132,16 @@ struct profile {
 		void *sel_values, *sel_times, *sel_comment; /* select.h */
 	} priv_;
 };
+
+/* a + b, clamped to the int64_t range: sums of a profile's values, which
+ * a hostile file may set to anything. */
+static inline int64_t sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+	if (__builtin_add_overflow(a, b, &r))
+		return b > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}
 
 /* Reads the pprof file `path` (gzip-compressed or a plain protobuf).  On
  * success returns 0 and stores a new profile in *out (free it with

@@ -105,7 +105,8 @@ static bool within(const struct profile_time *t, bool interval, int64_t from, in
 		*w = t->weight;
 		return t->t >= from && t->t < to;
 	}
-	int64_t a = t->t > from ? t->t : from, b = t->t + t->weight < to ? t->t + t->weight : to;
+	int64_t end = sat_add(t->t, t->weight);
+	int64_t a = t->t > from ? t->t : from, b = end < to ? end : to;
 	*w = b > a ? b - a : 0;
 	return b > a || (t->weight == 0 && t->t >= from && t->t < to);
 }
@@ -131,12 +132,12 @@ static size_t clip(const struct profile *p, const struct profile_sample *s, int6
 	bool interval = off > 0; /* an off-CPU Sample: its times are intervals */
 	for (size_t k = 0; k < s->ntimes; k++) {
 		int64_t w;
-		all += s->times[k].weight;
+		all = sat_add(all, s->times[k].weight);
 		if (!within(&s->times[k], interval, from, to, &w))
 			continue;
 		int64_t t = s->times[k].t > from ? s->times[k].t - from : 0;
 		times[kept++] = (struct profile_time){ t, w };
-		kept_w += w;
+		kept_w = sat_add(kept_w, w);
 	}
 	for (size_t v = 0; v < p->nsample_types; v++) {
 		double f = counts(p, v) ? (double)kept / (double)s->ntimes
@@ -144,6 +145,12 @@ static size_t clip(const struct profile *p, const struct profile_sample *s, int6
 		values[v] = (int64_t)((double)s->values[v] * f + (s->values[v] < 0 ? -0.5 : 0.5));
 	}
 	return kept;
+}
+
+/* Seconds as ns, at most INT64_MAX. */
+static int64_t ns_of(double s)
+{
+	return s * 1e9 >= 9.2e18 ? INT64_MAX : (int64_t)(s * 1e9);
 }
 
 int profile_select(struct profile *p, const struct profile_selection *sel, char *err, size_t errlen)
@@ -165,10 +172,11 @@ int profile_select(struct profile *p, const struct profile_selection *sel, char 
 		    (sel->from_set && sel->to_set && sel->to <= sel->from) ||
 		    (sel->from_set && p->duration_nanos > 0 && sel->from >= dur)) {
 			snprintf(err, errlen, "%s is outside the profile, which covers 0s to %.3fs", what, dur);
-			return -1;
+			p->nsamples = 0;
+			return 1;
 		}
-		from = sel->from_set ? (int64_t)(sel->from * 1e9) : 0;
-		to = sel->to_set ? (int64_t)(sel->to * 1e9) : INT64_MAX;
+		from = sel->from_set ? ns_of(sel->from) : 0;
+		to = sel->to_set ? ns_of(sel->to) : INT64_MAX;
 	}
 	size_t ntimes = 0;
 	for (size_t i = 0; i < p->nsamples; i++)
@@ -216,12 +224,12 @@ int profile_select(struct profile *p, const struct profile_selection *sel, char 
 	p->nsamples = n;
 	if (ranged) {
 		int64_t end = to < p->duration_nanos || p->duration_nanos <= 0 ? to : p->duration_nanos;
-		p->time_nanos += from;
+		p->time_nanos = sat_add(p->time_nanos, from);
 		p->duration_nanos = end == INT64_MAX ? 0 : end - from;
 	}
 	if (!n) {
 		snprintf(err, errlen, "no sample is in %s", what);
-		return -1;
+		return 1;
 	}
 	return 0;
 }

@@ -46,9 +46,11 @@ bool select_any(const struct profile_selection *sel);
  * theirs, a sample without times goes (the profile's lost samples and
  * unsampled CPU, which have no time), the times count from the range's
  * start, and time_nanos and duration_nanos are the range's.  A comment
- * "selection=..." says what was kept.  0; or -1 with the reason in
- * err[errlen]: a range outside the profile or empty, a range asked of a
- * profile without times, a process or thread no sample has. */
+ * "selection=..." says what was kept.  0; 1 if nothing of p is selected
+ * (a range outside it, processes or threads it has no sample of: p is
+ * then empty, and err[errlen] says why, for a caller none of whose
+ * profiles had anything); or -1 with the reason in err[errlen]: a range
+ * asked of a profile without times, out of memory. */
 int profile_select(struct profile *p, const struct profile_selection *sel, char *err, size_t errlen);
 
 #endif

@@ -237,15 +237,25 @@ int cmd_diff(int argc, char **argv)
 		fprintf(stderr, "cpuprof diff: out of memory\n");
 		goto out;
 	}
-	char err[512];
+	char err[512], none[2][1024] = { "", "" };
+	size_t empty[2] = { 0, 0 };
 	for (size_t i = 0; i < da.nfiles; i++) {
+		int side = i >= da.nbase, sel = -1;
 		if (profile_read_file(da.files[i], &p[i], err, sizeof err) < 0 ||
-		    profile_select(p[i], &da.sel[i >= da.nbase], err, sizeof err) < 0) {
-			fprintf(stderr, "cpuprof diff: %s%s: %s\n", da.files[i],
-				select_any(&da.sel[i >= da.nbase]) ? (i >= da.nbase ? " (NEW)" : " (BASE)") : "", err);
+		    (sel = profile_select(p[i], &da.sel[side], err, sizeof err)) < 0) {
+			fprintf(stderr, "cpuprof diff: %s: %s\n", da.files[i], err);
 			goto out;
 		}
+		/* Each side's selection must find something in one of its
+		 * files at least. */
+		if (sel == 1 && empty[side]++ == 0)
+			snprintf(none[side], sizeof none[side], "%s (%s): %s", da.files[i], side ? "NEW" : "BASE", err);
 	}
+	for (int side = 0; side < 2; side++)
+		if (empty[side] == (side ? da.nfiles - da.nbase : da.nbase)) {
+			fprintf(stderr, "cpuprof diff: %s\n", none[side]);
+			goto out;
+		}
 	if (!da.other_programs && !same_program(p, da.files, da.nfiles))
 		goto out;
 	/* CPU by default, also where the profiles' own default is wall

@@ -118,6 +118,9 @@ static void window_run(const struct every *e, const struct cp_kcollector *k, str
 
 void every_cut(struct every *e, struct cp_kcollector *k, const struct record_run *base, const char *why)
 {
+	/* The next window is due DURATION after this one ends, not after
+	 * the work of writing it begins. */
+	int64_t ended = (int64_t)cp_mono_ns();
 	cp_kernel_window_end(k);
 	e->n++;
 	struct record_run r = *base;
@@ -138,7 +141,7 @@ void every_cut(struct every *e, struct cp_kcollector *k, const struct record_run
 	free(file);
 	free(name);
 	cp_kernel_window_start(k);
-	e->due_ns = (int64_t)cp_mono_ns() + (int64_t)e->ms * 1000000;
+	e->due_ns = ended + (int64_t)e->ms * 1000000;
 }
 
 int every_last(struct every *e, struct cp_kcollector *k, const struct record_run *base, const char *why)

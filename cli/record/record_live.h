@@ -3,7 +3,7 @@
  * collected while it runs (`cpuprof top`): the same collector, the same
  * way of running CMD or attaching to running processes, of passing
  * signals on and of ending CMD, but no profile written.  At every pass of
- * record's loop (about ten a second) the caller's pass() sees the tree as
+ * record's loop (whenever records or signals wake it, or its poll times out) the caller's pass() sees the tree as
  * collected so far, and once more after the last records are in; pass()
  * may ask the run to end, which ends it as a SIGINT sent to record would:
  * CMD is passed SIGINT and has the grace to end before it is killed, and

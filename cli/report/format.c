@@ -10,14 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int64_t sat_add(int64_t a, int64_t b)
-{
-	int64_t r;
-	if (__builtin_add_overflow(a, b, &r))
-		return b > 0 ? INT64_MAX : INT64_MIN;
-	return r;
-}
-
 double ns_per_unit(const char *unit)
 {
 	static const struct {

@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* a + b, clamped to the int64_t range. */
-int64_t sat_add(int64_t a, int64_t b);
+#include "pprof_read.h" /* sat_add */
+
 
 /* Nanoseconds per unit for time units ("nanoseconds", "ms", ...), 0 for
  * anything else. */

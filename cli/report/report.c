@@ -266,13 +266,23 @@ int cmd_report(int argc, char **argv)
 		fprintf(stderr, "cpuprof report: out of memory\n");
 		goto out;
 	}
-	char err[512];
+	char err[512], none[1024] = "";
+	size_t empty = 0;
 	for (size_t i = 0; i < ra.nfiles; i++) {
+		int sel = -1;
 		if (profile_read_file(ra.files[i], &p[i], err, sizeof err) < 0 ||
-		    profile_select(p[i], &ra.sel, err, sizeof err) < 0) {
+		    (sel = profile_select(p[i], &ra.sel, err, sizeof err)) < 0) {
 			fprintf(stderr, "cpuprof report: %s: %s\n", ra.files[i], err);
 			goto out;
 		}
+		/* A selection need not find something in every file merged:
+		 * in one at least. */
+		if (sel == 1 && empty++ == 0)
+			snprintf(none, sizeof none, "%s: %s", ra.files[i], err);
+	}
+	if (empty == ra.nfiles) {
+		fprintf(stderr, "cpuprof report: %s\n", none);
+		goto out;
 	}
 	struct stack_options so = { .lines = ra.lines, .group = ra.group, .value = ra.value };
 	if ((ra.format == FORMAT_HTML || ra.format == FORMAT_SPEEDSCOPE) && !ra.list)

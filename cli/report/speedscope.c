@@ -349,8 +349,10 @@ int speedscope_write(FILE *out, const struct report_input *in, const struct stac
 	for (size_t k = 0, f = 0, first = 0; k < ns; k++) {
 		while (f + 1 < in->n && k >= first + in->profiles[f]->nsamples)
 			first += in->profiles[f++]->nsamples;
-		/* In a profile with times, a Sample without any is not placed. */
-		uint32_t th = c.timed && !c.smp[k]->ntimes ? NOT_PLACED : thread[k];
+		/* In a profile with times, a Sample without any is not placed;
+		 * a profile without times (merged with one that has them)
+		 * keeps its Samples in their threads, in file order. */
+		uint32_t th = in->profiles[f]->time_unit_ns && !c.smp[k]->ntimes ? NOT_PLACED : thread[k];
 		nev = sample_events(&c, (uint32_t)k, th, shift[f], ev, nev);
 	}
 	if (nev > 1)

@@ -187,7 +187,7 @@ static int put_records(struct bytes *o, const struct profile *p, const struct st
 		int64_t last = 0;
 		for (size_t k = 0; k < s->ntimes; k++) {
 			int64_t w = s->times[k].weight > 0 ? s->times[k].weight : 0;
-			bool irregular = w > r + 1 || w < r - 1;
+			bool irregular = w - r > 1 || r - w > 1; /* both at least 0: no overflow */
 			int64_t at = s->times[k].t > last ? s->times[k].t : last; /* in order */
 			uint64_t dt = (uint64_t)(at - last) / unit;
 			last = at;

@@ -619,7 +619,10 @@ static int build(struct builder *b, const struct cp_profile_meta *meta)
 	struct label_keys keys = { cp_pb_str_intern(b, "pid"), cp_pb_str_intern(b, "process"), cp_pb_str_intern(b, "tid"),
 				   cp_pb_str_intern(b, "thread") };
 	put_sample_types(b, meta, &t);
-	if ((b->times = cp_times_base()) != NULL) {
+	if (cp_times_dropped())
+		cp_pb_add_comment(b, "times=none: the samples' times passed %u MiB, and no time is written "
+				  "(record --every keeps long runs in windows)", CP_TIMES_MAX_BYTES >> 20);
+	else if ((b->times = cp_times_base()) != NULL) {
 		uint64_t start = meta->start_mono_ns ? meta->start_mono_ns : b->times->t0_ns;
 		b->times_shift = start > b->times->t0_ns ? (start - b->times->t0_ns) / b->times->unit_ns : 0;
 	}

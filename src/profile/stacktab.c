@@ -174,7 +174,8 @@ int cp_stacktab_add_at(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pcs
 {
 	struct cp_stack *s = stacktab_entry(t, tid, pcs, n, flags);
 	const struct cp_time_base *b = cp_times_base();
-	if (!s || (b && cp_times_add(&s->times, b, time_ns, ns, (flags & CP_STACK_OFF_CPU) != 0) < 0))
+	int rc = s && b ? cp_times_add(&s->times, b, time_ns, ns, (flags & CP_STACK_OFF_CPU) != 0) : 0;
+	if (!s || rc == -ENOMEM)
 		return -ENOMEM; /* a new entry stays, empty: the writer skips it */
 	s->count++;
 	s->ns += ns;

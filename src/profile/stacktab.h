@@ -62,8 +62,9 @@ int cp_stacktab_add_tid(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pc
 		     uint64_t count, uint64_t ns);
 /* Adds one sample of ns taken at time_ns (CLOCK_MONOTONIC) to the entry
  * for (tid, pcs, n, flags), and its time, where times are kept
- * (times.h): an off-CPU stack's time is when the thread left the CPU.
- * 0 or -ENOMEM (the table is then unchanged). */
+ * (times.h): an off-CPU stack's time is when the thread left the CPU
+ * (past CP_TIMES_MAX_BYTES, the sample is kept without it).  0 or
+ * -ENOMEM (the sample is then not kept; an entry it made stays, empty). */
 int cp_stacktab_add_at(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pcs, uint32_t n, uint32_t flags,
 		       uint64_t ns, uint64_t time_ns);
 /* The same for a stack of no thread in particular (tid 0). */

@@ -10,6 +10,10 @@
 #include "times.h"
 
 static struct cp_time_base base;
+/* Bytes the lists hold (their capacity), and whether one was refused
+ * room past CP_TIMES_MAX_BYTES since they last held none. */
+static size_t held;
+static int dropped;
 
 void cp_times_begin(uint64_t t0_ns, uint64_t period_ns)
 {
@@ -20,6 +24,11 @@ void cp_times_begin(uint64_t t0_ns, uint64_t period_ns)
 void cp_times_end(void)
 {
 	base.unit_ns = 0;
+}
+
+int cp_times_dropped(void)
+{
+	return dropped;
 }
 
 const struct cp_time_base *cp_times_base(void)
@@ -55,8 +64,16 @@ int cp_times_add(struct cp_times *t, const struct cp_time_base *b, uint64_t time
 		at = t->last;
 	uint64_t slack = b->period_ns / 8;
 	irregular |= weight_ns + slack < b->period_ns || weight_ns > b->period_ns + slack;
-	if (room(&t->buf, t->len, &t->cap, 20) < 0)
-		return -ENOMEM;
+	if (t->len + 20 > t->cap) {
+		size_t cap = t->cap;
+		if (held + (cap ? cap : 16) > CP_TIMES_MAX_BYTES) {
+			dropped = 1;
+			return -E2BIG;
+		}
+		if (room(&t->buf, t->len, &t->cap, 20) < 0)
+			return -ENOMEM;
+		held += t->cap - cap;
+	}
 	t->len += cp_pb_put_varint(t->buf + t->len, (at - t->last) << 1 | (irregular != 0));
 	if (irregular)
 		t->len += cp_pb_put_varint(t->buf + t->len, (weight_ns + 500) / 1000);
@@ -73,11 +90,15 @@ int cp_times_copy(struct cp_times *dst, const struct cp_times *src)
 		return -ENOMEM;
 	memcpy(dst->buf, src->buf, src->len);
 	dst->len = dst->cap = src->len;
+	held += dst->cap;
 	return 0;
 }
 
 void cp_times_free(struct cp_times *t)
 {
+	held -= t->cap <= held ? t->cap : held;
+	if (!held)
+		dropped = 0;
 	free(t->buf);
 	*t = (struct cp_times){ 0 };
 }

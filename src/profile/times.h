@@ -43,6 +43,15 @@ void cp_times_end(void);
 /* The base now, or NULL if times are not kept. */
 const struct cp_time_base *cp_times_base(void);
 
+/* The most the lists of a process may hold: 16 MiB, 8 to 16 million
+ * samples (about 40 minutes of 4 threads at 1 kHz).  A sample past it is
+ * kept without its time, and the profile is then written without times
+ * (with a comment that says so) until every list has been freed (a
+ * window of record --every, which is how long runs keep them). */
+#define CP_TIMES_MAX_BYTES (16u << 20)
+/* Whether a sample's time was refused since the lists last held none. */
+int cp_times_dropped(void);
+
 /* One stack's times, encoded as above relative to the base's t0. */
 struct cp_times {
 	uint8_t *buf;
@@ -52,7 +61,8 @@ struct cp_times {
 
 /* Appends a sample taken at time_ns (CLOCK_MONOTONIC) weighing weight_ns;
  * `irregular` forces its weight to be written.  A time before the last is
- * taken as the last.  0, or -ENOMEM (t unchanged). */
+ * taken as the last.  0; -E2BIG past CP_TIMES_MAX_BYTES, or -ENOMEM
+ * (t unchanged either way). */
 int cp_times_add(struct cp_times *t, const struct cp_time_base *base, uint64_t time_ns, uint64_t weight_ns,
 		 int irregular);
 /* dst (not initialised) as a copy of src.  0 or -ENOMEM (dst empty). */

@@ -199,7 +199,10 @@ static void run(const char *engine)
 
 	/* Each thread. */
 	int tick_driven = !strcmp(engine, "timer") || !strcmp(engine, "itimer");
-	double tail_ms = !strcmp(engine, "itimer") ? 60 : tick_driven ? 20 : 3;
+	/* itimer's signal goes to whichever thread runs when the process's
+	 * timer fires: a thread's own share moves with the scheduler, by 80
+	 * ms of 500 on a loaded 2-CPU machine (CI, 2026-12-03). */
+	double tail_ms = !strcmp(engine, "itimer") ? 150 : tick_driven ? 20 : 3;
 	for (int i = 0; i < THREADS; i++) {
 		long long mine = raw_cum_ns(&p, "", w[i].tid, NULL);
 		fprintf(stderr, "%s: thread %d used %.1f ms by its clock, its samples hold %.1f ms\n", engine, i,

@@ -5,8 +5,10 @@
  * before the last taken as the last; the unit the period, between 1 us
  * and 1 ms; a list moved to a later start (times before it at 0);
  * truncated lists malformed; and a stack table keeping each stack's
- * times, through a copy and a clear.
+ * times, through a copy and a clear; and the lists held to
+ * CP_TIMES_MAX_BYTES.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -99,5 +101,23 @@ int main(void)
 	CHECK_EQ(tab.len, 0);
 	cp_stacktab_free(&tab);
 	cp_stacktab_free(&copy);
+
+	/* The lists hold CP_TIMES_MAX_BYTES at the most: past it a time is
+	 * refused (the sample kept without), until they hold none again. */
+	cp_times_begin(t0, ms);
+	struct cp_times big = { 0 };
+	int rc = 0;
+	uint64_t n = 0;
+	while ((rc = cp_times_add(&big, cp_times_base(), t0 + n * ms, 7 * ms, 1)) == 0)
+		n++;
+	CHECK(rc == -E2BIG && cp_times_dropped(), "past the budget: %d", rc);
+	CHECK(big.cap <= CP_TIMES_MAX_BYTES && n > CP_TIMES_MAX_BYTES / 8, "%zu bytes, %llu times", big.cap,
+	      (unsigned long long)n);
+	cp_stacktab_init(&tab);
+	CHECK_EQ(cp_stacktab_add_at(&tab, 7, pcs, 2, 0, ms, t0), 0);
+	CHECK(tab.items[0]->count == 1 && tab.items[0]->times.len == 0, "a sample past the budget is not kept");
+	cp_stacktab_free(&tab);
+	cp_times_free(&big);
+	CHECK(!cp_times_dropped(), "the lists hold none, and times are still refused");
 	return 0;
 }
