@@ -36,42 +36,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/array.h"
+#include "profile/protobuf.h"
 #include "report.h"
 
-/* A growing byte buffer. */
-struct bytes {
-	uint8_t *b;
-	size_t n, cap;
-};
-
-static int put_varint(struct bytes *o, uint64_t v)
-{
-	if (cp_array_grow((void **)&o->b, &o->cap, o->n + 10, 1, 4096))
-		return -1;
-	do {
-		uint8_t c = v & 0x7f;
-		v >>= 7;
-		o->b[o->n++] = c | (v ? 0x80 : 0);
-	} while (v);
-	return 0;
-}
-
-static void put_base64(FILE *out, const struct bytes *o)
+static void put_base64(FILE *out, const struct pb_buf *o)
 {
 	static const char abc[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	char buf[4096];
 	size_t k = 0;
-	for (size_t i = 0; i < o->n; i += 3) {
-		uint32_t v = (uint32_t)o->b[i] << 16;
-		if (i + 1 < o->n)
-			v |= (uint32_t)o->b[i + 1] << 8;
-		if (i + 2 < o->n)
-			v |= o->b[i + 2];
+	for (size_t i = 0; i < o->len; i += 3) {
+		uint32_t v = (uint32_t)o->data[i] << 16;
+		if (i + 1 < o->len)
+			v |= (uint32_t)o->data[i + 1] << 8;
+		if (i + 2 < o->len)
+			v |= o->data[i + 2];
 		buf[k++] = abc[v >> 18];
 		buf[k++] = abc[(v >> 12) & 63];
-		buf[k++] = i + 1 < o->n ? abc[(v >> 6) & 63] : '=';
-		buf[k++] = i + 2 < o->n ? abc[v & 63] : '=';
+		buf[k++] = i + 1 < o->len ? abc[(v >> 6) & 63] : '=';
+		buf[k++] = i + 2 < o->len ? abc[v & 63] : '=';
 		if (k + 4 > sizeof buf) {
 			fwrite(buf, 1, k, out);
 			k = 0;
@@ -147,19 +129,17 @@ static void put_none(FILE *out, const char *why)
 
 /* The values of Sample s of p for the menu: the drawn one (vi[0]) then
  * the others; negative as 0. */
-static int put_values(struct bytes *o, const struct profile_sample *s, const int *vi, size_t nv)
+static void put_values(struct pb_buf *o, const struct profile_sample *s, const int *vi, size_t nv)
 {
 	for (size_t v = 0; v < nv; v++) {
 		int64_t x = vi[v] >= 0 ? s->values[vi[v]] : 0;
-		if (put_varint(o, x > 0 ? (uint64_t)x : 0))
-			return -1;
+		cp_pb_varint(o, x > 0 ? (uint64_t)x : 0);
 	}
-	return 0;
 }
 
 /* The records of the data (above), lanes[i] being Sample i's lane; how
  * many records, CPU times and off-CPU times into n[3]. */
-static int put_records(struct bytes *o, const struct profile *p, const struct stackset *ss, const struct calltree *t,
+static int put_records(struct pb_buf *o, const struct profile *p, const struct stackset *ss, const struct calltree *t,
 		       const uint32_t *pindex, const uint32_t *lanes, const int *vi, size_t nv, uint64_t unit,
 		       size_t n[3])
 {
@@ -180,10 +160,13 @@ static int put_records(struct bytes *o, const struct profile *p, const struct st
 		uint64_t count = ss->samples[i].count > 0 ? (uint64_t)ss->samples[i].count : 0;
 		n[0]++;
 		n[off ? 2 : 1] += s->ntimes;
-		if (put_varint(o, pindex[t->leaf[i]]) || put_varint(o, lanes[i]) || put_varint(o, count) ||
-		    put_varint(o, off) || put_values(o, s, vi, nv) || put_varint(o, (uint64_t)r) ||
-		    put_varint(o, s->ntimes))
-			goto out;
+		cp_pb_varint(o, pindex[t->leaf[i]]);
+		cp_pb_varint(o, lanes[i]);
+		cp_pb_varint(o, count);
+		cp_pb_varint(o, off);
+		put_values(o, s, vi, nv);
+		cp_pb_varint(o, (uint64_t)r);
+		cp_pb_varint(o, s->ntimes);
 		int64_t last = 0;
 		for (size_t k = 0; k < s->ntimes; k++) {
 			int64_t w = s->times[k].weight > 0 ? s->times[k].weight : 0;
@@ -191,9 +174,12 @@ static int put_records(struct bytes *o, const struct profile *p, const struct st
 			int64_t at = s->times[k].t > last ? s->times[k].t : last; /* in order */
 			uint64_t dt = (uint64_t)(at - last) / unit;
 			last = at;
-			if (put_varint(o, dt << 1 | irregular) || (irregular && put_varint(o, (uint64_t)w)))
-				goto out;
+			cp_pb_varint(o, dt << 1 | irregular);
+			if (irregular)
+				cp_pb_varint(o, (uint64_t)w);
 		}
+		if (o->err)
+			goto out;
 	}
 	rc = 0;
 out:
@@ -260,7 +246,8 @@ int timeline_write(FILE *out, const struct report_input *in, const struct stacks
 	for (size_t a = 0; a < ft->nalt; a++)
 		vi[1 + a] = profile_find_sample_type(p, ft->alt[a].name, ft->alt[a].unit);
 	uint32_t *lanes = calloc(p->nsamples ? p->nsamples : 1, sizeof *lanes);
-	struct bytes o = { 0 };
+	struct pb_buf o;
+	cp_pb_init(&o);
 	int rc = -1;
 	if (!lanes)
 		goto out;
@@ -281,6 +268,6 @@ int timeline_write(FILE *out, const struct report_input *in, const struct stacks
 	rc = 0;
 out:
 	free(lanes);
-	free(o.b);
+	cp_pb_free(&o);
 	return rc;
 }
