@@ -177,23 +177,6 @@ static long fn_of(struct tally *t, char *name)
 	return (long)t->nfns - 1;
 }
 
-/* The readable form of symbol s, as the writer names it: without its
- * version ("memcpy@GLIBC_2.2.5"), demangled if it is C++ or Rust.
- * malloc'd, or NULL. */
-static char *readable(const char *s)
-{
-	const char *at = strchr(s, '@');
-	char *base = at && at != s ? strndup(s, (size_t)(at - s)) : strdup(s);
-	if (!base)
-		return NULL;
-	char *d = cp_demangle(base);
-	if (d) {
-		free(base);
-		return d;
-	}
-	return base;
-}
-
 /* The name of the code at addr (a leaf's PC, or a caller's return address
  * less one) in image m's epoch of symbols sy: its symbol, else its JIT's
  * name, else where it is ("libfoo.so+0x1234", or the address).  malloc'd,
@@ -209,7 +192,7 @@ static char *name_at(const struct cp_image *m, const struct cp_symbols *sy, uint
 	}
 	const char *sym = g ? cp_symbols_name_for(sy, addr, NULL) : NULL;
 	if (sym)
-		return readable(sym);
+		return cp_symbol_readable(sym);
 	char *s = NULL;
 	if (g && cp_jit_is_anon_path(g->obj->path)) {
 		s = strdup(CP_JIT_MAPPING);

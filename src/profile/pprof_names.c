@@ -72,8 +72,14 @@ static uint32_t str_demangled(struct builder *b, const char *s)
  * without its version, demangled if it is a C++ or Rust name. */
 static uint32_t str_readable(struct builder *b, const char *s)
 {
-	uint32_t k = str_demangled(b, s);
-	return k ? k : str_unversioned(b, s);
+	char *r = cp_symbol_readable(s);
+	if (!r) {
+		b->err = ENOMEM;
+		return 0;
+	}
+	uint32_t k = cp_pb_str_intern(b, r);
+	free(r);
+	return k;
 }
 
 /* Gives Location l, of segment g, Lines from its symbol alone (the name

@@ -8,10 +8,25 @@
  * the gperftools drop-in and the CLI, its names hidden (Makefile).
  */
 #include <libiberty/demangle.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "demangle.h"
 
 char *cp_demangle(const char *name)
 {
 	return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+}
+
+char *cp_symbol_readable(const char *s)
+{
+	const char *at = strchr(s, '@');
+	char *base = at && at != s ? strndup(s, (size_t)(at - s)) : strdup(s);
+	if (!base)
+		return NULL;
+	char *d = cp_demangle(base);
+	if (!d)
+		return base;
+	free(base);
+	return d;
 }

@@ -18,4 +18,10 @@
  * any thread. */
 char *cp_demangle(const char *name);
 
+/* The readable form of symbol (or linkage name) s, as the profile's
+ * writer names a function: without its symbol version
+ * ("memcpy@GLIBC_2.2.5"), demangled if it is a C++ or Rust name.  A
+ * malloc'd string the caller frees, or NULL if memory ran out. */
+char *cp_symbol_readable(const char *s);
+
 #endif
