@@ -24,6 +24,29 @@ bool flags_int(const char *s, long min, long max, long *out)
 	return true;
 }
 
+bool flags_ids(const char *s, long max, long **out, size_t *n)
+{
+	size_t cap = 1;
+	for (const char *c = s; *c; c++)
+		cap += *c == ',';
+	long *v = malloc(cap * sizeof *v);
+	char *copy = strdup(s);
+	size_t k = 0;
+	bool ok = v && copy && *s;
+	for (char *save = NULL, *tok = ok ? strtok_r(copy, ",", &save) : NULL; tok && ok;
+	     tok = strtok_r(NULL, ",", &save))
+		ok = flags_int(tok, 1, max, &v[k++]);
+	ok = ok && k == cap; /* no empty item: "1,,2", "1," */
+	free(copy);
+	if (!ok) {
+		free(v);
+		return false;
+	}
+	*out = v;
+	*n = k;
+	return true;
+}
+
 bool flags_seconds(const char *s, double *out)
 {
 	static const struct {

@@ -114,4 +114,10 @@ bool flags_int(const char *s, long min, long max, long *out);
  * nearest ms.  false (and *out untouched) for anything else. */
 bool flags_duration_ms(const char *s, long min, long max, long *out);
 
+/* Parses the whole of s as a list of ids, each an integer in [1, max]
+ * separated by single commas ("1234" or "1234,1240"; not "", "1,", "1,,2"),
+ * into *out (malloc'd, *n of them); false (and nothing allocated) for
+ * anything else.  record's -p and the selections' --pid and --tid. */
+bool flags_ids(const char *s, long max, long **out, size_t *n);
+
 #endif

@@ -8,38 +8,15 @@
 
 #include "select.h"
 
-bool select_parse_ids(const char *s, long **out, size_t *n)
-{
-	size_t cap = 1;
-	for (const char *c = s; *c; c++)
-		cap += *c == ',';
-	long *v = malloc(cap * sizeof *v);
-	char *copy = strdup(s);
-	size_t k = 0;
-	bool ok = v && copy && *s;
-	for (char *save = NULL, *tok = ok ? strtok_r(copy, ",", &save) : NULL; tok && ok;
-	     tok = strtok_r(NULL, ",", &save))
-		ok = flags_int(tok, 1, INT32_MAX, &v[k++]);
-	ok = ok && k == cap; /* no empty item: "1,,2", "1," */
-	free(copy);
-	if (!ok) {
-		free(v);
-		return false;
-	}
-	*out = v;
-	*n = k;
-	return true;
-}
-
 int select_flags(const struct flags *fs, struct flag_value from, struct flag_value to, struct flag_value pid,
 		 struct flag_value tid, struct profile_selection *sel)
 {
 	*sel = (struct profile_selection){ from.set, to.set, from.x, to.x, NULL, NULL, 0, 0 };
-	if (pid.set && !select_parse_ids(pid.text, &sel->pids, &sel->npids)) {
+	if (pid.set && !flags_ids(pid.text, INT32_MAX, &sel->pids, &sel->npids)) {
 		flags_refuse(fs, "--pid %s is not a list of process ids (1234 or 1234,1240)", pid.text);
 		return -1;
 	}
-	if (tid.set && !select_parse_ids(tid.text, &sel->tids, &sel->ntids)) {
+	if (tid.set && !flags_ids(tid.text, INT32_MAX, &sel->tids, &sel->ntids)) {
 		flags_refuse(fs, "--tid %s is not a list of thread ids (1234 or 1234,1240)", tid.text);
 		select_free(sel);
 		return -1;

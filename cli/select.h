@@ -26,10 +26,6 @@ struct profile_selection {
 #define SELECT_FLAG_HELP_PID "only the samples of process PID[,PID...]"
 #define SELECT_FLAG_HELP_TID "only the samples of thread TID[,TID...]"
 
-/* Parses "N[,N...]" (each 1 to INT32_MAX) into a new array *out of *n.
- * true, or false (nothing allocated) for anything else. */
-bool select_parse_ids(const char *s, long **out, size_t *n);
-
 /* The selection of a command's --from, --to, --pid and --tid into *sel
  * (free it with select_free()): 0, or -1 after refusing the command line
  * (flags_refuse) for a bad list of ids or --to not after --from. */

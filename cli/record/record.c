@@ -707,31 +707,18 @@ static int run(const struct record_opts *o, const struct cp_kernel_conf *kc, str
 /* Parses -p's list into pids[MAX_PIDS].  How many, or -1 after saying why. */
 static int parse_pids(const char *list, pid_t *pids)
 {
-	int n = 0;
-	const char *p = list;
-	while (*p) {
-		char buf[16];
-		size_t len = strcspn(p, ",");
-		long v;
-		if (len == 0 || len >= sizeof buf || n == MAX_PIDS) {
-			fprintf(stderr, "cpuprof record: -p %s: a list of at most %d process IDs, separated by commas\n", list,
-				MAX_PIDS);
-			return -1;
-		}
-		memcpy(buf, p, len);
-		buf[len] = '\0';
-		if (!flags_int(buf, 1, INT_MAX, &v)) {
-			fprintf(stderr, "cpuprof record: -p: '%s' is not a process ID\n", buf);
-			return -1;
-		}
-		pids[n++] = (pid_t)v;
-		p += len + (p[len] == ',');
-	}
-	if (n == 0) {
-		fprintf(stderr, "cpuprof record: -p: no process ID given\n");
+	long *v;
+	size_t n;
+	if (!flags_ids(list, INT_MAX, &v, &n)) {
+		fprintf(stderr, "cpuprof record: -p %s: not a process ID, or a list of them (1234 or 1234,1240)\n", list);
 		return -1;
 	}
-	return n;
+	if (n > MAX_PIDS)
+		fprintf(stderr, "cpuprof record: -p %s: at most %d process IDs\n", list, MAX_PIDS);
+	for (size_t i = 0; i < n && n <= MAX_PIDS; i++)
+		pids[i] = (pid_t)v[i];
+	free(v);
+	return n > MAX_PIDS ? -1 : (int)n;
 }
 
 /* With --off-cpu from outside: whether the kernel allows the events (c's

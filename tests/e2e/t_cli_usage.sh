@@ -120,6 +120,10 @@ bad "needs a value" record -o
 bad "goes with --engine timer or itimer" record --signal 40 -- touch marker
 bad "goes with --engine timer or itimer" record --engine perf --signal 40 -- touch marker
 bad "--grace is the time CMD has" record -p 1 --grace 3
+# one parser of id lists (flags_ids) for -p, --pid and --tid: an empty item is refused everywhere
+bad "not a process ID" record -p 12,
+bad "not a process ID" record -p 1,,2
+bad "not a list of process ids" report --pid 12, x.pb.gz
 bad "--group-by does not apply to top" report --group-by process x.pb.gz
 bad "--group-by does not apply to speedscope" report --format speedscope --group-by thread x.pb.gz
 bad "--format does not apply to --list" report --format tree --list main x.pb.gz
