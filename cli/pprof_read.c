@@ -302,6 +302,8 @@ static int resolve_times(struct ctx *c, struct profile *p, struct builder *b)
 		return pprof_fail(c, "out of memory");
 	size_t k = 0;
 	for (size_t i = 0; i < b->samples.n; i++) {
+		if (!rs[i].ntimes_bytes)
+			continue; /* no times: times stays NULL (and no arithmetic on a NULL rs[i].times) */
 		struct cp_times_reader r = { rs[i].times, rs[i].times + rs[i].ntimes_bytes, 0 };
 		uint64_t at;
 		int64_t w;

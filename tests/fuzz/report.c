@@ -15,6 +15,7 @@
 #include "pprof_read.h"
 #include "report/report.h"
 #include "report/stacks.h"
+#include "select.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -62,6 +63,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		diff_free(&d);
 	}
 	stackset_free(&ss);
+	/* A range and a thread taken from the input's first bytes, then top of
+	 * what is left: profile_select cuts samples and their times. */
+	long tid = size > 2 ? data[2] : 1;
+	struct profile_selection sel = { .from_set = size > 0, .to_set = size > 1,
+					 .from = size > 0 ? data[0] / 64.0 : 0, .to = size > 1 ? data[0] / 64.0 + data[1] / 16.0 : 0,
+					 .tids = size > 3 && data[3] & 1 ? &tid : NULL, .ntids = size > 3 && data[3] & 1 };
+	if (profile_select(p, &sel, err, sizeof err) == 0) {
+		struct stack_options o2 = { 0 };
+		if (stackset_build(&ss, &p, &name, 1, &o2, err, sizeof err) == 0)
+			top_write(null, &in, &ss, 0, false);
+		stackset_free(&ss);
+	}
 	profile_free(p);
 	return 0;
 }
