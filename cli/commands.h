@@ -14,6 +14,11 @@
  * output that cannot be written. */
 #define EXIT_USAGE 2
 
+/* The subcommand being run ("record", "top", ...), set by main.c before
+ * it dispatches: what record's messages name, since top runs record's
+ * code. */
+extern const char *cli_cmd;
+
 /* `cpuprof record [options] -- CMD [ARGS...]`; argv[0] is "record".
  * Returns CMD's exit status (128+N if a signal killed it), 126/127 if CMD
  * could not be run, EXIT_USAGE for bad options. */

@@ -33,6 +33,8 @@ static void usage(FILE *f)
 	      f);
 }
 
+const char *cli_cmd = "record";
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -40,6 +42,7 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *cmd = argv[1];
+	cli_cmd = cmd;
 	if (strcmp(cmd, "record") == 0)
 		return cmd_record(argc - 1, argv + 1);
 	if (strcmp(cmd, "top") == 0)

@@ -21,6 +21,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include "commands.h"
 #include "kernel_int.h"
 
 /* ---- the end ---- */
@@ -253,18 +254,18 @@ void cp_kernel_finish(struct cp_kcollector *k)
 	size_t said = 0, more = 0;
 	for (size_t i = 0; i < k->nfiles; i++)
 		if (k->files[i]->unreadable[0] && said++ < 4)
-			fprintf(stderr, "cpuprof record: no names or unwinding for %s: %s\n", k->files[i]->path,
+			fprintf(stderr, "cpuprof %s: no names or unwinding for %s: %s\n", cli_cmd, k->files[i]->path,
 				k->files[i]->unreadable);
 		else if (k->files[i]->unreadable[0])
 			more++;
 	if (more)
-		fprintf(stderr, "cpuprof record: ... and %zu more files it could not read\n", more);
+		fprintf(stderr, "cpuprof %s: ... and %zu more files it could not read\n", cli_cmd, more);
 	/* And a JIT's map or dump it could not read (none there is no
 	 * fault: most code is no JIT's). */
 	for (size_t i = 0; i < k->njit_unread && i < sizeof k->jit_unread / sizeof k->jit_unread[0]; i++)
-		fprintf(stderr, "cpuprof record: no JIT names from %s\n", k->jit_unread[i]);
+		fprintf(stderr, "cpuprof %s: no JIT names from %s\n", cli_cmd, k->jit_unread[i]);
 	if (k->njit_unread > sizeof k->jit_unread / sizeof k->jit_unread[0])
-		fprintf(stderr, "cpuprof record: ... and %zu more JIT files it could not read\n",
+		fprintf(stderr, "cpuprof %s: ... and %zu more JIT files it could not read\n", cli_cmd,
 			k->njit_unread - sizeof k->jit_unread / sizeof k->jit_unread[0]);
 }
 

@@ -196,7 +196,7 @@ static void kframes_said(const struct cp_kcollector *k)
 {
 	const char *why = cp_kernel_kframes_absent(k);
 	if (why)
-		fprintf(stderr, "cpuprof record: no kernel frames: %s; recording user frames only\n", why);
+		fprintf(stderr, "cpuprof %s: no kernel frames: %s; recording user frames only\n", cli_cmd, why);
 }
 
 /* Parses argv (argv[0] is "record") into *o, whose values point into fr
@@ -243,7 +243,7 @@ static char *find_library(void)
 	if (env && *env) {
 		char *p = usable_file(env);
 		if (!p)
-			fprintf(stderr, "cpuprof record: CPUPROF_LIB=%s: not a readable file\n", env);
+			fprintf(stderr, "cpuprof %s: CPUPROF_LIB=%s: not a readable file\n", cli_cmd, env);
 		return p;
 	}
 	char exe[PATH_MAX];
@@ -636,7 +636,7 @@ static int spawn(const struct record_opts *o, const struct cp_kernel_conf *kc, s
 		rs->root = pid;
 		if (n == (ssize_t)sizeof e) {
 			*exec_errno = e ? e : ENOEXEC;
-			fprintf(stderr, "cpuprof record: %s: %s\n", o->cmd[0], strerror(*exec_errno));
+			fprintf(stderr, "cpuprof %s: %s: %s\n", cli_cmd, o->cmd[0], strerror(*exec_errno));
 			rc = -1;
 			reaped = true;
 		}
@@ -670,7 +670,7 @@ static int run(const struct record_opts *o, const struct cp_kernel_conf *kc, str
 		if (rs->kill_at) {
 			int64_t left = rs->kill_at - mono_ms();
 			if (left <= 0) {
-				fprintf(stderr, "cpuprof record: %s did not end within %ld s of signal %d: killing it\n",
+				fprintf(stderr, "cpuprof %s: %s did not end within %ld s of signal %d: killing it\n", cli_cmd,
 					o->cmd[0], o->grace, rs->told_to_stop);
 				kill_tree(c, rs);
 				rs->kill_at = 0;
@@ -710,11 +710,11 @@ static int parse_pids(const char *list, pid_t *pids)
 	long *v;
 	size_t n;
 	if (!flags_ids(list, INT_MAX, &v, &n)) {
-		fprintf(stderr, "cpuprof record: -p %s: not a process ID, or a list of them (1234 or 1234,1240)\n", list);
+		fprintf(stderr, "cpuprof %s: -p %s: not a process ID, or a list of them (1234 or 1234,1240)\n", cli_cmd, list);
 		return -1;
 	}
 	if (n > MAX_PIDS)
-		fprintf(stderr, "cpuprof record: -p %s: at most %d process IDs\n", list, MAX_PIDS);
+		fprintf(stderr, "cpuprof %s: -p %s: at most %d process IDs\n", cli_cmd, list, MAX_PIDS);
 	for (size_t i = 0; i < n && n <= MAX_PIDS; i++)
 		pids[i] = (pid_t)v[i];
 	free(v);
@@ -728,7 +728,7 @@ static void off_cpu_probe(struct cp_kernel_conf *c, char *absent, size_t len)
 {
 	c->off_cpu = cp_kernel_probe_off_cpu(c, absent, len) == 0;
 	if (!c->off_cpu)
-		fprintf(stderr, "cpuprof record: no off-CPU time: %s; recording CPU only\n", absent);
+		fprintf(stderr, "cpuprof %s: no off-CPU time: %s; recording CPU only\n", cli_cmd, absent);
 }
 
 /* Records the running processes of -p until -d passes, record is told to
@@ -757,7 +757,7 @@ static int run_attach(const struct record_opts *o, const struct cp_kernel_conf *
 	if (o->off_cpu)
 		off_cpu_probe(&c, absent, sizeof absent);
 	if (cp_kernel_attach(&k, &c, pids, (size_t)n, why, sizeof why) < 0) {
-		fprintf(stderr, "cpuprof record: cannot record %s: %s\n", o->pids, why);
+		fprintf(stderr, "cpuprof %s: cannot record %s: %s\n", cli_cmd, o->pids, why);
 		if (sfd >= 0)
 			close(sfd);
 		sigprocmask(SIG_SETMASK, &old, NULL);
@@ -873,30 +873,30 @@ static int output_path(const char *output, char **abs, char **dir)
 		free(cwd);
 	}
 	if (!*abs || !(*dir = split_dir(*abs, &base))) {
-		fprintf(stderr, "cpuprof record: %s: cannot make an absolute path\n", output);
+		fprintf(stderr, "cpuprof %s: %s: cannot make an absolute path\n", cli_cmd, output);
 		return -1;
 	}
 	if (*base == '\0') {
-		fprintf(stderr, "cpuprof record: -o %s: names a directory, not a file\n", output);
+		fprintf(stderr, "cpuprof %s: -o %s: names a directory, not a file\n", cli_cmd, output);
 		return -1;
 	}
 	if (stat(*dir, &st) < 0) {
-		fprintf(stderr, "cpuprof record: -o %s: %s: %s\n", output, *dir, strerror(errno));
+		fprintf(stderr, "cpuprof %s: -o %s: %s: %s\n", cli_cmd, output, *dir, strerror(errno));
 		return -1;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "cpuprof record: -o %s: %s: not a directory\n", output, *dir);
+		fprintf(stderr, "cpuprof %s: -o %s: %s: not a directory\n", cli_cmd, output, *dir);
 		return -1;
 	}
 	if (stat(*abs, &st) == 0 && S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "cpuprof record: -o %s: is a directory\n", output);
+		fprintf(stderr, "cpuprof %s: -o %s: is a directory\n", cli_cmd, output);
 		return -1;
 	}
 	/* A path that is not a regular file, /dev/null or a FIFO, is written
 	 * into. */
 	int e = writable_dir(*dir);
 	if (e && !(stat(*abs, &st) == 0 && !S_ISREG(st.st_mode) && access(*abs, W_OK) == 0)) {
-		fprintf(stderr, "cpuprof record: -o %s: cannot write in %s: %s\n", output, *dir, strerror(e));
+		fprintf(stderr, "cpuprof %s: -o %s: cannot write in %s: %s\n", cli_cmd, output, *dir, strerror(e));
 		return -1;
 	}
 	return 0;
@@ -911,7 +911,7 @@ static int hw_usable(const struct record_opts *o)
 	const char *engine = engine_asked(o);
 	if (!engine || strcmp(engine, CP_ENGINE_HW) != 0 || (pmu = cp_kernel_pmu(why, sizeof why)) >= 0)
 		return 0;
-	fprintf(stderr, "cpuprof record: --engine hw: %s%s\n", why,
+	fprintf(stderr, "cpuprof %s: --engine hw: %s%s\n", cli_cmd, why,
 		pmu == -ENOENT || pmu == -EOPNOTSUPP || pmu == -ENODEV
 			? "; the default engine (perf) samples with the task clock instead" : "");
 	return -1;
@@ -933,23 +933,23 @@ static int preload_setup(const struct record_opts *o, struct collector *c, const
 						      "each process sample better"
 						    : "the engine asked for runs inside each process";
 		snprintf(absent, len, "it is recorded from outside only, and record is not: %s", inside);
-		fprintf(stderr, "cpuprof record: no off-CPU time: %s; profiling CPU inside each process\n", absent);
+		fprintf(stderr, "cpuprof %s: no off-CPU time: %s; profiling CPU inside each process\n", cli_cmd, absent);
 	} else if (refusal[0]) {
-		fprintf(stderr, "cpuprof record: not from outside: %s; profiling inside each process instead\n",
+		fprintf(stderr, "cpuprof %s: not from outside: %s; profiling inside each process instead\n", cli_cmd,
 			refusal);
 	}
 	if (!(*lib = find_library()))
 		return -1;
 	if (strpbrk(*lib, ": ")) {
-		fprintf(stderr, "cpuprof record: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", *lib);
+		fprintf(stderr, "cpuprof %s: %s: LD_PRELOAD cannot hold a path with ':' or ' '\n", cli_cmd, *lib);
 		return -1;
 	}
 	if (cp_collect_create(&c->shm, SLOTS, RING_CELLS, (uint32_t)o->v[F_DEPTH].n, why, sizeof why) < 0) {
-		fprintf(stderr, "cpuprof record: %s\n", why);
+		fprintf(stderr, "cpuprof %s: %s\n", cli_cmd, why);
 		return -1;
 	}
 	if (set_environment(o, *lib, c->shm.path) < 0) {
-		fprintf(stderr, "cpuprof record: cannot set the environment: %s\n", strerror(errno));
+		fprintf(stderr, "cpuprof %s: cannot set the environment: %s\n", cli_cmd, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -984,7 +984,7 @@ static int record_command(const struct record_opts *o, struct cp_kernel_conf *kc
 		}
 	}
 	if (status == -2 && o->every_ms) {
-		fprintf(stderr, "cpuprof record: --every records from outside only, and record cannot here: %s\n",
+		fprintf(stderr, "cpuprof %s: --every records from outside only, and record cannot here: %s\n", cli_cmd,
 			refusal[0] ? refusal : tick_bound() ? "this kernel's timers are tick-bound (docs/vm.md)"
 							     : "the kernel refused the events");
 		goto out;
@@ -999,7 +999,7 @@ static int record_command(const struct record_opts *o, struct cp_kernel_conf *kc
 			snprintf(kabsent, sizeof kabsent, "they are recorded from outside only, and record is not: %s",
 				 refusal[0] ? refusal : o->preload ? "--preload runs the profiler inside each process"
 				 : "the engine asked for runs inside each process");
-			fprintf(stderr, "cpuprof record: no kernel frames: %s; recording user frames only\n", kabsent);
+			fprintf(stderr, "cpuprof %s: no kernel frames: %s; recording user frames only\n", cli_cmd, kabsent);
 		}
 		status = run(o, NULL, &c, &rs, &exec_errno, NULL, 0);
 	}

@@ -108,7 +108,7 @@ bad "from 1 to 1024" top --depth 0 -- touch marker
 bad "use one of auto, dwarf, fp" top --unwind frames -- touch marker
 bad "-n/--rows needs" top -n 0 -- touch marker
 bad "unknown option" top --engine perf -- touch marker
-bad "not a process ID" top -p abc
+bad "cpuprof top: -p abc: not a process ID" top -p abc
 
 # record: every bad option stops before the command runs
 run 0 record --help

@@ -57,8 +57,8 @@ awk "BEGIN { exit !($cov >= 0.95 && $cov <= 1.05) }" || { go tool pprof -comment
 threads=$(comment a.pb.gz threads)
 [ "$threads" -ge 5 ] || fail "busy: $threads threads, expected main and 4"
 cpu=$(comment a.pb.gz profile_cpu_ns)
-# 2 s of 4 busy threads on this machine's CPUs: at least 1 CPU-second.
-[ "$cpu" -ge 1000000000 ] || fail "busy: $cpu ns of CPU in a 2 s window of 4 busy threads"
+# 2 s of 4 busy threads: at least half a CPU-second, even where other work holds most of the CPUs.
+[ "$cpu" -ge 500000000 ] || fail "busy: $cpu ns of CPU in a 2 s window of 4 busy threads"
 # The scheduler's own count over the window (record reads the threads'
 # schedstat as it attaches and as it detaches): another clock than the
 # events' that weigh the samples.
