@@ -821,6 +821,36 @@ const struct profile_label *profile_label(const struct profile_sample *s,
 	return NULL;
 }
 
+int64_t profile_label_num(const struct profile_sample *s, const char *key, bool *has)
+{
+	const struct profile_label *l = profile_label(s, key);
+	*has = l && !*l->str;
+	return *has ? l->num : 0;
+}
+
+const char *profile_label_str(const struct profile_sample *s, const char *key)
+{
+	const struct profile_label *l = profile_label(s, key);
+	return l ? l->str : "";
+}
+
+int profile_thread_cmp(const struct profile_sample *a, const struct profile_sample *b)
+{
+	static const char *const keys[2][2] = { { "pid", "process" }, { "tid", "thread" } };
+	for (int k = 0; k < 2; k++) {
+		bool ha, hb;
+		int64_t na = profile_label_num(a, keys[k][0], &ha), nb = profile_label_num(b, keys[k][0], &hb);
+		if (ha != hb)
+			return ha ? -1 : 1;
+		if (ha && na != nb)
+			return na < nb ? -1 : 1;
+		int c = ha ? 0 : strcmp(profile_label_str(a, keys[k][1]), profile_label_str(b, keys[k][1]));
+		if (c)
+			return c;
+	}
+	return 0;
+}
+
 int profile_find_sample_type(const struct profile *p, const char *type,
 			     const char *unit)
 {

@@ -173,6 +173,15 @@ const char *profile_comment(const struct profile *p, const char *key);
 /* Returns the first label of sample s with `key`, or NULL. */
 const struct profile_label *profile_label(const struct profile_sample *s,
 					  const char *key);
+/* The number of sample s's label `key` when it has a numeric one (*has),
+ * else 0; its text, else "". */
+int64_t profile_label_num(const struct profile_sample *s, const char *key, bool *has);
+const char *profile_label_str(const struct profile_sample *s, const char *key);
+/* Orders samples by thread: pid, else the process's name; then tid, else
+ * the thread's name.  A thread renamed while it ran stays one thread:
+ * what every format that splits by thread (the page's lanes, speedscope)
+ * calls a thread. */
+int profile_thread_cmp(const struct profile_sample *a, const struct profile_sample *b);
 
 /* Returns the index of the sample type type/unit in p->sample_types, or -1
  * if there is none. */

@@ -62,45 +62,12 @@ struct sctx {
 	bool timed;                        /* some profile has times */
 };
 
-/* A label's number, if the sample has it (*has). */
-static int64_t label_num(const struct profile_sample *s, const char *key, bool *has)
-{
-	const struct profile_label *l = profile_label(s, key);
-	*has = l && !*l->str;
-	return *has ? l->num : 0;
-}
-
-static const char *label_str(const struct profile_sample *s, const char *key)
-{
-	const struct profile_label *l = profile_label(s, key);
-	return l ? l->str : "";
-}
-
-/* Orders samples by thread: pid, else the process's name; then tid, else
- * the thread's name (a thread renamed while it ran stays one thread). */
-static int thread_cmp(const struct profile_sample *a, const struct profile_sample *b)
-{
-	static const char *const keys[2][2] = { { "pid", "process" }, { "tid", "thread" } };
-	for (int k = 0; k < 2; k++) {
-		bool ha, hb;
-		int64_t na = label_num(a, keys[k][0], &ha), nb = label_num(b, keys[k][0], &hb);
-		if (ha != hb)
-			return ha ? -1 : 1;
-		if (ha && na != nb)
-			return na < nb ? -1 : 1;
-		int c = ha ? 0 : strcmp(label_str(a, keys[k][1]), label_str(b, keys[k][1]));
-		if (c)
-			return c;
-	}
-	return 0;
-}
-
 /* qsort_r order of ss sample indexes: by thread, then index. */
 static int by_thread(const void *x, const void *y, void *arg)
 {
 	const struct sctx *c = arg;
 	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-	int r = thread_cmp(c->smp[a], c->smp[b]);
+	int r = profile_thread_cmp(c->smp[a], c->smp[b]);
 	return r ? r : (a > b) - (a < b);
 }
 
@@ -126,8 +93,8 @@ static void thread_name(char *buf, size_t len, const struct profile_sample *s)
 	buf[0] = '\0';
 	for (int k = 0; k < 2 && o < len; k++) {
 		bool has;
-		int64_t n = label_num(s, keys[k][1], &has);
-		const char *str = label_str(s, keys[k][0]);
+		int64_t n = profile_label_num(s, keys[k][1], &has);
+		const char *str = profile_label_str(s, keys[k][0]);
 		const char *sep = k && o ? " / " : "";
 		int w = 0;
 		if (*str && has)
@@ -340,7 +307,7 @@ int speedscope_write(FILE *out, const struct report_input *in, const struct stac
 	if (ns > 1)
 		qsort_r(order, ns, sizeof *order, by_thread, &c);
 	for (size_t k = 0; k < ns; k++) {
-		if (k == 0 || thread_cmp(c.smp[order[k - 1]], c.smp[order[k]]) != 0)
+		if (k == 0 || profile_thread_cmp(c.smp[order[k - 1]], c.smp[order[k]]) != 0)
 			thread_of[nthreads++] = order[k];
 		thread[order[k]] = (uint32_t)(nthreads - 1);
 	}

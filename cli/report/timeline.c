@@ -72,34 +72,32 @@ static uint64_t gcd(uint64_t a, uint64_t b)
 	return a;
 }
 
-/* A thread as the lanes name it: its labels. */
+/* A lane's labels, as the page names it. */
 struct lane_key {
 	int64_t pid, tid;
 	const char *process, *thread;
-	size_t sample; /* the Sample it is of, while sorting */
 };
 
-static void lane_of(const struct profile_sample *s, struct lane_key *k, size_t i)
+static struct lane_key lane_of(const struct profile_sample *s)
 {
 	const struct profile_label *l;
-	k->pid = (l = profile_label(s, "pid")) ? l->num : -1;
-	k->tid = (l = profile_label(s, "tid")) ? l->num : -1;
-	k->process = (l = profile_label(s, "process")) ? l->str : "";
-	k->thread = (l = profile_label(s, "thread")) ? l->str : "";
-	k->sample = i;
+	return (struct lane_key){
+		.pid = (l = profile_label(s, "pid")) ? l->num : -1,
+		.tid = (l = profile_label(s, "tid")) ? l->num : -1,
+		.process = (l = profile_label(s, "process")) ? l->str : "",
+		.thread = (l = profile_label(s, "thread")) ? l->str : "",
+	};
 }
 
-static int lane_cmp(const void *a, const void *b)
+/* qsort_r order of Sample indexes: by thread (profile_thread_cmp: a
+ * thread renamed as it ran is one lane, as in speedscope's export), then
+ * index. */
+static int by_lane(const void *x, const void *y, void *arg)
 {
-	const struct lane_key *x = a, *y = b;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	int c = strcmp(x->process, y->process);
-	if (c)
-		return c;
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	return strcmp(x->thread, y->thread);
+	const struct profile *p = arg;
+	size_t a = *(const size_t *)x, b = *(const size_t *)y;
+	int r = profile_thread_cmp(&p->samples[a], &p->samples[b]);
+	return r ? r : (a > b) - (a < b);
 }
 
 static int int64_cmp(const void *a, const void *b)
@@ -191,26 +189,27 @@ out:
  * into the member's "lanes" array. */
 static int put_lanes(FILE *out, const struct profile *p, uint32_t *lanes)
 {
-	struct lane_key *k = malloc((p->nsamples ? p->nsamples : 1) * sizeof *k);
+	size_t *k = malloc((p->nsamples ? p->nsamples : 1) * sizeof *k);
 	if (!k)
 		return -1;
 	size_t n = 0;
 	for (size_t i = 0; i < p->nsamples; i++)
 		if (p->samples[i].ntimes)
-			lane_of(&p->samples[i], &k[n++], i);
-	qsort(k, n, sizeof *k, lane_cmp);
+			k[n++] = i;
+	qsort_r(k, n, sizeof *k, by_lane, (void *)p);
 	fputs(",\"lanes\":[", out);
 	uint32_t lane = 0;
 	for (size_t j = 0; j < n; j++) {
-		if (j > 0 && lane_cmp(&k[j - 1], &k[j]) != 0)
-			lane++;
-		lanes[k[j].sample] = lane;
-		if (j > 0 && lane_cmp(&k[j - 1], &k[j]) == 0)
+		bool same = j > 0 && profile_thread_cmp(&p->samples[k[j - 1]], &p->samples[k[j]]) == 0;
+		lane += j > 0 && !same;
+		lanes[k[j]] = lane;
+		if (same)
 			continue;
-		fprintf(out, "%s%" PRId64 ",", j ? "," : "", k[j].pid);
-		flame_json_string(out, k[j].process);
-		fprintf(out, ",%" PRId64 ",", k[j].tid);
-		flame_json_string(out, k[j].thread);
+		struct lane_key l = lane_of(&p->samples[k[j]]);
+		fprintf(out, "%s%" PRId64 ",", j ? "," : "", l.pid);
+		flame_json_string(out, l.process);
+		fprintf(out, ",%" PRId64 ",", l.tid);
+		flame_json_string(out, l.thread);
 	}
 	fputc(']', out);
 	free(k);

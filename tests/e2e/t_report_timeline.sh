@@ -42,7 +42,8 @@ $EMU "$CP" record -o "$tmp/p.pb.gz" -- $EMU "$B/tests/work_phases" 2 $MS >/dev/n
 $EMU "$CP" report --format html -o "$tmp/p.html" "$tmp/p.pb.gz" || fail "report --format html"
 
 # --- by hand: app (pid 7) with w1 (tid 8: one from 1 ms to 1 s, two from
-# 1 s to 2 s) and w2 (tid 9: off the CPU in nanosleep from 0.5 s to 0.8 s
+# 1 s to 2 s, renamed w1b as it began two: still one lane, named as it
+# first was) and w2 (tid 9: off the CPU in nanosleep from 0.5 s to 0.8 s
 # and from 0.9 s to 1 s), helper (pid 20) with h (tid 21: 298 samples of
 # 1 ms from 1.2 s and one of 5 ms), and 1 ms of [unsampled] with no time.
 # Times are in ms (timeunit), deltas; /W a weight in us ---
@@ -67,7 +68,7 @@ location 4 0 0 4
 location 5 0 0 5
 location 6 0 0 6
 sample 1000 1000000000 0 1000000000 : 2 1 | pid#7 process=app tid#8 thread=w1 @+ 1*1000
-sample 1000 1000000000 0 1000000000 : 3 1 | pid#7 process=app tid#8 thread=w1 @+ 1001 1*999
+sample 1000 1000000000 0 1000000000 : 3 1 | pid#7 process=app tid#8 thread=w1b @+ 1001 1*999
 sample 0 0 400000000 400000000 : 4 1 | pid#7 process=app tid#9 thread=w2 @+ 500/300000 400/100000
 sample 299 303000000 0 303000000 : 5 1 | pid#20 process=helper tid#21 thread=h @+ 1201 1*297 1/5000
 sample 0 1000000 0 1000000 : 6
