@@ -1214,15 +1214,16 @@ def memory(cfg, work):
                    record_program_kib=med([x["program"] for x in rec if x["program"]]),
                    record_child_kib=med([x["child"] for x in rec]),
                    record_child_added_kib=med([x["child_added"] for x in rec]),
-                   lost=sum(x["lost"] for x in c["preload"] + c["record"]))
+                   lost_preload=sum(x["lost"] for x in c["preload"]), lost_record=sum(x["lost"] for x in c["record"]))
         if c.get("errors"):
             row["error"] = c["errors"][0]
         rows.append(row)
         log("[memory] %2d thr %5d Hz: program bare %s KiB, preloaded %s (+%s), its lines child %s (+%s); "
-            "record %s, its lines child %s (+%s); lost %d" % (
+            "record %s, its lines child %s (+%s); lost %d and %d" % (
                 t, hz, fmt(bare, 0), fmt(row["preload_kib"], 0), fmt(row["preload_added_kib"], 0),
                 fmt(row["preload_child_kib"], 0), fmt(row["preload_child_added_kib"], 0), fmt(row["record_kib"], 0),
-                fmt(row["record_child_kib"], 0), fmt(row["record_child_added_kib"], 0), row["lost"]))
+                fmt(row["record_child_kib"], 0), fmt(row["record_child_added_kib"], 0), row["lost_preload"],
+                row["lost_record"]))
     return dict(rows=rows, msteps=m["msteps"], load=books.since())
 
 
@@ -2484,7 +2485,7 @@ def md_memory(res, w):
       "shared with its parent at the fork (its resident set at its first stop); **record**: record's own "
       "process (the program under it stays at its bare size: median %s KiB in the 10 kHz cells). The perf "
       "rings are not in any of these: the kernel maps their pages without counting them in a resident set "
-      "(Linux 6.18 here). **lost**: the profiles' `lost=` comments, all runs of the cell. Load from others "
+      "(Linux 6.18 here). **lost**: the profiles' `lost=` comments, all runs of the cell, preloaded / record. Load from others "
       "while it ran: %.2f CPUs (steal %.2f)." % (
           mem["msteps"], rows[0]["rounds"],
           fmt(statistics.median([r["record_program_kib"] for r in rows if r["hz"] == 10000 and
@@ -2493,13 +2494,13 @@ def md_memory(res, w):
     w("")
     w("| threads | Hz | program bare (KiB) | preloaded (KiB) | + | its lines child (KiB) | + | record (KiB) | "
       "its lines child (KiB) | + | lost |")
-    w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for r in rows:
-        w("| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d |%s" % (
+        w("| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d / %d |%s" % (
             r["threads"], r["hz"], fmt(r["bare_kib"], 0), fmt(r["preload_kib"], 0), fmt(r["preload_added_kib"], 0),
             fmt(r["preload_child_kib"], 0), fmt(r["preload_child_added_kib"], 0), fmt(r["record_kib"], 0),
-            fmt(r["record_child_kib"], 0), fmt(r["record_child_added_kib"], 0), r["lost"],
-            " failed once: " + md_cell(r["error"]) if r.get("error") else ""))
+            fmt(r["record_child_kib"], 0), fmt(r["record_child_added_kib"], 0), r.get("lost_preload", 0),
+            r.get("lost_record", 0), " failed once: " + md_cell(r["error"]) if r.get("error") else ""))
     w("")
 
 
