@@ -1158,6 +1158,11 @@ def memory(cfg, work):
     lib = os.path.join(B, "libcpuprof.so")
     cells = [(t, hz) for t in m["threads"] for hz in m["rates"]]
     runs = {c: dict(bare=[], preload=[], record=[]) for c in cells}
+    # cpuprof's caches (lines, symbols, unwind tables) of this part alone,
+    # warmed by its first runs: what the lines child is asked depends on
+    # what they hold, which other users of ~/.cache would change.
+    cache = os.path.join(work, "memcache")
+    shutil.rmtree(cache, ignore_errors=True)
     books = CpuBooks()
     n = 0
     timeout = 120 + m["msteps"] / 10
@@ -1169,9 +1174,9 @@ def memory(cfg, work):
                 n += 1
                 out = os.path.join(work, "mem%d.prof" % n)
                 argv = [wl, str(t), str(m["msteps"])]
-                env = {}
+                env = {"XDG_CACHE_HOME": cache}
                 if way == "preload":
-                    env = {"LD_PRELOAD": lib, "CPUPROF": out, "CPUPROF_HZ": str(hz)}
+                    env.update({"LD_PRELOAD": lib, "CPUPROF": out, "CPUPROF_HZ": str(hz)})
                 elif way == "record":
                     argv = [os.path.join(B, "cpuprof"), "record", "-o", out, "-F", str(hz), "--"] + argv
                 try:
@@ -2479,7 +2484,9 @@ def md_memory(res, w):
       "with libcpuprof.so preloaded (`CPUPROF=FILE`, auto engine) and under `cpuprof record`, the three in turn "
       "in each of %d rounds, their order turned every round; medians.  Each process's peak resident set is "
       "VmHWM of /proc/PID/status read at its exit by bench/hwm (ptrace's exit stop), so that each is its own: "
-      "wait4's ru_maxrss gives the largest of a process and its children.  **program**: the workload's peak, "
+      "wait4's ru_maxrss gives the largest of a process and its children.  cpuprof's caches are the part's own "
+      "(XDG_CACHE_HOME), empty at its start: the lines child runs where a profile has an address in an object "
+      "that they do not answer (at 10 kHz, a few new ones in libc in every run).  **program**: the workload's peak, "
       "bare and preloaded (**+**: over bare, round by round); **lines child**: the process the library (and "
       "record) forks at the end to read DWARF with libdw, short-lived, its peak, and **+** that less what it "
       "shared with its parent at the fork (its resident set at its first stop); **record**: record's own "
