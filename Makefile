@@ -432,8 +432,8 @@ $(BB)/bench/%: bench/%.c bench/clocks.h
 
 $(BB)/bench/scale: BENCH_CFLAGS := -fno-shrink-wrap
 
-# The launcher is static so that the workloads inherit almost no RSS.
-$(BB)/bench/spawn: bench/spawn.c
+# The launchers are static so that the workloads inherit almost no RSS.
+$(BB)/bench/spawn $(BB)/bench/hwm: $(BB)/bench/%: bench/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -static -o $@ $<
 

@@ -52,7 +52,9 @@ LEAVES = ["leaf_a", "leaf_b", "leaf_c", "leaf_d"]
 # tests/e2e/t_names.sh, None for all of them; kernel: the cells of the part
 # of that name (workload, threads, Hz, CPU ms per thread), its runs per
 # cell and paths; every: (threads, seconds, --every's DURATION) of the run
-# of `record --every` on bench/stacks.c.
+# of `record --every` on bench/stacks.c; memory: the cells (threads, Hz)
+# of the part of that name, the overhead workload's millions of steps in
+# each run, and the rounds (each cell bare, preloaded and under record).
 MODES = {
     "full": dict(acc_threads=[1, 4, 16], acc_rates=[100, 1000, 10000], patterns=["busy", "bursty"],
                  cpu_ms=3000, ovh_threads=[1, 4], ovh_rates=[100, 1000, 10000], pairs=6, msteps=1000, floor_rounds=12, sample_rounds=30,
@@ -65,7 +67,8 @@ MODES = {
                  kernel=dict(cells=[("syscalls", 1, 1000, 2000)] +
                              [("bursty", t, hz, 1000) for t in (2, 4) for hz in (1000, 2000, 10000)] +
                              [("bursty", 64, 1000, 60)], runs=3),
-                 every=(4, 1800, "10s")),
+                 every=(4, 1800, "10s"),
+                 memory=dict(threads=[1, 4, 16, 64], rates=[100, 1000, 10000], msteps=300, rounds=3)),
     "quick": dict(acc_threads=[1, 4], acc_rates=[1000, 10000], patterns=["busy", "bursty"],
                   cpu_ms=1000, ovh_threads=[1, 4], ovh_rates=[1000, 10000], pairs=5, msteps=300, floor_rounds=6, sample_rounds=6,
                   scale=[(20000, 150, 10000)],
@@ -76,7 +79,8 @@ MODES = {
                   attach=[("busy", 4, 1500)], lost=([1, 4], 3000), names=None,
                   kernel=dict(cells=[("syscalls", 1, 1000, 1000), ("bursty", 2, 2000, 1000), ("bursty", 4, 10000, 500),
                                      ("bursty", 64, 1000, 30)], runs=1),
-                  every=(4, 180, "10s")),
+                  every=(4, 180, "10s"),
+                  memory=dict(threads=[1, 4, 64], rates=[1000, 10000], msteps=150, rounds=1)),
     "smoke": dict(acc_threads=[2], acc_rates=[1000], patterns=["busy"], cpu_ms=600,
                   ovh_threads=[1], ovh_rates=[1000], pairs=1, msteps=60, floor_rounds=1, sample_rounds=1,
                   scale=[(500, 200, 10000)],
@@ -85,10 +89,11 @@ MODES = {
                              what="a stand-in: five generated C files, not zstd"),
                   attach=[("busy", 2, 300)], lost=([1], 300), names=("record", "names_cxx"),
                   kernel=dict(cells=[("bursty", 2, 2000, 300)], runs=1),
-                  every=(4, 6, "2s")),
+                  every=(4, 6, "2s"),
+                  memory=dict(threads=[4], rates=[10000], msteps=30, rounds=1)),
 }
 PARTS = ["accuracy", "overhead", "samples", "scale", "process", "tree", "build", "attach", "lost", "names", "kernel",
-         "every"]
+         "every", "memory"]
 
 
 def log(msg):
@@ -1115,6 +1120,134 @@ def lsq(rows):
     return b
 
 
+def hwm_run(work, n, argv, env_extra, timeout):
+    """Runs argv under bench/hwm: (its report, {pid: (ppid, name, peak KiB,
+    KiB at the first stop)} of every process that ended)."""
+    res = os.path.join(work, "mem%d.res" % n)
+    env = clean_env()
+    env.update(env_extra)
+    with open(os.path.join(work, "mem%d.out" % n), "w") as out, \
+            open(os.path.join(work, "mem%d.err" % n), "w") as err:
+        rc = subprocess.call([os.path.join(BB, "bench", "hwm"), res, str(int(timeout))] + argv, stdout=out,
+                             stderr=err, env=env)
+    procs, r = {}, {}
+    with open(res) as f:
+        for line in f:
+            p = line.split()
+            if p and p[0] == "proc" and len(p) == 6:
+                procs[int(p[1])] = (int(p[2]), p[3], int(p[4]), int(p[5]))
+            elif len(p) == 2:
+                r[p[0]] = int(p[1])
+    if rc != 0 or r.get("status") != 0:
+        with open(os.path.join(work, "mem%d.err" % n)) as f:
+            tail = f.read().strip().splitlines()[-3:]
+        raise RuntimeError("%s exited %s: %s" % (os.path.basename(argv[0]), r.get("status"), " / ".join(tail)))
+    return r, procs
+
+
+def memory(cfg, work):
+    """What cpuprof adds to memory (issue 32): bench/overhead.c in each cell
+    (threads, Hz), bare, with libcpuprof.so preloaded (CPUPROF=FILE) and
+    under `cpuprof record`, the three one after the other in each round,
+    their order turned every round.  Each process's peak resident set is
+    read by bench/hwm (VmHWM at its exit, under ptrace), apart: the program,
+    the lines child the library or record forks at the end (its peak, and
+    that less what it shared with its parent at the fork), record itself."""
+    m = cfg["memory"]
+    wl = os.path.join(BB, "bench", "overhead")
+    lib = os.path.join(B, "libcpuprof.so")
+    cells = [(t, hz) for t in m["threads"] for hz in m["rates"]]
+    runs = {c: dict(bare=[], preload=[], record=[]) for c in cells}
+    # cpuprof's caches (lines, symbols, unwind tables) of this part alone,
+    # warmed by its first runs: what the lines child is asked depends on
+    # what they hold, which other users of ~/.cache would change.
+    cache = os.path.join(work, "memcache")
+    shutil.rmtree(cache, ignore_errors=True)
+    books = CpuBooks()
+    n = 0
+    timeout = 120 + m["msteps"] / 10
+    for rnd in range(m["rounds"]):
+        for ci, (t, hz) in enumerate(cells):
+            ways = ["bare", "preload", "record"]
+            k = (rnd + ci) % 3
+            for way in ways[k:] + ways[:k]:
+                n += 1
+                out = os.path.join(work, "mem%d.prof" % n)
+                argv = [wl, str(t), str(m["msteps"])]
+                env = {"XDG_CACHE_HOME": cache}
+                if way == "preload":
+                    env.update({"LD_PRELOAD": lib, "CPUPROF": out, "CPUPROF_HZ": str(hz)})
+                elif way == "record":
+                    argv = [os.path.join(B, "cpuprof"), "record", "-o", out, "-F", str(hz), "--"] + argv
+                try:
+                    r, procs = hwm_run(work, n, argv, env, timeout)
+                except Exception as e:  # noqa: BLE001 -- a failed run is reported, not fatal
+                    runs[(t, hz)].setdefault("errors", []).append(str(e)[:300])
+                    log("[memory] %d thr %d Hz %s: FAILED: %s" % (t, hz, way, e))
+                    continue
+                root = [pid for pid, p in procs.items() if p[0] not in procs]
+                root = root[0] if len(root) == 1 else None
+                x = dict(lost=0)
+                if way == "record":
+                    kids = [p for p in procs.values() if p[0] == root]
+                    x["record"] = procs[root][2] if root else None
+                    x["program"] = max((p[2] for p in kids if p[1] == "overhead"), default=None)
+                    helpers = [p for p in kids if p[1] != "overhead"]
+                else:
+                    x["program"] = procs[root][2] if root else None
+                    helpers = [p for pid, p in procs.items() if pid != root]
+                x["child"] = max((p[2] for p in helpers), default=0)
+                x["child_added"] = max((p[2] - p[3] for p in helpers), default=0)
+                if way != "bare":
+                    x["lost"] = int(read_pprof(out)["comments"].get("lost", 0))
+                    remove(out)
+                runs[(t, hz)][way].append(x)
+        log("[memory] round %d/%d done" % (rnd + 1, m["rounds"]))
+    med = lambda xs: statistics.median(xs) if xs else None
+    rows = []
+    for (t, hz) in cells:
+        c = runs[(t, hz)]
+        bare = med([x["program"] for x in c["bare"] if x["program"]])
+        pre = [x for x in c["preload"] if x["program"]]
+        rec = [x for x in c["record"] if x["record"]]
+        row = dict(threads=t, hz=hz, rounds=m["rounds"], bare_kib=bare,
+                   preload_kib=med([x["program"] for x in pre]),
+                   preload_added_kib=med([x["program"] - bare for x in pre]) if bare and pre else None,
+                   preload_child_kib=med([x["child"] for x in pre]),
+                   preload_child_added_kib=med([x["child_added"] for x in pre]),
+                   record_kib=med([x["record"] for x in rec]),
+                   record_program_kib=med([x["program"] for x in rec if x["program"]]),
+                   record_child_kib=med([x["child"] for x in rec]),
+                   record_child_added_kib=med([x["child_added"] for x in rec]),
+                   lost_preload=sum(x["lost"] for x in c["preload"]), lost_record=sum(x["lost"] for x in c["record"]))
+        if c.get("errors"):
+            row["error"] = c["errors"][0]
+        rows.append(row)
+        log("[memory] %2d thr %5d Hz: program bare %s KiB, preloaded %s (+%s), its lines child %s (+%s); "
+            "record %s, its lines child %s (+%s); lost %d and %d" % (
+                t, hz, fmt(bare, 0), fmt(row["preload_kib"], 0), fmt(row["preload_added_kib"], 0),
+                fmt(row["preload_child_kib"], 0), fmt(row["preload_child_added_kib"], 0), fmt(row["record_kib"], 0),
+                fmt(row["record_child_kib"], 0), fmt(row["record_child_added_kib"], 0), row["lost_preload"],
+                row["lost_record"]))
+    return dict(rows=rows, msteps=m["msteps"], load=books.since())
+
+
+def memory_largest(mem):
+    """The largest added memory over the cells: (KiB, what, cell) for the
+    program's own (preloaded) and record's own, and for the lines child."""
+    own, child = None, None
+    for r in mem.get("rows", []):
+        for kib, what in ((r.get("preload_added_kib"), "added to the program (preloaded)"),
+                          (r.get("record_kib"), "record's own peak")):
+            if kib is not None and (own is None or kib > own[0]):
+                own = (kib, what, r)
+        for kib, what in ((r.get("preload_child_added_kib"), "the library's lines child"),
+                          (r.get("record_child_added_kib"), "record's lines child")):
+            if kib and (child is None or kib > child[0]):
+                child = (kib, what, r)
+    return own, child
+
+
 def every_summary(r):
     """Of a run of part `every`: record's RSS after the first window, the
     most after it, and its growth in KiB per window, by least squares on
@@ -1491,7 +1624,16 @@ def judge(res):
                 ("; ".join(worse) if worse else "nowhere"), "met" if not worse else "not met"))
 
     rss = [(r["rss_added_kb"], r) for r in ovh if r["profiler"].startswith("cpuprof") and r["rss_added_kb"] is not None]
-    if rss:
+    own, child = memory_largest(res.get("memory") or {})
+    if own:
+        out.append(("RSS added ≤ 8 MiB", "part memory, largest median over its cells: %.1f MiB, %s (%d thr, %d Hz); "
+                    "the lines child forked at the end: %s" % (
+                        own[0] / 1024, own[1], own[2]["threads"], own[2]["hz"],
+                        "%.1f MiB of its own, %s (%d thr, %d Hz)" % (child[0] / 1024, child[1], child[2]["threads"],
+                                                                     child[2]["hz"]) if child else "none"),
+                    "met" if own[0] <= 8192 and (not child or child[0] <= 8192) else
+                    "met for the program and record, not for the lines child" if own[0] <= 8192 else "not met"))
+    elif rss:
         mx, r = max(rss, key=lambda x: x[0])
         out.append(("RSS added ≤ 8 MiB", "largest median over the overhead cells: %.1f MiB (%s, %d thr, %d Hz)" % (
             mx / 1024, r["profiler"], r["threads"], r["hz"]), "met" if mx <= 8192 else "not met"))
@@ -2236,6 +2378,7 @@ def md_processes(res, w):
 
     md_kernel(res, w)
     md_every(res, w)
+    md_memory(res, w)
 
     w("## Names")
     w("")
@@ -2328,6 +2471,46 @@ def md_every(res, w):
     w("")
 
 
+def md_memory(res, w):
+    w("## Memory added, per cell")
+    w("")
+    mem = res.get("memory") or {}
+    rows = mem.get("rows", [])
+    if not rows:
+        w("(not run this time)")
+        w("")
+        return
+    w("bench/overhead.c (%d million steps in all, split among the threads; a 48-deep stack) in each cell, bare, "
+      "with libcpuprof.so preloaded (`CPUPROF=FILE`, auto engine) and under `cpuprof record`, the three in turn "
+      "in each of %d rounds, their order turned every round; medians.  Each process's peak resident set is "
+      "VmHWM of /proc/PID/status read at its exit by bench/hwm (ptrace's exit stop), so that each is its own: "
+      "wait4's ru_maxrss gives the largest of a process and its children.  cpuprof's caches are the part's own "
+      "(XDG_CACHE_HOME), empty at its start: the lines child runs where a profile has an address in an object "
+      "that they do not answer (at 10 kHz, a few new ones in libc in every run).  **program**: the workload's peak, "
+      "bare and preloaded (**+**: over bare, round by round); **lines child**: the process the library (and "
+      "record) forks at the end to read DWARF with libdw, short-lived, its peak, and **+** that less what it "
+      "shared with its parent at the fork (its resident set at its first stop); **record**: record's own "
+      "process (the program under it stays at its bare size: median %s KiB in the 10 kHz cells). The perf "
+      "rings are not in any of these: the kernel maps their pages without counting them in a resident set "
+      "(Linux 6.18 here). **lost**: the profiles' `lost=` comments, all runs of the cell, preloaded / record. Load from others "
+      "while it ran: %.2f CPUs (steal %.2f)." % (
+          mem["msteps"], rows[0]["rounds"],
+          fmt(statistics.median([r["record_program_kib"] for r in rows if r["hz"] == 10000 and
+                                 r.get("record_program_kib")] or [0]), 0),
+          mem["load"]["others_cpus"], mem["load"]["steal_cpus"]))
+    w("")
+    w("| threads | Hz | program bare (KiB) | preloaded (KiB) | + | its lines child (KiB) | + | record (KiB) | "
+      "its lines child (KiB) | + | lost |")
+    w("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for r in rows:
+        w("| %d | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d / %d |%s" % (
+            r["threads"], r["hz"], fmt(r["bare_kib"], 0), fmt(r["preload_kib"], 0), fmt(r["preload_added_kib"], 0),
+            fmt(r["preload_child_kib"], 0), fmt(r["preload_child_added_kib"], 0), fmt(r["record_kib"], 0),
+            fmt(r["record_child_kib"], 0), fmt(r["record_child_added_kib"], 0), r.get("lost_preload", 0),
+            r.get("lost_record", 0), " failed once: " + md_cell(r["error"]) if r.get("error") else ""))
+    w("")
+
+
 def md_cell(s):
     return s.replace("|", "/").replace("\n", " ")
 
@@ -2374,7 +2557,7 @@ def main():
         log("rewrote %s from results.json" % a.out)
         return
     cfg = MODES[mode]
-    for f in ("spawn", "accuracy", "overhead", "scale", "tick", "sigfloor"):
+    for f in ("spawn", "hwm", "accuracy", "overhead", "scale", "tick", "sigfloor"):
         if not os.access(os.path.join(BB, "bench", f), os.X_OK):
             sys.exit("bench/run.py: %s/bench/%s is missing: run `make bench-build` first" % (BB, f))
     # A clean work directory, but for ext/: what was downloaded (zstd's
@@ -2390,7 +2573,7 @@ def main():
     books = CpuBooks()
     runner = Runner(a.work)
     res = dict(mode=mode, machine=machine_info(runner), accuracy=[], overhead=[], sigfloor=[], scale=[],
-               process=[], tree=[], build=[], attach=[], lost=[], names=[], kernel=[], every=[])
+               process=[], tree=[], build=[], attach=[], lost=[], names=[], kernel=[], every=[], memory={})
     ps = probe_profilers(runner, a.work)
     if a.profilers:
         want = [x.strip() for x in a.profilers.split(",")]
@@ -2453,6 +2636,9 @@ def main():
         save()
     if "every" in parts:
         res["every"] = every(cfg, a.work)
+        save()
+    if "memory" in parts:
+        res["memory"] = memory(cfg, a.work)
         save()
     ext = []
     if mode != "smoke" and not a.profilers and set(parts) == set(PARTS):

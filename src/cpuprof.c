@@ -43,8 +43,18 @@
 #include "engines/threads.h"
 #include "unwind/tables.h"
 
-/* Ring cells: half of them absorb a burst while the keeper wakes. */
+/* Ring cells: half of them absorb a burst while the keeper wakes.  As
+ * many as RING_WINDOW_MS of samples at the rate asked on every CPU (a CPU
+ * clock fires at most HZ times a CPU-second, however many threads share
+ * the CPU), or RING_CELLS_PER_CPU a CPU, whichever is more (the perf
+ * engines hand on a whole pass of their rings, at least 31 samples each);
+ * a power of two, at most RING_CELLS: 1024 cells (1.1 MiB at the default
+ * depth) at 10 kHz on 2 CPUs, 256 up to 1 kHz, where all of them were
+ * 2048 (2.2 MiB), touched at every rate. */
 #define RING_CELLS 2048
+#define RING_CELLS_MIN 256
+#define RING_CELLS_PER_CPU 32
+#define RING_WINDOW_MS 50
 /* How long the keeper sleeps at most. */
 #define KEEPER_SLEEP_MS 100
 /* How often it sweeps the signal engines' threads. */
@@ -463,6 +473,25 @@ static int choose_engine(struct cp_run *R, const struct settings *s)
 	return 0;
 }
 
+/* The sample ring's cells for R's rate on this machine's CPUs (above);
+ * the most with off-CPU time, whose switch-outs come as often as the
+ * program switches, and for a record stream, drained when its reader
+ * reads. */
+static size_t ring_cells(const struct cp_run *R)
+{
+	if (cp_test_ring_cells)
+		return cp_test_ring_cells;
+	if (R->off_cpu_asked || R->stream)
+		return RING_CELLS;
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t per_cpu = (uint64_t)R->hz * RING_WINDOW_MS / 1000;
+	uint64_t want = (per_cpu > RING_CELLS_PER_CPU ? per_cpu : RING_CELLS_PER_CPU) * (uint64_t)(cpus > 0 ? cpus : 1);
+	size_t n = RING_CELLS_MIN;
+	while (n < want && n < RING_CELLS)
+		n *= 2;
+	return n;
+}
+
 /* Makes what the profile keeps its samples in: the path, the table, the
  * sample ring (for a recorded profile, a slot of record's shared memory:
  * *claimed) and, for a signal engine, whose handler walks live stacks, where
@@ -476,7 +505,7 @@ static int make_buffers(struct cp_run *R, const char *path, unsigned depth, int 
 	if (R->recorded)
 		cp_sig.ring = *claimed ? cp_shm_ring() : NULL;
 	else
-		cp_sig.ring = cp_ring_create(cp_test_ring_cells ? cp_test_ring_cells : RING_CELLS, depth);
+		cp_sig.ring = cp_ring_create(ring_cells(R), depth);
 	if (R->recorded && !cp_sig.ring) {
 		cp_error_set("cpuprof record has no room for another process");
 		return -ENOSPC;

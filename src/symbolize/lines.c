@@ -56,6 +56,7 @@ const char *cp_lines_libdw_soname = "libdw.so.1";
 #define LIBDW_FUNCS(X)                                                       \
 	X(elf_version) X(elf_begin) X(elf_end) X(elf_kind) X(elf_nextscn)    \
 	X(elf_getshdrstrndx) X(elf_strptr) X(gelf_getshdr) X(gelf_getehdr)   \
+	X(gelf_update_shdr)                                                  \
 	X(dwelf_elf_gnu_build_id) X(dwelf_elf_gnu_debuglink)                 \
 	X(dwarf_begin_elf) X(dwarf_end) X(dwarf_errmsg) X(dwarf_get_units)   \
 	X(dwarf_cu_info) X(dwarf_ranges) X(dwarf_child)                      \
@@ -203,10 +204,62 @@ static int has_debug_info(Elf *e)
 	return 0;
 }
 
+/* 1 if e has a compressed .debug_ section (SHF_COMPRESSED, zlib: the
+ * zstd ones are inflated before, by elf_open). */
+static int compressed_debug(Elf *e)
+{
+	size_t shstrndx;
+	if (dw.elf_getshdrstrndx(e, &shstrndx) != 0)
+		return 0;
+	for (Elf_Scn *s = NULL; (s = dw.elf_nextscn(e, s));) {
+		GElf_Shdr sh;
+		const char *name;
+		if (dw.gelf_getshdr(s, &sh) && sh.sh_type != SHT_NOBITS && (sh.sh_flags & SHF_COMPRESSED) &&
+		    (name = dw.elf_strptr(e, shstrndx, sh.sh_name)) && !strncmp(name, ".debug_", 7))
+			return 1;
+	}
+	return 0;
+}
+
+/* The DWARF sections libdw inflates at dwarf_begin_elf that no lookup
+ * here reads: location lists (a tenth of libc's DWARF, inflated), macros,
+ * the name indexes. */
+static const char *const unread_sections[] = {
+	".debug_loc", ".debug_loclists", ".debug_macro", ".debug_macinfo", ".debug_pubnames",
+	".debug_pubtypes", ".debug_gnu_pubnames", ".debug_gnu_pubtypes", ".debug_names",
+};
+
+/* Hides the unread sections of e, an ELF opened with ELF_C_READ (its
+ * section headers are its own copy), from libdw: it skips SHT_NOBITS. */
+static void hide_unread(Elf *e)
+{
+	size_t shstrndx;
+	if (dw.elf_getshdrstrndx(e, &shstrndx) != 0)
+		return;
+	for (Elf_Scn *s = NULL; (s = dw.elf_nextscn(e, s));) {
+		GElf_Shdr sh;
+		const char *name;
+		if (!dw.gelf_getshdr(s, &sh) || sh.sh_type == SHT_NOBITS || !(name = dw.elf_strptr(e, shstrndx, sh.sh_name)))
+			continue;
+		for (size_t i = 0; i < sizeof unread_sections / sizeof *unread_sections; i++)
+			if (!strcmp(name, unread_sections[i])) {
+				sh.sh_type = SHT_NOBITS;
+				dw.gelf_update_shdr(s, &sh);
+				break;
+			}
+	}
+}
+
 /* Opens path as a native ELF file: 0 with *fd and *e, or a negative errno
  * with the reason in why.  A file with zstd-compressed sections, which
  * libdw 0.188 cannot inflate, is read from an inflated copy in memory,
- * *image (to free after *e is ended), else *image is NULL. */
+ * *image (to free after *e is ended), else *image is NULL.  A file with
+ * zlib-compressed DWARF is read rather than mapped, and its unread
+ * sections hidden: libdw inflates every DWARF section it knows when it
+ * opens a file, and the compressed pages of a mapped file stay resident
+ * beside what they inflated to (libc's debug file: 4 MiB of them beside
+ * 10 MiB; read, each is freed once inflated), so that the lines child's
+ * peak is about two thirds of what it was. */
 static int elf_open(const char *path, int *fd, Elf **e, void **image, size_t *isize_out, char *why, size_t len)
 {
 	struct stat st;
@@ -233,6 +286,11 @@ static int elf_open(const char *path, int *fd, Elf **e, void **image, size_t *is
 		goto bad;
 	}
 	*e = z ? dw.elf_memory(*image, isize) : dw.elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	if (!z && *e && dw.elf_kind(*e) == ELF_K_ELF && compressed_debug(*e)) {
+		dw.elf_end(*e);
+		if ((*e = dw.elf_begin(*fd, ELF_C_READ, NULL)))
+			hide_unread(*e);
+	}
 	if (isize_out)
 		*isize_out = isize;
 	GElf_Ehdr eh;
