@@ -122,8 +122,9 @@ static void build_id(const struct cp_elf *e, char *out)
 	cp_elf_sections_free(&s);
 }
 
-/* The copy's name for the file at fd into name[len] (its build ID, else
- * "f" and a hash of its identity), and its identity into *id.  0, or -1. */
+/* The copy's name for the file at fd into name[len] (its build ID and
+ * size, else "f" and a hash of its identity), and its identity into *id.
+ * 0, or -1. */
 static int copy_name(int fd, const struct stat *st, char *name, size_t len, struct cp_cache_file_id *id)
 {
 	*id = (struct cp_cache_file_id){ st->st_dev, st->st_ino, (uint64_t)st->st_size,
@@ -199,7 +200,7 @@ int cp_debugcopy_get(int fd, const struct stat *st, void **image, size_t *size)
 		m = mmap(NULL, (size_t)t.image_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, cfd, 0);
 	close(cfd);
 	ok = ok && m != MAP_FAILED && image_crc(m, (size_t)t.image_size) == (int64_t)t.crc;
-	if (ok && name[0] != 'f') {
+	if (ok && strchr(name, '-')) { /* named by its build ID */
 		struct cp_elf e = { .fd = -1, .mem = m, .size = t.image_size };
 		char bid[2 * CP_ELF_BUILD_ID_MAX + 1];
 		build_id(&e, bid);

@@ -158,7 +158,41 @@ static void test_made_and_used(void)
 	       (long long)st.st_blocks * 512);
 }
 
-/* Damaged, or of the file before it changed: not used, made again. */
+/* The offset in the file at path of its section header `name`, the
+ * header in *out. */
+static off_t section_at(const char *path, const char *name, ElfW(Shdr) *out)
+{
+	int fd = open(path, O_RDONLY);
+	CHECK(fd >= 0, "open %s", path);
+	ElfW(Ehdr) eh;
+	CHECK(pread(fd, &eh, sizeof eh, 0) == sizeof eh, "read");
+	ElfW(Shdr) *sh = malloc(eh.e_shnum * sizeof *sh), names;
+	CHECK(sh && pread(fd, sh, eh.e_shnum * sizeof *sh, (off_t)eh.e_shoff) == (ssize_t)(eh.e_shnum * sizeof *sh),
+	      "read");
+	names = sh[eh.e_shstrndx];
+	char *str = malloc(names.sh_size);
+	CHECK(str && pread(fd, str, names.sh_size, (off_t)names.sh_offset) == (ssize_t)names.sh_size, "read");
+	size_t k = 0;
+	for (size_t i = 0; i < eh.e_shnum; i++)
+		if (sh[i].sh_name < names.sh_size && !strcmp(str + sh[i].sh_name, name))
+			k = i;
+	CHECK(k > 0, "no %s in %s", name, path);
+	*out = sh[k];
+	close(fd);
+	free(sh);
+	free(str);
+	return (off_t)(eh.e_shoff + k * sizeof *sh);
+}
+
+static void poke(const char *path, off_t at, const void *p, size_t n)
+{
+	int fd = open(path, O_WRONLY);
+	CHECK(fd >= 0 && pwrite(fd, p, n, at) == (ssize_t)n, "write %s", path);
+	close(fd);
+}
+
+/* Damaged, of another build or of the file before it changed: not used,
+ * made again. */
 static void test_refused(void)
 {
 	char copy[600];
@@ -171,27 +205,24 @@ static void test_refused(void)
 
 	/* .debug_info's offset moved by 256 bytes, inside the file: libdw
 	 * would read its DIEs from the wrong place. */
-	int fd = open(copy, O_RDWR);
-	CHECK(fd >= 0, "open %s", copy);
-	ElfW(Ehdr) eh;
-	CHECK(pread(fd, &eh, sizeof eh, 0) == sizeof eh, "read");
-	ElfW(Shdr) *sh = malloc(eh.e_shnum * sizeof *sh), names;
-	CHECK(sh && pread(fd, sh, eh.e_shnum * sizeof *sh, (off_t)eh.e_shoff) == (ssize_t)(eh.e_shnum * sizeof *sh),
-	      "read");
-	names = sh[eh.e_shstrndx];
-	char *str = malloc(names.sh_size);
-	CHECK(str && pread(fd, str, names.sh_size, (off_t)names.sh_offset) == (ssize_t)names.sh_size, "read");
-	size_t info = 0;
-	for (size_t i = 0; i < eh.e_shnum; i++)
-		if (sh[i].sh_name < names.sh_size && !strcmp(str + sh[i].sh_name, ".debug_info"))
-			info = i;
-	CHECK(info > 0, "no .debug_info in the copy");
-	sh[info].sh_offset += 256;
-	CHECK(pwrite(fd, &sh[info], sizeof *sh, (off_t)(eh.e_shoff + info * sizeof *sh)) == sizeof *sh, "write");
-	close(fd);
-	free(sh);
-	free(str);
+	ElfW(Shdr) sh;
+	off_t at = section_at(copy, ".debug_info", &sh);
+	sh.sh_offset += 256;
+	poke(copy, at, &sh, sizeof sh);
 	CHECK_EQ(check_answers("section header changed"), 1);
+	CHECK_EQ(check_answers("made again"), 0);
+
+	/* Its build ID changed (the headers as they were): the copy of
+	 * another build. */
+	CHECK(copy_path(copy, sizeof copy), "no copy");
+	section_at(copy, ".note.gnu.build-id", &sh);
+	unsigned char last;
+	int fd = open(copy, O_RDONLY);
+	CHECK(fd >= 0 && pread(fd, &last, 1, (off_t)(sh.sh_offset + sh.sh_size - 1)) == 1, "read");
+	close(fd);
+	last ^= 0x5a;
+	poke(copy, (off_t)(sh.sh_offset + sh.sh_size - 1), &last, 1);
+	CHECK_EQ(check_answers("build ID changed"), 1);
 	CHECK_EQ(check_answers("made again"), 0);
 
 	/* The file changed (its modification time): a copy of the old one is
@@ -200,8 +231,8 @@ static void test_refused(void)
 	CHECK(utimensat(AT_FDCWD, z, t, 0) == 0, "utimensat");
 	CHECK_EQ(check_answers("the file changed"), 1);
 	CHECK_EQ(check_answers("the file changed, again"), 0);
-	printf("a copy cut short, with a section header changed or of the file before it changed: "
-	       "not used, made again\n");
+	printf("a copy cut short, with a section header or its build ID changed, or of the file before it "
+	       "changed: not used, made again\n");
 }
 
 /* CPUPROF_INFLATED_CACHE: 0 turns the copies off, and none is made larger
