@@ -233,7 +233,9 @@ static int elf_open(const char *path, int keep, int *fd, Elf **e, void **image, 
 	int z = keep && cp_unpack_compressed(*fd) ? cp_debugcopy_get(*fd, &st, image, &isize) : 0;
 	if (z == 0) {
 		z = cp_unpack_elf(*fd, keep ? cp_debugcopy_room : NULL, image, &isize, zwhy, sizeof zwhy);
-		if (z > 0 && keep)
+		if (z < 0 && keep) /* a zlib section that does not inflate is libdw's to judge, as without copies */
+			z = cp_unpack_elf(*fd, NULL, image, &isize, zwhy, sizeof zwhy);
+		else if (z > 0 && keep)
 			cp_debugcopy_put(*fd, &st, *image, isize);
 	}
 	if (z < 0) {

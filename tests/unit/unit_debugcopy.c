@@ -8,7 +8,8 @@
  * section header table changed, and one of the file before it changed
  * are not used (the answers still right) and made again; with
  * CPUPROF_INFLATED_CACHE=0 no copy is read nor made, nor one larger than
- * the cap (CPUPROF_INFLATED_CACHE=NK); and the cap evicts the least recently used copies, never the
+ * the cap (CPUPROF_INFLATED_CACHE=NK); a zlib section that does not
+ * inflate leaves no copy and the reader's answer as without copies; and the cap evicts the least recently used copies, never the
  * one just written, and temporary files a writer left an hour ago.
  * Needs objcopy.
  */
@@ -256,6 +257,35 @@ static void test_off(void)
 	printf("CPUPROF_INFLATED_CACHE=0: no copy read nor made; none larger than the cap (%s)\n", cap);
 }
 
+/* A zlib section that does not inflate: no copy, and the reader says
+ * what it says without copies (libdw's judgement, not ours). */
+static void test_corrupt_zlib(void)
+{
+	char bad[300], copy[600], cmd[700], why[512] = "", why0[512] = "";
+	snprintf(bad, sizeof bad, "%s/bad", tmpdir);
+	snprintf(cmd, sizeof cmd, "cp '%s' '%s'", z, bad);
+	CHECK(system(cmd) == 0, "cp");
+	ElfW(Shdr) sh;
+	section_at(bad, ".debug_info", &sh);
+	static unsigned char junk[256];
+	memset(junk, 0xa5, sizeof junk);
+	poke(bad, (off_t)(sh.sh_offset + sh.sh_size / 2), junk, sizeof junk);
+	snprintf(cmd, sizeof cmd, "rm -f '%s'/*", dir);
+	CHECK(system(cmd) == 0, "rm");
+	struct cp_lines_dwarf *d = NULL;
+	setenv("CPUPROF_INFLATED_CACHE", "0", 1);
+	int rc0 = cp_lines_open(bad, bid, &d, why0, sizeof why0);
+	cp_lines_close(d);
+	unsetenv("CPUPROF_INFLATED_CACHE");
+	d = NULL;
+	int rc = cp_lines_open(bad, bid, &d, why, sizeof why);
+	cp_lines_close(d);
+	CHECK(rc == rc0 && !strcmp(why, why0), "%d (%s), not %d (%s) as without copies", rc, why, rc0, why0);
+	CHECK(!copy_path(copy, sizeof copy), "a copy of a file whose zlib section does not inflate");
+	printf("a zlib section that does not inflate: no copy, the reader's answer as without copies (%d%s%s)\n",
+	       rc, why[0] ? ": " : "", why);
+}
+
 static void filler(const char *name, size_t mib, time_t when)
 {
 	char path[600];
@@ -347,6 +377,7 @@ int main(void)
 	test_made_and_used();
 	test_refused();
 	test_off();
+	test_corrupt_zlib();
 	test_cap();
 	return 0;
 }
