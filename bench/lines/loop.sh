@@ -8,7 +8,9 @@
 # Each cpuprof runs two ways, with its own cache directory:
 #   cold: the lines cache empty at every run (XDG_CACHE_HOME a copy of a
 #         directory its first run filled, less lines/: the symbol and
-#         unwind table caches stay warm, so that only lines are cold);
+#         unwind table caches stay warm, so that only lines are cold;
+#         COLD_DROP="lines inflated" leaves out the inflated debug
+#         copies too, as on the first run of a new build ID);
 #   warm: one directory kept across the rounds, first filled by WARM
 #         runs of the loop, as a machine that has run it before has it.
 # In rounds, each way once per round in turn (A-cold A-warm B-cold
@@ -50,7 +52,7 @@ for cp in "$@"; do
 	[ -x "$cp" ] || { echo "loop.sh: $cp is not a program" >&2; exit 2; }
 	mkdir -p "$tmp/dir.base$k" "$tmp/dir.warm$k"
 	run prep "$tmp/dir.base$k" "$cp" record -o "$tmp/out.prof" -- sh -c "$LOOP"
-	rm -rf "$tmp/dir.base$k/cpuprof/lines"
+	for c in ${COLD_DROP:-lines}; do rm -rf "$tmp/dir.base$k/cpuprof/$c"; done
 	cp -a "$tmp/dir.base$k/cpuprof" "$tmp/dir.warm$k/"
 	for i in $(seq "$WARM"); do
 		run prep "$tmp/dir.warm$k" "$cp" record -o "$tmp/out.prof" -- sh -c "$LOOP"
@@ -79,7 +81,7 @@ stats() { sort -n "$1" | awk '{ v[NR] = $1 } END { printf "%.3f %.3f", (v[int((N
 ratio() { paste "$tmp/$1" "$tmp/perf" | awk '{ printf "%.4f\n", $1 / $2 }' >"$tmp/$1.ratio"; stats "$tmp/$1.ratio"; }
 
 echo
-echo "\`sh bench/lines/loop.sh $ROUNDS $WARM $*\` ($(date -u +%Y-%m-%d), load average $load0 before and $load1 after):"
+echo "\`${COLD_DROP:+COLD_DROP=\"$COLD_DROP\" }sh bench/lines/loop.sh $ROUNDS $WARM $*\` ($(date -u +%Y-%m-%d), load average $load0 before and $load1 after):"
 echo "CPU of \`record\` and its children over $ROUNDS interleaved rounds."
 echo
 echo "| way | CPU median (s) | CPU worst (s) | / perf median | / perf worst | rounds that read DWARF |"

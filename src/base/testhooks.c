@@ -14,7 +14,7 @@ int cp_test_no_drain;
 long cp_test_timer_resolution_ns;
 int cp_test_perf_no_read, cp_test_perf_stall, cp_test_perf_ring_pause_ms;
 int cp_lines_fault_object = -1, cp_lines_fault_kind;
-uint64_t cp_test_lines_asked, cp_test_lines_looked_up;
+uint64_t cp_test_lines_asked, cp_test_lines_looked_up, cp_test_inflated;
 
 uint64_t cp_test_clock_ahead_pct(void)
 {

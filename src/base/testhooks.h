@@ -46,6 +46,8 @@ extern int cp_lines_fault_object, cp_lines_fault_kind;
  * asked libdw about (the others were inside the span of the answer
  * before): counted, never reset. */
 extern uint64_t cp_test_lines_asked, cp_test_lines_looked_up;
+/* Images made by unpack.c with compressed sections inflated. */
+extern uint64_t cp_test_inflated;
 #define cp_test_count(counter, n) ((counter) += (n))
 
 /* src/perf/events.c (unit_clock_ahead, t_clock_ahead.sh): the percentage

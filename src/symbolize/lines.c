@@ -44,6 +44,7 @@
 #include "base/error.h"
 #include "base/testhooks.h"
 #include "debuginfod.h"
+#include "debugcopy.h"
 #include "debuglink.h"
 #include "lines.h"
 #include "dwp.h"
@@ -253,14 +254,18 @@ static void hide_unread(Elf *e)
 /* Opens path as a native ELF file: 0 with *fd and *e, or a negative errno
  * with the reason in why.  A file with zstd-compressed sections, which
  * libdw 0.188 cannot inflate, is read from an inflated copy in memory,
- * *image (to free after *e is ended), else *image is NULL.  A file with
- * zlib-compressed DWARF is read rather than mapped, and its unread
- * sections hidden: libdw inflates every DWARF section it knows when it
- * opens a file, and the compressed pages of a mapped file stay resident
- * beside what they inflated to (libc's debug file: 4 MiB of them beside
- * 10 MiB; read, each is freed once inflated), so that the lines child's
- * peak is about two thirds of what it was. */
-static int elf_open(const char *path, int *fd, Elf **e, void **image, size_t *isize_out, char *why, size_t len)
+ * *image (to release with cp_debugcopy_release after *e is ended), else
+ * *image is NULL.  With `keep`, a file with compressed sections is read
+ * from its inflated copy on disk (debugcopy.h), made now if there is none
+ * and there is room for it.  Else a file with zlib-compressed DWARF is
+ * read rather than mapped, and its unread sections hidden: libdw inflates
+ * every DWARF section it knows when it opens a file, and the compressed
+ * pages of a mapped file stay resident beside what they inflated to
+ * (libc's debug file: 4 MiB of them beside 10 MiB; read, each is freed
+ * once inflated), so that the lines child's peak is about two thirds of
+ * what it was. */
+static int elf_open(const char *path, int keep, int *fd, Elf **e, void **image, size_t *isize_out, char *why,
+		    size_t len)
 {
 	struct stat st;
 	size_t isize = 0;
@@ -278,7 +283,14 @@ static int elf_open(const char *path, int *fd, Elf **e, void **image, size_t *is
 		goto bad;
 	}
 	char zwhy[200];
-	int z = cp_unpack_zstd_elf(*fd, image, &isize, zwhy, sizeof zwhy);
+	int z = keep && cp_unpack_compressed(*fd) ? cp_debugcopy_get(*fd, &st, image, &isize) : 0;
+	if (z == 0) {
+		z = cp_unpack_elf(*fd, keep ? cp_debugcopy_room : NULL, image, &isize, zwhy, sizeof zwhy);
+		if (z < 0 && keep) /* a zlib section that does not inflate is libdw's to judge, as without copies */
+			z = cp_unpack_elf(*fd, NULL, image, &isize, zwhy, sizeof zwhy);
+		else if (z > 0 && keep)
+			cp_debugcopy_put(*fd, &st, *image, isize);
+	}
 	if (z < 0) {
 		rc = z == -ENOMEM ? z : -ENOEXEC;
 		cp_why(why, len, "%s: its DWARF is zstd-compressed, which libdw 0.188 cannot inflate, "
@@ -304,7 +316,7 @@ bad:
 	if (*e)
 		dw.elf_end(*e);
 	*e = NULL;
-	free(*image);
+	cp_debugcopy_release(*image);
 	*image = NULL;
 	close(*fd);
 	*fd = -1;
@@ -352,7 +364,7 @@ static int try_debug_file(struct cp_lines_dwarf *d, const char *path,
 		return 0;
 	char ewhy[400] = "";
 	size_t isize;
-	if (elf_open(path, &fd, &e, &image, &isize, ewhy, sizeof ewhy) != 0) {
+	if (elf_open(path, 1, &fd, &e, &image, &isize, ewhy, sizeof ewhy) != 0) {
 		/* Not an ELF file is no debug file; one that cannot be
 		 * inflated is, and says so. */
 		if (strstr(ewhy, "zstd"))
@@ -370,13 +382,13 @@ static int try_debug_file(struct cp_lines_dwarf *d, const char *path,
 	if (bad) {
 		cp_why(why, len, "debug file %s %s", path, bad);
 		dw.elf_end(e);
-		free(image);
+		cp_debugcopy_release(image);
 		close(fd);
 		return 0;
 	}
 	if (!(d->source = strdup(path))) {
 		dw.elf_end(e);
-		free(image);
+		cp_debugcopy_release(image);
 		close(fd);
 		return 0;
 	}
@@ -568,7 +580,7 @@ static void use_dwp(struct cp_lines_dwarf *d, const char *path)
 	char skel[4200];
 	snprintf(skel, sizeof skel, "%s/skeleton", dir);
 	Dwarf *dbg = NULL;
-	if (elf_open(skel, &d->sfd, &d->selfe, &d->simage, NULL, NULL, 0) == 0 &&
+	if (elf_open(skel, 0, &d->sfd, &d->selfe, &d->simage, NULL, NULL, 0) == 0 &&
 	    (dbg = dw.dwarf_begin_elf(d->selfe, DWARF_C_READ, NULL))) {
 		Dwarf *old = d->dbg;
 		struct unit *units = d->units;
@@ -619,7 +631,7 @@ int cp_lines_open(const char *path, const char *build_id,
 		build_id = "";
 	char own[129] = "", whyd[256] = "";
 	Elf *use = NULL;
-	int rc = elf_open(path, &d->fd, &d->elf, &d->image, &d->image_size, why, len);
+	int rc = elf_open(path, 1, &d->fd, &d->elf, &d->image, &d->image_size, why, len);
 	if (rc == 0) {
 		elf_build_id(d->elf, own);
 		int same = !build_id[0] || !own[0] || !strcmp(own, build_id);
@@ -688,11 +700,11 @@ void cp_lines_close(struct cp_lines_dwarf *d)
 		dw.elf_end(d->delf);
 	if (d->elf)
 		dw.elf_end(d->elf);
-	free(d->dimage);
-	free(d->image);
+	cp_debugcopy_release(d->dimage);
+	cp_debugcopy_release(d->image);
 	if (d->selfe)
 		dw.elf_end(d->selfe);
-	free(d->simage);
+	cp_debugcopy_release(d->simage);
 	if (d->sfd >= 0)
 		close(d->sfd);
 	if (d->dfd >= 0)

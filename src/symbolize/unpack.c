@@ -19,8 +19,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <zlib.h>
+
 #include "base/elf.h"
 #include "base/error.h"
+#include "base/testhooks.h"
 #include "unpack.h"
 
 const char *cp_unpack_zstd_soname = "libzstd.so.1";
@@ -101,7 +104,62 @@ static void *read_at(const struct cp_elf *f, uint64_t off, uint64_t n)
 	return p;
 }
 
+/* Is section header h (whose compression header, if any, is read into
+ * *ch) a compressed section this call inflates? */
+static int wanted(const struct cp_elf *f, const ElfW(Shdr) *h, ElfW(Chdr) *ch, int zlib_too)
+{
+	return (h->sh_flags & SHF_COMPRESSED) && h->sh_type != SHT_NOBITS && h->sh_size >= sizeof *ch &&
+	       cp_elf_read(f, h->sh_offset, ch, sizeof *ch) == 0 &&
+	       (ch->ch_type == ELFCOMPRESS_ZSTD || (zlib_too && ch->ch_type == ELFCOMPRESS_ZLIB));
+}
+
+int cp_unpack_compressed(int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+		return 0;
+	struct cp_elf f = { .fd = fd, .size = (uint64_t)st.st_size };
+	ElfW(Ehdr) eh;
+	if (cp_elf_read(&f, 0, &eh, sizeof eh) != 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh.e_ident[EI_CLASS] != ELF_CLASS_NATIVE || eh.e_ident[EI_DATA] != ELF_DATA_NATIVE ||
+	    eh.e_shnum == 0 || eh.e_shentsize != sizeof(ElfW(Shdr)))
+		return 0;
+	ElfW(Shdr) *sh = read_at(&f, eh.e_shoff, (uint64_t)eh.e_shnum * sizeof *sh);
+	int found = 0;
+	for (size_t i = 0; sh && i < eh.e_shnum && !found; i++)
+		found = (sh[i].sh_flags & SHF_COMPRESSED) && sh[i].sh_type != SHT_NOBITS;
+	free(sh);
+	return found;
+}
+
 int cp_unpack_zstd_elf(int fd, void **image, size_t *size, char *why, size_t len)
+{
+	return cp_unpack_elf(fd, NULL, image, size, why, len);
+}
+
+/* Counts the sections to inflate of the n headers sh (zstd, and zlib if
+ * zlib_too) into *nz (*nzstd of them zstd) and what they inflate to into
+ * *extra.  0, or -EFBIG with the reason. */
+static int measure(const struct cp_elf *f, const ElfW(Shdr) *sh, size_t n, int zlib_too, uint64_t *extra,
+		   size_t *nz, size_t *nzstd, char *why, size_t len)
+{
+	*extra = 0;
+	*nz = *nzstd = 0;
+	for (size_t i = 0; i < n; i++) {
+		ElfW(Chdr) ch;
+		if (!wanted(f, &sh[i], &ch, zlib_too))
+			continue;
+		*nzstd += ch.ch_type == ELFCOMPRESS_ZSTD;
+		if (ch.ch_size > CP_UNPACK_MAX || *extra + ch.ch_size + 16 > CP_UNPACK_MAX)
+			return cp_why(why, len, "compressed section of %llu bytes: too large",
+				      (unsigned long long)ch.ch_size), -EFBIG;
+		*extra += ch.ch_size + 16;
+		(*nz)++;
+	}
+	return 0;
+}
+
+int cp_unpack_elf(int fd, int (*room)(uint64_t size), void **image, size_t *size, char *why, size_t len)
 {
 	*image = NULL;
 	*size = 0;
@@ -118,28 +176,21 @@ int cp_unpack_zstd_elf(int fd, void **image, size_t *size, char *why, size_t len
 	ElfW(Shdr) *sh = read_at(&f, eh.e_shoff, (uint64_t)shnum * sizeof *sh);
 	if (!sh)
 		return 0;
-	/* What the zstd sections inflate to. */
+	/* What the sections inflate to: with the zlib ones only if an image
+	 * that large may be kept. */
 	uint64_t extra = 0;
-	size_t nz = 0;
-	for (size_t i = 0; i < shnum; i++) {
-		ElfW(Chdr) ch;
-		if (!(sh[i].sh_flags & SHF_COMPRESSED) || sh[i].sh_type == SHT_NOBITS ||
-		    sh[i].sh_size < sizeof ch || cp_elf_read(&f, sh[i].sh_offset, &ch, sizeof ch) != 0 ||
-		    ch.ch_type != ELFCOMPRESS_ZSTD)
-			continue;
-		if (ch.ch_size > CP_UNPACK_MAX || extra + ch.ch_size + 16 > CP_UNPACK_MAX) {
-			free(sh);
-			return cp_why(why, len, "zstd-compressed section of %llu bytes: too large",
-				      (unsigned long long)ch.ch_size), -EFBIG;
-		}
-		extra += ch.ch_size + 16;
-		nz++;
+	size_t nz = 0, nzstd = 0;
+	int zlib_too = room != NULL, rc;
+	rc = measure(&f, sh, shnum, zlib_too, &extra, &nz, &nzstd, why, len);
+	if (zlib_too && (rc != 0 || (nz > nzstd && !room(((uint64_t)st.st_size + 15) + extra + shnum * sizeof *sh)))) {
+		zlib_too = 0;
+		rc = measure(&f, sh, shnum, zlib_too, &extra, &nz, &nzstd, why, len);
 	}
-	if (nz == 0) {
+	if (rc != 0 || nz == 0) {
 		free(sh);
-		return 0;
+		return rc;
 	}
-	int rc = zstd_load(why, len);
+	rc = nzstd ? zstd_load(why, len) : 0;
 	if (rc != 0) {
 		free(sh);
 		return rc;
@@ -159,24 +210,38 @@ int cp_unpack_zstd_elf(int fd, void **image, size_t *size, char *why, size_t len
 	uint64_t at = base;
 	for (size_t i = 0; i < shnum && rc == 0; i++) {
 		ElfW(Chdr) ch;
-		if (!(sh[i].sh_flags & SHF_COMPRESSED) || sh[i].sh_type == SHT_NOBITS ||
-		    sh[i].sh_size < sizeof ch || cp_elf_read(&f, sh[i].sh_offset, &ch, sizeof ch) != 0 ||
-		    ch.ch_type != ELFCOMPRESS_ZSTD)
+		if (!wanted(&f, &sh[i], &ch, zlib_too))
 			continue;
+		const char *kind = ch.ch_type == ELFCOMPRESS_ZSTD ? "zstd" : "zlib";
 		/* The whole section lies in the file: it was read above. */
 		if (sh[i].sh_offset > (uint64_t)st.st_size || sh[i].sh_size > (uint64_t)st.st_size - sh[i].sh_offset) {
 			rc = -ENOEXEC;
-			cp_why(why, len, "a zstd-compressed section lies outside the file");
+			cp_why(why, len, "a %s-compressed section lies outside the file", kind);
 			break;
 		}
-		size_t got = zstd.decompress(img + at, (size_t)ch.ch_size, img + sh[i].sh_offset + sizeof ch,
-					     (size_t)(sh[i].sh_size - sizeof ch));
-		if (zstd.is_error(got) || got != ch.ch_size) {
-			rc = -ENOEXEC;
-			cp_why(why, len, "a zstd-compressed section does not inflate: %s",
-			       zstd.is_error(got) ? zstd.error_name(got) : "shorter than its header says");
-			break;
+		unsigned char *src = img + sh[i].sh_offset + sizeof ch;
+		size_t srclen = (size_t)(sh[i].sh_size - sizeof ch);
+		if (ch.ch_type == ELFCOMPRESS_ZSTD) {
+			size_t got = zstd.decompress(img + at, (size_t)ch.ch_size, src, srclen);
+			if (zstd.is_error(got) || got != ch.ch_size) {
+				rc = -ENOEXEC;
+				cp_why(why, len, "a zstd-compressed section does not inflate: %s",
+				       zstd.is_error(got) ? zstd.error_name(got) : "shorter than its header says");
+				break;
+			}
+		} else {
+			uLongf got = (uLongf)ch.ch_size;
+			int z = srclen > UINT32_MAX ? Z_DATA_ERROR : uncompress(img + at, &got, src, (uLong)srclen);
+			if (z != Z_OK || got != ch.ch_size) {
+				rc = -ENOEXEC;
+				cp_why(why, len, "a zlib-compressed section does not inflate: %s",
+				       z != Z_OK ? zError(z) : "shorter than its header says");
+				break;
+			}
 		}
+		/* Its compressed bytes are read by no one now: zeros, which a
+		 * copy on disk keeps as a hole (debugcopy.c). */
+		memset(img + sh[i].sh_offset, 0, (size_t)sh[i].sh_size);
 		sh[i].sh_flags &= ~(uint64_t)SHF_COMPRESSED;
 		sh[i].sh_offset = at;
 		sh[i].sh_size = ch.ch_size;
@@ -194,6 +259,7 @@ int cp_unpack_zstd_elf(int fd, void **image, size_t *size, char *why, size_t len
 	free(sh);
 	*image = img;
 	*size = (size_t)(at + shnum * sizeof *sh);
+	cp_test_count(cp_test_inflated, 1);
 	return 1;
 }
 

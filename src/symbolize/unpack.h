@@ -27,6 +27,16 @@
  * negative errno with the reason in why[len]. */
 int cp_unpack_zstd_elf(int fd, void **image, size_t *size, char *why, size_t len);
 
+/* The same, with its zlib-compressed sections inflated as well (which
+ * libdw inflates itself, in memory, at every open) if room is given and
+ * says an image of that size may be kept (a copy on disk, debugcopy.h).
+ * The compressed bytes of the sections inflated are zeros in the image. */
+int cp_unpack_elf(int fd, int (*room)(uint64_t size), void **image, size_t *size, char *why, size_t len);
+
+/* 1 if the ELF file open at fd has a compressed section (zlib or zstd),
+ * else 0. */
+int cp_unpack_compressed(int fd);
+
 /* Loads libzstd now if it is not yet (quietly: a file that needs it says
  * so when it does): the lines child (lines_child.c) inflates after a
  * fork, where loading a library is not safe. */
