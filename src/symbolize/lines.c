@@ -288,8 +288,18 @@ static int elf_open(const char *path, int keep, int *fd, Elf **e, void **image, 
 		z = cp_unpack_elf(*fd, keep ? cp_debugcopy_room : NULL, image, &isize, zwhy, sizeof zwhy);
 		if (z < 0 && keep) /* a zlib section that does not inflate is libdw's to judge, as without copies */
 			z = cp_unpack_elf(*fd, NULL, image, &isize, zwhy, sizeof zwhy);
-		else if (z > 0 && keep)
+		else if (z > 0 && keep) {
 			cp_debugcopy_put(*fd, &st, *image, isize);
+			/* Read from the copy just kept, not from the heap: of a
+			 * mapped copy only what libdw touches is resident. */
+			void *m;
+			size_t msize;
+			if (cp_debugcopy_get(*fd, &st, &m, &msize) == 1) {
+				cp_debugcopy_release(*image);
+				*image = m;
+				isize = msize;
+			}
+		}
 	}
 	if (z < 0) {
 		rc = z == -ENOMEM ? z : -ENOEXEC;
