@@ -156,6 +156,13 @@ for r in res["every"]:
         if len(w) < 2 or any(x["samples"] == 0 for x in w[:-1]) or sum(x["lost"] for x in w) or \
                 max(x["rss_kib"] or 0 for x in w) > 64 * 1024:
             bad.append("every: %s" % w)
+# Big profiles (issue 32): report and diff ran over the generated profiles.
+big = {r["command"]: r for r in res["bigreport"]}
+for n in ("report --format top", "report --format html", "diff"):
+    if n not in big:
+        bad.append("bigreport: no row for %s" % n)
+    else:
+        fine("bigreport", n, big[n])
 skipped = [r for r in res["names"] if r.get("status") == 77]
 if skipped:
     print("names not measured: %s" % skipped[0]["error"])
@@ -169,7 +176,7 @@ EOF
 
 for h in "## Machine" "## Targets (cpuprof)" "## Accuracy" "## Overhead" "## Scale" "## One process" \
 	"## Trees of processes" "## A real build" "## Attaching" "## Lost samples beside a busy process" "## Names" \
-	"## Long runs in windows (\`record --every\`)" "## Method"; do
+	"## Long runs in windows (\`record --every\`)" "## Big profiles: report and diff" "## Method"; do
 	grep -qxF "$h" "$doc" || fail "section '$h' is missing"
 done
 grep -q '^| CONFIG_HZ | ' "$doc" || fail "machine table has no CONFIG_HZ row"
