@@ -1882,7 +1882,7 @@ def run_gnuplot(lines, work, name):
 
 # Sections of the document measured by hand, apart from this run (their
 # commands are in them): a rewrite keeps them as they are.
-KEPT_SECTIONS = ("## The page's timeline", "## Sample times in the profile")
+KEPT_SECTIONS = ("## The page's timeline", "## Sample times in the profile", "## Big profiles (issue 32, by hand)")
 
 
 def kept_sections(path):
