@@ -54,7 +54,9 @@ LEAVES = ["leaf_a", "leaf_b", "leaf_c", "leaf_d"]
 # cell and paths; every: (threads, seconds, --every's DURATION) of the run
 # of `record --every` on bench/stacks.c; memory: the cells (threads, Hz)
 # of the part of that name, the overhead workload's millions of steps in
-# each run, and the rounds (each cell bare, preloaded and under record).
+# each run, and the rounds (each cell bare, preloaded and under record);
+# bigreport: (samples, distinct stacks, rounds) of the profiles
+# bench/bigprof.py writes for `report` and `diff`.
 MODES = {
     "full": dict(acc_threads=[1, 4, 16], acc_rates=[100, 1000, 10000], patterns=["busy", "bursty"],
                  cpu_ms=3000, ovh_threads=[1, 4], ovh_rates=[100, 1000, 10000], pairs=6, msteps=1000, floor_rounds=12, sample_rounds=30,
@@ -67,7 +69,7 @@ MODES = {
                  kernel=dict(cells=[("syscalls", 1, 1000, 2000)] +
                              [("bursty", t, hz, 1000) for t in (2, 4) for hz in (1000, 2000, 10000)] +
                              [("bursty", 64, 1000, 60)], runs=3),
-                 every=(4, 1800, "10s"),
+                 every=(4, 1800, "10s"), bigreport=(1000000, 200000, 5),
                  memory=dict(threads=[1, 4, 16, 64], rates=[100, 1000, 10000], msteps=300, rounds=3)),
     "quick": dict(acc_threads=[1, 4], acc_rates=[1000, 10000], patterns=["busy", "bursty"],
                   cpu_ms=1000, ovh_threads=[1, 4], ovh_rates=[1000, 10000], pairs=5, msteps=300, floor_rounds=6, sample_rounds=6,
@@ -79,7 +81,7 @@ MODES = {
                   attach=[("busy", 4, 1500)], lost=([1, 4], 3000), names=None,
                   kernel=dict(cells=[("syscalls", 1, 1000, 1000), ("bursty", 2, 2000, 1000), ("bursty", 4, 10000, 500),
                                      ("bursty", 64, 1000, 30)], runs=1),
-                  every=(4, 180, "10s"),
+                  every=(4, 180, "10s"), bigreport=(1000000, 200000, 2),
                   memory=dict(threads=[1, 4, 64], rates=[1000, 10000], msteps=150, rounds=1)),
     "smoke": dict(acc_threads=[2], acc_rates=[1000], patterns=["busy"], cpu_ms=600,
                   ovh_threads=[1], ovh_rates=[1000], pairs=1, msteps=60, floor_rounds=1, sample_rounds=1,
@@ -89,11 +91,11 @@ MODES = {
                              what="a stand-in: five generated C files, not zstd"),
                   attach=[("busy", 2, 300)], lost=([1], 300), names=("record", "names_cxx"),
                   kernel=dict(cells=[("bursty", 2, 2000, 300)], runs=1),
-                  every=(4, 6, "2s"),
+                  every=(4, 6, "2s"), bigreport=(20000, 4000, 1),
                   memory=dict(threads=[4], rates=[10000], msteps=30, rounds=1)),
 }
 PARTS = ["accuracy", "overhead", "samples", "scale", "process", "tree", "build", "attach", "lost", "names", "kernel",
-         "every", "memory"]
+         "every", "memory", "bigreport"]
 
 
 def log(msg):
@@ -630,6 +632,7 @@ def scale(cfg, runner, ps, work):
             try:
                 r = runner.run(argv, env, timeout)
                 row.update(exit_s=(r["end_mono_ns"] - r["wl"]["work_end_mono_ns"]) / 1e9,
+                           exit_cpu_s=(r["cpu_ns"] - r["wl"]["process_cpu_ns"]) / 1e9,
                            rss_kb=r["maxrss_kb"], rss_added_kb=r["maxrss_kb"] - base["maxrss_kb"],
                            cpu_s=r["wl"]["process_cpu_ns"] / 1e9, size=os.path.getsize(out))
                 prof = p.read(out, wl)
@@ -644,6 +647,77 @@ def scale(cfg, runner, ps, work):
                     os.unlink(os.path.join(work, f))
             rows.append(row)
     return rows
+
+
+def bigreport(cfg, runner, work):
+    """`cpuprof report --format top`, `--format html` and `cpuprof diff`
+    over profiles of SAMPLES samples and STACKS distinct stacks with times
+    (bench/bigprof.py, seeds 1 and 2), in rounds, each command once per
+    round in a rotating order: wall, CPU (user + system) and peak RSS."""
+    samples, stacks, rounds = cfg["bigreport"]
+    a, b = os.path.join(work, "big1.pb.gz"), os.path.join(work, "big2.pb.gz")
+    for path, seed in ((a, 1), (b, 2)):
+        subprocess.run([sys.executable, os.path.join(ROOT, "bench", "bigprof.py"), path, str(samples), str(stacks),
+                        str(seed)], check=True)
+    cli = os.path.join(B, "cpuprof")
+    html = os.path.join(work, "big.html")
+    cmds = [("report --format top", [cli, "report", "--format", "top", a]),
+            ("report --format html", [cli, "report", "--format", "html", "-o", html, a]),
+            ("diff", [cli, "diff", a, b])]
+    per = {name: [] for name, _ in cmds}
+    for k in range(rounds):
+        for name, argv in cmds[k % len(cmds):] + cmds[:k % len(cmds)]:
+            try:
+                r = runner.run(argv, {}, 600)
+            except RuntimeError as e:
+                if name != "diff" or "exited 1:" not in str(e):  # 1: diff's verdict "changed"
+                    log("[bigreport] %s: FAILED: %s" % (name, e))
+                    per[name].append(None)
+                    continue
+                r = parse_kv(os.path.join(runner.work, "run%d.res" % runner.n))
+            per[name].append((r["wall_ns"] / 1e9, r["cpu_ns"] / 1e9, r["maxrss_kb"]))
+            log("[bigreport] %-22s wall %.2f s, CPU %.2f s, RSS %d KiB, load %s" % (
+                (name,) + per[name][-1] + (open("/proc/loadavg").read().split()[0],)))
+    for f in (a, b, html):
+        if os.path.exists(f):
+            os.unlink(f)
+    rows = []
+    for name, _ in cmds:
+        ok = [x for x in per[name] if x]
+        if not ok:
+            rows.append(dict(command=name, error="every run failed"))
+            continue
+        rows.append(dict(command=name, runs=len(ok), samples=samples, stacks=stacks,
+                         wall_s=spread([x[0] for x in ok]), cpu_s=spread([x[1] for x in ok]),
+                         rss_kb=spread([x[2] for x in ok])))
+    return rows
+
+
+def md_bigreport(res, w):
+    rows = res.get("bigreport") or []
+    w("## Big profiles: report and diff")
+    w("")
+    w("`cpuprof report --format top`, `--format html` and `cpuprof diff` (the first profile against a second "
+      "of the same shape) over profiles written by `bench/bigprof.py OUT SAMPLES STACKS SEED` (seeds 1 and 2): "
+      "random walks of 8-40 frames down a random call graph of 5,000 functions, 8 threads, each Sample with "
+      "its times; so few stacks share more than their first frames that the call tree has about as many "
+      "nodes as the stacks have frames, a worst case for the page. Each command once per round, in a "
+      "rotating order; median [min-max]. Target (issue 32): at most 2 s and 256 MiB each.")
+    w("")
+    if not rows:
+        w("(Not run this time.)")
+        w("")
+        return
+    w("| command | samples | stacks | runs | wall (s) | CPU (s) | peak RSS (MiB) |")
+    w("|---|---:|---:|---:|---|---|---|")
+    for r in rows:
+        if "error" in r:
+            w("| %s | | | failed: %s | | | |" % (r["command"], md_cell(r["error"])))
+            continue
+        w("| %s | %d | %d | %d | %.2f [%.2f-%.2f] | %.2f [%.2f-%.2f] | %.0f [%.0f-%.0f] |" % (
+            r["command"], r["samples"], r["stacks"], r["runs"], *r["wall_s"], *r["cpu_s"],
+            *[x / 1024 for x in r["rss_kb"]]))
+    w("")
 
 
 # ------------------------ processes, trees, a build, attaching, losses --
@@ -1950,7 +2024,7 @@ def run_gnuplot(lines, work, name):
 
 # Sections of the document measured by hand, apart from this run (their
 # commands are in them): a rewrite keeps them as they are.
-KEPT_SECTIONS = ("## The page's timeline", "## Sample times in the profile")
+KEPT_SECTIONS = ("## The page's timeline", "## Sample times in the profile", "## Big profiles (issue 32, by hand)")
 
 
 def kept_sections(path):
@@ -2179,20 +2253,22 @@ def markdown(res, figs, ext, kept=""):
       "each, sampled at the rate shown, so the profile holds about PATHS distinct stacks. **exit** = time from "
       "the end of the work (the workload's last CLOCK_MONOTONIC reading) to the process being reaped: the "
       "profile is written in that time (perf: perf's own post-processing). **stacks** = distinct stacks in "
-      "the profile it wrote." % ", ".join(sorted({str(x[1]) for x in cfg["scale"]})))
+      "the profile it wrote. **exit CPU** = the CPU of the process (and of the children it waited for) less "
+      "the workload's at the end of its work: what writing the profile cost, which the machine's load does not "
+      "stretch as it does the exit's wall time." % ", ".join(sorted({str(x[1]) for x in cfg["scale"]})))
     w("")
     if not res["scale"]:
         w("(Not run this time.)")
         w("")
-    w("| profiler | paths | Hz | samples | stacks | exit (s) | peak RSS (KiB) | added (KiB) | file (KiB) |")
-    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    w("| profiler | paths | Hz | samples | stacks | exit (s) | exit CPU (s) | peak RSS (KiB) | added (KiB) | file (KiB) |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in res["scale"]:
         if "error" in r:
-            w("| %s | %d | | failed: %s | | | | | |" % (r["profiler"], r["paths"], md_cell(r["error"])))
+            w("| %s | %d | | failed: %s | | | | | | |" % (r["profiler"], r["paths"], md_cell(r["error"])))
             continue
-        w("| %s | %d | %d | %s | %s | %.3f | %d | %s | %s |" % (
+        w("| %s | %d | %d | %s | %s | %.3f | %s | %d | %s | %s |" % (
             r["profiler"], r["paths"], r["hz"], fmt(r.get("samples")), fmt(r.get("stacks")), r["exit_s"],
-            r["rss_kb"], fmt(r.get("rss_added_kb")), fmt(r["size"] // 1024) if "size" in r else "–"))
+            fmt(r.get("exit_cpu_s")), r["rss_kb"], fmt(r.get("rss_added_kb")), fmt(r["size"] // 1024) if "size" in r else "–"))
     w("")
     w("A 10-minute run at 1 kHz on 4 threads (on 2 CPUs: about 1.2 million samples) with the same number of "
       "distinct stacks writes the same table: cpuprof aggregates samples by stack as they arrive, so its "
@@ -2200,6 +2276,8 @@ def markdown(res, figs, ext, kept=""):
       "makes each stack's counts larger (a few more bytes of varint per stack). The rows above are therefore "
       "the 10-minute-equivalent, extrapolated on that argument, not measured over 10 minutes.")
     w("")
+
+    md_bigreport(res, w)
 
     md_processes(res, w)
 
@@ -2573,7 +2651,8 @@ def main():
     books = CpuBooks()
     runner = Runner(a.work)
     res = dict(mode=mode, machine=machine_info(runner), accuracy=[], overhead=[], sigfloor=[], scale=[],
-               process=[], tree=[], build=[], attach=[], lost=[], names=[], kernel=[], every=[], memory={})
+               process=[], tree=[], build=[], attach=[], lost=[], names=[], kernel=[], every=[], memory={},
+               bigreport=[])
     ps = probe_profilers(runner, a.work)
     if a.profilers:
         want = [x.strip() for x in a.profilers.split(",")]
@@ -2612,6 +2691,9 @@ def main():
         save()
     if "scale" in parts:
         res["scale"] = scale(cfg, runner, ps, a.work)
+        save()
+    if "bigreport" in parts:
+        res["bigreport"] = bigreport(cfg, runner, a.work)
         save()
     if "process" in parts:
         res["process"] = per_process(cfg, runner, ps, a.work)

@@ -372,11 +372,13 @@ static int resolve_samples(struct ctx *c, struct profile *p,
 			   struct builder *b, size_t decoded)
 {
 	const struct raw_sample *rs = b->samples.a;
-	const uint64_t *ids = b->loc_ids.a;
 	size_t n = b->samples.n, nids = b->loc_ids.n;
 	int rc = -1;
-	const struct profile_location **ptrs =
-		malloc((nids ? nids : 1) * sizeof *ptrs);
+	/* Each id becomes its Location's pointer in the same slot: the
+	 * samples' millions of references are held once, not twice. */
+	_Static_assert(sizeof(uint64_t) >= sizeof(const struct profile_location *), "a pointer fits an id's slot");
+	uint64_t *ids = pprof_vec_take(c, &b->loc_ids);
+	const struct profile_location **ptrs = (const struct profile_location **)ids;
 	p->priv_.locptrs = ptrs;
 	p->samples = calloc(n ? n : 1, sizeof *p->samples);
 	if (!ptrs || !p->samples)
@@ -389,17 +391,32 @@ static int resolve_samples(struct ctx *c, struct profile *p,
 				      "location");
 	if (!lix)
 		return -1;
+	/* Writers number their Locations 1, 2, ... (cpuprof, Go): then a
+	 * table by id, no bigger than a few entries per Location, finds each
+	 * of the samples' millions of references at once; else the sorted
+	 * index. */
+	uint64_t maxid = p->nlocations ? lix[p->nlocations - 1].id : 0;
+	size_t *byid = NULL;
+	if (maxid <= 4 * (uint64_t)p->nlocations + 64 && (byid = malloc((size_t)(maxid + 1) * sizeof *byid))) {
+		for (uint64_t id = 0; id <= maxid; id++)
+			byid[id] = SIZE_MAX;
+		for (size_t k = 0; k < p->nlocations; k++)
+			byid[lix[k].id] = lix[k].i;
+	}
 	uint64_t frames = 0;
 	uint64_t max_frames = (uint64_t)decoded * PROFILE_FRAMES_PER_BYTE +
 			      PROFILE_FRAMES_SLACK;
 	for (size_t i = 0; i < nids; i++) {
-		size_t k = lookup_id(lix, p->nlocations, ids[i]);
+		size_t k = !byid ? lookup_id(lix, p->nlocations, ids[i]) : ids[i] <= maxid ? byid[ids[i]] : SIZE_MAX;
 		if (k == SIZE_MAX) {
 			pprof_fail(c, "a sample refers to location id %llu, which is "
 			     "not defined", (unsigned long long)ids[i]);
 			goto out;
 		}
-		ptrs[i] = &p->locations[k];
+		/* ids[i] is not read again (nor, where a pointer is
+		 * smaller, any id before it) */
+		const struct profile_location *loc = &p->locations[k];
+		memcpy(&ptrs[i], &loc, sizeof loc);
 		frames += p->locations[k].nlines ? p->locations[k].nlines : 1;
 		if (frames > max_frames) {
 			pprof_fail(c, "the samples' stacks hold more than %llu frames "
@@ -437,6 +454,7 @@ static int resolve_samples(struct ctx *c, struct profile *p,
 		spread_weights(p);
 	rc = 0;
 out:
+	free(byid);
 	free(lix);
 	return rc;
 }

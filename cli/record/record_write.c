@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/array.h"
 #include "profile/judge.h"
 #include "profile/pprof_write.h"
 #include "record_write.h"
@@ -348,15 +349,21 @@ static void summarise(const struct cp_comments *c, const char *shown, size_t npr
 static int sampled_objects(const struct cp_profile_part *parts, size_t nparts, struct cp_lines_object **objs,
 			   size_t *n)
 {
-	size_t cap = 0;
+	size_t cap = 0, cappcs = 0;
+	uintptr_t *pcs = NULL;
 	*objs = NULL;
 	*n = 0;
 	for (size_t p = 0; p < nparts; p++) {
 		const struct cp_stacktab *tab = parts[p].tab;
 		const struct cp_object *last = NULL;
-		for (size_t i = 0; i < tab->len; i++)
+		for (size_t i = 0; i < tab->len; i++) {
+			if (cp_array_grow((void **)&pcs, &cappcs, (size_t)tab->items[i]->n + 1, sizeof *pcs, 256)) {
+				free(pcs);
+				return -1;
+			}
+			cp_stack_pcs(tab->items[i], pcs);
 			for (uint32_t k = 0; k < tab->items[i]->n; k++) {
-				uintptr_t pc = tab->items[i]->pcs[k];
+				uintptr_t pc = pcs[k];
 				const struct cp_segment *g = cp_symbols_segment_for(parts[p].syms, k && pc ? pc - 1 : pc);
 				if (!g || g->obj == last)
 					continue;
@@ -370,14 +377,18 @@ static int sampled_objects(const struct cp_profile_part *parts, size_t nparts, s
 				if (*n == cap) {
 					size_t nc = cap ? 2 * cap : 16;
 					struct cp_lines_object *o = realloc(*objs, nc * sizeof *o);
-					if (!o)
+					if (!o) {
+						free(pcs);
 						return -1;
+					}
 					*objs = o;
 					cap = nc;
 				}
 				(*objs)[(*n)++] = (struct cp_lines_object){ last->path, last->build_id, last->file };
 			}
+		}
 	}
+	free(pcs);
 	return 0;
 }
 

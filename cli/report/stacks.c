@@ -290,11 +290,43 @@ static int check_compatible(struct profile *const *p, const char *const *names,
 	return 0;
 }
 
+/* The frames of location l, root first, into the stacks' frame pool:
+ * made once per location of p and copied after (memo[l's index] is 1 +
+ * where in the pool they were first pushed, 0 until then), so that a
+ * profile of many stacks over few locations hashes each frame's strings
+ * once, not once per stack.  0, or -1 if out of memory. */
+static int push_location(struct stackset *ss, const struct profile *p, const struct profile_location *l,
+			 bool lines, size_t *memo)
+{
+	size_t i = (size_t)(l - p->locations), n = l->nlines ? l->nlines : 1;
+	if (memo && i < p->nlocations && memo[i]) {
+		if (cp_array_grow((void **)&ss->priv_.stack_frames, &ss->priv_.capstack, ss->priv_.nstack + n,
+				  sizeof *ss->priv_.stack_frames, 4096))
+			return -1;
+		ss->stack_frames = ss->priv_.stack_frames;
+		memcpy(ss->priv_.stack_frames + ss->priv_.nstack, ss->priv_.stack_frames + memo[i] - 1,
+		       n * sizeof *ss->priv_.stack_frames);
+		ss->priv_.nstack += n;
+		return 0;
+	}
+	size_t at = ss->priv_.nstack;
+	if (l->nlines == 0 && push_frame(ss, line_frame(ss, l, NULL, false, lines)) < 0)
+		return -1;
+	for (size_t k = l->nlines; k-- > 0;)
+		if (push_frame(ss, line_frame(ss, l, &l->lines[k], k + 1 < l->nlines, lines)) < 0)
+			return -1;
+	if (memo && i < p->nlocations)
+		memo[i] = at + 1;
+	return 0;
+}
+
 /* Appends the samples of p to ss, counting value vi, with the number of
  * samples each stands for from value ci (1 each if ci is negative). */
 static int add_profile(struct stackset *ss, const struct profile *p,
 		       size_t vi, int ci, const struct stack_options *o)
 {
+	/* Without it (out of memory) each location is made each time. */
+	size_t *memo = calloc(p->nlocations ? p->nlocations : 1, sizeof *memo);
 	for (size_t s = 0; s < p->nsamples; s++) {
 		const struct profile_sample *smp = &p->samples[s];
 		size_t off = ss->priv_.nstack;
@@ -302,29 +334,28 @@ static int add_profile(struct stackset *ss, const struct profile *p,
 		if (o->group != GROUP_NONE) {
 			long g = group_frame(ss, smp, "process", "pid",
 					     FRAME_PROCESS, &has);
-			if (has && push_frame(ss, g) < 0)
+			if (has && push_frame(ss, g) < 0) {
+				free(memo);
 				return -1;
+			}
 		}
 		if (o->group == GROUP_THREAD) {
 			long g = group_frame(ss, smp, "thread", "tid",
 					     FRAME_THREAD, &has);
-			if (has && push_frame(ss, g) < 0)
+			if (has && push_frame(ss, g) < 0) {
+				free(memo);
 				return -1;
+			}
 		}
-		for (size_t j = smp->nlocations; j-- > 0;) {
-			const struct profile_location *l = smp->locations[j];
-			if (l->nlines == 0 &&
-			    push_frame(ss, line_frame(ss, l, NULL, false,
-						      o->lines)) < 0)
+		for (size_t j = smp->nlocations; j-- > 0;)
+			if (push_location(ss, p, smp->locations[j], o->lines, memo) < 0) {
+				free(memo);
 				return -1;
-			for (size_t k = l->nlines; k-- > 0;)
-				if (push_frame(ss, line_frame(ss, l, &l->lines[k],
-							      k + 1 < l->nlines,
-							      o->lines)) < 0)
-					return -1;
-		}
-		if (ss->priv_.nstack > UINT32_MAX)
+			}
+		if (ss->priv_.nstack > UINT32_MAX) {
+			free(memo);
 			return -1;
+		}
 		struct stack_sample *out = &ss->samples[ss->nsamples++];
 		out->off = (uint32_t)off;
 		out->n = (uint32_t)(ss->priv_.nstack - off);
@@ -332,6 +363,7 @@ static int add_profile(struct stackset *ss, const struct profile *p,
 		out->count = ci < 0 ? 1 : smp->values[ci];
 		ss->total = sat_add(ss->total, out->value);
 	}
+	free(memo);
 	return 0;
 }
 
@@ -424,17 +456,43 @@ void stackset_free(struct stackset *ss)
 
 /* ---- the call tree ------------------------------------------------------ */
 
+/* The first slot to look in for the node of (parent, frame), in a hash
+ * of nhash slots. */
+static size_t node_slot(size_t nhash, uint32_t parent, uint32_t frame)
+{
+	uint64_t h = ((uint64_t)parent * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)frame * 0xc2b2ae3d27d4eb4full);
+	return (size_t)(h ^ (h >> 29)) & (nhash - 1);
+}
+
+/* Doubles the nodes' hash, or makes it; -1 if out of memory. */
+static int node_rehash(const struct calltree *t, uint32_t **hash, size_t *nhash)
+{
+	size_t n = *nhash ? 2 * *nhash : 1024;
+	uint32_t *h = calloc(n, sizeof *h);
+	if (!h)
+		return -1;
+	for (size_t id = 1; id < t->n; id++) {
+		size_t j = node_slot(n, t->nodes[id].parent, t->nodes[id].frame);
+		while (h[j])
+			j = (j + 1) & (n - 1);
+		h[j] = (uint32_t)id;
+	}
+	free(*hash);
+	*hash = h;
+	*nhash = n;
+	return 0;
+}
+
 int calltree_build(struct calltree *t, const struct stackset *ss)
 {
-	size_t max = ss->priv_.nstack + 1, nhash = 1024;
-	while (nhash < 2 * max)
-		nhash *= 2;
+	/* The nodes and their hash grow with the tree, which is as big as
+	 * the frames of all stacks only when no two share a prefix. */
+	size_t cap = 1024, nhash = 0;
+	uint32_t *hash = NULL;
 	t->n = 1;
-	t->nodes = calloc(max, sizeof *t->nodes);
+	t->nodes = calloc(cap, sizeof *t->nodes);
 	t->leaf = calloc(ss->nsamples ? ss->nsamples : 1, sizeof *t->leaf);
-	uint32_t *hash = calloc(nhash, sizeof *hash);
-	if (!t->nodes || !t->leaf || !hash) {
-		free(hash);
+	if (!t->nodes || !t->leaf || node_rehash(t, &hash, &nhash) < 0) {
 		calltree_free(t);
 		return -1;
 	}
@@ -443,21 +501,27 @@ int calltree_build(struct calltree *t, const struct stackset *ss)
 		uint32_t cur = 0;
 		for (uint32_t k = 0; k < smp->n; k++) {
 			uint32_t fr = ss->stack_frames[smp->off + k];
-			uint64_t h = ((uint64_t)cur * 0x9e3779b97f4a7c15ull) ^
-				     ((uint64_t)fr * 0xc2b2ae3d27d4eb4full);
-			size_t j = (size_t)(h ^ (h >> 29)) & (nhash - 1);
+			size_t j = node_slot(nhash, cur, fr);
 			for (; hash[j]; j = (j + 1) & (nhash - 1)) {
 				const struct cnode *c = &t->nodes[hash[j]];
 				if (c->parent == cur && c->frame == fr)
 					break;
 			}
 			if (!hash[j]) {
+				if (t->n >= UINT32_MAX ||
+				    cp_array_grow((void **)&t->nodes, &cap, t->n + 1, sizeof *t->nodes, 1024) ||
+				    (2 * (t->n + 1) > nhash && node_rehash(t, &hash, &nhash) < 0)) {
+					free(hash);
+					calltree_free(t);
+					return -1;
+				}
+				/* After a rehash: where it goes now. */
+				for (j = node_slot(nhash, cur, fr); hash[j]; j = (j + 1) & (nhash - 1))
+					;
 				uint32_t id = (uint32_t)t->n++;
 				struct cnode *c = &t->nodes[id];
-				c->frame = fr;
-				c->parent = cur;
-				c->depth = t->nodes[cur].depth + 1;
-				c->next = t->nodes[cur].child;
+				*c = (struct cnode){ .frame = fr, .parent = cur, .depth = t->nodes[cur].depth + 1,
+						     .next = t->nodes[cur].child };
 				t->nodes[cur].child = id;
 				hash[j] = id;
 			}

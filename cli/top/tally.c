@@ -77,6 +77,8 @@ struct tally {
 	size_t nbyname;           /* a power of two, at least twice nfns */
 	uint32_t *pool;           /* the stacks' functions */
 	size_t npool, cappool;
+	uintptr_t *pcs;           /* the stack being named, decoded */
+	size_t cappcs;
 	struct thread *threads;
 	size_t nthreads, capthreads;
 	struct cp_table thread_rows; /* of struct thread_key */
@@ -126,6 +128,7 @@ void tally_free(struct tally *t)
 	free(t->fns);
 	free(t->byname);
 	free(t->pool);
+	free(t->pcs);
 	free(t->threads);
 	cp_table_free(&t->thread_rows);
 	free(t->fnrows);
@@ -271,8 +274,11 @@ static int name_stack(struct tally *t, size_t i, const struct cp_image *m, struc
 		if (!es->syms)
 			return -1;
 	}
-	if (cp_array_grow((void **)&t->pool, &t->cappool, t->npool + (size_t)s->n + 1, sizeof *t->pool, 1024))
+	if (cp_array_grow((void **)&t->pool, &t->cappool, t->npool + (size_t)s->n + 1, sizeof *t->pool, 1024) ||
+	    cp_array_grow((void **)&t->pcs, &t->cappcs, (size_t)s->n + 1, sizeof *t->pcs, 256))
 		return -1;
+	const uintptr_t *pcs = t->pcs;
+	cp_stack_pcs(s, t->pcs);
 	uint32_t *fns = t->pool + t->npool, n = 0;
 	if (s->n == 0) {
 		long fn = fn_of(t, strdup("[no stack]"));
@@ -281,9 +287,9 @@ static int name_stack(struct tally *t, size_t i, const struct cp_image *m, struc
 		fns[n++] = (uint32_t)fn;
 	}
 	for (uint32_t k = 0; k < s->n; k++) {
-		uintptr_t pc = s->pcs[k];
+		uintptr_t pc = pcs[k];
 		if (k == 1 && (s->flags & CP_STACK_LINK_REG) &&
-		    !cp_symbols_code_outside_function(es->syms, s->pcs[0], pc - 1))
+		    !cp_symbols_code_outside_function(es->syms, pcs[0], pc - 1))
 			continue;
 		long fn = fn_at(t, es, m, k > 0 && pc > 0 ? pc - 1 : pc);
 		if (fn < 0)

@@ -54,6 +54,7 @@ struct part_state {
 	struct mapflags *mapflags; /* per segment */
 	uint32_t pid_str;          /* its "process" label's string, or 0 */
 	struct idmap jitregion;    /* a JIT region's start -> 1 + its index in jitmaps */
+	struct idmap tidname;      /* thread id -> 1 + its "thread" label's string (0: none): asked once */
 };
 
 /* A Mapping of JIT code: the anonymous mapping its code is in (or, where
@@ -104,7 +105,17 @@ struct builder {
 	uint32_t truncated_loc, nostack_loc, waiting_loc, before_loc;
 	/* The values per Sample: 2, or 4 with off-CPU time (meta.off_cpu). */
 	size_t nvalues;
+	/* The file, written as the profile is encoded: once pb holds
+	 * CP_PB_SPILL bytes between two Samples they are compressed into it
+	 * and pb starts again, so that a big profile is never whole in
+	 * memory.  fd -1: none (pb keeps everything). */
+	int fd;
+	struct gz_out *gz;  /* NULL until the first bytes go out */
+	int werr;           /* a negative errno once writing failed */
 };
+
+/* Encoded bytes the builder holds before it compresses them into the file. */
+#define CP_PB_SPILL (1u << 20)
 
 /* The string index of s, interned (0 for "", and when out of memory). */
 uint32_t cp_pb_str_intern(struct builder *b, const char *s);

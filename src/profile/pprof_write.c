@@ -355,6 +355,118 @@ void cp_pb_add_comment(struct builder *b, const char *fmt, ...)
 	b->comments[b->ncomments++] = s;
 }
 
+static int write_all(int fd, const void *p, size_t n)
+{
+	const char *c = p;
+	while (n) {
+		ssize_t w = write(fd, c, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* A gzip stream into a file. */
+struct gz_out {
+	z_stream z;
+	unsigned char *out;
+	uInt room;
+	int fd;
+};
+
+/* A gzip stream into fd whose first input is `len` bytes, or NULL (out
+ * of memory).  The window (a match cannot reach back past the input's
+ * start) and the hash are no bigger than that input needs, so that a
+ * short process's small profile, written in one go, does not allocate
+ * and clear zlib's full 256 KiB; from 32 KiB of input on they are zlib's
+ * defaults. */
+static struct gz_out *gz_open(int fd, size_t len)
+{
+	enum { CHUNK = 1 << 16 };
+	int bits = 9;
+	while (bits < 15 && ((size_t)1 << bits) < len)
+		bits++;
+	struct gz_out *g = calloc(1, sizeof *g);
+	if (!g)
+		return NULL;
+	if (deflateInit2(&g->z, Z_BEST_SPEED, Z_DEFLATED, bits + 16, bits - 7, Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(g);
+		return NULL;
+	}
+	uLong bound = deflateBound(&g->z, (uLong)(len < CHUNK ? len : CHUNK));
+	g->room = bound < CHUNK ? (uInt)bound : CHUNK;
+	g->fd = fd;
+	if (!(g->out = malloc(g->room))) {
+		deflateEnd(&g->z);
+		free(g);
+		return NULL;
+	}
+	return g;
+}
+
+/* Compresses data[0..len) into g's file, and with `finish` ends the
+ * stream.  Returns 0 or a negative errno. */
+static int gz_put(struct gz_out *g, const uint8_t *data, size_t len, int finish)
+{
+	int rc = 0, flush;
+	size_t off = 0;
+	do {
+		size_t chunk = len - off > (1u << 30) ? (1u << 30) : len - off;
+		g->z.next_in = (unsigned char *)(uintptr_t)(data + off);
+		g->z.avail_in = (uInt)chunk;
+		off += chunk;
+		flush = off < len ? Z_NO_FLUSH : finish ? Z_FINISH : Z_NO_FLUSH;
+		do {
+			g->z.next_out = g->out;
+			g->z.avail_out = g->room;
+			deflate(&g->z, flush); /* cannot fail with valid state */
+			rc = write_all(g->fd, g->out, g->room - g->z.avail_out);
+		} while (rc == 0 && g->z.avail_out == 0);
+	} while (rc == 0 && off < len);
+	return rc;
+}
+
+static void gz_close(struct gz_out *g)
+{
+	if (!g)
+		return;
+	deflateEnd(&g->z);
+	free(g->out);
+	free(g);
+}
+
+/* Compresses what the builder holds into its file once that is
+ * CP_PB_SPILL bytes, and empties it.  Only between top-level fields:
+ * a nested message must not be open. */
+static void spill(struct builder *b)
+{
+	if (b->fd < 0 || b->pb.len < CP_PB_SPILL || b->err || b->pb.err)
+		return;
+	if (!b->gz && !(b->gz = gz_open(b->fd, b->pb.len))) {
+		b->err = ENOMEM;
+		return;
+	}
+	int rc = gz_put(b->gz, b->pb.data, b->pb.len, 0);
+	if (rc < 0) {
+		b->werr = rc;
+		b->err = -rc;
+	}
+	b->pb.len = 0;
+}
+
+/* Compresses the rest into the file and ends it.  0 or a negative
+ * errno. */
+static int gz_finish(struct builder *b)
+{
+	if (!b->gz && !(b->gz = gz_open(b->fd, b->pb.len)))
+		return -ENOMEM;
+	return gz_put(b->gz, b->pb.data, b->pb.len, 1);
+}
+
 static void put_value_type(struct pb_buf *pb, uint32_t field,
 			   uint32_t type, uint32_t unit)
 {
@@ -390,10 +502,26 @@ static void put_times(struct builder *b, const struct cp_times *t)
 		cp_pb_bytes(&b->pb, SAMPLE_TIMES, b->tbuf, b->tlen);
 }
 
+/* The string of thread tid's name in part ps, or 0 if it has none: asked
+ * of the part once per thread, not once per stack (the library reads it
+ * from /proc, a file opened per call). */
+static uint32_t thread_name_str(struct builder *b, struct part_state *ps, uint32_t tid)
+{
+	struct idmap *m = &ps->tidname;
+	uint32_t v = idmap_get(m, tid);
+	if (v)
+		return v - 1;
+	const char *name = ps->p->thread_name ? ps->p->thread_name(ps->p->arg, tid) : NULL;
+	uint32_t str = name && name[0] ? cp_pb_str_intern(b, name) : 0;
+	if (!b->err && idmap_put(m, tid, str + 1) != 0)
+		b->err = ENOMEM;
+	return str;
+}
+
 /* A sample of part ps, sampled in thread tid (0: none in particular):
  * `count` samples of `ns` CPU, or (off) `ns` off the CPU, taken at the
  * times t (NULL: none kept). */
-static void put_sample(struct builder *b, const struct part_state *ps, const struct label_keys *k,
+static void put_sample(struct builder *b, struct part_state *ps, const struct label_keys *k,
 		       const uint64_t *ids, size_t n, uint64_t count, uint64_t ns, int off, uint32_t tid,
 		       const struct cp_times *t)
 {
@@ -410,16 +538,16 @@ static void put_sample(struct builder *b, const struct part_state *ps, const str
 		put_label(pb, k->process, ps->pid_str, 0);
 	if (p && tid) {
 		put_label(pb, k->tid, 0, tid);
-		const char *name = p->thread_name ? p->thread_name(p->arg, tid) : NULL;
-		if (name && name[0])
-			put_label(pb, k->thread, cp_pb_str_intern(b, name), 0);
+		uint32_t name = thread_name_str(b, ps, tid);
+		if (name)
+			put_label(pb, k->thread, name, 0);
 	}
 	put_times(b, t);
 	cp_pb_end(pb, PROFILE_SAMPLE, m);
 }
 
 /* A sample whose only frame is the pseudo-function ps->name. */
-static void put_pseudo(struct builder *b, const struct part_state *ps, const struct label_keys *k,
+static void put_pseudo(struct builder *b, struct part_state *ps, const struct label_keys *k,
 		       const struct cp_pseudo_sample *x)
 {
 	if (x->count == 0 && x->ns == 0)
@@ -455,17 +583,20 @@ static void put_sample_types(struct builder *b, const struct cp_profile_meta *me
 }
 
 /* The Location ids of stack s of the current part into ids (room for
- * s->n + 2), leaf first; returns how many. */
-static size_t stack_ids(struct builder *b, const struct part_state *ps, const struct cp_stack *s, uint64_t *ids)
+ * s->n + 2), leaf first, its pcs decoded into pcs (room for s->n);
+ * returns how many. */
+static size_t stack_ids(struct builder *b, const struct part_state *ps, const struct cp_stack *s, uint64_t *ids,
+			uintptr_t *pcs)
 {
 	size_t n = 0;
+	cp_stack_pcs(s, pcs);
 	/* Waiting for a CPU: a leaf of its own, where every reader shows it. */
 	if (s->flags & CP_STACK_RUNNABLE)
 		ids[n++] = pseudo_location(b, &b->waiting_loc, "[waiting to run]");
 	for (uint32_t k = 0; k < s->n; k++) {
-		uint64_t pc = s->pcs[k];
+		uint64_t pc = pcs[k];
 		if (k == 1 && (s->flags & CP_STACK_LINK_REG) &&
-		    !cp_symbols_code_outside_function(ps->p->syms, s->pcs[0], pc - 1))
+		    !cp_symbols_code_outside_function(ps->p->syms, pcs[0], pc - 1))
 			continue;
 		/* A caller's frame: point into the call instruction. */
 		ids[n++] = location_for(b, k > 0 && pc > 0 ? pc - 1 : pc);
@@ -491,8 +622,12 @@ static int put_samples(struct builder *b, const struct cp_profile_meta *meta, co
 			if ((size_t)b->parts[p].p->tab->items[i]->n + 2 > maxn)
 				maxn = (size_t)b->parts[p].p->tab->items[i]->n + 2;
 	uint64_t *ids = malloc(maxn * sizeof *ids);
-	if (!ids)
+	uintptr_t *pcs = malloc(maxn * sizeof *pcs);
+	if (!ids || !pcs) {
+		free(ids);
+		free(pcs);
 		return -ENOMEM;
+	}
 	for (b->cur = 0; b->cur < b->nparts; b->cur++) {
 		struct part_state *ps = &b->parts[b->cur];
 		const struct cp_stacktab *tab = ps->p->tab;
@@ -503,13 +638,15 @@ static int put_samples(struct builder *b, const struct cp_profile_meta *meta, co
 			int off = (s->flags & CP_STACK_OFF_CPU) != 0;
 			if ((off && !meta->off_cpu) || (s->count == 0 && s->ns == 0))
 				continue;
-			size_t n = stack_ids(b, ps, s, ids);
+			size_t n = stack_ids(b, ps, s, ids, pcs);
 			put_sample(b, ps, keys, ids, n, s->count, s->ns, off, s->tid, &s->times);
+			spill(b);
 		}
 		for (size_t i = 0; i < ps->p->npseudo; i++)
 			put_pseudo(b, ps, keys, &ps->p->pseudo[i]);
 	}
 	free(ids);
+	free(pcs);
 	for (size_t i = 0; i < meta->npseudo; i++)
 		put_pseudo(b, NULL, keys, &meta->pseudo[i]);
 	return 0;
@@ -540,6 +677,7 @@ static void put_mappings(struct builder *b)
 			cp_pb_bool(pb, MAPPING_HAS_LINE_NUMBERS, ps->mapflags[i].line_numbers);
 			cp_pb_bool(pb, MAPPING_HAS_INLINE_FRAMES, ps->mapflags[i].inline_frames);
 			cp_pb_end(pb, PROFILE_MAPPING, m);
+			spill(b);
 		}
 	}
 	/* JIT code: "[jit]", a name in brackets, which pprof readers take for
@@ -578,6 +716,7 @@ static void put_locations_functions(struct builder *b)
 			cp_pb_end(pb, LOCATION_LINE, line);
 		}
 		cp_pb_end(pb, PROFILE_LOCATION, m);
+		spill(b);
 	}
 	for (size_t i = 0; i < b->nfns; i++) {
 		const struct function *f = &b->fns[i];
@@ -588,6 +727,7 @@ static void put_locations_functions(struct builder *b)
 		cp_pb_int64_opt(pb, FUNCTION_FILENAME, f->filename);
 		cp_pb_int64_opt(pb, FUNCTION_START_LINE, f->start_line);
 		cp_pb_end(pb, PROFILE_FUNCTION, m);
+		spill(b);
 	}
 }
 
@@ -643,13 +783,16 @@ static int build(struct builder *b, const struct cp_profile_meta *meta)
 	if (put_comments(b, meta) < 0)
 		return -ENOMEM;
 	/* Last, now that every string is in it. */
-	for (size_t i = 0; i < b->nstrs; i++)
+	for (size_t i = 0; i < b->nstrs; i++) {
 		cp_pb_string(pb, PROFILE_STRING_TABLE, b->strs[i]);
-	return b->err || pb->err ? -ENOMEM : 0;
+		spill(b);
+	}
+	return b->werr ? b->werr : b->err || pb->err ? -ENOMEM : 0;
 }
 
 static void builder_free(struct builder *b)
 {
+	gz_close(b->gz);
 	cp_pb_free(&b->pb);
 	free(b->tbuf);
 	for (size_t i = 0; i < b->nstrs; i++)
@@ -660,6 +803,7 @@ static void builder_free(struct builder *b)
 	for (size_t p = 0; b->parts && p < b->nparts; p++) {
 		idmap_free(&b->parts[p].locmap);
 		idmap_free(&b->parts[p].jitregion);
+		idmap_free(&b->parts[p].tidname);
 		free(b->parts[p].segmapping);
 		free(b->parts[p].mapflags);
 	}
@@ -671,63 +815,6 @@ static void builder_free(struct builder *b)
 	for (size_t i = 0; i < b->ncomments; i++)
 		free(b->comments[i]);
 	free(b->comments);
-}
-
-static int write_all(int fd, const void *p, size_t n)
-{
-	const char *c = p;
-	while (n) {
-		ssize_t w = write(fd, c, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		c += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
-/* Writes data[0..len) gzipped to fd.  Returns 0 or a negative errno.
- * The window (a match cannot reach back past the input's start) and the
- * hash are no bigger than the input needs, so that a short process's
- * small profile does not allocate and clear zlib's full 256 KiB; from 32
- * KiB of input on they are zlib's defaults. */
-static int write_gzip(int fd, const uint8_t *data, size_t len)
-{
-	enum { CHUNK = 1 << 16 };
-	int bits = 9;
-	while (bits < 15 && ((size_t)1 << bits) < len)
-		bits++;
-	z_stream z;
-	memset(&z, 0, sizeof z);
-	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, bits + 16, bits - 7, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	uLong bound = deflateBound(&z, (uLong)len);
-	uInt room = bound < CHUNK ? (uInt)bound : CHUNK;
-	unsigned char *out = malloc(room);
-	if (!out) {
-		deflateEnd(&z);
-		return -ENOMEM;
-	}
-	int rc = 0, flush;
-	size_t off = 0;
-	do {
-		size_t chunk = len - off > (1u << 30) ? (1u << 30) : len - off;
-		z.next_in = (unsigned char *)(uintptr_t)(data + off);
-		z.avail_in = (uInt)chunk;
-		off += chunk;
-		flush = off == len ? Z_FINISH : Z_NO_FLUSH;
-		do {
-			z.next_out = out;
-			z.avail_out = room;
-			deflate(&z, flush); /* cannot fail with valid state */
-			rc = write_all(fd, out, room - z.avail_out);
-		} while (rc == 0 && z.avail_out == 0);
-	} while (rc == 0 && flush != Z_FINISH);
-	deflateEnd(&z);
-	free(out);
-	return rc;
 }
 
 /* Creates a new temporary file beside path; returns its fd and name (in
@@ -769,6 +856,7 @@ int cp_pprof_write_parts(const char *path, const struct cp_profile_part *parts, 
 	if (err && errlen)
 		err[0] = '\0';
 	memset(&b, 0, sizeof b);
+	b.fd = -1;
 	cp_pb_init(&b.pb);
 	int ok = nparts > 0 && (b.parts = calloc(nparts, sizeof *b.parts)) != NULL;
 	for (size_t p = 0; ok && p < nparts; p++) {
@@ -784,41 +872,43 @@ int cp_pprof_write_parts(const char *path, const struct cp_profile_part *parts, 
 		goto out;
 	}
 	b.nstrs = 1;
-	if ((rc = build(&b, meta)) != 0) {
-		cp_why(err, errlen, "pprof: out of memory");
-		goto out;
-	}
 	/* A path that names something other than a regular file (/dev/null,
-	 * a FIFO) is written into: renaming over it would replace it. */
+	 * a FIFO) is written into: renaming over it would replace it.  A
+	 * regular file is written beside it and renamed over it whole. */
 	struct stat st;
-	int exists = stat(path, &st) == 0;
-	if (exists && !S_ISREG(st.st_mode)) {
+	int exists = stat(path, &st) == 0, special = exists && !S_ISREG(st.st_mode);
+	const char *target = path;
+	if (special) {
 		if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
 			rc = -errno;
 			cp_why(err, errlen, "pprof: open %s: %s", path, strerror(-rc));
 			goto out;
 		}
-		if ((rc = write_gzip(fd, b.pb.data, b.pb.len)) != 0)
-			cp_why(err, errlen, "pprof: write %s: %s", path, strerror(-rc));
+	} else {
+		if ((fd = open_temp(path, &tmp)) < 0) {
+			rc = fd;
+			cp_why(err, errlen, "pprof: create %s.tmp.*: %s", path, strerror(-rc));
+			goto out;
+		}
+		target = tmp;
+		/* A file replaced keeps its permissions (the temporary file
+		 * has the umask's). */
+		if (exists && fchmod(fd, st.st_mode & 0777) != 0) {
+			rc = -errno;
+			cp_why(err, errlen, "pprof: chmod %s: %s", tmp, strerror(-rc));
+			goto out;
+		}
+	}
+	b.fd = fd;
+	if ((rc = build(&b, meta)) != 0 || (rc = gz_finish(&b)) != 0) {
+		if (rc == -ENOMEM && !b.werr)
+			cp_why(err, errlen, "pprof: out of memory");
+		else
+			cp_why(err, errlen, "pprof: write %s: %s", target, strerror(-rc));
 		goto out;
 	}
-	if ((fd = open_temp(path, &tmp)) < 0) {
-		rc = fd;
-		cp_why(err, errlen, "pprof: create %s.tmp.*: %s", path,
-			 strerror(-rc));
+	if (special)
 		goto out;
-	}
-	/* A file replaced keeps its permissions (the temporary file has the
-	 * umask's). */
-	if (exists && fchmod(fd, st.st_mode & 0777) != 0) {
-		rc = -errno;
-		cp_why(err, errlen, "pprof: chmod %s: %s", tmp, strerror(-rc));
-		goto out;
-	}
-	if ((rc = write_gzip(fd, b.pb.data, b.pb.len)) != 0) {
-		cp_why(err, errlen, "pprof: write %s: %s", tmp, strerror(-rc));
-		goto out;
-	}
 	if (close(fd) != 0) {
 		fd = -1;
 		rc = -errno;

@@ -3,7 +3,9 @@
  * insertion order plus an open-addressing index (linear probing, kept at
  * most half full) from a 64-bit hash of (tid, pcs, n, flags) to their
  * position.
- * Each stack is one malloc with its pcs in the flexible array.
+ * Each stack is one malloc with its encoded pcs in the flexible array:
+ * a sample's stack is encoded first (into the table's scratch), then
+ * hashed and compared as those bytes.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -52,15 +54,54 @@ void cp_stacktab_free(struct cp_stacktab *t)
 	cp_stacktab_clear(t);
 	free(t->items);
 	free(t->index);
+	free(t->scratch);
 	cp_stacktab_init(t);
 }
 
-/* A multiply-xorshift hash over the words of a stack. */
-static uint64_t stack_hash(uint32_t tid, const uintptr_t *pcs, uint32_t n, uint32_t flags)
+/* Encodes pcs[n] into out (room for 10 bytes each); returns the bytes. */
+static size_t stack_encode(const uintptr_t *pcs, uint32_t n, uint8_t *out)
+{
+	size_t len = 0;
+	uint64_t prev = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t d = (uint64_t)pcs[i] - prev;
+		/* zigzag: small differences either way are small numbers */
+		uint64_t z = (d << 1) ^ (uint64_t)((int64_t)d >> 63);
+		while (z >= 0x80) {
+			out[len++] = (uint8_t)(z | 0x80);
+			z >>= 7;
+		}
+		out[len++] = (uint8_t)z;
+		prev = (uint64_t)pcs[i];
+	}
+	return len;
+}
+
+void cp_stack_pcs(const struct cp_stack *s, uintptr_t *pcs)
+{
+	const uint8_t *p = s->code;
+	uint64_t prev = 0;
+	for (uint32_t i = 0; i < s->n; i++) {
+		uint64_t z = 0;
+		for (unsigned shift = 0;; shift += 7) {
+			uint8_t c = *p++;
+			z |= (uint64_t)(c & 0x7f) << shift;
+			if (!(c & 0x80))
+				break;
+		}
+		prev += (z >> 1) ^ (0 - (z & 1));
+		pcs[i] = (uintptr_t)prev;
+	}
+}
+
+/* A multiply-xorshift hash over a stack's code, eight bytes at a time. */
+static uint64_t stack_hash(uint32_t tid, const uint8_t *code, uint32_t size, uint32_t n, uint32_t flags)
 {
 	uint64_t h = (0x9e3779b97f4a7c15ull ^ ((uint64_t)n << 32 | flags)) + tid * 0x9e3779b97f4a7c15ull;
-	for (uint32_t i = 0; i < n; i++) {
-		h ^= (uint64_t)pcs[i];
+	for (uint32_t i = 0; i < size; i += 8) {
+		uint64_t w = 0;
+		memcpy(&w, code + i, size - i < 8 ? size - i : 8);
+		h ^= w;
 		h *= 0xff51afd7ed558ccdull;
 		h ^= h >> 32;
 	}
@@ -69,23 +110,23 @@ static uint64_t stack_hash(uint32_t tid, const uintptr_t *pcs, uint32_t n, uint3
 	return h;
 }
 
-static int stack_equal(const struct cp_stack *s, uint32_t tid, const uintptr_t *pcs,
+static int stack_equal(const struct cp_stack *s, uint32_t tid, const uint8_t *code, uint32_t size,
 		       uint32_t n, uint32_t flags)
 {
-	return s->tid == tid && s->n == n && s->flags == flags &&
-	       (n == 0 || memcmp(s->pcs, pcs, n * sizeof *pcs) == 0);
+	return s->tid == tid && s->n == n && s->flags == flags && s->size == size &&
+	       (size == 0 || memcmp(s->code, code, size) == 0);
 }
 
-/* Slot of the index where (pcs, n, flags) is, or the empty slot where it
- * would go.  The index must have at least one empty slot. */
+/* Slot of the index where (tid, code, n, flags) is, or the empty slot
+ * where it would go.  The index must have at least one empty slot. */
 static size_t stacktab_slot(const struct cp_stacktab *t, uint64_t h, uint32_t tid,
-			    const uintptr_t *pcs, uint32_t n, uint32_t flags)
+			    const uint8_t *code, uint32_t size, uint32_t n, uint32_t flags)
 {
 	size_t mask = t->nindex - 1;
 	size_t i = (size_t)h & mask;
 	while (t->index[i] != 0) {
 		const struct cp_stack *s = t->items[t->index[i] - 1];
-		if (stack_equal(s, tid, pcs, n, flags))
+		if (stack_equal(s, tid, code, size, n, flags))
 			break;
 		i = (i + 1) & mask;
 	}
@@ -104,7 +145,7 @@ static int stacktab_rehash(struct cp_stacktab *t, size_t nindex)
 	t->nindex = nindex;
 	for (size_t k = 0; k < t->len; k++) {
 		const struct cp_stack *s = t->items[k];
-		uint64_t h = stack_hash(s->tid, s->pcs, s->n, s->flags);
+		uint64_t h = stack_hash(s->tid, s->code, s->size, s->n, s->flags);
 		size_t i = (size_t)h & (nindex - 1);
 		while (index[i] != 0)
 			i = (i + 1) & (nindex - 1);
@@ -119,15 +160,15 @@ int cp_stacktab_add(struct cp_stacktab *t, const uintptr_t *pcs, uint32_t n,
 	return cp_stacktab_add_tid(t, 0, pcs, n, flags, count, ns);
 }
 
-/* The entry for (tid, pcs, n, flags), created empty if needed; NULL if
- * out of memory (the table is then unchanged). */
-static struct cp_stack *stacktab_entry(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pcs, uint32_t n,
-				       uint32_t flags)
+/* The entry for (tid, code of n pcs, flags), created empty if needed;
+ * NULL if out of memory (the table is then unchanged). */
+static struct cp_stack *entry_coded(struct cp_stacktab *t, uint32_t tid, const uint8_t *code, uint32_t size,
+				    uint32_t n, uint32_t flags)
 {
-	uint64_t h = stack_hash(tid, pcs, n, flags);
+	uint64_t h = stack_hash(tid, code, size, n, flags);
 	size_t i = 0;
 	if (t->nindex) {
-		i = stacktab_slot(t, h, tid, pcs, n, flags);
+		i = stacktab_slot(t, h, tid, code, size, n, flags);
 		if (t->index[i] != 0)
 			return t->items[t->index[i] - 1];
 	}
@@ -144,17 +185,29 @@ static struct cp_stack *stacktab_entry(struct cp_stacktab *t, uint32_t tid, cons
 		if (nindex > SIZE_MAX / sizeof *t->index ||
 		    stacktab_rehash(t, nindex) != 0)
 			return NULL;
-		i = stacktab_slot(t, h, tid, pcs, n, flags);
+		i = stacktab_slot(t, h, tid, code, size, n, flags);
 	}
-	struct cp_stack *s = malloc(sizeof *s + (size_t)n * sizeof *pcs);
+	struct cp_stack *s = malloc(sizeof *s + size);
 	if (!s)
 		return NULL;
-	*s = (struct cp_stack){ .n = n, .flags = flags, .tid = tid };
-	if (n)
-		memcpy(s->pcs, pcs, (size_t)n * sizeof *pcs);
+	*s = (struct cp_stack){ .n = n, .flags = flags, .tid = tid, .size = size };
+	if (size)
+		memcpy(s->code, code, size);
 	t->items[t->len++] = s;
 	t->index[i] = (uint32_t)t->len;
 	return s;
+}
+
+/* The entry for (tid, pcs, n, flags), created empty if needed; NULL if
+ * out of memory (the table is then unchanged). */
+static struct cp_stack *stacktab_entry(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pcs, uint32_t n,
+				       uint32_t flags)
+{
+	if (n > (UINT32_MAX - 64) / 10 ||
+	    cp_array_grow((void **)&t->scratch, &t->capscratch, (size_t)n * 10, 1, 512))
+		return NULL;
+	size_t size = stack_encode(pcs, n, t->scratch);
+	return entry_coded(t, tid, t->scratch, (uint32_t)size, n, flags);
 }
 
 int cp_stacktab_add_tid(struct cp_stacktab *t, uint32_t tid, const uintptr_t *pcs, uint32_t n, uint32_t flags,
@@ -188,7 +241,7 @@ int cp_stacktab_copy(struct cp_stacktab *dst, const struct cp_stacktab *src)
 	cp_stacktab_init(dst);
 	for (size_t i = 0; i < src->len; i++) {
 		const struct cp_stack *s = src->items[i];
-		struct cp_stack *d = stacktab_entry(dst, s->tid, s->pcs, s->n, s->flags);
+		struct cp_stack *d = entry_coded(dst, s->tid, s->code, s->size, s->n, s->flags);
 		if (!d || cp_times_copy(&d->times, &s->times) < 0) {
 			cp_stacktab_free(dst);
 			return -ENOMEM;

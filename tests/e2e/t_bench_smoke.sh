@@ -168,6 +168,13 @@ for r in res["memory"].get("rows", []):
         bad.append("memory: %s" % r)
 if not res["memory"].get("rows"):
     bad.append("memory: no row")
+# Big profiles (issue 32): report and diff ran over the generated profiles.
+big = {r["command"]: r for r in res["bigreport"]}
+for n in ("report --format top", "report --format html", "diff"):
+    if n not in big:
+        bad.append("bigreport: no row for %s" % n)
+    else:
+        fine("bigreport", n, big[n])
 skipped = [r for r in res["names"] if r.get("status") == 77]
 if skipped:
     print("names not measured: %s" % skipped[0]["error"])
@@ -181,7 +188,7 @@ EOF
 
 for h in "## Machine" "## Targets (cpuprof)" "## Accuracy" "## Overhead" "## Scale" "## One process" \
 	"## Trees of processes" "## A real build" "## Attaching" "## Lost samples beside a busy process" "## Names" \
-	"## Long runs in windows (\`record --every\`)" "## Memory added, per cell" "## Method"; do
+	"## Long runs in windows (\`record --every\`)" "## Memory added, per cell" "## Big profiles: report and diff" "## Method"; do
 	grep -qxF "$h" "$doc" || fail "section '$h' is missing"
 done
 grep -q '^| CONFIG_HZ | ' "$doc" || fail "machine table has no CONFIG_HZ row"
