@@ -18,7 +18,11 @@
  * they are used: a sample must meet the mappings of the image it was
  * taken in (an exec on one CPU, the new program sampled on another).  Each
  * pass reads every ring into a queue and handles what is older than the
- * pass's start less a margin; the rest waits for the next pass.
+ * pass's start less a margin; the rest waits for the next pass.  A pass
+ * reads the rings a batch at a time (about 1 MiB in all), handing on after
+ * each what no ring can still hold older than: where record fell behind,
+ * the rings hold up to 4 MiB a CPU, which the queue would otherwise copy
+ * whole before handling any.
  *
  * Unwinding.  A process's executable mappings make its set of ranges
  * (src/sig/unwind_table.h), each pointing at its file's table: one per
@@ -386,12 +390,22 @@ static void enqueue(const struct perf_event_header *h, int cpu, void *arg)
 		k->lost++;
 }
 
-/* Reads every ring, and handles what is older than `until`. */
+/* Reads every ring, and handles what is older than `until`: a batch of
+ * records at a time, so that where record fell behind, the queue does not
+ * hold a copy of everything the rings held (cp_perf_drain_ordered). */
 void kc_drain(struct cp_kcollector *k, uint64_t until)
 {
-	for (size_t i = 0; i < k->nrings; i++)
-		cp_perf_ring_drain(&k->rings[i], k->bounce, k->bounce_size, enqueue, k);
-	cp_perf_queue_flush(&k->queue, until, kc_handle, k);
+	if (!k->marks)
+		k->marks = calloc(k->nrings ? k->nrings : 1, sizeof *k->marks);
+	if (!k->marks) {
+		for (size_t i = 0; i < k->nrings; i++)
+			cp_perf_ring_drain(&k->rings[i], k->bounce, k->bounce_size, enqueue, k);
+		cp_perf_queue_flush(&k->queue, until, kc_handle, k);
+		return;
+	}
+	struct cp_perf_drain d = { k->rings, k->marks, k->nrings, CP_PERF_DRAIN_BUDGET, k->bounce, k->bounce_size,
+				   enqueue, k, &k->queue };
+	cp_perf_drain_ordered(&d, until, kc_handle, k);
 }
 
 void cp_kernel_poll(struct cp_kcollector *k)

@@ -328,6 +328,7 @@ void cp_kernel_free(struct cp_kcollector *k)
 	cp_table_free(&k->threads.t);
 	cp_perf_counts_free(&k->counts);
 	cp_perf_queue_free(&k->queue);
+	free(k->marks);
 	free(k->attached);
 	cp_tree_free(&k->tree);
 	free(k);

@@ -175,15 +175,28 @@ int cp_perf_take_user(struct cp_perf_rec *r, uint64_t *regs, size_t nregs, const
 	return abi != PERF_SAMPLE_REGS_ABI_NONE;
 }
 
+uint64_t cp_perf_ring_head(const struct cp_perf_ring *rg)
+{
+	return rg->page ? __atomic_load_n(&rg->page->data_head, __ATOMIC_ACQUIRE) : 0;
+}
+
 void cp_perf_ring_drain(struct cp_perf_ring *rg, uint8_t *bounce, size_t bounce_size, cp_perf_record_fn *fn,
 			void *arg)
 {
+	cp_perf_ring_drain_to(rg, cp_perf_ring_head(rg), SIZE_MAX, bounce, bounce_size, fn, arg);
+}
+
+int cp_perf_ring_drain_to(struct cp_perf_ring *rg, uint64_t end, size_t most, uint8_t *bounce, size_t bounce_size,
+			  cp_perf_record_fn *fn, void *arg)
+{
 	if (!rg->page)
-		return;
-	uint64_t head = __atomic_load_n(&rg->page->data_head, __ATOMIC_ACQUIRE);
-	uint64_t tail = rg->page->data_tail;
+		return 0;
+	uint64_t head = cp_perf_ring_head(rg);
+	uint64_t tail = rg->page->data_tail, start = tail;
 	uint64_t mask = rg->size - 1;
-	while (tail < head && head - tail <= rg->size) {
+	if (end < head)
+		head = end;
+	while (tail < head && head - tail <= rg->size && tail - start < most) {
 		struct perf_event_header h;
 		uint64_t off = tail & mask;
 		if (head - tail < sizeof h)
@@ -212,7 +225,10 @@ void cp_perf_ring_drain(struct cp_perf_ring *rg, uint8_t *bounce, size_t bounce_
 		fn((const struct perf_event_header *)rec, rg->cpu, arg);
 		tail += h.size;
 	}
-	__atomic_store_n(&rg->page->data_tail, head - tail > rg->size ? head : tail, __ATOMIC_RELEASE);
+	if (head > tail && head - tail > rg->size)
+		tail = head;
+	__atomic_store_n(&rg->page->data_tail, tail, __ATOMIC_RELEASE);
+	return tail < head && tail - start >= most;
 }
 
 static uint64_t count_key(const void *e)

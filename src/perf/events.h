@@ -67,6 +67,13 @@ uint64_t cp_perf_ring_used(const struct cp_perf_ring *r);
 typedef void cp_perf_record_fn(const struct perf_event_header *h, int cpu, void *arg);
 void cp_perf_ring_drain(struct cp_perf_ring *r, uint8_t *bounce, size_t bounce_size, cp_perf_record_fn *fn,
 			void *arg);
+/* Where the kernel has written r up to (a byte count, as data_tail). */
+uint64_t cp_perf_ring_head(const struct cp_perf_ring *r);
+/* The same, of the records before byte `end` (a head read before), and
+ * stopping after the record that makes `most` bytes read: 1 if it stopped
+ * there with records before `end` left, else 0. */
+int cp_perf_ring_drain_to(struct cp_perf_ring *r, uint64_t end, size_t most, uint8_t *bounce, size_t bounce_size,
+			  cp_perf_record_fn *fn, void *arg);
 
 /* A record being read: its bytes and where the cursor is. */
 struct cp_perf_rec {

@@ -215,7 +215,7 @@ static size_t entry_bytes(const struct cp_perf_event *ev)
 int cp_perf_queue_push(struct cp_perf_queue *q, const struct cp_perf_event *ev)
 {
 	size_t n = entry_bytes(ev);
-	if (cp_array_grow((void **)&q->buf, &q->capbuf, q->nbuf + n, 1, 1u << 20) ||
+	if (cp_array_grow((void **)&q->buf, &q->capbuf, q->nbuf + n, 1, 256u << 10) ||
 	    cp_array_grow((void **)&q->q, &q->cap, q->n + 1, sizeof *q->q, 1024))
 		return -ENOMEM;
 	uint8_t *at = q->buf + q->nbuf;
@@ -227,6 +227,10 @@ int cp_perf_queue_push(struct cp_perf_queue *q, const struct cp_perf_event *ev)
 		memcpy(at + sizeof *ev + chain, ev->data, ev->len);
 	q->q[q->n++] = (struct cp_perf_qent){ ev->time, q->seq++, q->nbuf, n };
 	q->nbuf += n;
+	if (q->nbuf > q->most)
+		q->most = q->nbuf;
+	if (ev->time > q->newest)
+		q->newest = ev->time;
 	return 0;
 }
 
@@ -236,6 +240,12 @@ static int qent_cmp(const void *a, const void *b)
 	if (x->time != y->time)
 		return x->time < y->time ? -1 : 1;
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int qent_off_cmp(const void *a, const void *b)
+{
+	const struct cp_perf_qent *x = a, *y = b;
+	return x->off < y->off ? -1 : x->off > y->off;
 }
 
 static void deliver(const struct cp_perf_queue *q, const struct cp_perf_qent *e, cp_perf_deliver_fn *fn, void *arg)
@@ -262,24 +272,19 @@ void cp_perf_queue_flush(struct cp_perf_queue *q, uint64_t until, cp_perf_delive
 		q->n = q->nbuf = 0;
 		return;
 	}
-	/* What is left moves to the front of a new buffer, in order. */
-	uint8_t *nb = malloc(q->capbuf);
-	if (!nb) {
-		for (; i < q->n; i++)
-			deliver(q, &q->q[i], fn, arg);
-		q->n = q->nbuf = 0;
-		return;
-	}
+	/* What is left moves to the front of the buffer: in the order of
+	 * their copies, each to where the one before it ends, which is never
+	 * past where it is (the next flush sorts them by time again). */
 	size_t left = q->n - i, bytes = 0;
+	memmove(q->q, q->q + i, left * sizeof *q->q);
+	qsort(q->q, left, sizeof *q->q, qent_off_cmp);
 	for (size_t j = 0; j < left; j++) {
-		struct cp_perf_qent e = q->q[i + j];
-		memcpy(nb + bytes, q->buf + e.off, e.len);
-		e.off = bytes;
-		q->q[j] = e;
-		bytes += e.len;
+		struct cp_perf_qent *e = &q->q[j];
+		if (e->off != bytes)
+			memmove(q->buf + bytes, q->buf + e->off, e->len);
+		e->off = bytes;
+		bytes += e->len;
 	}
-	free(q->buf);
-	q->buf = nb;
 	q->nbuf = bytes;
 	q->n = left;
 }
@@ -289,4 +294,47 @@ void cp_perf_queue_free(struct cp_perf_queue *q)
 	free(q->q);
 	free(q->buf);
 	memset(q, 0, sizeof *q);
+}
+
+/* The time before which ring `i`'s records not yet read cannot be (its
+ * records come in time order, but for the slack between CPUs' clocks
+ * and writers), or UINT64_MAX if it has none left to read this pass. */
+static uint64_t ring_floor(const struct cp_perf_mark *m)
+{
+	if (!m->more)
+		return UINT64_MAX;
+	return m->last > CP_PERF_ORDER_SLACK_NS ? m->last - CP_PERF_ORDER_SLACK_NS : 0;
+}
+
+void cp_perf_drain_ordered(const struct cp_perf_drain *d, uint64_t until, cp_perf_deliver_fn *fn, void *arg)
+{
+	struct cp_perf_queue *q = d->q;
+	size_t batch = d->budget / (d->n ? d->n : 1);
+	if (batch < CP_PERF_STACK_COPY + 4096)
+		batch = CP_PERF_STACK_COPY + 4096;
+	for (size_t i = 0; i < d->n; i++)
+		d->mark[i] = (struct cp_perf_mark){ cp_perf_ring_head(&d->rings[i]), 0, 1 };
+	for (;;) {
+		/* The ring read least far in time, which holds back the
+		 * flush the most. */
+		size_t at = d->n;
+		for (size_t i = 0; i < d->n; i++)
+			if (d->mark[i].more && (at == d->n || d->mark[i].last < d->mark[at].last))
+				at = i;
+		if (at == d->n)
+			break;
+		struct cp_perf_mark *m = &d->mark[at];
+		q->newest = m->last;
+		m->more = cp_perf_ring_drain_to(&d->rings[at], m->end, batch, d->bounce, d->bounce_size, d->rec,
+						d->rec_arg);
+		m->last = q->newest;
+		uint64_t safe = until;
+		for (size_t i = 0; i < d->n; i++) {
+			uint64_t f = ring_floor(&d->mark[i]);
+			if (f < safe)
+				safe = f;
+		}
+		cp_perf_queue_flush(q, safe, fn, arg);
+	}
+	cp_perf_queue_flush(q, until, fn, arg);
 }

@@ -149,7 +149,9 @@ struct cp_perf_queue {
 	size_t n, cap;
 	uint8_t *buf;
 	size_t nbuf, capbuf;
+	size_t most;        /* the most bytes of buf it has held */
 	uint64_t seq;
+	uint64_t newest;    /* the latest time pushed (cp_perf_drain_ordered) */
 };
 /* Queues a copy of ev, of its chain and of its data.  0 or -ENOMEM (ev is then lost;
  * record counts a lost sample among the lost). */
@@ -159,5 +161,31 @@ int cp_perf_queue_push(struct cp_perf_queue *q, const struct cp_perf_event *ev);
 typedef void cp_perf_deliver_fn(void *arg, const struct cp_perf_event *ev);
 void cp_perf_queue_flush(struct cp_perf_queue *q, uint64_t until, cp_perf_deliver_fn *fn, void *arg);
 void cp_perf_queue_free(struct cp_perf_queue *q);
+
+/* Reading n rings into a queue a batch at a time, so that the queue holds
+ * about `budget` bytes, not all the rings hold (up to 4 MiB a CPU where
+ * the reader fell behind): each batch is of the ring read least far in
+ * time, and after it the queue hands on what no ring can still hold an
+ * older record than.  rec decodes a record and pushes it into q (or
+ * counts it); mark: n entries of the caller's, the pass's state. */
+struct cp_perf_mark {
+	uint64_t end;       /* the ring's head when the pass began */
+	uint64_t last;      /* the latest time read from it */
+	int more;           /* records before `end` still to read */
+};
+struct cp_perf_drain {
+	struct cp_perf_ring *rings;
+	struct cp_perf_mark *mark;
+	size_t n, budget;
+	uint8_t *bounce;
+	size_t bounce_size;
+	cp_perf_record_fn *rec;
+	void *rec_arg;
+	struct cp_perf_queue *q;
+};
+#define CP_PERF_DRAIN_BUDGET (1u << 20)
+/* Reads every ring up to where it was written when called, and hands
+ * every queued record older than `until` to fn in time order. */
+void cp_perf_drain_ordered(const struct cp_perf_drain *d, uint64_t until, cp_perf_deliver_fn *fn, void *arg);
 
 #endif
