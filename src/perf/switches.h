@@ -82,15 +82,14 @@ struct cp_switches {
 };
 
 /* Bytes of the user stack each switch-out's sample copies: a quarter of
- * a CPU sample's.  Where a thread blocks, its stack is seldom deep: the
- * whole of it fits in 3 KiB at every switch-out of work_offcpu, xz -T2,
- * a shell pipeline (cat | sort | gzip | gzip -d | wc) and sqlite3 but
- * for a few that 8 KiB cut short too, and 4 KiB keeps as many whole as 8
- * (bench/offcpu/whole.sh, docs/benchmarks-offcpu.md); deeper ones end in
- * [truncated].  The copy is a part of what a switch costs the kernel,
- * and of the ring's bandwidth and record's copying: 1 KiB instead of 8
- * saved about 1.2 points of the 7.4% --off-cpu adds with both threads on
- * one CPU (bench/offcpu/paired.sh). */
+ * a CPU sample's.  Where a thread blocks, its stack is seldom deep: at
+ * nearly every switch-out of work_offcpu, xz -T2, a shell pipeline and
+ * sqlite3 all of it was within 3 KiB, and 4 KiB kept as much of their
+ * off-CPU time whole as 8 (bench/offcpu/whole.sh,
+ * docs/benchmarks-offcpu.md); deeper ones end in [truncated].  The copy
+ * is a small part of what a switch costs: 1 KiB instead of 8 saved about
+ * 1 point of the 7.4% --off-cpu added with both threads of a ping-pong
+ * on one CPU (bench/offcpu/paired.sh). */
 #ifndef CP_SWITCH_STACK_COPY /* a build may try another (bench/offcpu/paired.sh) */
 #define CP_SWITCH_STACK_COPY 4096
 #endif
