@@ -17,9 +17,10 @@
 # 1; checked after each round from MIN_ROUNDS, default 20, on: a stop so
 # chosen makes the interval a little optimistic), or after MAX_SECS
 # (default 3600) seconds.
-# Environment: NICE (default "chrt -f 10" for root, else empty: the
-# caller's priority), PIN (default empty), US (default 80), WORK_ROUNDS (default 10000: 0.8 s of work
-# a side), B (the build, default build), OTHER: builds (directories) whose
+# Environment: KEEP (a directory for each run's output), NICE (default
+# "chrt -f 10" for root, else empty: the caller's priority), PIN
+# (default empty), US (default 80), WORK_ROUNDS (default 10000: 0.8 s of
+# work a side), B (the build, default build), OTHER: builds (directories) whose
 # `record --off-cpu` is run in the same rounds besides (e.g. one built
 # with -DCP_SWITCH_STACK_COPY=2048), each against the same round's plain
 # `record` and against B's --off-cpu.
@@ -47,7 +48,8 @@ NICE=${NICE-}
 PIN=${PIN-}
 W=$ROOT/$B/tests/work_offcpu
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/bench_paired.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+# KEEP: a directory to keep each run's output in (DIR/NAME.ROUND).
+trap 'if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP" && cp "$tmp"/* "$KEEP"/; fi; rm -rf "$tmp"' EXIT
 field() { awk -v k="$1" '{ for (i = 1; i < NF; i++) if ($i == k) print $(i + 1) }'; }
 
 # The configurations of a round: "name build flags".
@@ -59,9 +61,10 @@ $(basename "$o") $o --off-cpu"
 done
 nconf=$(printf '%s\n' "$configs" | wc -l)
 
-# The per-round ratios of KEY, a over b, one a line.
+# The per-round ratios of KEY, a over b, one a line (none for a round
+# where either run failed: a binary rebuilt under it, say).
 ratios() { for r in $(seq "$ROUNDS"); do
-	awk -v a="$(field "$3" <"$tmp/$1.$r")" -v b="$(field "$3" <"$tmp/$2.$r")" 'BEGIN { if (b > 0) print a / b }'
+	awk -v a="$(field "$3" <"$tmp/$1.$r")" -v b="$(field "$3" <"$tmp/$2.$r")" 'BEGIN { if (a > 0 && b > 0) print a / b }'
 done; }
 # Median and 95% interval of the numbers on stdin, as "+x.x% [+a.a%, +b.b%] (width w.w pp)".
 interval() { sort -g | awk '{ v[NR] = $1 } END {
