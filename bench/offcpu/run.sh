@@ -86,7 +86,8 @@ slower run is the profiler's cost.  $RUNS runs of each configuration, interleave
 then again); medians.  Wall and CPU are the program's own clocks around the work
 (CLOCK_MONOTONIC, CLOCK_PROCESS_CPUTIME_ID: what the kernel spends taking a sample at each switch
 is in its system time); record's CPU is its own (its tree's rusage less the program's).  Each
-switch-out's sample copies 8 KiB of the stack (\`CP_SWITCH_STACK_COPY\`, src/perf/switches.h).
+switch-out's sample copies $(sed -n 's/^#define CP_SWITCH_STACK_COPY //p' src/perf/switches.h) bytes of the stack (\`CP_SWITCH_STACK_COPY\`, src/perf/switches.h).
+Judged in pairs, with intervals: \`sh bench/offcpu/paired.sh\`.
 HEAD
 for us in $WORK; do
 	cat <<TAB

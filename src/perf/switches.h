@@ -81,14 +81,18 @@ struct cp_switches {
 	size_t nids, capids;
 };
 
-/* Bytes of the user stack each switch-out's sample copies: half a CPU
- * sample's.  The copy is most of what a switch costs the kernel:
- * measured on a 2-CPU VM (docs/benchmarks-offcpu.md), two threads
- * handing work back and forth at 100 us each, one CPU busy, ~8,500
- * switches a second: 4 KiB +4.1% CPU, 8 KiB +3.8%, 16 KiB +7.1%; a
- * blocked thread's stack is seldom deeper than this, and one that is
- * ends in [truncated]. */
-#define CP_SWITCH_STACK_COPY 8192
+/* Bytes of the user stack each switch-out's sample copies: a quarter of
+ * a CPU sample's.  Where a thread blocks, its stack is seldom deep: at
+ * nearly every switch-out of work_offcpu, xz -T2, a shell pipeline and
+ * sqlite3 all of it was within 3 KiB, and 4 KiB kept as much of their
+ * off-CPU time whole as 8 (bench/offcpu/whole.sh,
+ * docs/benchmarks-offcpu.md); deeper ones end in [truncated].  The copy
+ * is a small part of what a switch costs: 1 KiB instead of 8 saved about
+ * 1 point of the 7.4% --off-cpu added with both threads of a ping-pong
+ * on one CPU (bench/offcpu/paired.sh). */
+#ifndef CP_SWITCH_STACK_COPY /* a build may try another (bench/offcpu/paired.sh) */
+#define CP_SWITCH_STACK_COPY 4096
+#endif
 
 /* The context-switch event both readers open: a sample at every
  * switch-out (period 1, taken in kernel mode: exclude_kernel 0, which

@@ -164,7 +164,7 @@ for r in res["memory"].get("rows", []):
     print("memory: %(threads)d thr %(hz)d Hz: program %(bare_kib)s KiB bare, %(preload_kib)s preloaded, "
           "record %(record_kib)s, lines children %(preload_child_kib)s and %(record_child_kib)s" % r)
     if r.get("error") or not r["bare_kib"] or not r["preload_kib"] or not r["record_kib"] or \
-            not r["record_program_kib"] or r["preload_added_kib"] > 8192 or r["record_kib"] > 16384:
+            not r["record_program_kib"] or r["preload_added_kib"] > 8192 or r["record_kib"] > 8192:
         bad.append("memory: %s" % r)
 if not res["memory"].get("rows"):
     bad.append("memory: no row")

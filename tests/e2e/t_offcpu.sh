@@ -115,6 +115,15 @@ near "deep (deep_sleep)" "$(cum deep.pb.gz deep_sleep off-cpu)" "$(awk '{ print 
 "$CP" report --value cpu --format folded deep.pb.gz | grep -q "^\[truncated\];deep_frame;.*;deep_burn;" ||
 	{ "$CP" report --value cpu --format folded deep.pb.gz | cut -c1-300; fail "deep: a CPU sample's stack is not cut where the copy ends"; }
 
+# A wait under a few KiB of stack (6 frames of 256 bytes below main),
+# where most threads block: the switch-out's copy holds all of it, so
+# the off-CPU time has its whole stack, from _start down, none cut short
+# (a copy of 2 KiB cuts it: CP_SWITCH_STACK_COPY, switches.h).
+"$CP" record --off-cpu -o mid.pb.gz -- "$W" deep 6 100 >mid.out 2>mid.err || { cat mid.err; fail "deep 6: status $?"; }
+"$CP" report --value off-cpu --format folded mid.pb.gz | grep ";deep_sleep" >mid.folded || true
+grep -q "^_start;.*;main;deep_frame;.*;deep_sleep;" mid.folded && ! grep -q "^\[truncated\]" mid.folded ||
+	{ cut -c1-300 mid.folded; fail "deep 6: the off-CPU stack under 6 frames is not whole"; }
+
 # Without --off-cpu: no context-switch event opened, the profile as ever.
 if command -v strace >/dev/null 2>&1; then
 	strace -o s1.trace -e trace=perf_event_open "$CP" record -o n.pb.gz -- "$W" kinds 40 >/dev/null 2>&1 ||
