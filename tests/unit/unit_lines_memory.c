@@ -4,16 +4,18 @@
  * looks up the few functions of it a profile has; on Debian its DWARF is
  * zlib-compressed, and libdw inflates every section it knows at the open.
  * The peak resident set this adds (VmHWM after, less VmRSS before, libdw
- * already loaded; the peak reset between cases by /proc/self/clear_refs),
+ * already loaded; each case in a child of its own, its peak reset by
+ * /proc/self/clear_refs),
  * 16 functions across libc looked up, in three cases:
  *  - no inflated copies (CPUPROF_INFLATED_CACHE=0): under LIMIT_KIB,
  *    15.5 MiB: 12.7 MiB here, where reading the file mapped, with its
  *    location lists inflated too, took 17.7;
  *  - the first open, which inflates the file and keeps its copy: under
- *    LIMIT_FIRST_KIB, 16 MiB: 13.7 here (the image inflated in the heap,
- *    then read from the copy kept; read from the heap, 18.1);
- *  - the next, which maps that copy: under LIMIT_COPY_KIB, 10 MiB: 7.8
- *    here (only what libdw touches of the file is resident).
+ *    LIMIT_FIRST_KIB, 16 MiB: 14.3 here (the image inflated in the heap,
+ *    then read from the copy kept; read from the heap, 18.9);
+ *  - the next, which maps that copy: under LIMIT_KIB too (12.8 here: libdw
+ *    reads most of what it maps; the copy saves the inflating's CPU, not
+ *    memory).
  * Skipped where libc has no debug file (Debian: libc6-dbg), and under
  * qemu-user.
  */
@@ -21,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../check.h"
 #include "symbolize/debuglink.h"
@@ -30,7 +34,7 @@
 /* Generous: between what is measured now and what it was. */
 #define LIMIT_KIB (31 * 512)
 #define LIMIT_FIRST_KIB (16 * 1024)
-#define LIMIT_COPY_KIB (10 * 1024)
+#define LIMIT_COPY_KIB LIMIT_KIB
 
 static long status_kib(const char *key)
 {
@@ -98,6 +102,39 @@ static long lookups(const char *libc, const char *bid, const struct cp_symtab *t
 	return added;
 }
 
+/* lookups() in a child of its own, so that no case finds the heap the one
+ * before left (freed, still resident): CPUPROF_INFLATED_CACHE as given
+ * (NULL: unset). */
+static long in_child(const char *libc, const char *bid, const struct cp_symtab *t, const char *what,
+		     const char *inflated)
+{
+	int p[2];
+	CHECK(pipe(p) == 0, "pipe: %s", strerror(errno));
+	fflush(stdout);
+	pid_t pid = fork();
+	CHECK(pid >= 0, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(p[0]);
+		if (inflated)
+			setenv("CPUPROF_INFLATED_CACHE", inflated, 1);
+		else
+			unsetenv("CPUPROF_INFLATED_CACHE");
+		long v = lookups(libc, bid, t, what);
+		fflush(stdout);
+		_exit(write(p[1], &v, sizeof v) == sizeof v ? 0 : 1);
+	}
+	close(p[1]);
+	long v = -1;
+	ssize_t n = read(p[0], &v, sizeof v);
+	close(p[0]);
+	int st;
+	CHECK(waitpid(pid, &st, 0) == pid, "waitpid: %s", strerror(errno));
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
+		exit(77); /* the child said why it skipped */
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0 && n == sizeof v, "the %s case failed (status %d)", what, st);
+	return v;
+}
+
 int main(void)
 {
 	char libc[4096], bid[2 * SYMBOLS_BUILD_ID_MAX + 1], why[512], dir[] = "/tmp/unit_lines_memory.XXXXXX";
@@ -113,15 +150,13 @@ int main(void)
 	CHECK(mkdtemp(dir) != NULL, "mkdtemp: %s", strerror(errno));
 	setenv("XDG_CACHE_HOME", dir, 1);
 
-	setenv("CPUPROF_INFLATED_CACHE", "0", 1);
-	long none = lookups(libc, bid, &t, "no copies");
+	long none = in_child(libc, bid, &t, "no copies", "0");
 	CHECK(none < LIMIT_KIB, "reading libc's DWARF added %ld KiB to the peak resident set (limit %d)", none,
 	      LIMIT_KIB);
-	unsetenv("CPUPROF_INFLATED_CACHE");
-	long first = lookups(libc, bid, &t, "its copy made");
+	long first = in_child(libc, bid, &t, "its copy made", NULL);
 	CHECK(first < LIMIT_FIRST_KIB, "making libc's inflated copy added %ld KiB to the peak (limit %d)", first,
 	      LIMIT_FIRST_KIB);
-	long copy = lookups(libc, bid, &t, "its copy mapped");
+	long copy = in_child(libc, bid, &t, "its copy mapped", NULL);
 	CHECK(copy < LIMIT_COPY_KIB, "reading libc's inflated copy added %ld KiB to the peak (limit %d)", copy,
 	      LIMIT_COPY_KIB);
 	char cmd[sizeof dir + 16];
