@@ -199,7 +199,9 @@ int cp_debugcopy_get(int fd, const struct stat *st, void **image, size_t *size)
 	if (ok)
 		m = mmap(NULL, (size_t)t.image_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, cfd, 0);
 	close(cfd);
-	ok = ok && m != MAP_FAILED && image_crc(m, (size_t)t.image_size) == (int64_t)t.crc;
+	if (ok && m == MAP_FAILED)
+		return -1; /* no room to map it now (ENOMEM, a limit): not its fault */
+	ok = ok && image_crc(m, (size_t)t.image_size) == (int64_t)t.crc;
 	if (ok && strchr(name, '-')) { /* named by its build ID */
 		struct cp_elf e = { .fd = -1, .mem = m, .size = t.image_size };
 		char bid[2 * CP_ELF_BUILD_ID_MAX + 1];
@@ -209,12 +211,16 @@ int cp_debugcopy_get(int fd, const struct stat *st, void **image, size_t *size)
 	}
 	if (ok && !map_note(m, (size_t)t.image_size)) {
 		munmap(m, (size_t)t.image_size);
-		return 0; /* too many open at once: inflate this one in memory */
+		return -1; /* too many open at once: inflate this one in memory */
 	}
 	if (!ok) {
+		struct stat now;
 		if (m != MAP_FAILED)
 			munmap(m, (size_t)t.image_size);
-		unlink(path); /* damaged, or of another file or reader */
+		/* Damaged, or of another file or reader; unless another
+		 * process has renamed a new copy over it since the open. */
+		if (stat(path, &now) == 0 && now.st_dev == cst.st_dev && now.st_ino == cst.st_ino)
+			unlink(path);
 		return 0;
 	}
 	/* Used now: the last out when the cap is met. */

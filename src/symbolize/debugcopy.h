@@ -15,7 +15,10 @@
  * one changed, is another copy) and the CRC-32 of the image's ELF header
  * and section header table.  It is used only if all of these hold, its
  * sections lie inside it and none is compressed, and its build ID is the
- * file's; else it is deleted and made again.  Written aside and renamed,
+ * file's; else it is deleted and made again.  The sections' contents are
+ * not checked (a CRC of 10 MB would cost about 10 ms a use): a copy
+ * damaged inside its DWARF is libdw's to refuse, as a damaged debug
+ * file would be.  Written aside and renamed,
  * so that processes reading and writing at once each see a whole copy
  * or none.
  *
@@ -40,8 +43,10 @@ uint64_t cp_debugcopy_cap(void);
 
 /* If a sound copy of the file at path (open at fd, whose fstat is st) is
  * kept: 1 with *image, a private writable mapping of it of *size bytes
- * (to release with cp_debugcopy_release).  Else 0 (a damaged copy is
- * deleted). */
+ * (to release with cp_debugcopy_release).  -1 if it may be sound but
+ * cannot be mapped now (no address space, too many mapped at once): the
+ * caller inflates in memory and keeps the copy as it is.  Else 0 (a
+ * damaged copy is deleted). */
 int cp_debugcopy_get(int fd, const struct stat *st, void **image, size_t *size);
 
 /* Would a copy of about `size` bytes be kept now (cap, free space, a

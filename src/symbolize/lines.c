@@ -284,6 +284,8 @@ static int elf_open(const char *path, int keep, int *fd, Elf **e, void **image, 
 	}
 	char zwhy[200];
 	int z = keep && cp_unpack_compressed(*fd) ? cp_debugcopy_get(*fd, &st, image, &isize) : 0;
+	if (z < 0) /* a copy that cannot be mapped now: inflate in memory, rewrite nothing */
+		keep = 0, z = 0;
 	if (z == 0) {
 		z = cp_unpack_elf(*fd, keep ? cp_debugcopy_room : NULL, image, &isize, zwhy, sizeof zwhy);
 		if (z < 0 && keep) /* a zlib section that does not inflate is libdw's to judge, as without copies */

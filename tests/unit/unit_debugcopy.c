@@ -159,6 +159,33 @@ static void test_made_and_used(void)
 	       (long long)st.st_blocks * 512);
 }
 
+/* A sound copy that cannot be mapped now (all of the table's maps held)
+ * is answered from memory and left as it is: not deleted, not written
+ * again. */
+static void test_maps_full(void)
+{
+	enum { HELD = 64 }; /* debugcopy.c's MAX_MAPS */
+	char copy[600];
+	CHECK(copy_path(copy, sizeof copy), "no copy");
+	struct stat before, after, zst;
+	int fd = open(z, O_RDONLY | O_CLOEXEC);
+	CHECK(fd >= 0 && fstat(fd, &zst) == 0 && stat(copy, &before) == 0, "open %s", z);
+	void *held[HELD];
+	size_t size;
+	for (int i = 0; i < HELD; i++)
+		CHECK_EQ(cp_debugcopy_get(fd, &zst, &held[i], &size), 1);
+	void *one;
+	CHECK_EQ(cp_debugcopy_get(fd, &zst, &one, &size), -1);
+	CHECK_EQ(check_answers("all maps held"), 0); /* libdw inflates, as without copies: nothing of ours */
+	CHECK(stat(copy, &after) == 0, "the copy was deleted when it could not be mapped");
+	CHECK(after.st_ino == before.st_ino, "the copy was written again when it could not be mapped");
+	for (int i = 0; i < HELD; i++)
+		cp_debugcopy_release(held[i]);
+	close(fd);
+	CHECK_EQ(check_answers("maps let go"), 0);
+	printf("all maps held: answered from memory, the copy left as it was\n");
+}
+
 /* The offset in the file at path of its section header `name`, the
  * header in *out. */
 static off_t section_at(const char *path, const char *name, ElfW(Shdr) *out)
@@ -375,6 +402,7 @@ int main(void)
 	answers(exe, want); /* uncompressed: nothing to inflate, no copy */
 	CHECK_EQ(cp_test_inflated - before, 0);
 	test_made_and_used();
+	test_maps_full();
 	test_refused();
 	test_off();
 	test_corrupt_zlib();
