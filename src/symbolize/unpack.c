@@ -113,18 +113,27 @@ static int wanted(const struct cp_elf *f, const ElfW(Shdr) *h, ElfW(Chdr) *ch, i
 	       (ch->ch_type == ELFCOMPRESS_ZSTD || (zlib_too && ch->ch_type == ELFCOMPRESS_ZLIB));
 }
 
-int cp_unpack_compressed(int fd)
+/* The section headers (malloc'd) of the regular file at fd, a native ELF
+ * file, with *f set to read it and *eh its header; NULL for anything else
+ * (an extended section count too: none ship so). */
+static ElfW(Shdr) *native_sections(int fd, struct cp_elf *f, ElfW(Ehdr) *eh)
 {
 	struct stat st;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-		return 0;
-	struct cp_elf f = { .fd = fd, .size = (uint64_t)st.st_size };
+		return NULL;
+	*f = (struct cp_elf){ .fd = fd, .size = (uint64_t)st.st_size };
+	if (cp_elf_read(f, 0, eh, sizeof *eh) != 0 || memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 ||
+	    eh->e_ident[EI_CLASS] != ELF_CLASS_NATIVE || eh->e_ident[EI_DATA] != ELF_DATA_NATIVE ||
+	    eh->e_shnum == 0 || eh->e_shentsize != sizeof(ElfW(Shdr)))
+		return NULL;
+	return read_at(f, eh->e_shoff, (uint64_t)eh->e_shnum * sizeof(ElfW(Shdr)));
+}
+
+int cp_unpack_compressed(int fd)
+{
+	struct cp_elf f;
 	ElfW(Ehdr) eh;
-	if (cp_elf_read(&f, 0, &eh, sizeof eh) != 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-	    eh.e_ident[EI_CLASS] != ELF_CLASS_NATIVE || eh.e_ident[EI_DATA] != ELF_DATA_NATIVE ||
-	    eh.e_shnum == 0 || eh.e_shentsize != sizeof(ElfW(Shdr)))
-		return 0;
-	ElfW(Shdr) *sh = read_at(&f, eh.e_shoff, (uint64_t)eh.e_shnum * sizeof *sh);
+	ElfW(Shdr) *sh = native_sections(fd, &f, &eh);
 	int found = 0;
 	for (size_t i = 0; sh && i < eh.e_shnum && !found; i++)
 		found = (sh[i].sh_flags & SHF_COMPRESSED) && sh[i].sh_type != SHT_NOBITS;
@@ -163,26 +172,19 @@ int cp_unpack_elf(int fd, int (*room)(uint64_t size), void **image, size_t *size
 {
 	*image = NULL;
 	*size = 0;
-	struct stat st;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-		return 0;
-	struct cp_elf f = { .fd = fd, .size = (uint64_t)st.st_size };
+	struct cp_elf f;
 	ElfW(Ehdr) eh;
-	if (cp_elf_read(&f, 0, &eh, sizeof eh) != 0 || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-	    eh.e_ident[EI_CLASS] != ELF_CLASS_NATIVE || eh.e_ident[EI_DATA] != ELF_DATA_NATIVE ||
-	    eh.e_shnum == 0 || eh.e_shentsize != sizeof(ElfW(Shdr)))
-		return 0; /* no sections to inflate (an extended count too: none ship so) */
-	size_t shnum = eh.e_shnum;
-	ElfW(Shdr) *sh = read_at(&f, eh.e_shoff, (uint64_t)shnum * sizeof *sh);
+	ElfW(Shdr) *sh = native_sections(fd, &f, &eh);
 	if (!sh)
-		return 0;
+		return 0; /* no sections to inflate */
+	size_t shnum = eh.e_shnum;
 	/* What the sections inflate to: with the zlib ones only if an image
 	 * that large may be kept. */
 	uint64_t extra = 0;
 	size_t nz = 0, nzstd = 0;
 	int zlib_too = room != NULL, rc;
 	rc = measure(&f, sh, shnum, zlib_too, &extra, &nz, &nzstd, why, len);
-	if (zlib_too && (rc != 0 || (nz > nzstd && !room(((uint64_t)st.st_size + 15) + extra + shnum * sizeof *sh)))) {
+	if (zlib_too && (rc != 0 || (nz > nzstd && !room((f.size + 15) + extra + shnum * sizeof *sh)))) {
 		zlib_too = 0;
 		rc = measure(&f, sh, shnum, zlib_too, &extra, &nz, &nzstd, why, len);
 	}
@@ -195,9 +197,9 @@ int cp_unpack_elf(int fd, int (*room)(uint64_t size), void **image, size_t *size
 		free(sh);
 		return rc;
 	}
-	uint64_t base = ((uint64_t)st.st_size + 15) & ~(uint64_t)15;
+	uint64_t base = (f.size + 15) & ~(uint64_t)15;
 	uint64_t total = base + extra + shnum * sizeof *sh;
-	if (total > CP_UNPACK_MAX + (uint64_t)st.st_size + (1u << 20) || total > SIZE_MAX) {
+	if (total > CP_UNPACK_MAX + f.size + (1u << 20) || total > SIZE_MAX) {
 		free(sh);
 		return cp_why(why, len, "too large to inflate"), -EFBIG;
 	}
@@ -206,7 +208,7 @@ int cp_unpack_elf(int fd, int (*room)(uint64_t size), void **image, size_t *size
 		free(sh);
 		return cp_why(why, len, "out of memory inflating its zstd sections"), -ENOMEM;
 	}
-	rc = cp_elf_read(&f, 0, img, (uint64_t)st.st_size);
+	rc = cp_elf_read(&f, 0, img, f.size);
 	uint64_t at = base;
 	for (size_t i = 0; i < shnum && rc == 0; i++) {
 		ElfW(Chdr) ch;
@@ -214,7 +216,7 @@ int cp_unpack_elf(int fd, int (*room)(uint64_t size), void **image, size_t *size
 			continue;
 		const char *kind = ch.ch_type == ELFCOMPRESS_ZSTD ? "zstd" : "zlib";
 		/* The whole section lies in the file: it was read above. */
-		if (sh[i].sh_offset > (uint64_t)st.st_size || sh[i].sh_size > (uint64_t)st.st_size - sh[i].sh_offset) {
+		if (sh[i].sh_offset > f.size || sh[i].sh_size > f.size - sh[i].sh_offset) {
 			rc = -ENOEXEC;
 			cp_why(why, len, "a %s-compressed section lies outside the file", kind);
 			break;
