@@ -395,14 +395,6 @@ static void enqueue(const struct perf_event_header *h, int cpu, void *arg)
  * hold a copy of everything the rings held (cp_perf_drain_ordered). */
 void kc_drain(struct cp_kcollector *k, uint64_t until)
 {
-	if (!k->marks)
-		k->marks = calloc(k->nrings ? k->nrings : 1, sizeof *k->marks);
-	if (!k->marks) {
-		for (size_t i = 0; i < k->nrings; i++)
-			cp_perf_ring_drain(&k->rings[i], k->bounce, k->bounce_size, enqueue, k);
-		cp_perf_queue_flush(&k->queue, until, kc_handle, k);
-		return;
-	}
 	struct cp_perf_drain d = { k->rings, k->marks, k->nrings, CP_PERF_DRAIN_BUDGET, k->bounce, k->bounce_size,
 				   enqueue, k, &k->queue };
 	cp_perf_drain_ordered(&d, until, kc_handle, k);

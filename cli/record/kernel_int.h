@@ -150,7 +150,7 @@ struct cp_kcollector {
 	struct cp_ucache *cache;
 	uint64_t set_gen;
 	struct cp_perf_queue queue;   /* the records in time order */
-	struct cp_perf_mark *marks;   /* each ring's, during a drain (nrings) */
+	struct cp_perf_mark *marks;   /* each ring's, during a drain (nrings, made with them) */
 	uint64_t lost, throttled;
 	int64_t wall0_ns;
 	uint64_t mono0, mono1;

@@ -219,7 +219,8 @@ static int setup(struct cp_kcollector **out, const struct cp_kernel_conf *c)
 	k->bounce_size = CP_PERF_STACK_COPY + 4096;
 	k->bounce = malloc(k->bounce_size);
 	k->cache = calloc(1, sizeof *k->cache);
-	if (!k->bounce || !k->cache || cp_perf_rings(&k->rings, &k->nrings) < 0) {
+	if (!k->bounce || !k->cache || cp_perf_rings(&k->rings, &k->nrings) < 0 ||
+	    !(k->marks = calloc(k->nrings ? k->nrings : 1, sizeof *k->marks))) {
 		cp_kernel_free(k);
 		return -ENOMEM;
 	}
