@@ -269,10 +269,10 @@ nomem:
 /* s without its symbol version ("memcpy@GLIBC_2.2.5"). */
 static uint64_t intern_unversioned(struct out *o, const char *s)
 {
-	const char *at = strchr(s, '@');
-	if (!at || at == s)
+	size_t len = cp_symbol_unversioned_len(s);
+	if (!s[len])
 		return intern(o, s);
-	char *c = strndup(s, (size_t)(at - s));
+	char *c = strndup(s, len);
 	uint64_t k = c ? intern(o, c) : 0;
 	free(c);
 	return k;
@@ -281,19 +281,25 @@ static uint64_t intern_unversioned(struct out *o, const char *s)
 /* s demangled, without its version; 0 if it does not demangle. */
 static uint64_t intern_demangled(struct out *o, const char *s)
 {
-	const char *at = strchr(s, '@');
-	char *base = at && at != s ? strndup(s, (size_t)(at - s)) : NULL;
-	char *d = cp_demangle(base ? base : s);
+	char *base = strndup(s, cp_symbol_unversioned_len(s));
+	char *d = base ? cp_demangle(base) : NULL;
 	free(base);
 	uint64_t k = d ? intern(o, d) : 0;
 	free(d);
 	return k;
 }
 
+/* s as the writer names a function (cp_symbol_readable). */
 static uint64_t intern_readable(struct out *o, const char *s)
 {
-	uint64_t k = intern_demangled(o, s);
-	return k ? k : intern_unversioned(o, s);
+	char *r = cp_symbol_readable(s);
+	if (!r) {
+		o->err = ENOMEM;
+		return 0;
+	}
+	uint64_t k = intern(o, r);
+	free(r);
+	return k;
 }
 
 /* The id of the Function (name, system, file, start): a new one, or one

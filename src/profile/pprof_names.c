@@ -36,10 +36,10 @@ int cp_pprof_lines = 1;
  * ("memcpy@GLIBC_2.2.5", "__libc_start_main@@GLIBC_2.34"). */
 static uint32_t str_unversioned(struct builder *b, const char *s)
 {
-	const char *at = strchr(s, '@');
-	if (!at || at == s)
+	size_t len = cp_symbol_unversioned_len(s);
+	if (!s[len])
 		return cp_pb_str_intern(b, s);
-	char *copy = strndup(s, (size_t)(at - s));
+	char *copy = strndup(s, len);
 	if (!copy) {
 		b->err = ENOMEM;
 		return 0;
@@ -53,13 +53,12 @@ static uint32_t str_unversioned(struct builder *b, const char *s)
  * without its version, or 0 if s is not a mangled name. */
 static uint32_t str_demangled(struct builder *b, const char *s)
 {
-	const char *at = strchr(s, '@');
-	char *base = at && at != s ? strndup(s, (size_t)(at - s)) : NULL;
-	if (at && at != s && !base) {
+	char *base = strndup(s, cp_symbol_unversioned_len(s));
+	if (!base) {
 		b->err = ENOMEM;
 		return 0;
 	}
-	char *d = cp_demangle(base ? base : s);
+	char *d = cp_demangle(base);
 	free(base);
 	if (!d)
 		return 0;

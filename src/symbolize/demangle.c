@@ -18,10 +18,15 @@ char *cp_demangle(const char *name)
 	return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
 }
 
-char *cp_symbol_readable(const char *s)
+size_t cp_symbol_unversioned_len(const char *s)
 {
 	const char *at = strchr(s, '@');
-	char *base = at && at != s ? strndup(s, (size_t)(at - s)) : strdup(s);
+	return at && at != s ? (size_t)(at - s) : strlen(s);
+}
+
+char *cp_symbol_readable(const char *s)
+{
+	char *base = strndup(s, cp_symbol_unversioned_len(s));
 	if (!base)
 		return NULL;
 	char *d = cp_demangle(base);

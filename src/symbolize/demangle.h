@@ -24,4 +24,9 @@ char *cp_demangle(const char *name);
  * malloc'd string the caller frees, or NULL if memory ran out. */
 char *cp_symbol_readable(const char *s);
 
+/* The length of symbol s without its version: what comes before its '@'
+ * ("memcpy@GLIBC_2.2.5", "__libc_start_main@@GLIBC_2.34"), else all of
+ * it (a name that begins with '@' too). */
+size_t cp_symbol_unversioned_len(const char *s);
+
 #endif
