@@ -327,6 +327,7 @@ static int add_profile(struct stackset *ss, const struct profile *p,
 {
 	/* Without it (out of memory) each location is made each time. */
 	size_t *memo = calloc(p->nlocations ? p->nlocations : 1, sizeof *memo);
+	int rc = -1;
 	for (size_t s = 0; s < p->nsamples; s++) {
 		const struct profile_sample *smp = &p->samples[s];
 		size_t off = ss->priv_.nstack;
@@ -334,28 +335,20 @@ static int add_profile(struct stackset *ss, const struct profile *p,
 		if (o->group != GROUP_NONE) {
 			long g = group_frame(ss, smp, "process", "pid",
 					     FRAME_PROCESS, &has);
-			if (has && push_frame(ss, g) < 0) {
-				free(memo);
-				return -1;
-			}
+			if (has && push_frame(ss, g) < 0)
+				goto done;
 		}
 		if (o->group == GROUP_THREAD) {
 			long g = group_frame(ss, smp, "thread", "tid",
 					     FRAME_THREAD, &has);
-			if (has && push_frame(ss, g) < 0) {
-				free(memo);
-				return -1;
-			}
+			if (has && push_frame(ss, g) < 0)
+				goto done;
 		}
 		for (size_t j = smp->nlocations; j-- > 0;)
-			if (push_location(ss, p, smp->locations[j], o->lines, memo) < 0) {
-				free(memo);
-				return -1;
-			}
-		if (ss->priv_.nstack > UINT32_MAX) {
-			free(memo);
-			return -1;
-		}
+			if (push_location(ss, p, smp->locations[j], o->lines, memo) < 0)
+				goto done;
+		if (ss->priv_.nstack > UINT32_MAX)
+			goto done;
 		struct stack_sample *out = &ss->samples[ss->nsamples++];
 		out->off = (uint32_t)off;
 		out->n = (uint32_t)(ss->priv_.nstack - off);
@@ -363,8 +356,10 @@ static int add_profile(struct stackset *ss, const struct profile *p,
 		out->count = ci < 0 ? 1 : smp->values[ci];
 		ss->total = sat_add(ss->total, out->value);
 	}
+	rc = 0;
+done:
 	free(memo);
-	return 0;
+	return rc;
 }
 
 int stackset_build(struct stackset *ss, struct profile *const *p,
