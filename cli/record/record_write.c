@@ -374,15 +374,9 @@ static int sampled_objects(const struct cp_profile_part *parts, size_t nparts, s
 					j++;
 				if (j < *n)
 					continue;
-				if (*n == cap) {
-					size_t nc = cap ? 2 * cap : 16;
-					struct cp_lines_object *o = realloc(*objs, nc * sizeof *o);
-					if (!o) {
-						free(pcs);
-						return -1;
-					}
-					*objs = o;
-					cap = nc;
+				if (cp_array_grow((void **)objs, &cap, *n + 1, sizeof **objs, 16)) {
+					free(pcs);
+					return -1;
 				}
 				(*objs)[(*n)++] = (struct cp_lines_object){ last->path, last->build_id, last->file };
 			}

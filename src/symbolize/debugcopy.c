@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "base/array.h"
 #include "base/cachefile.h"
 #include "base/elf.h"
 #include "debugcopy.h"
@@ -343,14 +344,8 @@ void cp_debugcopy_trim(const char *dir, uint64_t cap, const char *keep)
 		total += bytes;
 		if (keep && !strcmp(de->d_name, keep))
 			continue;
-		if (n == capn) {
-			size_t c = capn ? capn * 2 : 64;
-			struct entry *l = realloc(list, c * sizeof *l);
-			if (!l)
-				break;
-			list = l;
-			capn = c;
-		}
+		if (cp_array_grow((void **)&list, &capn, n + 1, sizeof *list, 64))
+			break;
 		snprintf(list[n].name, sizeof list[n].name, "%s", de->d_name);
 		list[n].used = st.st_mtim;
 		list[n].bytes = bytes;
