@@ -118,9 +118,17 @@ async function checkWork(b, file, png, total, hotShare, searchShare) {
 	await sleep(200);
 	check((await p.eval(F + ".zoomed()")) !== z && (await drawnNamed(p, "hot_leaf")).length === 1,
 		"clicking the zoomed frame zooms back out");
+	// Compared with main, not with the flame's own y: the flame draws
+	// from the bottom of a canvas as tall as the deepest stack, so one
+	// deep stray stack can put hot_leaf low in both orientations.
+	const mainFlame = (await drawnNamed(p, "main"))[0];
+	const hotFlame = (await drawnNamed(p, "hot_leaf"))[0];
 	await p.eval("document.getElementById('orient').click()");
-	const flipped = (await drawnNamed(p, "hot_leaf"))[0];
-	check(flipped.y > hot.y, "the icicle toggle puts the root at the top and the leaves below");
+	const mainIcicle = (await drawnNamed(p, "main"))[0];
+	const hotIcicle = (await drawnNamed(p, "hot_leaf"))[0];
+	check(hotFlame.y < mainFlame.y && hotIcicle.y > mainIcicle.y,
+		"the icicle toggle puts the root at the top and the leaves below (flame: main " + mainFlame.y +
+		", hot_leaf " + hotFlame.y + "; icicle: main " + mainIcicle.y + ", hot_leaf " + hotIcicle.y + ")");
 	await p.eval("document.getElementById('orient').click()");
 	await p.screenshot(png);
 	check(fs.statSync(png).size > 10000, "screenshot " + png);
