@@ -198,7 +198,7 @@ int cp_debugcopy_get(int fd, const struct stat *st, void **image, size_t *size)
 		return 0;
 	}
 	if (ok)
-		m = mmap(NULL, (size_t)t.image_size, PROT_READ | PROT_WRITE, MAP_PRIVATE, cfd, 0);
+		m = mmap(NULL, (size_t)t.image_size, PROT_READ, MAP_PRIVATE, cfd, 0);
 	close(cfd);
 	if (ok && m == MAP_FAILED)
 		return -1; /* no room to map it now (ENOMEM, a limit): not its fault */

@@ -42,7 +42,7 @@
 uint64_t cp_debugcopy_cap(void);
 
 /* If a sound copy of the file at path (open at fd, whose fstat is st) is
- * kept: 1 with *image, a private writable mapping of it of *size bytes
+ * kept: 1 with *image, a read-only mapping of it of *size bytes
  * (to release with cp_debugcopy_release).  -1 if it may be sound but
  * cannot be mapped now (no address space, too many mapped at once): the
  * caller inflates in memory and keeps the copy as it is.  Else 0 (a

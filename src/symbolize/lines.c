@@ -31,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -68,7 +69,7 @@ const char *cp_lines_libdw_soname = "libdw.so.1";
 	X(dwarf_lineaddr) X(dwarf_lineno) X(dwarf_linesrc)                   \
 	X(dwarf_lineendsequence) X(dwarf_getsrcfiles) X(dwarf_filesrc)     \
 	X(dwarf_cu_getdwarf) X(dwarf_cuoffset) X(dwarf_next_unit) X(dwarf_getelf)  \
-	X(elf_memory)
+	X(elf_memory) X(elf_rawfile)
 
 static struct {
 #define FIELD(f) __typeof__(f) *f;
@@ -145,6 +146,9 @@ struct cp_lines_dwarf {
 	Elf *elf, *delf;
 	void *image, *dimage; /* their inflated copies (unpack.h), or NULL */
 	size_t image_size, dimage_size;
+	int ro, dro;         /* libdw reads each from a read-only mapping */
+	void *back;          /* that mapping of the file libdw reads, or NULL */
+	size_t back_size;
 	int sfd;             /* the skeleton unpacked with a .dwp (dwp.h), or -1 */
 	char dwp_why[160];   /* why a .dwp beside it was not used, or "" */
 	Elf *selfe;
@@ -164,6 +168,8 @@ struct cp_lines_dwarf {
 /* Bounds on what a walk of a DIE tree may take: deeper trees and larger
  * function tables are malformed (GCC nests a few dozen levels). */
 enum { MAX_TREE_DEPTH = 256, MAX_INLINE_VISITS = 1 << 20 };
+/* Units indexed between two give_back()s: libc's 2063 in 32 steps. */
+enum { GIVE_BACK_UNITS = 64 };
 
 static void hex(const uint8_t *p, size_t n, char *out)
 {
@@ -263,13 +269,14 @@ static void hide_unread(Elf *e)
  * pages of a mapped file stay resident beside what they inflated to
  * (libc's debug file: 4 MiB of them beside 10 MiB; read, each is freed
  * once inflated), so that the lines child's peak is about two thirds of
- * what it was. */
-static int elf_open(const char *path, int keep, int *fd, Elf **e, void **image, size_t *isize_out, char *why,
-		    size_t len)
+ * what it was.  *ro (if not NULL) says whether *e reads a read-only
+ * mapping of the file or its copy (give_back). */
+static int elf_open(const char *path, int keep, int *fd, Elf **e, void **image, size_t *isize_out, int *ro,
+		    char *why, size_t len)
 {
 	struct stat st;
 	size_t isize = 0;
-	int rc = -ENOEXEC;
+	int rc = -ENOEXEC, mapped = 0;
 	*e = NULL;
 	*image = NULL;
 	*fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -286,6 +293,7 @@ static int elf_open(const char *path, int keep, int *fd, Elf **e, void **image, 
 	int z = keep && cp_unpack_compressed(*fd) ? cp_debugcopy_get(*fd, &st, image, &isize) : 0;
 	if (z < 0) /* a copy that cannot be mapped now: inflate in memory, rewrite nothing */
 		keep = 0, z = 0;
+	mapped = z == 1;
 	if (z == 0) {
 		z = cp_unpack_elf(*fd, keep ? cp_debugcopy_room : NULL, image, &isize, zwhy, sizeof zwhy);
 		if (z < 0 && keep) /* a zlib section that does not inflate is libdw's to judge, as without copies */
@@ -300,6 +308,7 @@ static int elf_open(const char *path, int keep, int *fd, Elf **e, void **image, 
 				cp_debugcopy_release(*image);
 				*image = m;
 				isize = msize;
+				mapped = 1;
 			}
 		}
 	}
@@ -310,13 +319,17 @@ static int elf_open(const char *path, int keep, int *fd, Elf **e, void **image, 
 		goto bad;
 	}
 	*e = z ? dw.elf_memory(*image, isize) : dw.elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	mapped = z ? mapped : 1; /* ELF_C_READ_MMAP maps it read-only */
 	if (!z && *e && dw.elf_kind(*e) == ELF_K_ELF && compressed_debug(*e)) {
 		dw.elf_end(*e);
 		if ((*e = dw.elf_begin(*fd, ELF_C_READ, NULL)))
 			hide_unread(*e);
+		mapped = 0;
 	}
 	if (isize_out)
 		*isize_out = isize;
+	if (ro)
+		*ro = mapped;
 	GElf_Ehdr eh;
 	if (!*e || dw.elf_kind(*e) != ELF_K_ELF || !dw.gelf_getehdr(*e, &eh) ||
 	    eh.e_ident[EI_CLASS] != (sizeof(void *) == 8 ? ELFCLASS64 : ELFCLASS32)) {
@@ -376,7 +389,8 @@ static int try_debug_file(struct cp_lines_dwarf *d, const char *path,
 		return 0;
 	char ewhy[400] = "";
 	size_t isize;
-	if (elf_open(path, 1, &fd, &e, &image, &isize, ewhy, sizeof ewhy) != 0) {
+	int ro;
+	if (elf_open(path, 1, &fd, &e, &image, &isize, &ro, ewhy, sizeof ewhy) != 0) {
 		/* Not an ELF file is no debug file; one that cannot be
 		 * inflated is, and says so. */
 		if (strstr(ewhy, "zstd"))
@@ -408,6 +422,7 @@ static int try_debug_file(struct cp_lines_dwarf *d, const char *path,
 	d->delf = e;
 	d->dimage = image;
 	d->dimage_size = isize;
+	d->dro = ro;
 	return 1;
 }
 
@@ -478,12 +493,25 @@ static uint64_t section_size(Elf *e, const char *name)
 	return 0;
 }
 
+/* Gives back the pages of the mapped file libdw reads that it has read so
+ * far (the mapping is read-only: they hold nothing of this process's own,
+ * stay in the page cache and come back at the next touch).  Indexing the
+ * units touches every page of .debug_info and most of .debug_abbrev (of
+ * libc's debug file, 9 MiB), which would otherwise count in the lines
+ * child's resident set to its end, though each lookup after reads a few
+ * of them. */
+static void give_back(struct cp_lines_dwarf *d)
+{
+	if (d->back)
+		madvise(d->back, d->back_size, MADV_DONTNEED);
+}
+
 /* Indexes the units of d->dbg by address.  A unit that runs past the end
  * of .debug_info (a truncated section: libdw would read what follows it)
  * is left out. */
 static int index_units(struct cp_lines_dwarf *d, char *why, size_t len)
 {
-	size_t capu = 0, capr = 0;
+	size_t capu = 0, capr = 0, seen = 0;
 	uint64_t info = section_size(dw.dwarf_getelf(d->dbg), ".debug_info");
 	Dwarf_CU *cu = NULL, *next;
 	Dwarf_Half version;
@@ -493,6 +521,8 @@ static int index_units(struct cp_lines_dwarf *d, char *why, size_t len)
 	while ((rc = dw.dwarf_get_units(d->dbg, cu, &next, &version, &type, &top,
 					NULL)) == 0) {
 		cu = next;
+		if (++seen % GIVE_BACK_UNITS == 0)
+			give_back(d);
 		if (type != DW_UT_compile && type != DW_UT_skeleton &&
 		    type != DW_UT_partial)
 			continue;
@@ -523,6 +553,7 @@ static int index_units(struct cp_lines_dwarf *d, char *why, size_t len)
 		return -ENOEXEC;
 	}
 	qsort(d->ranges, d->nranges, sizeof *d->ranges, range_cmp);
+	give_back(d);
 	return 0;
 }
 
@@ -592,7 +623,7 @@ static void use_dwp(struct cp_lines_dwarf *d, const char *path)
 	char skel[4200];
 	snprintf(skel, sizeof skel, "%s/skeleton", dir);
 	Dwarf *dbg = NULL;
-	if (elf_open(skel, 0, &d->sfd, &d->selfe, &d->simage, NULL, NULL, 0) == 0 &&
+	if (elf_open(skel, 0, &d->sfd, &d->selfe, &d->simage, NULL, NULL, NULL, 0) == 0 &&
 	    (dbg = dw.dwarf_begin_elf(d->selfe, DWARF_C_READ, NULL))) {
 		Dwarf *old = d->dbg;
 		struct unit *units = d->units;
@@ -643,7 +674,7 @@ int cp_lines_open(const char *path, const char *build_id,
 		build_id = "";
 	char own[129] = "", whyd[256] = "";
 	Elf *use = NULL;
-	int rc = elf_open(path, 1, &d->fd, &d->elf, &d->image, &d->image_size, why, len);
+	int rc = elf_open(path, 1, &d->fd, &d->elf, &d->image, &d->image_size, &d->ro, why, len);
 	if (rc == 0) {
 		elf_build_id(d->elf, own);
 		int same = !build_id[0] || !own[0] || !strcmp(own, build_id);
@@ -673,6 +704,8 @@ int cp_lines_open(const char *path, const char *build_id,
 		cp_lines_close(d);
 		return -ENOMEM;
 	}
+	if (use == d->elf ? d->ro : d->dro)
+		d->back = dw.elf_rawfile(use, &d->back_size);
 	d->dbg = dw.dwarf_begin_elf(use, DWARF_C_READ, NULL);
 	if (!d->dbg) {
 		cp_why(why, len, "libdw: %s", dw.dwarf_errmsg(-1));
@@ -834,6 +867,7 @@ static int unit_load(struct cp_lines_dwarf *d, struct unit *u)
 			 (unsigned long long)dw.dwarf_dieoffset(&u->top));
 		return u->state;
 	}
+	give_back(d);
 	return u->state = 1;
 }
 
