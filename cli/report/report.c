@@ -199,7 +199,15 @@ int report_output(const char *path, const char *cmd,
 {
 	FILE *out = stdout;
 	char *tmp = NULL;
-	if (path && strcmp(path, "-") != 0) {
+	struct stat st;
+	if (path && strcmp(path, "-") != 0 && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		/* Not a regular file (/dev/null, a FIFO): written into, as the
+		 * profile writer does, since renaming over it would replace it. */
+		if (!(out = fopen(path, "w"))) {
+			fprintf(stderr, "cpuprof %s: cannot write %s: %m\n", cmd, path);
+			return EXIT_USAGE;
+		}
+	} else if (path && strcmp(path, "-") != 0) {
 		if (asprintf(&tmp, "%s.tmp%ld", path, (long)getpid()) < 0) {
 			fprintf(stderr, "cpuprof %s: out of memory\n", cmd);
 			return EXIT_USAGE;
@@ -220,7 +228,7 @@ int report_output(const char *path, const char *cmd,
 		status = EXIT_USAGE;
 	} else if (werr) {
 		fprintf(stderr, "cpuprof %s: writing %s: %m\n", cmd,
-			tmp ? path : "the report");
+			out != stdout ? path : "the report");
 		status = EXIT_USAGE;
 	} else if (tmp && rename(tmp, path) != 0) {
 		fprintf(stderr, "cpuprof %s: cannot write %s: %m\n", cmd, path);

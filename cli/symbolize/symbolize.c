@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -519,11 +520,17 @@ static int rewrite(const struct out *o, const uint8_t *in, size_t len, const cha
 	return b->err ? -1 : 0;
 }
 
-/* Writes data[0..n) gzipped to path, through a temporary file beside it. */
+/* Writes data[0..n) gzipped to path, through a temporary file beside it
+ * renamed over it; into it if it is not a regular file (/dev/null, a
+ * FIFO), which renaming would replace. */
 static int write_gz(const char *path, const void *data, size_t n, char *why, size_t len)
 {
 	char tmp[4096];
-	snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
+	struct stat st;
+	int special = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+	snprintf(tmp, sizeof tmp, "%s", path);
+	if (!special)
+		snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
 	gzFile g = gzopen(tmp, "wb");
 	if (!g) {
 		snprintf(why, len, "%.200s: %s", tmp, strerror(errno ? errno : ENOMEM));
@@ -538,9 +545,10 @@ static int write_gz(const char *path, const void *data, size_t n, char *why, siz
 		n -= chunk;
 	}
 	ok &= gzclose(g) == Z_OK;
-	if (!ok || rename(tmp, path) != 0) {
+	if (!ok || (!special && rename(tmp, path) != 0)) {
 		snprintf(why, len, "%s", strerror(errno ? errno : EIO));
-		unlink(tmp);
+		if (!special)
+			unlink(tmp);
 		return -1;
 	}
 	return 0;

@@ -191,6 +191,18 @@ $EMU "$CP" report -o no-such-dir/x.txt inl.pb 2>err
 [ $? -eq 2 ] || fail "-o into a missing directory: not exit 2"
 ls no-such-dir 2>/dev/null && fail "-o: something was written"
 ls | grep -q '\.tmp' && fail "-o: a temporary file was left"
+# A path that is not a regular file (a FIFO here; /dev/null as root) is
+# written into, never renamed over: report, diff and symbolize alike.
+mkfifo fifo || fail "mkfifo"
+for cmd in "report --format folded" "diff" "symbolize"; do
+	case $cmd in diff) args="inl.pb inl.pb" ;; *) args=inl.pb ;; esac
+	cat fifo >fifo.out &
+	$EMU "$CP" $cmd -o fifo $args 2>err || { kill $! 2>/dev/null; cat err; fail "$cmd -o FIFO: exit $?"; }
+	wait
+	[ -p fifo ] || fail "$cmd -o FIFO: the FIFO was replaced"
+	[ -s fifo.out ] || fail "$cmd -o FIFO: nothing came through"
+done
+ls | grep -q '\.tmp' && fail "-o FIFO: a temporary file was left"
 
 # --- hostile shapes: refused, within 1 GiB of address space ---
 # (not under qemu-user, which needs more address space of its own)
