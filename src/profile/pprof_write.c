@@ -496,7 +496,7 @@ static void put_times(struct builder *b, const struct cp_times *t)
 	if (!t || !t->len || !b->times)
 		return;
 	b->tlen = 0;
-	if (cp_times_rebase(t->buf, t->len, b->times_shift, &b->tbuf, &b->tlen, &b->tcap) < 0)
+	if (cp_times_rebase(cp_times_bytes(t), t->len, b->times_shift, &b->tbuf, &b->tlen, &b->tcap) < 0)
 		b->err = ENOMEM;
 	else
 		cp_pb_bytes(&b->pb, SAMPLE_TIMES, b->tbuf, b->tlen);
