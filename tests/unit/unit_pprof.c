@@ -6,7 +6,8 @@
  * which must show our function names without symbolizing anything itself.
  * Truncated and corrupted ELF files must parse to "no symbols" without a
  * crash, and allocation failures (injected by interposing malloc) must
- * leave a stack table unchanged and no file behind.  Skips (77) if Go is
+ * leave a stack table unchanged and no file behind; a table the writer
+ * may spend is freed before the lines child is forked.  Skips (77) if Go is
  * not installed, after the tests that do not need it.
  */
 #include <dirent.h>
@@ -1020,6 +1021,75 @@ static void test_pprof_thread_names(void)
 	cp_stacktab_free(&t);
 }
 
+/* fork(), interposed: the writer's lines child notes whether the table
+ * watched was already freed when it was forked. */
+static const struct cp_stacktab *fork_watch;
+static int forks, forks_spent;
+
+pid_t fork(void)
+{
+	static pid_t (*real)(void);
+	if (!real)
+		real = (pid_t(*)(void))dlsym(RTLD_NEXT, "fork");
+	if (fork_watch) {
+		forks++;
+		forks_spent += !fork_watch->len && !fork_watch->items && !fork_watch->blocks;
+	}
+	return real();
+}
+
+/* A table given to the writer to spend is freed once its stacks are
+ * encoded, before the lines child is forked, which would otherwise be
+ * given its pages (issue 32: 125,000 stacks, 20 MiB of the child's peak);
+ * a table not given is kept whole.  Each write asks a fresh lines cache,
+ * so that the child is forked. */
+static void test_pprof_spend(void)
+{
+	struct cp_stacktab t;
+	char path[128], err[256], cache[128], cmd[200];
+	const char *was = getenv("XDG_CACHE_HOME");
+	char *saved = was ? strdup(was) : NULL;
+	for (int spend = 0; spend < 2; spend++) {
+		cp_stacktab_init(&t);
+		for (uint32_t i = 0; i < 500; i++) {
+			uintptr_t pcs[2] = { A(fn_alpha, i & 31), A(fn_beta, 1 + (i >> 5)) };
+			CHECK_EQ(cp_stacktab_add(&t, pcs, 2, 0, 1, 1000000), 0);
+		}
+		snprintf(cache, sizeof cache, "%s/cache%d", tmpdir, spend);
+		setenv("XDG_CACHE_HOME", cache, 1);
+		struct cp_profile_part part = { .syms = cp_symbols_load(), .tab = &t, .spend = spend ? &t : NULL };
+		CHECK(part.syms != NULL, "cp_symbols_load");
+		snprintf(path, sizeof path, "%s/spend.pb.gz", tmpdir);
+		forks = forks_spent = 0;
+		fork_watch = &t;
+		int rc = cp_pprof_write_parts(path, &part, 1, &(struct cp_profile_meta){ .period_ns = 1000000 }, err,
+					      sizeof err);
+		fork_watch = NULL;
+		CHECK(rc == 0, "cp_pprof_write_parts: %s", err);
+		CHECK(forks == 1, "%d lines children", forks);
+		if (spend)
+			CHECK(forks_spent == 1 && t.len == 0, "the table not spent before the lines child");
+		else
+			CHECK(forks_spent == 0 && t.len == 500 && t.total_count == 500, "a table kept was spent");
+		static char text[1 << 20];
+		gzFile g = gzopen(path, "rb");
+		int n = g ? gzread(g, text, sizeof text - 1) : -1;
+		if (g)
+			gzclose(g);
+		CHECK(n > 0 && memmem(text, (size_t)n, "fn_beta", 7), "%s: no fn_beta", path);
+		unlink(path);
+		cp_symbols_free((struct cp_symbols *)part.syms);
+		cp_stacktab_free(&t);
+		snprintf(cmd, sizeof cmd, "rm -rf %s", cache);
+		CHECK(system(cmd) == 0, "%s", cmd);
+	}
+	if (saved)
+		setenv("XDG_CACHE_HOME", saved, 1);
+	else
+		unsetenv("XDG_CACHE_HOME");
+	free(saved);
+}
+
 static char bindir[100];
 
 /* Removes the temporary directories, also when a check fails. */
@@ -1142,6 +1212,7 @@ int main(void)
 	t0 = now_s();
 	test_pprof_big(have_go);
 	test_pprof_thread_names();
+	test_pprof_spend();
 	printf("100k stacks: %.2f s\n", now_s() - t0);
 	if (!have_go)
 		SKIP("go not installed (stacktab and symbols tests passed)");
