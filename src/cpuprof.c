@@ -707,7 +707,7 @@ static int finish(int ended, int status)
 		publish_locked(ended, status);
 	} else {
 		cp_session_drain_locked();
-		rc = cp_session_write_locked();
+		rc = cp_session_write_locked(1); /* released below */
 	}
 	pthread_mutex_unlock(&cp_tab_lock);
 	if (cp_session.run.recorded)
@@ -809,10 +809,10 @@ int cpuprof_flush(void)
 			f.ahead_ns += ahead;
 		}
 		if (!copied)
-			rc = cp_session_write_profile(&cp_session.run.tab, &f);
+			rc = cp_session_write_profile(&cp_session.run.tab, &f, 0);
 		pthread_mutex_unlock(&cp_tab_lock);
 		if (copied) {
-			rc = cp_session_write_profile(&copy, &f);
+			rc = cp_session_write_profile(&copy, &f, 1);
 			cp_stacktab_free(&copy);
 		}
 	}
@@ -842,8 +842,9 @@ int cp_session_exec_begin(void)
 		if (cp_session.run.recorded) {
 			publish_locked(CP_END_EXEC, 0);
 		} else {
+			/* Kept: if the exec fails, sampling goes on into it. */
 			cp_session_drain_locked();
-			cp_session_write_locked();
+			cp_session_write_locked(0);
 		}
 		pthread_mutex_unlock(&cp_tab_lock);
 		cp_session.suspended = 1;

@@ -95,11 +95,14 @@ void cp_session_stats_locked(struct cp_engine_stats *s);
 uint64_t cp_session_keeper_cpu_ns(void);
 /* The profile's facts so far (facts.h).  Under cp_tab_lock. */
 void cp_session_facts_locked(struct cp_facts *f);
-/* Writes cp_session.run.path from the table.  Under cp_tab_lock. */
-int cp_session_write_locked(void);
+/* Writes cp_session.run.path from the table; `spend`: the table is
+ * needed no more (the profile is released next), and is freed as soon
+ * as its stacks are encoded (pprof_write.h).  Under cp_tab_lock. */
+int cp_session_write_locked(int spend);
 /* Writes tab and the facts f to the profile's path (session_write.c): 0,
- * or a negative errno with the calling thread's reason, said on stderr. */
-int cp_session_write_profile(const struct cp_stacktab *tab, const struct cp_facts *f);
+ * or a negative errno with the calling thread's reason, said on stderr.
+ * `spend` as above: tab is emptied by the write. */
+int cp_session_write_profile(struct cp_stacktab *tab, const struct cp_facts *f, int spend);
 /* Frees what start allocated, unless a handler was stuck in it when
  * sampling stopped: then what a handler may read stays mapped. */
 void cp_session_release(void);

@@ -123,7 +123,7 @@ static const char *own_thread_name(const void *arg, uint32_t tid)
 /* Writes the profile file from a table and the facts taken with it.
  * Needs no lock: the table is the session's (sampling stopped) or a copy
  * of it. */
-int cp_session_write_profile(const struct cp_stacktab *tab, const struct cp_facts *f)
+int cp_session_write_profile(struct cp_stacktab *tab, const struct cp_facts *f, int spend)
 {
 	/* Not calloc: zeroing its 32 KiB buffer would touch pages a short
 	 * process's few comments never reach. */
@@ -169,6 +169,7 @@ int cp_session_write_profile(const struct cp_stacktab *tab, const struct cp_fact
 		/* What a JIT of this process told perf of its code. */
 		.jit = tab->len ? cp_jit_load(getpid()) : NULL,
 		.tab = tab,
+		.spend = spend ? tab : NULL,
 		.pid = getpid(),
 		.process = own_name(exe, sizeof exe),
 		.thread_name = own_thread_name,
@@ -188,9 +189,9 @@ int cp_session_write_profile(const struct cp_stacktab *tab, const struct cp_fact
 	return 0;
 }
 
-int cp_session_write_locked(void)
+int cp_session_write_locked(int spend)
 {
 	struct cp_facts f;
 	cp_session_facts_locked(&f);
-	return cp_session_write_profile(&cp_session.run.tab, &f);
+	return cp_session_write_profile(&cp_session.run.tab, &f, spend);
 }

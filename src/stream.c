@@ -74,7 +74,7 @@ static int finish_locked(void)
 {
 	int rc = 0;
 	if (cp_session.run.path)
-		rc = cp_session_write_locked();
+		rc = cp_session_write_locked(1); /* released next */
 	cp_session_release();
 	cp_session.stream_open = 0;
 	return rc;

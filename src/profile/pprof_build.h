@@ -115,7 +115,7 @@ struct builder {
 };
 
 /* Encoded bytes the builder holds before it compresses them into the file. */
-#define CP_PB_SPILL (1u << 20)
+#define CP_PB_SPILL (256u << 10)
 
 /* The string index of s, interned (0 for "", and when out of memory). */
 uint32_t cp_pb_str_intern(struct builder *b, const char *s);

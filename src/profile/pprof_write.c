@@ -496,7 +496,7 @@ static void put_times(struct builder *b, const struct cp_times *t)
 	if (!t || !t->len || !b->times)
 		return;
 	b->tlen = 0;
-	if (cp_times_rebase(t->buf, t->len, b->times_shift, &b->tbuf, &b->tlen, &b->tcap) < 0)
+	if (cp_times_rebase(cp_times_bytes(t), t->len, b->times_shift, &b->tbuf, &b->tlen, &b->tcap) < 0)
 		b->err = ENOMEM;
 	else
 		cp_pb_bytes(&b->pb, SAMPLE_TIMES, b->tbuf, b->tlen);
@@ -768,6 +768,11 @@ static int build(struct builder *b, const struct cp_profile_meta *meta)
 	}
 	if (put_samples(b, meta, &keys) < 0)
 		return -ENOMEM;
+	/* The stacks are encoded: a table no longer needed goes now, before
+	 * the lines child is forked with the process's pages. */
+	for (size_t p = 0; p < b->nparts; p++)
+		if (b->parts[p].p->spend)
+			cp_stacktab_free(b->parts[p].p->spend);
 	cp_pb_symbolize(b);
 	if (b->jitlocs)
 		cp_pb_add_comment(b, "jit=%zu addresses named by their JIT (perf map or jitdump)", b->jitlocs);

@@ -53,6 +53,12 @@ struct cp_profile_part {
 	 * of their own, named "[jit]". */
 	const struct cp_jit *jit;
 	const struct cp_stacktab *tab;
+	/* tab itself, if the writer may free it (cp_stacktab_free) once its
+	 * samples are encoded, before the lines child is forked, which would
+	 * otherwise be given its pages too (issue 32); NULL: tab is kept.
+	 * After the write, whatever it returned, the table may be empty: only
+	 * a table its caller needs no more is given here. */
+	struct cp_stacktab *spend;
 	int64_t pid;                    /* 0: no pid label */
 	const char *process;            /* NULL: no process label */
 	/* The name of thread tid, or NULL (NULL: no thread labels). */

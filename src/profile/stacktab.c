@@ -3,28 +3,77 @@
  * insertion order plus an open-addressing index (linear probing, kept at
  * most half full) from a 64-bit hash of (tid, pcs, n, flags) to their
  * position.
- * Each stack is one malloc with its encoded pcs in the flexible array:
- * a sample's stack is encoded first (into the table's scratch), then
- * hashed and compared as those bytes.
+ * Each stack is a struct with its encoded pcs in the flexible array: a
+ * sample's stack is encoded first (into the table's scratch), then hashed
+ * and compared as those bytes.  The stacks are packed one after the other
+ * in blocks mapped for them, 4 KiB first, each twice the last up to 256
+ * KiB: not a malloc each (issue 32: 16 bytes of the allocator's and the
+ * rounding up per stack, and a heap that freeing gives back to the system
+ * only in part, where an unmapped block is gone at once).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "base/array.h"
 #include "stacktab.h"
+
+/* A block of stacks: this header, then the stacks. */
+struct cp_stack_block {
+	struct cp_stack_block *next;
+	size_t size; /* bytes mapped, the header's included */
+	size_t used; /* bytes given out, the header's included */
+};
+
+#define BLOCK_FIRST 4096u
+#define BLOCK_MAX (256u << 10)
 
 void cp_stacktab_init(struct cp_stacktab *t)
 {
 	memset(t, 0, sizeof *t);
 }
 
+/* Room for a stack of `bytes` in the table's blocks, mapping one more if
+ * none after the one being filled has it.  NULL if out of memory (the
+ * table unchanged but for a block mapped, empty, for later). */
+static struct cp_stack *stack_alloc(struct cp_stacktab *t, size_t bytes)
+{
+	bytes = (bytes + 7) & ~(size_t)7;
+	struct cp_stack_block *b = t->block, *last = NULL;
+	while (b && b->used + bytes > b->size) {
+		last = b;
+		b = b->next;
+	}
+	if (!b) {
+		size_t size = last ? last->size * 2 : BLOCK_FIRST;
+		if (size > BLOCK_MAX)
+			size = BLOCK_MAX;
+		if (size < bytes + sizeof *b)
+			size = (bytes + sizeof *b + 4095) & ~(size_t)4095;
+		void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return NULL;
+		b = p;
+		*b = (struct cp_stack_block){ NULL, size, sizeof *b };
+		if (last)
+			last->next = b;
+		else
+			t->blocks = b;
+	}
+	t->block = b;
+	struct cp_stack *s = (struct cp_stack *)((char *)b + b->used);
+	b->used += bytes;
+	return s;
+}
+
 void cp_stacktab_clear(struct cp_stacktab *t)
 {
-	for (size_t i = 0; i < t->len; i++) {
+	for (size_t i = 0; i < t->len; i++)
 		cp_times_free(&t->items[i]->times);
-		free(t->items[i]);
-	}
+	for (struct cp_stack_block *b = t->blocks; b; b = b->next)
+		b->used = sizeof *b;
+	t->block = t->blocks;
 	t->len = 0;
 	if (t->index)
 		memset(t->index, 0, t->nindex * sizeof *t->index);
@@ -52,6 +101,10 @@ static void add_totals(struct cp_stacktab *t, uint32_t flags, uint64_t count, ui
 void cp_stacktab_free(struct cp_stacktab *t)
 {
 	cp_stacktab_clear(t);
+	for (struct cp_stack_block *b = t->blocks, *next; b; b = next) {
+		next = b->next;
+		munmap(b, b->size);
+	}
 	free(t->items);
 	free(t->index);
 	free(t->scratch);
@@ -187,7 +240,7 @@ static struct cp_stack *entry_coded(struct cp_stacktab *t, uint32_t tid, const u
 			return NULL;
 		i = stacktab_slot(t, h, tid, code, size, n, flags);
 	}
-	struct cp_stack *s = malloc(sizeof *s + size);
+	struct cp_stack *s = stack_alloc(t, sizeof *s + size);
 	if (!s)
 		return NULL;
 	*s = (struct cp_stack){ .n = n, .flags = flags, .tid = tid, .size = size };

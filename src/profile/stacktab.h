@@ -51,6 +51,7 @@ void cp_stack_pcs(const struct cp_stack *s, uintptr_t *pcs);
 #define CP_STACK_RUNNABLE 8u
 #define CP_STACK_BEFORE 16u
 
+struct cp_stack_block;
 struct cp_stacktab {
 	struct cp_stack **items; /* distinct stacks, in insertion order */
 	size_t len, cap;
@@ -61,6 +62,9 @@ struct cp_stacktab {
 	uint64_t total_runnable_ns;             /* ... of them CP_STACK_RUNNABLE */
 	uint8_t *scratch;                       /* a stack being encoded */
 	size_t capscratch;
+	/* The stacks' memory: blocks mapped for it (stacktab.c), in the
+	 * order they were mapped, and the one stacks are put in now. */
+	struct cp_stack_block *blocks, *block;
 };
 
 void cp_stacktab_init(struct cp_stacktab *t);

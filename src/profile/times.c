@@ -56,6 +56,27 @@ static int room(uint8_t **buf, size_t len, size_t *cap, size_t n)
 	return cp_array_grow((void **)buf, cap, len + n, 1, 16);
 }
 
+/* Room in t's heap buffer for n more bytes, its list moved there from
+ * the struct if it was kept there.  0, -E2BIG past CP_TIMES_MAX_BYTES or
+ * -ENOMEM (t unchanged either way). */
+static int grow(struct cp_times *t, size_t n)
+{
+	size_t cap = t->cap;
+	uint8_t *buf = cap ? t->buf : NULL;
+	if (held + (cap ? cap : 16) > CP_TIMES_MAX_BYTES) {
+		dropped = 1;
+		return -E2BIG;
+	}
+	if (t->len + n > UINT32_MAX / 2 || room(&buf, t->len, &cap, n) < 0)
+		return -ENOMEM;
+	if (!t->cap)
+		memcpy(buf, t->small, t->len);
+	held += cap - t->cap;
+	t->buf = buf;
+	t->cap = (uint32_t)cap;
+	return 0;
+}
+
 int cp_times_add(struct cp_times *t, const struct cp_time_base *b, uint64_t time_ns, uint64_t weight_ns,
 		 int irregular)
 {
@@ -64,32 +85,36 @@ int cp_times_add(struct cp_times *t, const struct cp_time_base *b, uint64_t time
 		at = t->last;
 	uint64_t slack = b->period_ns / 8;
 	irregular |= weight_ns + slack < b->period_ns || weight_ns > b->period_ns + slack;
-	if (t->len + 20 > t->cap) {
-		size_t cap = t->cap;
-		if (held + (cap ? cap : 16) > CP_TIMES_MAX_BYTES) {
-			dropped = 1;
-			return -E2BIG;
-		}
-		if (room(&t->buf, t->len, &t->cap, 20) < 0)
-			return -ENOMEM;
-		held += t->cap - cap;
-	}
-	t->len += cp_pb_put_varint(t->buf + t->len, (at - t->last) << 1 | (irregular != 0));
+	uint8_t v[20];
+	size_t n = cp_pb_put_varint(v, (at - t->last) << 1 | (irregular != 0));
 	if (irregular)
-		t->len += cp_pb_put_varint(t->buf + t->len, (weight_ns + 500) / 1000);
+		n += cp_pb_put_varint(v + n, (weight_ns + 500) / 1000);
+	if (!t->cap && t->len + n <= CP_TIMES_SMALL) {
+		memcpy(t->small + t->len, v, n);
+	} else {
+		int rc = t->len + n > t->cap ? grow(t, n) : 0;
+		if (rc < 0)
+			return rc;
+		memcpy(t->buf + t->len, v, n);
+	}
+	t->len += (uint32_t)n;
 	t->last = at;
 	return 0;
 }
 
 int cp_times_copy(struct cp_times *dst, const struct cp_times *src)
 {
-	*dst = (struct cp_times){ NULL, 0, 0, src->last };
-	if (!src->len)
+	*dst = (struct cp_times){ .len = src->len, .last = src->last };
+	if (src->len <= CP_TIMES_SMALL) {
+		memcpy(dst->small, cp_times_bytes(src), src->len);
 		return 0;
-	if (!(dst->buf = malloc(src->len)))
+	}
+	if (!(dst->buf = malloc(src->len))) {
+		dst->len = 0;
 		return -ENOMEM;
+	}
 	memcpy(dst->buf, src->buf, src->len);
-	dst->len = dst->cap = src->len;
+	dst->cap = src->len;
 	held += dst->cap;
 	return 0;
 }
@@ -99,7 +124,8 @@ void cp_times_free(struct cp_times *t)
 	held -= t->cap <= held ? t->cap : held;
 	if (!held)
 		dropped = 0;
-	free(t->buf);
+	if (t->cap)
+		free(t->buf);
 	*t = (struct cp_times){ 0 };
 }
 

@@ -45,19 +45,34 @@ const struct cp_time_base *cp_times_base(void);
 
 /* The most the lists of a process may hold: 16 MiB, 8 to 16 million
  * samples (about 40 minutes of 4 threads at 1 kHz).  A sample past it is
- * kept without its time, and the profile is then written without times
+ * kept without its time (but for what fits in its stack's struct, which
+ * takes no more memory), and the profile is then written without times
  * (with a comment that says so) until every list has been freed (a
  * window of record --every, which is how long runs keep them). */
 #define CP_TIMES_MAX_BYTES (16u << 20)
 /* Whether a sample's time was refused since the lists last held none. */
 int cp_times_dropped(void);
 
-/* One stack's times, encoded as above relative to the base's t0. */
+/* One stack's times, encoded as above relative to the base's t0.  A list
+ * of at most CP_TIMES_SMALL bytes is kept in the struct itself (most of a
+ * big profile's stacks are sampled once or twice: a malloc each was most
+ * of what their times cost), a longer one in the heap, where it moves
+ * when it outgrows the struct; cp_times_bytes() is where it is. */
+#define CP_TIMES_SMALL 8
 struct cp_times {
-	uint8_t *buf;
-	size_t len, cap;
-	uint64_t last; /* units since t0 of the last time added */
+	union {
+		uint8_t *buf;                  /* cap > 0: in the heap */
+		uint8_t small[CP_TIMES_SMALL]; /* cap 0: here */
+	};
+	uint32_t len, cap; /* cap: of buf, at most CP_TIMES_MAX_BYTES */
+	uint64_t last;     /* units since t0 of the last time added */
 };
+
+/* The bytes of t's list (t->len of them). */
+static inline const uint8_t *cp_times_bytes(const struct cp_times *t)
+{
+	return t->cap ? t->buf : t->small;
+}
 
 /* Appends a sample taken at time_ns (CLOCK_MONOTONIC) weighing weight_ns;
  * `irregular` forces its weight to be written.  A time before the last is

@@ -6,7 +6,8 @@
  * and 1 ms; a list moved to a later start (times before it at 0);
  * truncated lists malformed; and a stack table keeping each stack's
  * times, through a copy and a clear; and the lists held to
- * CP_TIMES_MAX_BYTES.
+ * CP_TIMES_MAX_BYTES; a short list kept in its struct, moved whole to the
+ * heap when it grows.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -42,19 +43,19 @@ int main(void)
 	CHECK_EQ(cp_times_add(&t, b, t0 + 20 * ms, 1234567, 1), 0);         /* forced (off-CPU) */
 	uint64_t at[8];
 	int64_t w[8];
-	CHECK_EQ(read_all(t.buf, t.len, at, w, 8), 5);
+	CHECK_EQ(read_all(cp_times_bytes(&t), t.len, at, w, 8), 5);
 	CHECK(at[0] == 3 && w[0] == -1, "%llu %lld", (unsigned long long)at[0], (long long)w[0]);
 	CHECK(at[1] == 4 && w[1] == -1, "%llu %lld", (unsigned long long)at[1], (long long)w[1]);
 	CHECK(at[2] == 9 && w[2] == 5000, "%llu %lld", (unsigned long long)at[2], (long long)w[2]);
 	CHECK(at[3] == 9 && w[3] == -1, "a time before the last: %llu", (unsigned long long)at[3]);
 	CHECK(at[4] == 20 && w[4] == 1235, "%llu %lld", (unsigned long long)at[4], (long long)w[4]);
 	/* Regular samples cost a byte each. */
-	CHECK(t.len <= 3 + 1 + 1 + 3 + 3, "%zu bytes", t.len);
+	CHECK(t.len <= 3 + 1 + 1 + 3 + 3, "%u bytes", t.len);
 
 	/* Moved 5 units later: 3 and 4 fall to 0, the rest keep their gaps. */
 	uint8_t *out = NULL;
 	size_t len = 0, cap = 0;
-	CHECK_EQ(cp_times_rebase(t.buf, t.len, 5, &out, &len, &cap), 0);
+	CHECK_EQ(cp_times_rebase(cp_times_bytes(&t), t.len, 5, &out, &len, &cap), 0);
 	CHECK_EQ(read_all(out, len, at, w, 8), 5);
 	CHECK(at[0] == 0 && at[1] == 0 && at[2] == 4 && at[3] == 4 && at[4] == 15, "rebased %llu %llu %llu %llu %llu",
 	      (unsigned long long)at[0], (unsigned long long)at[1], (unsigned long long)at[2],
@@ -67,6 +68,28 @@ int main(void)
 	CHECK_EQ(read_all(badw, sizeof badw, at, w, 8), -1);
 	free(out);
 	cp_times_free(&t);
+
+	/* A list of up to CP_TIMES_SMALL bytes stays in the struct, without
+	 * a malloc (issue 32: most stacks of a big profile have a time or
+	 * two); the next sample moves it, whole, to the heap. */
+	struct cp_times sm = { 0 }, smc;
+	uint64_t at16[16];
+	int64_t w16[16];
+	for (uint64_t i = 0; i < CP_TIMES_SMALL; i++)
+		CHECK_EQ(cp_times_add(&sm, b, t0 + (2 * i + 1) * ms, ms, 0), 0);
+	CHECK(sm.len == CP_TIMES_SMALL && sm.cap == 0 && cp_times_bytes(&sm) == sm.small,
+	      "%u bytes of times, %u of them in the heap", sm.len, sm.cap);
+	CHECK_EQ(cp_times_copy(&smc, &sm), 0);
+	CHECK(smc.cap == 0 && smc.len == sm.len && !memcmp(smc.small, sm.small, sm.len), "a small list's copy");
+	CHECK_EQ(cp_times_add(&sm, b, t0 + 40 * ms, 3 * ms, 0), 0);
+	CHECK(sm.cap >= sm.len && sm.len == CP_TIMES_SMALL + 3, "moved: %u bytes, %u in the heap", sm.len, sm.cap);
+	CHECK_EQ(read_all(cp_times_bytes(&sm), sm.len, at16, w16, 16), CP_TIMES_SMALL + 1);
+	for (int i = 0; i < CP_TIMES_SMALL; i++)
+		CHECK(at16[i] == 2 * (uint64_t)i + 1 && w16[i] == -1, "time %d moved: %llu %lld", i,
+		      (unsigned long long)at16[i], (long long)w16[i]);
+	CHECK(at16[CP_TIMES_SMALL] == 40 && w16[CP_TIMES_SMALL] == 3000, "the time that moved it");
+	cp_times_free(&sm);
+	cp_times_free(&smc);
 
 	/* The unit: the period, at most 1 ms, at least 1 us. */
 	cp_times_begin(0, 100000);
@@ -87,11 +110,12 @@ int main(void)
 	CHECK_EQ(tab.len, 2);
 	CHECK(tab.items[0]->count == 100 && tab.items[0]->ns == 100 * ms, "counts");
 	CHECK_EQ(cp_stacktab_copy(&copy, &tab), 0);
-	CHECK_EQ(read_all(copy.items[0]->times.buf, copy.items[0]->times.len, (uint64_t[128]){ 0 },
+	CHECK_EQ(read_all(cp_times_bytes(&copy.items[0]->times), copy.items[0]->times.len, (uint64_t[128]){ 0 },
 			  (int64_t[128]){ 0 }, 128),
 		 100);
 	CHECK(copy.items[0]->times.len == tab.items[0]->times.len &&
-		      !memcmp(copy.items[0]->times.buf, tab.items[0]->times.buf, tab.items[0]->times.len),
+		      !memcmp(cp_times_bytes(&copy.items[0]->times), cp_times_bytes(&tab.items[0]->times),
+			  tab.items[0]->times.len),
 	      "the copy's times differ");
 	/* Without a base, no times, the counts as before. */
 	cp_times_end();
@@ -108,14 +132,17 @@ int main(void)
 	struct cp_times big = { 0 };
 	int rc = 0;
 	uint64_t n = 0;
-	while ((rc = cp_times_add(&big, cp_times_base(), t0 + n * ms, 7 * ms, 1)) == 0)
+	while (n < CP_TIMES_MAX_BYTES && (rc = cp_times_add(&big, cp_times_base(), t0 + n * ms, 7 * ms, 1)) == 0)
 		n++;
 	CHECK(rc == -E2BIG && cp_times_dropped(), "past the budget: %d", rc);
-	CHECK(big.cap <= CP_TIMES_MAX_BYTES && n > CP_TIMES_MAX_BYTES / 8, "%zu bytes, %llu times", big.cap,
+	CHECK(big.cap <= CP_TIMES_MAX_BYTES && n > CP_TIMES_MAX_BYTES / 8, "%u bytes, %llu times", big.cap,
 	      (unsigned long long)n);
 	cp_stacktab_init(&tab);
-	CHECK_EQ(cp_stacktab_add_at(&tab, 7, pcs, 2, 0, ms, t0), 0);
-	CHECK(tab.items[0]->count == 1 && tab.items[0]->times.len == 0, "a sample past the budget is not kept");
+	for (uint64_t i = 0; i < 20; i++)
+		CHECK_EQ(cp_stacktab_add_at(&tab, 7, pcs, 2, 0, ms, t0 + i * ms), 0);
+	/* Only what fits in the struct, which holds no more memory. */
+	CHECK(tab.items[0]->count == 20 && tab.items[0]->times.cap == 0 && tab.items[0]->times.len == CP_TIMES_SMALL,
+	      "times past the budget kept: %u bytes, %u in the heap", tab.items[0]->times.len, tab.items[0]->times.cap);
 	cp_stacktab_free(&tab);
 	cp_times_free(&big);
 	CHECK(!cp_times_dropped(), "the lists hold none, and times are still refused");
