@@ -912,6 +912,74 @@ int profile_thread_cmp(const struct profile_sample *a, const struct profile_samp
 	return 0;
 }
 
+/* The samples whose label lists stand for all of them: reps[0..nreps),
+ * the first sample of each distinct list (by address), and for each
+ * sample rep[i] the index in reps of its list's.  0, or -1 out of
+ * memory. */
+static int label_reps(const struct profile_sample *const *s, size_t n, uint32_t *rep, uint32_t *reps,
+		      size_t *nreps)
+{
+	size_t cap = 64;
+	while (cap < 2 * n)
+		cap *= 2;
+	uint32_t *h = calloc(cap, sizeof *h); /* index in reps + 1 */
+	if (!h)
+		return -1;
+	*nreps = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct profile_label *l = s[i]->nlabels ? s[i]->labels : NULL;
+		size_t j = (((uintptr_t)l >> 4) * 0x9e3779b97f4a7c15ull >> 20 ^ s[i]->nlabels) & (cap - 1);
+		while (h[j]) {
+			const struct profile_sample *o = s[reps[h[j] - 1]];
+			if ((o->nlabels ? o->labels : NULL) == l && o->nlabels == s[i]->nlabels)
+				break;
+			j = (j + 1) & (cap - 1);
+		}
+		if (!h[j]) {
+			reps[*nreps] = (uint32_t)i;
+			h[j] = (uint32_t)++*nreps;
+		}
+		rep[i] = h[j] - 1;
+	}
+	free(h);
+	return 0;
+}
+
+/* qsort_r order of sample indexes: by thread, then index. */
+static int by_thread(const void *x, const void *y, void *arg)
+{
+	const struct profile_sample *const *s = arg;
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	int r = profile_thread_cmp(s[a], s[b]);
+	return r ? r : (a > b) - (a < b);
+}
+
+size_t profile_thread_order(const struct profile_sample *const *s, size_t n, uint32_t *thread, uint32_t *first)
+{
+	if (n >= UINT32_MAX / 2)
+		return SIZE_MAX;
+	size_t nreps, nthreads = SIZE_MAX;
+	uint32_t *rep = malloc((n ? n : 1) * sizeof *rep), *reps = malloc((n ? n : 1) * sizeof *reps), *tof = NULL;
+	if (!rep || !reps || label_reps(s, n, rep, reps, &nreps) < 0 || !(tof = malloc((nreps ? nreps : 1) * sizeof *tof)))
+		goto out;
+	/* The lists' first samples in thread order: each list's thread. */
+	if (nreps > 1)
+		qsort_r(reps, nreps, sizeof *reps, by_thread, (void *)s);
+	nthreads = 0;
+	for (size_t k = 0; k < nreps; k++) {
+		if (k == 0 || profile_thread_cmp(s[reps[k - 1]], s[reps[k]]) != 0)
+			first[nthreads++] = reps[k];
+		tof[rep[reps[k]]] = (uint32_t)(nthreads - 1);
+	}
+	for (size_t i = 0; i < n; i++)
+		thread[i] = tof[rep[i]];
+out:
+	free(tof);
+	free(rep);
+	free(reps);
+	return nthreads;
+}
+
 int profile_find_sample_type(const struct profile *p, const char *type,
 			     const char *unit)
 {
