@@ -387,10 +387,10 @@ static int share_labels(struct ctx *c, struct builder *b, uint32_t si)
 {
 	struct raw_sample *rs = b->samples.a;
 	const struct raw_label *l = b->labels.a;
-	const struct raw_label *mine = l + rs[si].label_off;
 	size_t n = rs[si].nlabel;
 	if (!n)
-		return 0;
+		return 0; /* (and l may be NULL) */
+	const struct raw_label *mine = l + rs[si].label_off;
 	size_t mask = b->caplabel_lists - 1;
 	size_t j = b->caplabel_lists ? labels_hash(mine, n) & mask : 0;
 	for (int probe = 0; b->caplabel_lists && probe < LABEL_PROBES && b->label_lists[j]; probe++, j = (j + 1) & mask) {

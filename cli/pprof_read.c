@@ -529,6 +529,23 @@ static bool is_gzip(const uint8_t *d, size_t len)
 	return len >= 2 && d[0] == 0x1f && d[1] == 0x8b;
 }
 
+/* The room to inflate gzip data in[inlen] into first, at most limit:
+ * the last member's trailer says its size mod 2^32 (ISIZE), for the
+ * usual single member all of it, so one buffer of that size (+1, to see
+ * the end without growing) holds the whole.  Only a hint: a trailer
+ * that lies, or several members, just make the buffer grow. */
+static size_t first_room(const uint8_t *in, size_t inlen, uint64_t limit)
+{
+	uint64_t want = 64u << 10;
+	if (inlen >= 18) {
+		const uint8_t *t = in + inlen - 4;
+		uint64_t isize = (uint64_t)t[0] | (uint64_t)t[1] << 8 | (uint64_t)t[2] << 16 | (uint64_t)t[3] << 24;
+		if (isize >= want)
+			want = isize + 1;
+	}
+	return (size_t)(want < limit ? want : limit);
+}
+
 /* Inflates the gzip data at in[inlen] (one or more members, nothing after
  * them) into a new buffer *out of *outlen bytes, refusing to produce more
  * than PROFILE_MAX_RATIO times inlen plus PROFILE_RATIO_SLACK bytes (a
@@ -546,17 +563,7 @@ static int gunzip(struct ctx *c, const uint8_t *in, size_t inlen,
 		limit = PROFILE_MAX_DECODED;
 	if (inflateInit2(&zs, 15 + 32) != Z_OK)
 		return pprof_fail(c, "zlib initialisation failed");
-	/* The last member's trailer says its size mod 2^32 (ISIZE): for
-	 * the usual single member, all of it, so one buffer of that size
-	 * (+1, to see the end without growing) holds the whole.  Only a
-	 * hint: a lying trailer or several members just make it grow. */
-	uint64_t want = inlen < (1u << 20) ? 64u << 10 : (uint64_t)inlen * 4;
-	if (inlen >= 18) {
-		const uint8_t *t = in + inlen - 4;
-		uint64_t isize = (uint64_t)t[0] | (uint64_t)t[1] << 8 | (uint64_t)t[2] << 16 | (uint64_t)t[3] << 24;
-		want = isize < (64u << 10) ? 64u << 10 : isize + 1;
-	}
-	size_t cap = (size_t)(want < limit ? want : limit);
+	size_t cap = first_room(in, inlen, limit);
 	size_t n = 0;
 	uint8_t *buf = malloc(cap);
 	if (!buf) {
