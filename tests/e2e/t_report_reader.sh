@@ -8,8 +8,10 @@
 # 3,000 Samples of 1,000 label lists, each list three times and all of the
 # same length, keep their own labels (the reader gives equal lists one
 # copy: equal, not just as long), each thread's folded line as worked out
-# here; and a stack 3,000 frames deep is whole in speedscope's export
-# (written through a buffer of a fixed size) and in folded stacks.
+# here; a stack 3,000 frames deep is whole in speedscope's export
+# (written through a buffer of a fixed size) and in folded stacks; and
+# folded stacks, sorted rather than walked in a call tree where no two
+# frames have one name, come in the call tree's order where two do.
 B=${B:-build}
 CP=$B/cpuprof
 MK=$B/tests/tool_mkprof
@@ -95,4 +97,15 @@ rep deep.folded --format folded deep.pb
 want=$(awk 'BEGIN { s = "main"; for (i = 0; i < 3000; i++) s = s ";f"; print s " 1000" }')
 [ "$(cat deep.folded)" = "$want" ] || fail "folded: the stack of 3001 frames is not whole"
 echo "ok: a stack of 3001 frames whole in speedscope and folded"
+
+# --- folded: two frames of one name, siblings (the call tree's order) ---
+# A function named "f (inlined)" and f inlined into main: the call tree
+# keeps them apart and walks the later made first; folded stacks, sorted
+# where names are unique, must give the same lines as it.
+printf 'type samples count\ntype cpu nanoseconds\nfunction 1 main\nfunction 2 f\nfunction 4 f%%20(inlined)\nlocation 1 0 0 1:1\nlocation 10 0 0 4:1\nlocation 12 0 0 2:1 1:1\nsample 1 1 : 10 1\nsample 1 2 : 12\nsample 1 4 : 1\n' |
+	mk tie.pb || fail "tool_mkprof tie.pb"
+rep tie.folded --format folded tie.pb
+printf 'main 4\nmain;f (inlined) 2\nmain;f (inlined) 1\n' >want
+cmp -s want tie.folded || { cat tie.folded >&2; fail "folded: two frames of one name not in the call tree's order"; }
+echo "ok: folded with two sibling frames of one name, in the call tree's order"
 echo ok
