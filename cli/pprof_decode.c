@@ -178,6 +178,8 @@ void pprof_builder_free(struct builder *b)
 	free(b->loc_ids.a);
 	free(b->values.a);
 	free(b->labels.a);
+	free(b->label_lists);
+	free(b->buffer);
 	free(b->mappings.a);
 	free(b->locations.a);
 	free(b->lines.a);
@@ -329,6 +331,79 @@ static const struct rule sample_rules[] = {
 	{ SAMPLE_TIMES, R_MESSAGE, "Sample.times", 0, 0, NULL, 0, decode_times },
 };
 
+/* The hash of the label list of n raw labels at l. */
+static uint64_t labels_hash(const struct raw_label *l, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ n;
+	for (size_t i = 0; i < n; i++) {
+		const int64_t v[4] = { l[i].key, l[i].str, l[i].num, l[i].num_unit };
+		for (int k = 0; k < 4; k++)
+			h = (h ^ (uint64_t)v[k]) * 0x100000001b3ull;
+	}
+	return h ^ h >> 29;
+}
+
+/* How far share_labels() looks for an equal list: past it, a list is kept
+ * as a copy of its own (a table full of collisions costs no more). */
+#define LABEL_PROBES 32
+
+/* Puts sample si in the table of label lists at its hash, a copy
+ * beyond LABEL_PROBES slots is left out.  The table doubles at half
+ * full; 0, or -1 out of memory. */
+static int label_list_add(struct ctx *c, struct builder *b, uint32_t si)
+{
+	const struct raw_sample *rs = b->samples.a;
+	const struct raw_label *l = b->labels.a;
+	if (2 * (b->nlabel_lists + 1) > b->caplabel_lists) {
+		size_t cap = b->caplabel_lists ? 2 * b->caplabel_lists : 64;
+		uint32_t *old = b->label_lists, *t = calloc(cap, sizeof *t);
+		if (!t)
+			return pprof_fail(c, "out of memory");
+		size_t oldcap = b->caplabel_lists;
+		b->label_lists = t;
+		b->caplabel_lists = cap;
+		b->nlabel_lists = 0;
+		for (size_t j = 0; j < oldcap; j++)
+			if (old[j])
+				label_list_add(c, b, old[j] - 1); /* cannot grow again */
+		free(old);
+	}
+	size_t mask = b->caplabel_lists - 1;
+	size_t j = labels_hash(l + rs[si].label_off, rs[si].nlabel) & mask;
+	for (int probe = 0; probe < LABEL_PROBES; probe++, j = (j + 1) & mask) {
+		if (!b->label_lists[j]) {
+			b->label_lists[j] = si + 1;
+			b->nlabel_lists++;
+			return 0;
+		}
+	}
+	return 0;
+}
+
+/* Sample si's labels, just decoded at the end of `labels`: if an earlier
+ * sample has the same list, si's record points to it and its copy is
+ * dropped; else it is entered in the table. */
+static int share_labels(struct ctx *c, struct builder *b, uint32_t si)
+{
+	struct raw_sample *rs = b->samples.a;
+	const struct raw_label *l = b->labels.a;
+	size_t n = rs[si].nlabel;
+	if (!n)
+		return 0; /* (and l may be NULL) */
+	const struct raw_label *mine = l + rs[si].label_off;
+	size_t mask = b->caplabel_lists - 1;
+	size_t j = b->caplabel_lists ? labels_hash(mine, n) & mask : 0;
+	for (int probe = 0; b->caplabel_lists && probe < LABEL_PROBES && b->label_lists[j]; probe++, j = (j + 1) & mask) {
+		const struct raw_sample *o = &rs[b->label_lists[j] - 1];
+		if (o->nlabel == n && !memcmp(l + o->label_off, mine, n * sizeof *mine)) {
+			b->labels.n = rs[si].label_off;
+			rs[si].label_off = o->label_off;
+			return 0;
+		}
+	}
+	return label_list_add(c, b, si);
+}
+
 static int decode_sample(struct ctx *c, struct builder *b, void *profile, struct reader r, const struct field *f)
 {
 	(void)profile;
@@ -349,7 +424,7 @@ static int decode_sample(struct ctx *c, struct builder *b, void *profile, struct
 	s->label_off = (uint32_t)label_off;
 	s->nlabel = (uint32_t)(b->labels.n - label_off);
 	s->off = (uint32_t)f->off;
-	return 0;
+	return share_labels(c, b, (uint32_t)si);
 }
 
 static const struct rule mapping_rules[] = {

@@ -125,6 +125,14 @@ struct builder {
 	struct raw_vt period_type;
 	/* The sample being decoded, for the fields kept in its record. */
 	struct raw_sample cur_sample;
+	/* Samples with the same labels (cpuprof's: one list per thread)
+	 * share one list: an open-addressing table of the samples whose
+	 * list is in `labels`, as index + 1, 0 for an empty slot. */
+	uint32_t *label_lists;
+	size_t nlabel_lists, caplabel_lists;
+	/* The decoded protobuf when the reader owns it; its strings and
+	 * times point into it, and it is freed once they are copied. */
+	void *buffer;
 };
 
 /* Frees the builder's arrays (not the builder itself). */

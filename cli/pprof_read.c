@@ -91,6 +91,15 @@ static size_t lookup_id(const struct idref *ix, size_t n, uint64_t id)
 	return SIZE_MAX;
 }
 
+/* The array a of n elements of `size` bytes made as small as n (a grown
+ * array's spare room given back); a itself if realloc cannot, NULL for
+ * NULL. */
+static void *trim(void *a, size_t n, size_t size)
+{
+	void *t = a ? realloc(a, n ? n * size : 1) : NULL;
+	return t ? t : a;
+}
+
 /* Resolves string index idx of p's string table into *out; `what` names
  * the field for the message. */
 static int get_string(struct ctx *c, const struct profile *p, int64_t idx,
@@ -317,8 +326,14 @@ static int resolve_times(struct ctx *c, struct profile *p, struct builder *b)
 		if (got < 0)
 			return pprof_fail(c, "sample #%zu (offset %u): its times are malformed", i + 1, rs[i].off);
 		p->samples[i].ntimes = (size_t)(times + k - p->samples[i].times);
-		if (!p->samples[i].ntimes)
-			p->samples[i].times = NULL;
+	}
+	/* Times are fewer than their bytes: trimmed, then each sample's
+	 * pointed to again, in the same order. */
+	p->priv_.times = times = trim(times, k, sizeof *times);
+	k = 0;
+	for (size_t i = 0; i < b->samples.n; i++) {
+		p->samples[i].times = p->samples[i].ntimes ? times + k : NULL;
+		k += p->samples[i].ntimes;
 	}
 	return 0;
 }
@@ -377,7 +392,7 @@ static int resolve_samples(struct ctx *c, struct profile *p,
 	/* Each id becomes its Location's pointer in the same slot: the
 	 * samples' millions of references are held once, not twice. */
 	_Static_assert(sizeof(uint64_t) >= sizeof(const struct profile_location *), "a pointer fits an id's slot");
-	uint64_t *ids = pprof_vec_take(c, &b->loc_ids);
+	uint64_t *ids = trim(pprof_vec_take(c, &b->loc_ids), nids, sizeof *ids);
 	const struct profile_location **ptrs = (const struct profile_location **)ids;
 	p->priv_.locptrs = ptrs;
 	p->samples = calloc(n ? n : 1, sizeof *p->samples);
@@ -431,7 +446,10 @@ static int resolve_samples(struct ctx *c, struct profile *p,
 	p->nframes = (size_t)frames;
 	if (resolve_times(c, p, b))
 		goto out;
-	int64_t *values = pprof_vec_take(c, &b->values);
+	free(b->buffer); /* its strings and times are copied */
+	b->buffer = NULL;
+	size_t nvalues = b->values.n;
+	int64_t *values = trim(pprof_vec_take(c, &b->values), nvalues, sizeof *values);
 	p->priv_.values = values;
 	if (!values)
 		goto out;
@@ -511,6 +529,23 @@ static bool is_gzip(const uint8_t *d, size_t len)
 	return len >= 2 && d[0] == 0x1f && d[1] == 0x8b;
 }
 
+/* The room to inflate gzip data in[inlen] into first, at most limit:
+ * the last member's trailer says its size mod 2^32 (ISIZE), for the
+ * usual single member all of it, so one buffer of that size (+1, to see
+ * the end without growing) holds the whole.  Only a hint: a trailer
+ * that lies, or several members, just make the buffer grow. */
+static size_t first_room(const uint8_t *in, size_t inlen, uint64_t limit)
+{
+	uint64_t want = 64u << 10;
+	if (inlen >= 18) {
+		const uint8_t *t = in + inlen - 4;
+		uint64_t isize = (uint64_t)t[0] | (uint64_t)t[1] << 8 | (uint64_t)t[2] << 16 | (uint64_t)t[3] << 24;
+		if (isize >= want)
+			want = isize + 1;
+	}
+	return (size_t)(want < limit ? want : limit);
+}
+
 /* Inflates the gzip data at in[inlen] (one or more members, nothing after
  * them) into a new buffer *out of *outlen bytes, refusing to produce more
  * than PROFILE_MAX_RATIO times inlen plus PROFILE_RATIO_SLACK bytes (a
@@ -528,9 +563,7 @@ static int gunzip(struct ctx *c, const uint8_t *in, size_t inlen,
 		limit = PROFILE_MAX_DECODED;
 	if (inflateInit2(&zs, 15 + 32) != Z_OK)
 		return pprof_fail(c, "zlib initialisation failed");
-	size_t cap = inlen < (1u << 20) ? 64u << 10 : inlen * 4;
-	if (cap > limit)
-		cap = (size_t)limit;
+	size_t cap = first_room(in, inlen, limit);
 	size_t n = 0;
 	uint8_t *buf = malloc(cap);
 	if (!buf) {
@@ -601,6 +634,10 @@ static int gunzip(struct ctx *c, const uint8_t *in, size_t inlen,
 	}
 done:
 	inflateEnd(&zs);
+	if (cap - n > (64u << 10)) { /* grown past the end: give it back */
+		uint8_t *nb = realloc(buf, n ? n : 1);
+		buf = nb ? nb : buf;
+	}
 	*out = buf;
 	*outlen = n;
 	return 0;
@@ -620,8 +657,9 @@ static bool is_gperftools(const uint8_t *bytes, size_t n)
 	return (n >= 40 && memcmp(bytes, w64, sizeof w64) == 0) || (n >= 20 && memcmp(bytes, w32, sizeof w32) == 0);
 }
 
-int profile_parse(const void *data, size_t len, struct profile **out,
-		  char *err, size_t errlen)
+/* profile_parse(); `owned`: data is the caller's malloc'd buffer, handed
+ * over, freed as soon as it is inflated (or, plain, decoded). */
+static int parse(const void *data, size_t len, bool owned, struct profile **out, char *err, size_t errlen)
 {
 	struct ctx c = { err, errlen, false };
 	struct builder b;
@@ -635,13 +673,21 @@ int profile_parse(const void *data, size_t len, struct profile **out,
 	if (errlen > 0)
 		err[0] = '\0';
 	memset(&b, 0, sizeof b);
-	if (len > PROFILE_MAX_FILE)
+	if (len > PROFILE_MAX_FILE) {
+		if (owned)
+			free((void *)data);
 		return pprof_fail(&c, "input larger than %llu GiB; refusing",
 			    (unsigned long long)(PROFILE_MAX_FILE >> 30));
+	}
 	if (gz) {
-		if (gunzip(&c, bytes, len, &plain, &plen))
+		int rc = gunzip(&c, bytes, len, &plain, &plen);
+		if (owned)
+			free((void *)data);
+		if (rc)
 			return -1;
 		bytes = plain;
+	} else if (owned) {
+		plain = (uint8_t *)data;
 	}
 	struct reader r = { bytes, bytes + plen, bytes };
 	if (plen == 0) {
@@ -654,10 +700,11 @@ int profile_parse(const void *data, size_t len, struct profile **out,
 		pprof_fail(&c, "out of memory");
 		goto err;
 	}
+	b.buffer = plain; /* freed as soon as it is read */
+	plain = NULL;
 	if (pprof_decode(&c, &b, r) || resolve(&c, p, &b, plen))
 		goto err;
 	pprof_builder_free(&b);
-	free(plain);
 	*out = p;
 	return 0;
 err:
@@ -678,6 +725,11 @@ err:
 	free(plain);
 	profile_free(p);
 	return -1;
+}
+
+int profile_parse(const void *data, size_t len, struct profile **out, char *err, size_t errlen)
+{
+	return parse(data, len, false, out, err, errlen);
 }
 
 /* Reads the whole file at path into a new *bufp of *np bytes (not
@@ -767,9 +819,7 @@ int profile_read_file(const char *path, struct profile **out, char *err,
 	*out = NULL;
 	if (read_whole(&c, path, &buf, &n) != 0)
 		return -1;
-	int rc = profile_parse(buf, n, out, err, errlen);
-	free(buf);
-	return rc;
+	return parse(buf, n, true, out, err, errlen);
 }
 
 int profile_read_protobuf(const char *path, uint8_t **out, size_t *len, char *err, size_t errlen)
@@ -867,6 +917,74 @@ int profile_thread_cmp(const struct profile_sample *a, const struct profile_samp
 			return c;
 	}
 	return 0;
+}
+
+/* The samples whose label lists stand for all of them: reps[0..nreps),
+ * the first sample of each distinct list (by address), and for each
+ * sample rep[i] the index in reps of its list's.  0, or -1 out of
+ * memory. */
+static int label_reps(const struct profile_sample *const *s, size_t n, uint32_t *rep, uint32_t *reps,
+		      size_t *nreps)
+{
+	size_t cap = 64;
+	while (cap < 2 * n)
+		cap *= 2;
+	uint32_t *h = calloc(cap, sizeof *h); /* index in reps + 1 */
+	if (!h)
+		return -1;
+	*nreps = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct profile_label *l = s[i]->nlabels ? s[i]->labels : NULL;
+		size_t j = (((uintptr_t)l >> 4) * 0x9e3779b97f4a7c15ull >> 20 ^ s[i]->nlabels) & (cap - 1);
+		while (h[j]) {
+			const struct profile_sample *o = s[reps[h[j] - 1]];
+			if ((o->nlabels ? o->labels : NULL) == l && o->nlabels == s[i]->nlabels)
+				break;
+			j = (j + 1) & (cap - 1);
+		}
+		if (!h[j]) {
+			reps[*nreps] = (uint32_t)i;
+			h[j] = (uint32_t)++*nreps;
+		}
+		rep[i] = h[j] - 1;
+	}
+	free(h);
+	return 0;
+}
+
+/* qsort_r order of sample indexes: by thread, then index. */
+static int by_thread(const void *x, const void *y, void *arg)
+{
+	const struct profile_sample *const *s = arg;
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+	int r = profile_thread_cmp(s[a], s[b]);
+	return r ? r : (a > b) - (a < b);
+}
+
+size_t profile_thread_order(const struct profile_sample *const *s, size_t n, uint32_t *thread, uint32_t *first)
+{
+	if (n >= UINT32_MAX / 2)
+		return SIZE_MAX;
+	size_t nreps, nthreads = SIZE_MAX;
+	uint32_t *rep = malloc((n ? n : 1) * sizeof *rep), *reps = malloc((n ? n : 1) * sizeof *reps), *tof = NULL;
+	if (!rep || !reps || label_reps(s, n, rep, reps, &nreps) < 0 || !(tof = malloc((nreps ? nreps : 1) * sizeof *tof)))
+		goto out;
+	/* The lists' first samples in thread order: each list's thread. */
+	if (nreps > 1)
+		qsort_r(reps, nreps, sizeof *reps, by_thread, (void *)s);
+	nthreads = 0;
+	for (size_t k = 0; k < nreps; k++) {
+		if (k == 0 || profile_thread_cmp(s[reps[k - 1]], s[reps[k]]) != 0)
+			first[nthreads++] = reps[k];
+		tof[rep[reps[k]]] = (uint32_t)(nthreads - 1);
+	}
+	for (size_t i = 0; i < n; i++)
+		thread[i] = tof[rep[i]];
+out:
+	free(tof);
+	free(rep);
+	free(reps);
+	return nthreads;
 }
 
 int profile_find_sample_type(const struct profile *p, const char *type,

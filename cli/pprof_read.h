@@ -182,6 +182,12 @@ const char *profile_label_str(const struct profile_sample *s, const char *key);
  * what every format that splits by thread (the page's lanes, speedscope)
  * calls a thread. */
 int profile_thread_cmp(const struct profile_sample *a, const struct profile_sample *b);
+/* The threads of samples s[0..n) (of one profile or several), in
+ * profile_thread_cmp's order: thread[i] is the number of s[i]'s thread,
+ * first[t] the first i of thread t (n entries each).  Samples that share
+ * their label list (the reader gives equal lists one copy) are compared
+ * once.  The number of threads, or SIZE_MAX if out of memory. */
+size_t profile_thread_order(const struct profile_sample *const *s, size_t n, uint32_t *thread, uint32_t *first);
 
 /* Returns the index of the sample type type/unit in p->sample_types, or -1
  * if there is none. */

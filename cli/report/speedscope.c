@@ -62,21 +62,10 @@ struct sctx {
 	bool timed;                        /* some profile has times */
 };
 
-/* qsort_r order of ss sample indexes: by thread, then index. */
-static int by_thread(const void *x, const void *y, void *arg)
-{
-	const struct sctx *c = arg;
-	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-	int r = profile_thread_cmp(c->smp[a], c->smp[b]);
-	return r ? r : (a > b) - (a < b);
-}
-
-/* qsort order of events: by profile, time, sample, weight. */
+/* qsort order of one profile's events: by time, sample, weight. */
 static int by_time(const void *x, const void *y)
 {
 	const struct event *a = x, *b = y;
-	if (a->thread != b->thread)
-		return a->thread < b->thread ? -1 : 1;
 	if (a->t != b->t)
 		return a->t < b->t ? -1 : 1;
 	if (a->sample != b->sample)
@@ -156,19 +145,66 @@ static size_t sample_events(const struct sctx *c, uint32_t i, uint32_t thread, i
 	return n;
 }
 
+/* Numbers are written by hand into a buffer of a fixed size, flushed
+ * before the longest a write may add (a sign, 19 digits and a
+ * separator) would not fit: the samples' millions of frame indexes and
+ * weights, which fprintf made most of the export's time. */
+struct numbuf {
+	FILE *out;
+	size_t n;
+	char b[4096];
+};
+
+#define NUM_MAX 24
+
+/* Writes what nb holds. */
+static void nb_flush(struct numbuf *nb)
+{
+	fwrite(nb->b, 1, nb->n, nb->out);
+	nb->n = 0;
+}
+
+/* Appends the character ch. */
+static void nb_char(struct numbuf *nb, char ch)
+{
+	if (nb->n == sizeof nb->b)
+		nb_flush(nb);
+	nb->b[nb->n++] = ch;
+}
+
+/* Appends `sep` (unless 0) and v in decimal. */
+static void nb_int(struct numbuf *nb, char sep, int64_t v)
+{
+	if (nb->n > sizeof nb->b - NUM_MAX)
+		nb_flush(nb);
+	char d[20], *p = nb->b + nb->n;
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	int k = 0;
+	if (sep)
+		*p++ = sep;
+	if (v < 0)
+		*p++ = '-';
+	do
+		d[k++] = (char)('0' + u % 10);
+	while ((u /= 10) != 0);
+	while (k > 0)
+		*p++ = d[--k];
+	nb->n = (size_t)(p - nb->b);
+}
+
 /* Writes sample i's frames, root first, leaving out its grouping frames
  * unless `grouped`. */
-static void put_stack(FILE *out, const struct stackset *ss, uint32_t i, bool grouped)
+static void put_stack(struct numbuf *nb, const struct stackset *ss, uint32_t i, bool grouped)
 {
 	const struct stack_sample *s = &ss->samples[i];
 	uint32_t k = 0;
 	while (!grouped && k < s->n && (ss->frames[ss->stack_frames[s->off + k]].kind == FRAME_PROCESS ||
 					ss->frames[ss->stack_frames[s->off + k]].kind == FRAME_THREAD))
 		k++;
-	fputc('[', out);
+	nb_char(nb, '[');
 	for (uint32_t j = k; j < s->n; j++)
-		fprintf(out, "%s%" PRIu32, j > k ? "," : "", ss->stack_frames[s->off + j]);
-	fputc(']', out);
+		nb_int(nb, j > k ? ',' : 0, ss->stack_frames[s->off + j]);
+	nb_char(nb, ']');
 }
 
 /* Writes the profile of events ev[0..n) (one thread's, or those not
@@ -183,14 +219,17 @@ static void put_profile(FILE *out, const struct sctx *c, const struct event *ev,
 	fputs(",\"unit\":", out);
 	flame_json_string(out, value_unit(c->ss->unit));
 	fprintf(out, ",\"startValue\":0,\"endValue\":%" PRId64 ",\"samples\":[", total);
+	struct numbuf nb = { .out = out };
 	for (size_t k = 0; k < n; k++) {
 		if (k)
-			fputc(',', out);
-		put_stack(out, c->ss, ev[k].sample, ev[k].thread == NOT_PLACED);
+			nb_char(&nb, ',');
+		put_stack(&nb, c->ss, ev[k].sample, ev[k].thread == NOT_PLACED);
 	}
+	nb_flush(&nb);
 	fputs("],\"weights\":[", out);
 	for (size_t k = 0; k < n; k++)
-		fprintf(out, "%s%" PRId64, k ? "," : "", ev[k].w);
+		nb_int(&nb, k ? ',' : 0, ev[k].w);
+	nb_flush(&nb);
 	fputs("]}", out);
 }
 
@@ -272,7 +311,8 @@ static void put_file(FILE *out, const struct sctx *c, const struct event *ev, si
 int speedscope_write(FILE *out, const struct report_input *in, const struct stackset *ss)
 {
 	struct sctx c = { in, ss, NULL, false };
-	uint32_t *order = NULL, *thread = NULL, *thread_of = NULL;
+	uint32_t *order = NULL, *thread = NULL, *thread_of = NULL, *prof = NULL;
+	size_t *pos = NULL;
 	struct event *ev = NULL;
 	int64_t *shift = calloc(in->n ? in->n : 1, sizeof *shift);
 	int rc = -1;
@@ -283,7 +323,8 @@ int speedscope_write(FILE *out, const struct report_input *in, const struct stac
 	order = malloc((ns ? ns : 1) * sizeof *order);
 	thread = malloc((ns ? ns : 1) * sizeof *thread);
 	thread_of = malloc((ns ? ns : 1) * sizeof *thread_of);
-	if (!c.smp || !order || !thread || !thread_of)
+	prof = malloc((ns ? ns : 1) * sizeof *prof);
+	if (!c.smp || !order || !thread || !thread_of || !prof)
 		goto out;
 	/* ss's samples are the profiles' Samples in order; each profile's
 	 * times move by its start, to the clock of the first to start. */
@@ -296,38 +337,45 @@ int speedscope_write(FILE *out, const struct report_input *in, const struct stac
 		c.timed |= p->time_unit_ns != 0;
 		for (size_t s = 0; s < p->nsamples && i < ns; s++, i++) {
 			c.smp[i] = &p->samples[s];
-			order[i] = (uint32_t)i;
+			prof[i] = (uint32_t)f;
 			ntimes += p->samples[s].ntimes;
 		}
 	}
 	for (size_t f = 0; f < in->n; f++)
 		if (in->profiles[f]->time_unit_ns && __builtin_sub_overflow(in->profiles[f]->time_nanos, t0, &shift[f]))
 			shift[f] = INT64_MAX;
-	/* Threads in order of pid and tid. */
-	if (ns > 1)
-		qsort_r(order, ns, sizeof *order, by_thread, &c);
-	for (size_t k = 0; k < ns; k++) {
-		if (k == 0 || profile_thread_cmp(c.smp[order[k - 1]], c.smp[order[k]]) != 0)
-			thread_of[nthreads++] = order[k];
-		thread[order[k]] = (uint32_t)(nthreads - 1);
-	}
-	if (!(ev = malloc((ntimes + ns ? ntimes + ns : 1) * sizeof *ev)))
+	/* Threads in order of pid and tid; order: the samples by thread. */
+	if ((nthreads = profile_thread_order(c.smp, ns, thread, thread_of)) == SIZE_MAX ||
+	    !(pos = calloc(nthreads + 2, sizeof *pos)) || !(ev = malloc((ntimes + ns ? ntimes + ns : 1) * sizeof *ev)))
 		goto out;
-	for (size_t k = 0, f = 0, first = 0; k < ns; k++) {
-		while (f + 1 < in->n && k >= first + in->profiles[f]->nsamples)
-			first += in->profiles[f++]->nsamples;
-		/* In a profile with times, a Sample without any is not placed;
-		 * a profile without times (merged with one that has them)
-		 * keeps its Samples in their threads, in file order. */
-		uint32_t th = in->profiles[f]->time_unit_ns && !c.smp[k]->ntimes ? NOT_PLACED : thread[k];
-		nev = sample_events(&c, (uint32_t)k, th, shift[f], ev, nev);
+	for (size_t k = 0; k < ns; k++)
+		pos[thread[k] + 2]++;
+	for (size_t t = 2; t < nthreads + 2; t++)
+		pos[t] += pos[t - 1];
+	for (size_t k = 0; k < ns; k++)
+		order[pos[thread[k] + 1]++] = (uint32_t)k;
+	/* Each thread's events (then those not placed), sorted by time. */
+	for (size_t t = 0; t <= nthreads; t++) {
+		size_t from = nev, a = t < nthreads ? pos[t] : 0, b = t < nthreads ? pos[t + 1] : ns;
+		for (size_t j = a; j < b; j++) {
+			uint32_t k = t < nthreads ? order[j] : (uint32_t)j;
+			/* In a profile with times, a Sample without any is
+			 * not placed; a profile without times (merged with
+			 * one that has them) keeps its Samples in their
+			 * threads, in file order. */
+			bool placed = !in->profiles[prof[k]]->time_unit_ns || c.smp[k]->ntimes;
+			if (placed == (t < nthreads))
+				nev = sample_events(&c, k, placed ? (uint32_t)t : NOT_PLACED, shift[prof[k]], ev, nev);
+		}
+		if (nev - from > 1)
+			qsort(ev + from, nev - from, sizeof *ev, by_time);
 	}
-	if (nev > 1)
-		qsort(ev, nev, sizeof *ev, by_time);
 	put_file(out, &c, ev, nev, thread_of);
 	rc = 0;
 out:
 	free(ev);
+	free(pos);
+	free(prof);
 	free(thread_of);
 	free(thread);
 	free(order);
