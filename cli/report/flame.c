@@ -245,22 +245,25 @@ static int64_t self_of(const struct flame_tree *ft, size_t i)
 static void sum_totals(const struct flame_tree *ft, int64_t *total, int64_t *alt_total)
 {
 	const struct calltree *t = ft->t;
-	for (size_t i = t->n; i-- > 1;) {
+	for (size_t i = t->n; i-- > 0;) {
+		for (uint32_t c = calltree_child(t, (uint32_t)i); c < calltree_child_end(t, (uint32_t)i); c++) {
+			total[i] = sat_add(total[i], total[c]);
+			alt_total[i] = sat_add(alt_total[i], alt_total[c]);
+		}
+		if (i == 0)
+			break;
 		total[i] = sat_add(total[i], self_of(ft, i));
-		total[t->nodes[i].parent] = sat_add(total[t->nodes[i].parent], total[i]);
 		for (size_t a = 0; a < ft->nalt; a++)
 			alt_total[i] = sat_add(alt_total[i], ft->alt[a].self[i] > 0 ? ft->alt[a].self[i] : 0);
-		alt_total[t->nodes[i].parent] = sat_add(alt_total[t->nodes[i].parent], alt_total[i]);
 	}
 }
 
 /* Node id's entry of the page's array `pass` (0: nodes, 1: alt or the
  * caller's extra); msq is the mean squared weight its noise is over. */
-static void put_node(FILE *out, const struct flame_tree *ft, uint32_t id, int pass, double msq)
+static void put_node(FILE *out, const struct flame_tree *ft, uint32_t id, size_t depth, int pass, double msq)
 {
-	const struct cnode *nd = &ft->t->nodes[id];
 	if (pass == 0) {
-		fprintf(out, "%u,%u,%" PRId64 ",", nd->frame, nd->depth, self_of(ft, id));
+		fprintf(out, "%u,%zu,%" PRId64 ",", ft->t->nodes[id].frame, depth, self_of(ft, id));
 		flame_put_number(out, msq > 0 ? ft->q[id] / msq : 0);
 	} else if (ft->nalt) {
 		for (size_t a = 0; a < ft->nalt; a++) {
@@ -274,36 +277,57 @@ static void put_node(FILE *out, const struct flame_tree *ft, uint32_t id, int pa
 	}
 }
 
+/* One level of put_tree's walk: the children of a node not yet seen. */
+struct put_level {
+	uint32_t next, end;
+};
+
 /* The tree in preorder, a node's subtree right after it, leaving out the
  * nodes that hold nothing; twice if the caller has an array per node of
- * its own, in the same order.  stack has room for every node; pindex[id]
- * gets each node's index in the page's array (from 1; 0: left out). */
-static void put_tree(FILE *out, const struct flame_tree *ft, uint32_t *stack, const int64_t *total,
-		     const int64_t *alt_total, uint32_t *pindex)
+ * its own, in the same order.  pindex[id] gets each node's index in the
+ * page's array (from 1; 0: left out).  -1 if out of memory. */
+static int put_tree(FILE *out, const struct flame_tree *ft, const int64_t *total,
+		    const int64_t *alt_total, uint32_t *pindex)
 {
 	const struct calltree *t = ft->t;
 	double msq = ft->base->n > 0 ? ft->base->q / ft->base->n : 0;
 	int passes = ft->node || ft->nalt ? 2 : 1;
+	size_t cap = 64;
+	struct put_level *st = malloc(cap * sizeof *st);
+	if (!st)
+		return -1;
 	for (int pass = 0; pass < passes; pass++) {
 		fputs(pass ? (ft->nalt ? "],\n\"alt\":[" : "],\n\"extra\":[") : "],\n\"nodes\":[", out);
-		size_t sp = 0;
+		size_t depth = 1;
 		uint32_t written = 0;
-		bool first = true;
-		for (uint32_t c = t->nodes[0].child; c; c = t->nodes[c].next)
-			stack[sp++] = c;
-		while (sp > 0) {
-			uint32_t id = stack[--sp];
+		st[0] = (struct put_level){ calltree_child(t, 0), calltree_child_end(t, 0) };
+		while (depth > 0) {
+			struct put_level *lv = &st[depth - 1];
+			if (lv->next == lv->end) {
+				depth--;
+				continue;
+			}
+			uint32_t id = lv->next++;
 			if (total[id] <= 0 && alt_total[id] <= 0)
 				continue;
-			if (!first)
+			if (written)
 				fputc(',', out);
-			first = false;
 			pindex[id] = ++written;
-			put_node(out, ft, id, pass, msq);
-			for (uint32_t c = t->nodes[id].child; c; c = t->nodes[c].next)
-				stack[sp++] = c;
+			put_node(out, ft, id, depth, pass, msq);
+			if (depth == cap) {
+				struct put_level *ns = realloc(st, 2 * cap * sizeof *st);
+				if (!ns) {
+					free(st);
+					return -1;
+				}
+				st = ns;
+				cap *= 2;
+			}
+			st[depth++] = (struct put_level){ calltree_child(t, id), calltree_child_end(t, id) };
 		}
 	}
+	free(st);
+	return 0;
 }
 
 int flame_page(FILE *out, const struct report_input *in,
@@ -311,17 +335,16 @@ int flame_page(FILE *out, const struct report_input *in,
 {
 	const struct calltree *t = ft->t;
 	struct strtab st = { 0 };
-	uint32_t *stack = NULL, *pindex = NULL;
+	uint32_t *pindex = NULL;
 	long *fname = NULL, *ffile = NULL;
 	int64_t *total = NULL, *alt_total = NULL;
 	int rc = -1;
 	fname = calloc(ss->nframes + 1, sizeof *fname);
 	ffile = calloc(ss->nframes + 1, sizeof *ffile);
-	stack = malloc(t->n * sizeof *stack);
 	pindex = calloc(t->n, sizeof *pindex);
 	total = calloc(t->n, sizeof *total);
 	alt_total = calloc(t->n, sizeof *alt_total);
-	if (!fname || !ffile || !stack || !pindex || !total || !alt_total || strtab_index(&st, "") < 0)
+	if (!fname || !ffile || !pindex || !total || !alt_total || strtab_index(&st, "") < 0)
 		goto out;
 	for (size_t i = 0; i < ss->nframes; i++) {
 		fname[i] = strtab_index(&st, ss->frames[i].name);
@@ -350,7 +373,8 @@ int flame_page(FILE *out, const struct report_input *in,
 			ffile[i], ss->frames[i].line ? ss->frames[i].line
 						     : ss->frames[i].start_line,
 			(int)ss->frames[i].kind);
-	put_tree(out, ft, stack, total, alt_total, pindex);
+	if (put_tree(out, ft, total, alt_total, pindex) < 0)
+		goto out;
 	fputc(']', out);
 	if (ft->timeline && timeline_write(out, in, ss, t, pindex, ft) < 0)
 		goto out;
@@ -360,7 +384,6 @@ int flame_page(FILE *out, const struct report_input *in,
 out:
 	free(st.s);
 	free(st.hash);
-	free(stack);
 	free(pindex);
 	free(fname);
 	free(ffile);

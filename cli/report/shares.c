@@ -81,12 +81,15 @@ void share_nodes(const struct calltree *t, const struct stackset *ss,
 		weigh(&ss->samples[i], &w, &k);
 		add(&total[t->leaf[i]], w, k);
 	}
-	/* Children are made after their parents (stacks.h). */
-	for (size_t i = t->n; i-- > 1;) {
-		struct share_sum *p = &total[t->nodes[i].parent];
-		p->w += total[i].w;
-		p->q += total[i].q;
-		p->n += total[i].n;
+	/* Children are made after their parents (stacks.h); each node's
+	 * are added last first. */
+	for (size_t i = t->n; i-- > 0;) {
+		struct share_sum *p = &total[i];
+		for (uint32_t c = calltree_child_end(t, (uint32_t)i); c-- > calltree_child(t, (uint32_t)i);) {
+			p->w += total[c].w;
+			p->q += total[c].q;
+			p->n += total[c].n;
+		}
 	}
 }
 

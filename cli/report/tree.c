@@ -74,7 +74,7 @@ static void line(const uint32_t *path, size_t depth, void *arg)
 {
 	const struct tree_ctx *c = arg;
 	const struct cnode *nd = &c->t->nodes[path[depth - 1]];
-	columns(c->out, c->ss, nd->total, nd->self, nd->depth);
+	columns(c->out, c->ss, nd->total, nd->self, (uint32_t)depth);
 	put_name(c->out, c->ss->frames[nd->frame].label, NULL);
 	fputc('\n', c->out);
 }
