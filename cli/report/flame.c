@@ -202,17 +202,40 @@ static void write_meta(FILE *out, const struct report_input *in,
 	fputc(']', out);
 }
 
-void flame_put_number(FILE *out, double v)
+/* Writes v in decimal ending at e, backwards; returns its first char. */
+static char *put_u64_back(char *e, uint64_t v)
 {
-	if (!(v >= 0) || v >= 1e15) {
-		fprintf(out, "%.6g", isfinite(v) ? v : 0);
-		return;
+	do {
+		*--e = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return e;
+}
+
+/* Writes v in decimal at p; returns the end. */
+static char *put_i64(char *p, int64_t v)
+{
+	char buf[24], *e = buf + sizeof buf, *b;
+	if (v < 0) {
+		*p++ = '-';
+		b = put_u64_back(e, 0 - (uint64_t)v);
+	} else {
+		b = put_u64_back(e, (uint64_t)v);
 	}
+	memcpy(p, b, (size_t)(e - b));
+	return p + (e - b);
+}
+
+/* flame_put_number's text of v at p (at most 32 bytes); returns the end. */
+static char *put_number(char *p, double v)
+{
+	if (!(v >= 0) || v >= 1e15)
+		return p + snprintf(p, 32, "%.6g", isfinite(v) ? v : 0);
 	/* Integer arithmetic: printf's %g costs more than all the rest of a
 	 * page of two million nodes. */
 	uint64_t m = (uint64_t)llround(v * 1000);
-	char buf[32], *e = buf + sizeof buf, *p = e;
-	uint64_t whole = m / 1000, frac = m % 1000;
+	char buf[32], *e = buf + sizeof buf, *b = e;
+	uint64_t frac = m % 1000;
 	if (frac) {
 		int digits = 3;
 		while (frac % 10 == 0) {
@@ -220,16 +243,20 @@ void flame_put_number(FILE *out, double v)
 			digits--;
 		}
 		while (digits-- > 0) {
-			*--p = (char)('0' + frac % 10);
+			*--b = (char)('0' + frac % 10);
 			frac /= 10;
 		}
-		*--p = '.';
+		*--b = '.';
 	}
-	do {
-		*--p = (char)('0' + whole % 10);
-		whole /= 10;
-	} while (whole);
-	fwrite(p, 1, (size_t)(e - p), out);
+	b = put_u64_back(b, m / 1000);
+	memcpy(p, b, (size_t)(e - b));
+	return p + (e - b);
+}
+
+void flame_put_number(FILE *out, double v)
+{
+	char buf[32];
+	fwrite(buf, 1, (size_t)(put_number(buf, v) - buf), out);
 }
 
 /* Node i's own value as ft draws it. */
@@ -239,22 +266,19 @@ static int64_t self_of(const struct flame_tree *ft, size_t i)
 	return v > 0 ? v : 0;
 }
 
-/* The totals of every node, bottom-up (children come after their
- * parents), of the value drawn in total and of every value the menu
- * offers in alt_total: a node is kept if it holds any. */
-static void sum_totals(const struct flame_tree *ft, int64_t *total, int64_t *alt_total)
+/* Which nodes the page keeps, bottom-up (children come after their
+ * parents): those whose subtree holds some of the value drawn or of a
+ * value the menu offers (keep[i] 1). */
+static void mark_kept(const struct flame_tree *ft, uint8_t *keep)
 {
 	const struct calltree *t = ft->t;
-	for (size_t i = t->n; i-- > 0;) {
-		for (uint32_t c = calltree_child(t, (uint32_t)i); c < calltree_child_end(t, (uint32_t)i); c++) {
-			total[i] = sat_add(total[i], total[c]);
-			alt_total[i] = sat_add(alt_total[i], alt_total[c]);
-		}
-		if (i == 0)
-			break;
-		total[i] = sat_add(total[i], self_of(ft, i));
-		for (size_t a = 0; a < ft->nalt; a++)
-			alt_total[i] = sat_add(alt_total[i], ft->alt[a].self[i] > 0 ? ft->alt[a].self[i] : 0);
+	for (size_t i = t->n; i-- > 1;) {
+		uint8_t k = self_of(ft, i) > 0;
+		for (size_t a = 0; a < ft->nalt && !k; a++)
+			k = ft->alt[a].self[i] > 0;
+		for (uint32_t c = calltree_child(t, (uint32_t)i); c < calltree_child_end(t, (uint32_t)i) && !k; c++)
+			k = keep[c];
+		keep[i] = k;
 	}
 }
 
@@ -262,15 +286,27 @@ static void sum_totals(const struct flame_tree *ft, int64_t *total, int64_t *alt
  * caller's extra); msq is the mean squared weight its noise is over. */
 static void put_node(FILE *out, const struct flame_tree *ft, uint32_t id, size_t depth, int pass, double msq)
 {
+	char buf[128], *p = buf;
 	if (pass == 0) {
-		fprintf(out, "%u,%zu,%" PRId64 ",", ft->t->nodes[id].frame, depth, self_of(ft, id));
-		flame_put_number(out, msq > 0 ? ft->q[id] / msq : 0);
+		p = put_i64(p, ft->t->nodes[id].frame);
+		*p++ = ',';
+		p = put_i64(p, (int64_t)depth);
+		*p++ = ',';
+		p = put_i64(p, self_of(ft, id));
+		*p++ = ',';
+		p = put_number(p, msq > 0 ? ft->q[id] / msq : 0);
+		fwrite(buf, 1, (size_t)(p - buf), out);
 	} else if (ft->nalt) {
 		for (size_t a = 0; a < ft->nalt; a++) {
 			const struct flame_alt *v = &ft->alt[a];
 			double m = v->base.n > 0 ? v->base.q / v->base.n : 0;
-			fprintf(out, "%s%" PRId64 ",", a ? "," : "", v->self[id] > 0 ? v->self[id] : 0);
-			flame_put_number(out, m > 0 ? v->q[id] / m : 0);
+			p = buf;
+			if (a)
+				*p++ = ',';
+			p = put_i64(p, v->self[id] > 0 ? v->self[id] : 0);
+			*p++ = ',';
+			p = put_number(p, m > 0 ? v->q[id] / m : 0);
+			fwrite(buf, 1, (size_t)(p - buf), out);
 		}
 	} else {
 		ft->node(out, id, ft->arg);
@@ -286,8 +322,7 @@ struct put_level {
  * nodes that hold nothing; twice if the caller has an array per node of
  * its own, in the same order.  pindex[id] gets each node's index in the
  * page's array (from 1; 0: left out).  -1 if out of memory. */
-static int put_tree(FILE *out, const struct flame_tree *ft, const int64_t *total,
-		    const int64_t *alt_total, uint32_t *pindex)
+static int put_tree(FILE *out, const struct flame_tree *ft, const uint8_t *keep, uint32_t *pindex)
 {
 	const struct calltree *t = ft->t;
 	double msq = ft->base->n > 0 ? ft->base->q / ft->base->n : 0;
@@ -308,7 +343,7 @@ static int put_tree(FILE *out, const struct flame_tree *ft, const int64_t *total
 				continue;
 			}
 			uint32_t id = lv->next++;
-			if (total[id] <= 0 && alt_total[id] <= 0)
+			if (!keep[id])
 				continue;
 			if (written)
 				fputc(',', out);
@@ -337,14 +372,13 @@ int flame_page(FILE *out, const struct report_input *in,
 	struct strtab st = { 0 };
 	uint32_t *pindex = NULL;
 	long *fname = NULL, *ffile = NULL;
-	int64_t *total = NULL, *alt_total = NULL;
+	uint8_t *keep = NULL;
 	int rc = -1;
 	fname = calloc(ss->nframes + 1, sizeof *fname);
 	ffile = calloc(ss->nframes + 1, sizeof *ffile);
 	pindex = calloc(t->n, sizeof *pindex);
-	total = calloc(t->n, sizeof *total);
-	alt_total = calloc(t->n, sizeof *alt_total);
-	if (!fname || !ffile || !pindex || !total || !alt_total || strtab_index(&st, "") < 0)
+	keep = calloc(t->n, sizeof *keep);
+	if (!fname || !ffile || !pindex || !keep || strtab_index(&st, "") < 0)
 		goto out;
 	for (size_t i = 0; i < ss->nframes; i++) {
 		fname[i] = strtab_index(&st, ss->frames[i].name);
@@ -352,7 +386,7 @@ int flame_page(FILE *out, const struct report_input *in,
 		if (fname[i] < 0 || ffile[i] < 0)
 			goto out;
 	}
-	sum_totals(ft, total, alt_total);
+	mark_kept(ft, keep);
 
 	const char *mark = strstr(cpuprof_flame_page, DATA_MARK);
 	if (!mark)
@@ -373,7 +407,7 @@ int flame_page(FILE *out, const struct report_input *in,
 			ffile[i], ss->frames[i].line ? ss->frames[i].line
 						     : ss->frames[i].start_line,
 			(int)ss->frames[i].kind);
-	if (put_tree(out, ft, total, alt_total, pindex) < 0)
+	if (put_tree(out, ft, keep, pindex) < 0)
 		goto out;
 	fputc(']', out);
 	if (ft->timeline && timeline_write(out, in, ss, t, pindex, ft) < 0)
@@ -387,8 +421,7 @@ out:
 	free(pindex);
 	free(fname);
 	free(ffile);
-	free(total);
-	free(alt_total);
+	free(keep);
 	return rc;
 }
 

@@ -452,10 +452,12 @@ void stackset_free(struct stackset *ss)
 /* ---- the call tree ------------------------------------------------------ */
 
 /* The scratch of a build: the samples of a level's nodes, node by node
- * (in, out: those of the next level's), and per frame the child of the
- * node being split (slot, 0 none) and where its samples go next (at). */
+ * (in, out: those of the next level's), the frame at that depth of each
+ * sample of the node being split (fr, UINT32_MAX: its stack ends there),
+ * and per frame the child of that node (slot, 0 none) and where its
+ * samples go next (at). */
 struct split {
-	uint32_t *in, *out, *slot, *at;
+	uint32_t *in, *out, *fr, *slot, *at;
 	size_t cap, nout;
 };
 
@@ -475,9 +477,10 @@ static int split_node(struct calltree *t, struct split *sp, const struct stackse
 		if (smp->n == depth) {
 			self = sat_add(self, smp->value);
 			t->leaf[in[k]] = id;
+			sp->fr[k] = UINT32_MAX;
 			continue;
 		}
-		uint32_t f = ss->stack_frames[smp->off + depth];
+		uint32_t f = sp->fr[k] = ss->stack_frames[smp->off + depth];
 		if (!sp->slot[f]) {
 			if (t->n >= UINT32_MAX ||
 			    cp_array_grow((void **)&t->nodes, &sp->cap, t->n + 1, sizeof *t->nodes, 1024))
@@ -493,11 +496,9 @@ static int split_node(struct calltree *t, struct split *sp, const struct stackse
 		sp->nout += (size_t)t->nodes[c].total;
 		sp->slot[t->nodes[c].frame] = 0;
 	}
-	for (size_t k = 0; k < m; k++) {
-		const struct stack_sample *smp = &ss->samples[in[k]];
-		if (smp->n != depth)
-			sp->out[sp->at[ss->stack_frames[smp->off + depth]]++] = in[k];
-	}
+	for (size_t k = 0; k < m; k++)
+		if (sp->fr[k] != UINT32_MAX)
+			sp->out[sp->at[sp->fr[k]]++] = in[k];
 	return 0;
 }
 
@@ -513,9 +514,10 @@ int calltree_build(struct calltree *t, const struct stackset *ss)
 	t->leaf = calloc(ns, sizeof *t->leaf);
 	sp.in = malloc(ns * sizeof *sp.in);
 	sp.out = malloc(ns * sizeof *sp.out);
+	sp.fr = malloc(ns * sizeof *sp.fr);
 	sp.slot = calloc(ss->nframes + 1, sizeof *sp.slot);
 	sp.at = malloc((ss->nframes + 1) * sizeof *sp.at);
-	if (!t->nodes || !t->leaf || !sp.in || !sp.out || !sp.slot || !sp.at || ss->nsamples >= UINT32_MAX)
+	if (!t->nodes || !t->leaf || !sp.in || !sp.out || !sp.fr || !sp.slot || !sp.at || ss->nsamples >= UINT32_MAX)
 		goto out;
 	for (size_t i = 0; i < ss->nsamples; i++)
 		sp.in[i] = (uint32_t)i;
@@ -546,6 +548,7 @@ int calltree_build(struct calltree *t, const struct stackset *ss)
 out:
 	free(sp.in);
 	free(sp.out);
+	free(sp.fr);
 	free(sp.slot);
 	free(sp.at);
 	if (rc < 0)
