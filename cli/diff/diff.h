@@ -46,12 +46,10 @@ struct diff_row {
 	struct diff_measure flat, cum;
 };
 
-/* The test of a path of the call tree (a node): of its total share. */
+/* A path of the call tree (a node): BASE's sums of the samples whose
+ * stack passes through it (share_sum's w and q), for the page. */
 struct diff_node {
-	double padj;   /* Holm's p-value, 1 if not tested */
-	int8_t status; /* 1 grew, -1 shrank beyond the noise and by at
-			  least the threshold, 0 within the noise, 2 not
-			  tested (as for functions: compare.c) */
+	double w, q;
 };
 
 /* The comparison of BASE (the stackset's samples [0, nbase)) with NEW
@@ -79,8 +77,20 @@ struct diff {
 	 * graph; else NULL). */
 	struct calltree t;
 	struct diff_node *nodes; /* t.n of them */
+	int8_t *status;          /* t.n: of the test of each path's total
+				    share: 1 grew, -1 shrank beyond the noise
+				    and by at least the threshold, 0 within
+				    the noise, 2 not tested (as for functions:
+				    compare.c) */
+	/* The paths tested, by node (ascending), and their Holm's
+	 * p-values: diff_node_padj(). */
+	uint32_t *tested;
+	double *padj;
 	size_t nnode_tests;
 };
+
+/* Holm's p-value of the test of path (node) id of d, 1 if not tested. */
+double diff_node_padj(const struct diff *d, uint32_t id);
 
 /* Compares BASE's samples ss[0, nbase) with NEW's ss[nbase, end) into
  * *d (ss must outlive it); a side without draws left compares as
