@@ -453,34 +453,52 @@ void stackset_free(struct stackset *ss)
 
 /* The scratch of a build: the samples of a level's nodes, node by node
  * (in, out: those of the next level's), the frame at that depth of each
- * sample of the node being split (fr, UINT32_MAX: its stack ends there),
- * and per frame the child of that node (slot, 0 none) and where its
- * samples go next (at). */
+ * (fr, UINT32_MAX: its stack ends there), and per frame the child of the
+ * node being split (slot, 0 none) and where its samples go next (at). */
 struct split {
 	uint32_t *in, *out, *fr, *slot, *at;
 	size_t cap, nout;
 };
 
+/* The frame at depth `depth` of the level's samples in[0..n) into
+ * fr[0..n), UINT32_MAX where a stack ends.  One pass over the level, the
+ * memory of later samples fetched ahead: each sample's frames are far
+ * from the next one's. */
+static void level_frames(const struct stackset *ss, const uint32_t *in, size_t n, uint32_t depth, uint32_t *fr)
+{
+	enum { AHEAD = 64 };
+	for (size_t k = 0; k < n; k++) {
+		if (k + 2 * AHEAD < n)
+			__builtin_prefetch(&ss->samples[in[k + 2 * AHEAD]]);
+		if (k + AHEAD < n) {
+			const struct stack_sample *a = &ss->samples[in[k + AHEAD]];
+			if (a->n > depth)
+				__builtin_prefetch(&ss->stack_frames[a->off + depth]);
+		}
+		const struct stack_sample *smp = &ss->samples[in[k]];
+		fr[k] = smp->n == depth ? UINT32_MAX : ss->stack_frames[smp->off + depth];
+	}
+}
+
 /* Makes the children of node id, whose m samples are in[0..m) (in their
- * order), at depth `depth`: a child per frame at that depth, in the order
- * the samples first have them, and their samples appended to out, child
- * by child.  Counts each child's samples in its total (calltree_build
- * sums the values later).  -1 if out of memory. */
+ * order) and have frames fr[0..m) at the node's children's depth: a
+ * child per frame, in the order the samples first have them, and their
+ * samples appended to out, child by child.  Counts each child's samples
+ * in its total (calltree_build sums the values later).  -1 if out of
+ * memory. */
 static int split_node(struct calltree *t, struct split *sp, const struct stackset *ss, uint32_t id,
-		      uint32_t depth, const uint32_t *in, size_t m)
+		      const uint32_t *in, const uint32_t *fr, size_t m)
 {
 	uint32_t first = (uint32_t)t->n;
 	int64_t self = 0;
 	t->nodes[id].child = first;
 	for (size_t k = 0; k < m; k++) {
-		const struct stack_sample *smp = &ss->samples[in[k]];
-		if (smp->n == depth) {
-			self = sat_add(self, smp->value);
+		uint32_t f = fr[k];
+		if (f == UINT32_MAX) {
+			self = sat_add(self, ss->samples[in[k]].value);
 			t->leaf[in[k]] = id;
-			sp->fr[k] = UINT32_MAX;
 			continue;
 		}
-		uint32_t f = sp->fr[k] = ss->stack_frames[smp->off + depth];
 		if (!sp->slot[f]) {
 			if (t->n >= UINT32_MAX ||
 			    cp_array_grow((void **)&t->nodes, &sp->cap, t->n + 1, sizeof *t->nodes, 1024))
@@ -497,8 +515,8 @@ static int split_node(struct calltree *t, struct split *sp, const struct stackse
 		sp->slot[t->nodes[c].frame] = 0;
 	}
 	for (size_t k = 0; k < m; k++)
-		if (sp->fr[k] != UINT32_MAX)
-			sp->out[sp->at[sp->fr[k]]++] = in[k];
+		if (fr[k] != UINT32_MAX)
+			sp->out[sp->at[fr[k]]++] = in[k];
 	return 0;
 }
 
@@ -525,10 +543,11 @@ int calltree_build(struct calltree *t, const struct stackset *ss)
 	/* Level by level: nodes [lo, hi) are those at depth `depth`. */
 	for (size_t lo = 0, hi = 1, depth = 0; lo < hi; lo = hi, hi = t->n, depth++) {
 		size_t pos = 0;
+		level_frames(ss, sp.in, depth ? sp.nout : ss->nsamples, (uint32_t)depth, sp.fr);
 		sp.nout = 0;
 		for (size_t id = lo; id < hi; id++) {
 			size_t m = (size_t)t->nodes[id].total;
-			if (split_node(t, &sp, ss, (uint32_t)id, (uint32_t)depth, sp.in + pos, m) < 0)
+			if (split_node(t, &sp, ss, (uint32_t)id, sp.in + pos, sp.fr + pos, m) < 0)
 				goto out;
 			pos += m;
 		}
