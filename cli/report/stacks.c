@@ -506,12 +506,12 @@ static int split_node(struct calltree *t, struct split *sp, const struct stackse
 			sp->slot[f] = (uint32_t)t->n;
 			t->nodes[t->n++] = (struct cnode){ .frame = f };
 		}
-		t->nodes[sp->slot[f]].total++;
+		t->nodes[sp->slot[f]].self++;
 	}
 	t->nodes[id].self = self;
 	for (uint32_t c = first; c < t->n; c++) {
 		sp->at[t->nodes[c].frame] = (uint32_t)sp->nout;
-		sp->nout += (size_t)t->nodes[c].total;
+		sp->nout += (size_t)t->nodes[c].self;
 		sp->slot[t->nodes[c].frame] = 0;
 	}
 	for (size_t k = 0; k < m; k++)
@@ -539,14 +539,14 @@ int calltree_build(struct calltree *t, const struct stackset *ss)
 		goto out;
 	for (size_t i = 0; i < ss->nsamples; i++)
 		sp.in[i] = (uint32_t)i;
-	t->nodes[0].total = (int64_t)ss->nsamples;
+	t->nodes[0].self = (int64_t)ss->nsamples;
 	/* Level by level: nodes [lo, hi) are those at depth `depth`. */
 	for (size_t lo = 0, hi = 1, depth = 0; lo < hi; lo = hi, hi = t->n, depth++) {
 		size_t pos = 0;
 		level_frames(ss, sp.in, depth ? sp.nout : ss->nsamples, (uint32_t)depth, sp.fr);
 		sp.nout = 0;
 		for (size_t id = lo; id < hi; id++) {
-			size_t m = (size_t)t->nodes[id].total;
+			size_t m = (size_t)t->nodes[id].self;
 			if (split_node(t, &sp, ss, (uint32_t)id, sp.in + pos, sp.fr + pos, m) < 0)
 				goto out;
 			pos += m;
@@ -554,14 +554,6 @@ int calltree_build(struct calltree *t, const struct stackset *ss)
 		uint32_t *swap = sp.in;
 		sp.in = sp.out;
 		sp.out = swap;
-	}
-	/* Children come after their parents: totals bottom-up, each node's
-	 * children added last first. */
-	for (size_t i = t->n; i-- > 0;) {
-		struct cnode *c = &t->nodes[i];
-		c->total = c->self;
-		for (uint32_t k = calltree_child_end(t, (uint32_t)i); k-- > c->child;)
-			c->total = sat_add(c->total, t->nodes[k].total);
 	}
 	rc = 0;
 out:
@@ -573,6 +565,17 @@ out:
 	if (rc < 0)
 		calltree_free(t);
 	return rc;
+}
+
+void calltree_totals(const struct calltree *t, int64_t *total)
+{
+	/* Children come after their parents: bottom-up, each node's
+	 * children added last first. */
+	for (size_t i = t->n; i-- > 0;) {
+		total[i] = t->nodes[i].self;
+		for (uint32_t k = calltree_child_end(t, (uint32_t)i); k-- > calltree_child(t, (uint32_t)i);)
+			total[i] = sat_add(total[i], total[k]);
+	}
 }
 
 void calltree_free(struct calltree *t)

@@ -137,8 +137,8 @@ void stackset_free(struct stackset *ss);
  * to them, and before the children of the nodes after it; so node i's
  * children are [calltree_child(t, i), calltree_child_end(t, i)). */
 struct cnode {
-	int64_t self;   /* value of the samples whose stack ends here */
-	int64_t total;  /* value of the samples whose stack passes here */
+	int64_t self;   /* value of the samples whose stack ends here (their
+			   total: calltree_totals()) */
 	uint32_t frame; /* into stackset.frames (unused for the root) */
 	uint32_t child; /* the first child: see calltree_child() */
 };
@@ -165,6 +165,10 @@ static inline uint32_t calltree_child_end(const struct calltree *t, uint32_t i)
 /* Builds the call tree of ss into t; -1 if out of memory.  Siblings are
  * in the order of the samples, whatever their values. */
 int calltree_build(struct calltree *t, const struct stackset *ss);
+
+/* Each node's total, the value of the samples whose stack passes through
+ * it, into total[] (t->n of them): kept apart, as few formats need it. */
+void calltree_totals(const struct calltree *t, int64_t *total);
 
 void calltree_free(struct calltree *t);
 
