@@ -320,8 +320,9 @@ struct put_level {
 
 /* The tree in preorder, a node's subtree right after it, leaving out the
  * nodes that hold nothing; twice if the caller has an array per node of
- * its own, in the same order.  pindex[id] gets each node's index in the
- * page's array (from 1; 0: left out).  -1 if out of memory. */
+ * its own, in the same order.  pindex[id] (if pindex is not NULL) gets
+ * each node's index in the page's array (from 1; 0: left out).  -1 if
+ * out of memory. */
 static int put_tree(FILE *out, const struct flame_tree *ft, const uint8_t *keep, uint32_t *pindex)
 {
 	const struct calltree *t = ft->t;
@@ -347,7 +348,9 @@ static int put_tree(FILE *out, const struct flame_tree *ft, const uint8_t *keep,
 				continue;
 			if (written)
 				fputc(',', out);
-			pindex[id] = ++written;
+			if (pindex)
+				pindex[id] = written + 1;
+			written++;
 			put_node(out, ft, id, depth, pass, msq);
 			if (depth == cap) {
 				struct put_level *ns = realloc(st, 2 * cap * sizeof *st);
@@ -376,9 +379,11 @@ int flame_page(FILE *out, const struct report_input *in,
 	int rc = -1;
 	fname = calloc(ss->nframes + 1, sizeof *fname);
 	ffile = calloc(ss->nframes + 1, sizeof *ffile);
-	pindex = calloc(t->n, sizeof *pindex);
+	/* Only the timeline needs each node's place in the page. */
+	if (ft->timeline)
+		pindex = calloc(t->n, sizeof *pindex);
 	keep = calloc(t->n, sizeof *keep);
-	if (!fname || !ffile || !pindex || !keep || strtab_index(&st, "") < 0)
+	if (!fname || !ffile || (ft->timeline && !pindex) || !keep || strtab_index(&st, "") < 0)
 		goto out;
 	for (size_t i = 0; i < ss->nframes; i++) {
 		fname[i] = strtab_index(&st, ss->frames[i].name);
