@@ -214,6 +214,7 @@ out:
 struct node_tests {
 	struct diff *d;
 	struct family f;
+	size_t capbased;
 	int err;
 };
 
@@ -225,13 +226,29 @@ static void test_node(uint32_t id, const struct share_sum s[2], void *arg)
 	struct node_tests *nt = arg;
 	struct diff *d = nt->d;
 	struct share_change c = { .pooled = share_pooled(&s[0], &d->a, &s[1], &d->b) };
-	d->nodes[id] = (struct diff_node){ s[0].w, s[0].q };
+	/* The page draws only where NEW has value; BASE's sums are 0 where
+	 * its w is (q is a sum of w * w / k). */
+	if (s[1].w > 0 && s[0].w > 0) {
+		if (cp_array_grow((void **)&d->based, &nt->capbased, d->nbased + 1, sizeof *d->based, 256)) {
+			nt->err = 1;
+			return;
+		}
+		d->based[d->nbased++] = (struct diff_node){ id, s[0].w, s[0].q };
+		d->based_bit[id / 8] |= (uint8_t)(1u << id % 8);
+	}
 	if (id == 0 || accounting(d->ss->frames[d->t.nodes[id].frame].kind) ||
 	    !share_testable(&c, &d->a, &d->b, d->o.threshold))
 		return;
 	share_test(&s[0], &d->a, &s[1], &d->b, &c);
 	if (family_add(&nt->f, id, c.p, c.b - c.a) < 0)
 		nt->err = 1;
+}
+
+/* qsort order of BASE's sums by node. */
+static int by_based(const void *x, const void *y)
+{
+	uint32_t a = ((const struct diff_node *)x)->id, b = ((const struct diff_node *)y)->id;
+	return (a > b) - (a < b);
 }
 
 /* qsort_r order of a family's tests by their nodes. */
@@ -249,13 +266,15 @@ static int compare_nodes(struct diff *d)
 	struct node_tests nt = { .d = d };
 	size_t *order = NULL;
 	int rc = -1;
-	d->nodes = malloc(t->n * sizeof *d->nodes);
+	d->based_bit = calloc(t->n / 8 + 1, sizeof *d->based_bit);
 	d->status = malloc(t->n * sizeof *d->status);
-	if (!d->nodes || !d->status)
+	if (!d->based_bit || !d->status)
 		goto out;
 	memset(d->status, 2, t->n * sizeof *d->status);
 	if (share_walk(t, d->ss, d->nbase, test_node, &nt) < 0 || nt.err || family_decide(&nt.f, d) < 0)
 		goto out;
+	if (d->nbased > 1)
+		qsort(d->based, d->nbased, sizeof *d->based, by_based);
 	size_t m = nt.f.n ? nt.f.n : 1;
 	order = malloc(m * sizeof *order);
 	d->tested = malloc(m * sizeof *d->tested);
@@ -277,6 +296,25 @@ out:
 	free(order);
 	family_free(&nt.f);
 	return rc;
+}
+
+void diff_node_base(const struct diff *d, uint32_t id, double *w, double *q)
+{
+	*w = *q = 0;
+	if (!(d->based_bit[id / 8] & 1u << id % 8))
+		return;
+	size_t lo = 0, hi = d->nbased;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (d->based[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < d->nbased && d->based[lo].id == id) {
+		*w = d->based[lo].w;
+		*q = d->based[lo].q;
+	}
 }
 
 double diff_node_padj(const struct diff *d, uint32_t id)
@@ -340,7 +378,8 @@ int diff_compare(struct diff *d, struct stackset *ss, size_t nbase,
 void diff_free(struct diff *d)
 {
 	free(d->rows);
-	free(d->nodes);
+	free(d->based);
+	free(d->based_bit);
 	free(d->status);
 	free(d->tested);
 	free(d->padj);

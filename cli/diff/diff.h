@@ -46,9 +46,10 @@ struct diff_row {
 	struct diff_measure flat, cum;
 };
 
-/* A path of the call tree (a node): BASE's sums of the samples whose
+/* A path of the call tree (a node) and BASE's sums of the samples whose
  * stack passes through it (share_sum's w and q), for the page. */
 struct diff_node {
+	uint32_t id;
 	double w, q;
 };
 
@@ -76,7 +77,12 @@ struct diff {
 	 * o.paths, its paths' tests (a family of their own, for the flame
 	 * graph; else NULL). */
 	struct calltree t;
-	struct diff_node *nodes; /* t.n of them */
+	/* BASE's sums of the paths the page draws (NEW has value there)
+	 * where BASE has value too, by node (ascending), and a bit per node
+	 * that says which are listed: diff_node_base(). */
+	struct diff_node *based;
+	size_t nbased;
+	uint8_t *based_bit;
 	int8_t *status;          /* t.n: of the test of each path's total
 				    share: 1 grew, -1 shrank beyond the noise
 				    and by at least the threshold, 0 within
@@ -88,6 +94,10 @@ struct diff {
 	double *padj;
 	size_t nnode_tests;
 };
+
+/* BASE's sums (w and q) of path (node) id of d, 0 if NEW has no value
+ * there or BASE none. */
+void diff_node_base(const struct diff *d, uint32_t id, double *w, double *q);
 
 /* Holm's p-value of the test of path (node) id of d, 1 if not tested. */
 double diff_node_padj(const struct diff *d, uint32_t id);

@@ -99,14 +99,15 @@ static void meta(FILE *out, void *arg)
 static void node(FILE *out, uint32_t id, void *arg)
 {
 	const struct page_ctx *c = arg;
-	const struct diff_node *nd = &c->d->nodes[id];
+	double w, q;
+	diff_node_base(c->d, id, &w, &q);
 	int status = c->d->status[id];
 	double padj = status == 2 ? 1 : diff_node_padj(c->d, id);
 	/* status is one of -1, 0, 1, 2. */
 	fputs(status < 0 ? "-1," : status == 0 ? "0," : status == 1 ? "1," : "2,", out);
-	flame_put_number(out, nd->w);
+	flame_put_number(out, w);
 	fputc(',', out);
-	flame_put_number(out, c->base_msq > 0 ? nd->q / c->base_msq : 0);
+	flame_put_number(out, c->base_msq > 0 ? q / c->base_msq : 0);
 	if (padj < 1)
 		fprintf(out, ",%.3g", padj);
 	else

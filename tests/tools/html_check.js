@@ -226,6 +226,9 @@ async function checkDiff(b, file, grown, shrunk, same, png) {
 	// most alpha (0.01), not the 1 of paths never tested.
 	const hp = /, p (\S+) \(Holm\)/.exec(tip);
 	check(hp && parseFloat(hp[1]) <= 0.01, "hovering " + grown + " shows its Holm's p-value, at most alpha: " + JSON.stringify(tip));
+	// BASE's share of it: grow_me's 40%, drawn from samples (within 35-45%).
+	const bs = /BASE: total [^(]*\(([0-9.]+)%/.exec(tip);
+	check(bs && parseFloat(bs[1]) > 35 && parseFloat(bs[1]) < 45, "hovering " + grown + " shows BASE's share, about 40%: " + JSON.stringify(tip));
 	const header = await p.eval("document.getElementById('changes').textContent");
 	check(header.includes("grew:   " + grown + " (flat)") && header.includes("shrank: " + shrunk + " (flat)"),
 		"the header lists the functions that changed: " + JSON.stringify(header));
