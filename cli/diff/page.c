@@ -103,15 +103,22 @@ static void node(FILE *out, uint32_t id, void *arg)
 	diff_node_base(c->d, id, &w, &q);
 	int status = c->d->status[id];
 	double padj = status == 2 ? 1 : diff_node_padj(c->d, id);
-	/* status is one of -1, 0, 1, 2. */
-	fputs(status < 0 ? "-1," : status == 0 ? "0," : status == 1 ? "1," : "2,", out);
-	flame_put_number(out, w);
-	fputc(',', out);
-	flame_put_number(out, c->base_msq > 0 ? q / c->base_msq : 0);
-	if (padj < 1)
-		fprintf(out, ",%.3g", padj);
-	else
-		fputs(",1", out);
+	/* One write a node: status (one of -1, 0, 1, 2), BASE's total and
+	 * e, Holm's p. */
+	char buf[3 + 2 * (FLAME_NUMBER_MAX + 1) + 32], *p = buf;
+	const char *st = status < 0 ? "-1," : status == 0 ? "0," : status == 1 ? "1," : "2,";
+	size_t n = strlen(st);
+	memcpy(p, st, n);
+	p = flame_number(p + n, w);
+	*p++ = ',';
+	p = flame_number(p, c->base_msq > 0 ? q / c->base_msq : 0);
+	if (padj < 1) {
+		p += snprintf(p, 32, ",%.3g", padj);
+	} else {
+		memcpy(p, ",1", 2);
+		p += 2;
+	}
+	fwrite(buf, 1, (size_t)(p - buf), out);
 }
 
 int diff_page_write(FILE *out, const struct diff_input *in,

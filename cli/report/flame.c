@@ -255,8 +255,13 @@ static char *put_number(char *p, double v)
 
 void flame_put_number(FILE *out, double v)
 {
-	char buf[32];
+	char buf[FLAME_NUMBER_MAX];
 	fwrite(buf, 1, (size_t)(put_number(buf, v) - buf), out);
+}
+
+char *flame_number(char *p, double v)
+{
+	return put_number(p, v);
 }
 
 /* Node i's own value as ft draws it. */
