@@ -308,6 +308,14 @@ $(B)/tests/unit_flags: tests/unit/unit_flags.c tests/check.h cli/flags.c cli/fla
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -Icli -o $@ tests/unit/unit_flags.c cli/flags.c $(B)/libcpuprof-internal.a $(LDLIBS) -lm
 
+# The call tree of report and diff (cli/report/stacks.c) and the walk
+# that sums it (shares.c), with what stacks.c links of the CLI.
+CALLTREE_OBJS := $(addprefix $(B)/cli/,report/stacks.o report/shares.o pprof_read.o pprof_decode.o)
+$(B)/tests/unit_calltree: tests/unit/unit_calltree.c tests/check.h $(CALLTREE_OBJS) $(B)/libcpuprof-internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -Icli -o $@ tests/unit/unit_calltree.c $(CALLTREE_OBJS) $(B)/libcpuprof-internal.a \
+		$(LDLIBS) -lm
+
 $(B)/tests/%: tests/work/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -pthread -lm -ldl

@@ -210,46 +210,124 @@ out:
 	return rc;
 }
 
-/* The paths' family: only the few nodes tested are gathered (a profile
- * may have millions of nodes). */
+/* The paths' tests, gathered in one walk over the tree (share_walk). */
+struct node_tests {
+	struct diff *d;
+	struct family f;
+	size_t capbased;
+	int err;
+};
+
+/* Keeps BASE's sums of node id for the page, and tests it if it is
+ * testable: only the few nodes tested are gathered (a profile may have
+ * millions of nodes); the rest cost no test. */
+static void test_node(uint32_t id, const struct share_sum s[2], void *arg)
+{
+	struct node_tests *nt = arg;
+	struct diff *d = nt->d;
+	struct share_change c = { .pooled = share_pooled(&s[0], &d->a, &s[1], &d->b) };
+	/* The page draws only where NEW has value; BASE's sums are 0 where
+	 * its w is (q is a sum of w * w / k). */
+	if (s[1].w > 0 && s[0].w > 0) {
+		if (cp_array_grow((void **)&d->based, &nt->capbased, d->nbased + 1, sizeof *d->based, 256)) {
+			nt->err = 1;
+			return;
+		}
+		d->based[d->nbased++] = (struct diff_node){ id, s[0].w, s[0].q };
+		d->based_bit[id / 8] |= (uint8_t)(1u << id % 8);
+	}
+	if (id == 0 || accounting(d->ss->frames[d->t.nodes[id].frame].kind) ||
+	    !share_testable(&c, &d->a, &d->b, d->o.threshold))
+		return;
+	share_test(&s[0], &d->a, &s[1], &d->b, &c);
+	if (family_add(&nt->f, id, c.p, c.b - c.a) < 0)
+		nt->err = 1;
+}
+
+/* qsort order of BASE's sums by node. */
+static int by_based(const void *x, const void *y)
+{
+	uint32_t a = ((const struct diff_node *)x)->id, b = ((const struct diff_node *)y)->id;
+	return (a > b) - (a < b);
+}
+
+/* qsort_r order of a family's tests by their nodes. */
+static int by_node(const void *x, const void *y, void *arg)
+{
+	const size_t *which = arg;
+	size_t a = which[*(const size_t *)x], b = which[*(const size_t *)y];
+	return (a > b) - (a < b);
+}
+
+/* The paths' family. */
 static int compare_nodes(struct diff *d)
 {
-	const struct stackset *ss = d->ss;
 	struct calltree *t = &d->t;
-	struct share_sum *ta = NULL, *tb = NULL;
-	struct family f = { 0 };
+	struct node_tests nt = { .d = d };
+	size_t *order = NULL;
 	int rc = -1;
-	ta = calloc(t->n, sizeof *ta);
-	tb = calloc(t->n, sizeof *tb);
-	d->nodes = calloc(t->n, sizeof *d->nodes);
-	if (!ta || !tb || !d->nodes)
+	d->based_bit = calloc(t->n / 8 + 1, sizeof *d->based_bit);
+	d->status = malloc(t->n * sizeof *d->status);
+	if (!d->based_bit || !d->status)
 		goto out;
-	share_nodes(t, ss, 0, d->nbase, ta);
-	share_nodes(t, ss, d->nbase, ss->nsamples, tb);
-	for (size_t i = 1; i < t->n; i++) {
-		struct share_change c;
-		d->nodes[i].padj = 1;
-		d->nodes[i].status = 2;
-		share_test(&ta[i], &d->a, &tb[i], &d->b, &c);
-		if (accounting(ss->frames[t->nodes[i].frame].kind) ||
-		    !share_testable(&c, &d->a, &d->b, d->o.threshold))
-			continue;
-		if (family_add(&f, i, c.p, c.b - c.a) < 0)
-			goto out;
-	}
-	if (family_decide(&f, d) < 0)
+	memset(d->status, 2, t->n * sizeof *d->status);
+	if (share_walk(t, d->ss, d->nbase, test_node, &nt) < 0 || nt.err || family_decide(&nt.f, d) < 0)
 		goto out;
-	for (size_t j = 0; j < f.n; j++) {
-		d->nodes[f.which[j]].padj = f.padj[j];
-		d->nodes[f.which[j]].status = (int8_t)f.verdict[j];
+	if (d->nbased > 1)
+		qsort(d->based, d->nbased, sizeof *d->based, by_based);
+	size_t m = nt.f.n ? nt.f.n : 1;
+	order = malloc(m * sizeof *order);
+	d->tested = malloc(m * sizeof *d->tested);
+	d->padj = malloc(m * sizeof *d->padj);
+	if (!order || !d->tested || !d->padj)
+		goto out;
+	for (size_t j = 0; j < nt.f.n; j++)
+		order[j] = j;
+	qsort_r(order, nt.f.n, sizeof *order, by_node, nt.f.which);
+	for (size_t j = 0; j < nt.f.n; j++) {
+		size_t k = order[j];
+		d->tested[j] = (uint32_t)nt.f.which[k];
+		d->padj[j] = nt.f.padj[k];
+		d->status[nt.f.which[k]] = (int8_t)nt.f.verdict[k];
 	}
-	d->nnode_tests = f.n;
+	d->nnode_tests = nt.f.n;
 	rc = 0;
 out:
-	free(ta);
-	free(tb);
-	family_free(&f);
+	free(order);
+	family_free(&nt.f);
 	return rc;
+}
+
+void diff_node_base(const struct diff *d, uint32_t id, double *w, double *q)
+{
+	*w = *q = 0;
+	if (!(d->based_bit[id / 8] & 1u << id % 8))
+		return;
+	size_t lo = 0, hi = d->nbased;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (d->based[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < d->nbased && d->based[lo].id == id) {
+		*w = d->based[lo].w;
+		*q = d->based[lo].q;
+	}
+}
+
+double diff_node_padj(const struct diff *d, uint32_t id)
+{
+	size_t lo = 0, hi = d->nnode_tests;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (d->tested[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < d->nnode_tests && d->tested[lo] == id ? d->padj[lo] : 1;
 }
 
 /* Leaves out of ss the samples diff_compare() leaves out (diff.h),
@@ -300,7 +378,11 @@ int diff_compare(struct diff *d, struct stackset *ss, size_t nbase,
 void diff_free(struct diff *d)
 {
 	free(d->rows);
-	free(d->nodes);
+	free(d->based);
+	free(d->based_bit);
+	free(d->status);
+	free(d->tested);
+	free(d->padj);
 	calltree_free(&d->t);
 	memset(d, 0, sizeof *d);
 }

@@ -46,12 +46,11 @@ struct diff_row {
 	struct diff_measure flat, cum;
 };
 
-/* The test of a path of the call tree (a node): of its total share. */
+/* A path of the call tree (a node) and BASE's sums of the samples whose
+ * stack passes through it (share_sum's w and q), for the page. */
 struct diff_node {
-	double padj;   /* Holm's p-value, 1 if not tested */
-	int8_t status; /* 1 grew, -1 shrank beyond the noise and by at
-			  least the threshold, 0 within the noise, 2 not
-			  tested (as for functions: compare.c) */
+	uint32_t id;
+	double w, q;
 };
 
 /* The comparison of BASE (the stackset's samples [0, nbase)) with NEW
@@ -78,9 +77,30 @@ struct diff {
 	 * o.paths, its paths' tests (a family of their own, for the flame
 	 * graph; else NULL). */
 	struct calltree t;
-	struct diff_node *nodes; /* t.n of them */
+	/* BASE's sums of the paths the page draws (NEW has value there)
+	 * where BASE has value too, by node (ascending), and a bit per node
+	 * that says which are listed: diff_node_base(). */
+	struct diff_node *based;
+	size_t nbased;
+	uint8_t *based_bit;
+	int8_t *status;          /* t.n: of the test of each path's total
+				    share: 1 grew, -1 shrank beyond the noise
+				    and by at least the threshold, 0 within
+				    the noise, 2 not tested (as for functions:
+				    compare.c) */
+	/* The paths tested, by node (ascending), and their Holm's
+	 * p-values: diff_node_padj(). */
+	uint32_t *tested;
+	double *padj;
 	size_t nnode_tests;
 };
+
+/* BASE's sums (w and q) of path (node) id of d, 0 if NEW has no value
+ * there or BASE none. */
+void diff_node_base(const struct diff *d, uint32_t id, double *w, double *q);
+
+/* Holm's p-value of the test of path (node) id of d, 1 if not tested. */
+double diff_node_padj(const struct diff *d, uint32_t id);
 
 /* Compares BASE's samples ss[0, nbase) with NEW's ss[nbase, end) into
  * *d (ss must outlive it); a side without draws left compares as

@@ -26,7 +26,6 @@
 struct page_ctx {
 	const struct diff *d;
 	const struct diff_input *in;
-	const struct share_sum *base_total; /* per node */
 	double base_msq;
 };
 
@@ -100,15 +99,26 @@ static void meta(FILE *out, void *arg)
 static void node(FILE *out, uint32_t id, void *arg)
 {
 	const struct page_ctx *c = arg;
-	const struct diff_node *nd = &c->d->nodes[id];
-	fprintf(out, "%d,", nd->status);
-	flame_put_number(out, c->base_total[id].w);
-	fputc(',', out);
-	flame_put_number(out, c->base_msq > 0 ? c->base_total[id].q / c->base_msq : 0);
-	if (nd->padj < 1)
-		fprintf(out, ",%.3g", nd->padj);
-	else
-		fputs(",1", out);
+	double w, q;
+	diff_node_base(c->d, id, &w, &q);
+	int status = c->d->status[id];
+	double padj = status == 2 ? 1 : diff_node_padj(c->d, id);
+	/* One write a node: status (one of -1, 0, 1, 2), BASE's total and
+	 * e, Holm's p. */
+	char buf[3 + 2 * (FLAME_NUMBER_MAX + 1) + 32], *p = buf;
+	const char *st = status < 0 ? "-1," : status == 0 ? "0," : status == 1 ? "1," : "2,";
+	size_t n = strlen(st);
+	memcpy(p, st, n);
+	p = flame_number(p + n, w);
+	*p++ = ',';
+	p = flame_number(p, c->base_msq > 0 ? q / c->base_msq : 0);
+	if (padj < 1) {
+		p += snprintf(p, 32, ",%.3g", padj);
+	} else {
+		memcpy(p, ",1", 2);
+		p += 2;
+	}
+	fwrite(buf, 1, (size_t)(p - buf), out);
 }
 
 int diff_page_write(FILE *out, const struct diff_input *in,
@@ -117,14 +127,12 @@ int diff_page_write(FILE *out, const struct diff_input *in,
 	const struct calltree *t = &d->t;
 	const struct stackset *ss = d->ss;
 	size_t n = t->n ? t->n : 1;
-	struct share_sum *ta = calloc(n, sizeof *ta);
 	double *q = calloc(n, sizeof *q);
 	int64_t *self = calloc(n, sizeof *self);
 	char *title = NULL;
 	int rc = -1;
-	if (!ta || !q || !self)
+	if (!q || !self)
 		goto out;
-	share_nodes(t, ss, 0, d->nbase, ta);
 	share_nodes_self_q(t, ss, d->nbase, ss->nsamples, q);
 	int64_t total = 0;
 	for (size_t i = d->nbase; i < ss->nsamples; i++) {
@@ -138,13 +146,12 @@ int diff_page_write(FILE *out, const struct diff_input *in,
 		title = NULL;
 		goto out;
 	}
-	struct page_ctx c = { d, in, ta, d->a.n > 0 ? d->a.q / d->a.n : 0 };
+	struct page_ctx c = { d, in, d->a.n > 0 ? d->a.q / d->a.n : 0 };
 	struct flame_tree ft = { .t = t, .self = self, .q = q, .base = &d->b,
 				 .total = total, .title = title, .meta = meta,
 				 .node = node, .arg = &c };
 	rc = flame_page(out, &in->new, ss, &ft);
 out:
-	free(ta);
 	free(q);
 	free(self);
 	free(title);

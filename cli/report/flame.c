@@ -202,17 +202,40 @@ static void write_meta(FILE *out, const struct report_input *in,
 	fputc(']', out);
 }
 
-void flame_put_number(FILE *out, double v)
+/* Writes v in decimal ending at e, backwards; returns its first char. */
+static char *put_u64_back(char *e, uint64_t v)
 {
-	if (!(v >= 0) || v >= 1e15) {
-		fprintf(out, "%.6g", isfinite(v) ? v : 0);
-		return;
+	do {
+		*--e = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return e;
+}
+
+/* Writes v in decimal at p; returns the end. */
+static char *put_i64(char *p, int64_t v)
+{
+	char buf[24], *e = buf + sizeof buf, *b;
+	if (v < 0) {
+		*p++ = '-';
+		b = put_u64_back(e, 0 - (uint64_t)v);
+	} else {
+		b = put_u64_back(e, (uint64_t)v);
 	}
+	memcpy(p, b, (size_t)(e - b));
+	return p + (e - b);
+}
+
+/* flame_put_number's text of v at p (at most 32 bytes); returns the end. */
+static char *put_number(char *p, double v)
+{
+	if (!(v >= 0) || v >= 1e15)
+		return p + snprintf(p, 32, "%.6g", isfinite(v) ? v : 0);
 	/* Integer arithmetic: printf's %g costs more than all the rest of a
 	 * page of two million nodes. */
 	uint64_t m = (uint64_t)llround(v * 1000);
-	char buf[32], *e = buf + sizeof buf, *p = e;
-	uint64_t whole = m / 1000, frac = m % 1000;
+	char buf[32], *e = buf + sizeof buf, *b = e;
+	uint64_t frac = m % 1000;
 	if (frac) {
 		int digits = 3;
 		while (frac % 10 == 0) {
@@ -220,16 +243,25 @@ void flame_put_number(FILE *out, double v)
 			digits--;
 		}
 		while (digits-- > 0) {
-			*--p = (char)('0' + frac % 10);
+			*--b = (char)('0' + frac % 10);
 			frac /= 10;
 		}
-		*--p = '.';
+		*--b = '.';
 	}
-	do {
-		*--p = (char)('0' + whole % 10);
-		whole /= 10;
-	} while (whole);
-	fwrite(p, 1, (size_t)(e - p), out);
+	b = put_u64_back(b, m / 1000);
+	memcpy(p, b, (size_t)(e - b));
+	return p + (e - b);
+}
+
+void flame_put_number(FILE *out, double v)
+{
+	char buf[FLAME_NUMBER_MAX];
+	fwrite(buf, 1, (size_t)(put_number(buf, v) - buf), out);
+}
+
+char *flame_number(char *p, double v)
+{
+	return put_number(p, v);
 }
 
 /* Node i's own value as ft draws it. */
@@ -239,71 +271,106 @@ static int64_t self_of(const struct flame_tree *ft, size_t i)
 	return v > 0 ? v : 0;
 }
 
-/* The totals of every node, bottom-up (children come after their
- * parents), of the value drawn in total and of every value the menu
- * offers in alt_total: a node is kept if it holds any. */
-static void sum_totals(const struct flame_tree *ft, int64_t *total, int64_t *alt_total)
+/* Which nodes the page keeps, bottom-up (children come after their
+ * parents): those whose subtree holds some of the value drawn or of a
+ * value the menu offers (keep[i] 1). */
+static void mark_kept(const struct flame_tree *ft, uint8_t *keep)
 {
 	const struct calltree *t = ft->t;
 	for (size_t i = t->n; i-- > 1;) {
-		total[i] = sat_add(total[i], self_of(ft, i));
-		total[t->nodes[i].parent] = sat_add(total[t->nodes[i].parent], total[i]);
-		for (size_t a = 0; a < ft->nalt; a++)
-			alt_total[i] = sat_add(alt_total[i], ft->alt[a].self[i] > 0 ? ft->alt[a].self[i] : 0);
-		alt_total[t->nodes[i].parent] = sat_add(alt_total[t->nodes[i].parent], alt_total[i]);
+		uint8_t k = self_of(ft, i) > 0;
+		for (size_t a = 0; a < ft->nalt && !k; a++)
+			k = ft->alt[a].self[i] > 0;
+		for (uint32_t c = calltree_child(t, (uint32_t)i); c < calltree_child_end(t, (uint32_t)i) && !k; c++)
+			k = keep[c];
+		keep[i] = k;
 	}
 }
 
 /* Node id's entry of the page's array `pass` (0: nodes, 1: alt or the
  * caller's extra); msq is the mean squared weight its noise is over. */
-static void put_node(FILE *out, const struct flame_tree *ft, uint32_t id, int pass, double msq)
+static void put_node(FILE *out, const struct flame_tree *ft, uint32_t id, size_t depth, int pass, double msq)
 {
-	const struct cnode *nd = &ft->t->nodes[id];
+	char buf[128], *p = buf;
 	if (pass == 0) {
-		fprintf(out, "%u,%u,%" PRId64 ",", nd->frame, nd->depth, self_of(ft, id));
-		flame_put_number(out, msq > 0 ? ft->q[id] / msq : 0);
+		p = put_i64(p, ft->t->nodes[id].frame);
+		*p++ = ',';
+		p = put_i64(p, (int64_t)depth);
+		*p++ = ',';
+		p = put_i64(p, self_of(ft, id));
+		*p++ = ',';
+		p = put_number(p, msq > 0 ? ft->q[id] / msq : 0);
+		fwrite(buf, 1, (size_t)(p - buf), out);
 	} else if (ft->nalt) {
 		for (size_t a = 0; a < ft->nalt; a++) {
 			const struct flame_alt *v = &ft->alt[a];
 			double m = v->base.n > 0 ? v->base.q / v->base.n : 0;
-			fprintf(out, "%s%" PRId64 ",", a ? "," : "", v->self[id] > 0 ? v->self[id] : 0);
-			flame_put_number(out, m > 0 ? v->q[id] / m : 0);
+			p = buf;
+			if (a)
+				*p++ = ',';
+			p = put_i64(p, v->self[id] > 0 ? v->self[id] : 0);
+			*p++ = ',';
+			p = put_number(p, m > 0 ? v->q[id] / m : 0);
+			fwrite(buf, 1, (size_t)(p - buf), out);
 		}
 	} else {
 		ft->node(out, id, ft->arg);
 	}
 }
 
+/* One level of put_tree's walk: the children of a node not yet seen. */
+struct put_level {
+	uint32_t next, end;
+};
+
 /* The tree in preorder, a node's subtree right after it, leaving out the
  * nodes that hold nothing; twice if the caller has an array per node of
- * its own, in the same order.  stack has room for every node; pindex[id]
- * gets each node's index in the page's array (from 1; 0: left out). */
-static void put_tree(FILE *out, const struct flame_tree *ft, uint32_t *stack, const int64_t *total,
-		     const int64_t *alt_total, uint32_t *pindex)
+ * its own, in the same order.  pindex[id] (if pindex is not NULL) gets
+ * each node's index in the page's array (from 1; 0: left out).  -1 if
+ * out of memory. */
+static int put_tree(FILE *out, const struct flame_tree *ft, const uint8_t *keep, uint32_t *pindex)
 {
 	const struct calltree *t = ft->t;
 	double msq = ft->base->n > 0 ? ft->base->q / ft->base->n : 0;
 	int passes = ft->node || ft->nalt ? 2 : 1;
+	size_t cap = 64;
+	struct put_level *st = malloc(cap * sizeof *st);
+	if (!st)
+		return -1;
 	for (int pass = 0; pass < passes; pass++) {
 		fputs(pass ? (ft->nalt ? "],\n\"alt\":[" : "],\n\"extra\":[") : "],\n\"nodes\":[", out);
-		size_t sp = 0;
+		size_t depth = 1;
 		uint32_t written = 0;
-		bool first = true;
-		for (uint32_t c = t->nodes[0].child; c; c = t->nodes[c].next)
-			stack[sp++] = c;
-		while (sp > 0) {
-			uint32_t id = stack[--sp];
-			if (total[id] <= 0 && alt_total[id] <= 0)
+		st[0] = (struct put_level){ calltree_child(t, 0), calltree_child_end(t, 0) };
+		while (depth > 0) {
+			struct put_level *lv = &st[depth - 1];
+			if (lv->next == lv->end) {
+				depth--;
 				continue;
-			if (!first)
+			}
+			uint32_t id = lv->next++;
+			if (!keep[id])
+				continue;
+			if (written)
 				fputc(',', out);
-			first = false;
-			pindex[id] = ++written;
-			put_node(out, ft, id, pass, msq);
-			for (uint32_t c = t->nodes[id].child; c; c = t->nodes[c].next)
-				stack[sp++] = c;
+			if (pindex)
+				pindex[id] = written + 1;
+			written++;
+			put_node(out, ft, id, depth, pass, msq);
+			if (depth == cap) {
+				struct put_level *ns = realloc(st, 2 * cap * sizeof *st);
+				if (!ns) {
+					free(st);
+					return -1;
+				}
+				st = ns;
+				cap *= 2;
+			}
+			st[depth++] = (struct put_level){ calltree_child(t, id), calltree_child_end(t, id) };
 		}
 	}
+	free(st);
+	return 0;
 }
 
 int flame_page(FILE *out, const struct report_input *in,
@@ -311,17 +378,17 @@ int flame_page(FILE *out, const struct report_input *in,
 {
 	const struct calltree *t = ft->t;
 	struct strtab st = { 0 };
-	uint32_t *stack = NULL, *pindex = NULL;
+	uint32_t *pindex = NULL;
 	long *fname = NULL, *ffile = NULL;
-	int64_t *total = NULL, *alt_total = NULL;
+	uint8_t *keep = NULL;
 	int rc = -1;
 	fname = calloc(ss->nframes + 1, sizeof *fname);
 	ffile = calloc(ss->nframes + 1, sizeof *ffile);
-	stack = malloc(t->n * sizeof *stack);
-	pindex = calloc(t->n, sizeof *pindex);
-	total = calloc(t->n, sizeof *total);
-	alt_total = calloc(t->n, sizeof *alt_total);
-	if (!fname || !ffile || !stack || !pindex || !total || !alt_total || strtab_index(&st, "") < 0)
+	/* Only the timeline needs each node's place in the page. */
+	if (ft->timeline)
+		pindex = calloc(t->n, sizeof *pindex);
+	keep = calloc(t->n, sizeof *keep);
+	if (!fname || !ffile || (ft->timeline && !pindex) || !keep || strtab_index(&st, "") < 0)
 		goto out;
 	for (size_t i = 0; i < ss->nframes; i++) {
 		fname[i] = strtab_index(&st, ss->frames[i].name);
@@ -329,7 +396,7 @@ int flame_page(FILE *out, const struct report_input *in,
 		if (fname[i] < 0 || ffile[i] < 0)
 			goto out;
 	}
-	sum_totals(ft, total, alt_total);
+	mark_kept(ft, keep);
 
 	const char *mark = strstr(cpuprof_flame_page, DATA_MARK);
 	if (!mark)
@@ -350,7 +417,8 @@ int flame_page(FILE *out, const struct report_input *in,
 			ffile[i], ss->frames[i].line ? ss->frames[i].line
 						     : ss->frames[i].start_line,
 			(int)ss->frames[i].kind);
-	put_tree(out, ft, stack, total, alt_total, pindex);
+	if (put_tree(out, ft, keep, pindex) < 0)
+		goto out;
 	fputc(']', out);
 	if (ft->timeline && timeline_write(out, in, ss, t, pindex, ft) < 0)
 		goto out;
@@ -360,12 +428,10 @@ int flame_page(FILE *out, const struct report_input *in,
 out:
 	free(st.s);
 	free(st.hash);
-	free(stack);
 	free(pindex);
 	free(fname);
 	free(ffile);
-	free(total);
-	free(alt_total);
+	free(keep);
 	return rc;
 }
 

@@ -116,6 +116,9 @@ void flame_json_string(FILE *out, const char *s);
 /* Writes v >= 0 as a JSON number with at most three decimals, quickly
  * (%.6g beyond 1e15, 0 for what is not a number). */
 void flame_put_number(FILE *out, double v);
+/* The same text at p (at most FLAME_NUMBER_MAX bytes); returns its end. */
+#define FLAME_NUMBER_MAX 32
+char *flame_number(char *p, double v);
 
 /* `--list REGEX`: the source of every function whose name matches, each
  * line with its flat and cum values, like `go tool pprof -list`.  Returns

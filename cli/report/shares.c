@@ -72,22 +72,76 @@ int share_frames(const struct stackset *ss, size_t first, size_t end,
 	return 0;
 }
 
-void share_nodes(const struct calltree *t, const struct stackset *ss,
-		 size_t first, size_t end, struct share_sum *total)
+/* One level of share_walk(): a node, the next of its children to add
+ * (they are added last first, as they always were), and its sums so
+ * far, BASE's and NEW's. */
+struct share_level {
+	uint32_t id, next;
+	struct share_sum s[2];
+};
+
+/* Starts the level of node id: its own samples' sums, in their order
+ * (by[from..to) are their indexes). */
+static void share_enter(struct share_level *lv, const struct calltree *t, const struct stackset *ss,
+			size_t nbase, uint32_t id, const uint32_t *by, uint32_t from, uint32_t to)
 {
-	memset(total, 0, t->n * sizeof *total);
-	for (size_t i = first; i < end && i < ss->nsamples; i++) {
+	memset(lv, 0, sizeof *lv);
+	lv->id = id;
+	lv->next = calltree_child_end(t, id);
+	for (uint32_t j = from; j < to; j++) {
 		double w, k;
-		weigh(&ss->samples[i], &w, &k);
-		add(&total[t->leaf[i]], w, k);
+		weigh(&ss->samples[by[j]], &w, &k);
+		add(&lv->s[by[j] >= nbase], w, k);
 	}
-	/* Children are made after their parents (stacks.h). */
-	for (size_t i = t->n; i-- > 1;) {
-		struct share_sum *p = &total[t->nodes[i].parent];
-		p->w += total[i].w;
-		p->q += total[i].q;
-		p->n += total[i].n;
+}
+
+int share_walk(const struct calltree *t, const struct stackset *ss, size_t nbase,
+	       void (*visit)(uint32_t id, const struct share_sum s[2], void *arg), void *arg)
+{
+	/* Each node's own samples, in their order: by[end[id - 1]..end[id])
+	 * (from 0 for the root). */
+	uint32_t *end = calloc(t->n + 1, sizeof *end), *by = malloc((ss->nsamples ? ss->nsamples : 1) * sizeof *by);
+	size_t cap = 64, depth = 1;
+	struct share_level *st = malloc(cap * sizeof *st);
+	int rc = -1;
+	if (!end || !by || !st)
+		goto out;
+	for (size_t i = 0; i < ss->nsamples; i++)
+		end[t->leaf[i] + 1]++;
+	for (size_t id = 0; id < t->n; id++)
+		end[id + 1] += end[id];
+	for (size_t i = 0; i < ss->nsamples; i++)
+		by[end[t->leaf[i]]++] = (uint32_t)i;
+	share_enter(&st[0], t, ss, nbase, 0, by, 0, end[0]);
+	while (depth > 0) {
+		struct share_level *lv = &st[depth - 1];
+		if (lv->next > calltree_child(t, lv->id)) {
+			uint32_t c = --lv->next;
+			if (depth == cap) {
+				struct share_level *ns = realloc(st, 2 * cap * sizeof *st);
+				if (!ns)
+					goto out;
+				st = ns;
+				cap *= 2;
+			}
+			share_enter(&st[depth++], t, ss, nbase, c, by, end[c - 1], end[c]);
+			continue;
+		}
+		visit(lv->id, lv->s, arg);
+		if (--depth > 0)
+			for (int k = 0; k < 2; k++) {
+				struct share_sum *p = &st[depth - 1].s[k];
+				p->w += lv->s[k].w;
+				p->q += lv->s[k].q;
+				p->n += lv->s[k].n;
+			}
 	}
+	rc = 0;
+out:
+	free(end);
+	free(by);
+	free(st);
+	return rc;
 }
 
 void share_nodes_self_q(const struct calltree *t, const struct stackset *ss,
@@ -176,6 +230,14 @@ static double h0_var(const struct share_base *b, double r0, double pi0,
 	return v > 0 ? v : 0;
 }
 
+double share_pooled(const struct share_sum *sa, const struct share_base *ba, const struct share_sum *sb,
+		    const struct share_base *bb)
+{
+	if (!(ba->neff > 0) || !(bb->neff > 0) || !(ba->w > 0) || !(bb->w > 0))
+		return 0;
+	return (ba->neff * share_of(sa, ba) + bb->neff * share_of(sb, bb)) / (ba->neff + bb->neff);
+}
+
 void share_test(const struct share_sum *sa, const struct share_base *ba,
 		const struct share_sum *sb, const struct share_base *bb,
 		struct share_change *c)
@@ -186,7 +248,7 @@ void share_test(const struct share_sum *sa, const struct share_base *ba,
 	c->p = 1;
 	if (!(ba->neff > 0) || !(bb->neff > 0) || !(ba->w > 0) || !(bb->w > 0))
 		return;
-	c->pooled = (ba->neff * c->a + bb->neff * c->b) / (ba->neff + bb->neff);
+	c->pooled = share_pooled(sa, ba, sb, bb);
 	/* If nothing changed: the frame's draws are the same fraction of
 	 * both profiles' draws, and its draws weigh the same relative to
 	 * each profile's mean, as pooled over both. */

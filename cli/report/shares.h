@@ -82,11 +82,14 @@ void share_base_of(struct share_base *b, const struct stackset *ss,
 int share_frames(const struct stackset *ss, size_t first, size_t end,
 		 struct share_sum *flat, struct share_sum *cum);
 
-/* Each node's total sums (of the samples whose stack passes through it)
- * over samples [first, end) of ss, whose call tree is t, into total[]
- * (t->n of them, zeroed here). */
-void share_nodes(const struct calltree *t, const struct stackset *ss,
-		 size_t first, size_t end, struct share_sum *total);
+/* Walks the nodes of t (ss's call tree) bottom-up, each after its
+ * children, with an explicit stack (a tree may be very deep): visit gets
+ * each node (the root too, last) with its total sums (of the samples
+ * whose stack passes through it) over BASE's samples [0, nbase) in s[0]
+ * and NEW's [nbase, end) in s[1], both in one walk.  Returns 0, or -1 if
+ * out of memory. */
+int share_walk(const struct calltree *t, const struct stackset *ss, size_t nbase,
+	       void (*visit)(uint32_t id, const struct share_sum s[2], void *arg), void *arg);
 
 /* Each node's own samples' (those whose stack ends there) sum of w^2
  * over the draws, over samples [first, end), into q[] (t->n, zeroed
@@ -115,6 +118,12 @@ struct share_change {
 	double z;      /* (b - a) / sqrt(V); 0 when V is 0 and b == a */
 	double p;      /* two-sided p-value of z, before any correction */
 };
+
+/* The shares of sums sa (in A) and sb (in B) pooled by the profiles'
+ * neff, as share_test() sets it (0 where it tests nothing): enough for
+ * share_testable(), without the test's cost. */
+double share_pooled(const struct share_sum *sa, const struct share_base *ba, const struct share_sum *sb,
+		    const struct share_base *bb);
 
 /* Tests the change of sums sa (in A) to sb (in B), as the header says. */
 void share_test(const struct share_sum *sa, const struct share_base *ba,

@@ -451,90 +451,131 @@ void stackset_free(struct stackset *ss)
 
 /* ---- the call tree ------------------------------------------------------ */
 
-/* The first slot to look in for the node of (parent, frame), in a hash
- * of nhash slots. */
-static size_t node_slot(size_t nhash, uint32_t parent, uint32_t frame)
+/* The scratch of a build: the samples of a level's nodes, node by node
+ * (in, out: those of the next level's), the frame at that depth of each
+ * (fr, UINT32_MAX: its stack ends there), and per frame the child of the
+ * node being split (slot, 0 none) and where its samples go next (at). */
+struct split {
+	uint32_t *in, *out, *fr, *slot, *at;
+	size_t cap, nout;
+};
+
+/* The frame at depth `depth` of the level's samples in[0..n) into
+ * fr[0..n), UINT32_MAX where a stack ends.  One pass over the level, the
+ * memory of later samples fetched ahead: each sample's frames are far
+ * from the next one's. */
+static void level_frames(const struct stackset *ss, const uint32_t *in, size_t n, uint32_t depth, uint32_t *fr)
 {
-	uint64_t h = ((uint64_t)parent * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)frame * 0xc2b2ae3d27d4eb4full);
-	return (size_t)(h ^ (h >> 29)) & (nhash - 1);
+	enum { AHEAD = 64 };
+	for (size_t k = 0; k < n; k++) {
+		if (k + 2 * AHEAD < n)
+			__builtin_prefetch(&ss->samples[in[k + 2 * AHEAD]]);
+		if (k + AHEAD < n) {
+			const struct stack_sample *a = &ss->samples[in[k + AHEAD]];
+			if (a->n > depth)
+				__builtin_prefetch(&ss->stack_frames[a->off + depth]);
+		}
+		const struct stack_sample *smp = &ss->samples[in[k]];
+		fr[k] = smp->n == depth ? UINT32_MAX : ss->stack_frames[smp->off + depth];
+	}
 }
 
-/* Doubles the nodes' hash, or makes it; -1 if out of memory. */
-static int node_rehash(const struct calltree *t, uint32_t **hash, size_t *nhash)
+/* Makes the children of node id, whose m samples are in[0..m) (in their
+ * order) and have frames fr[0..m) at the node's children's depth: a
+ * child per frame, in the order the samples first have them, and their
+ * samples appended to out, child by child.  Counts each child's samples
+ * in its total (calltree_build sums the values later).  -1 if out of
+ * memory. */
+static int split_node(struct calltree *t, struct split *sp, const struct stackset *ss, uint32_t id,
+		      const uint32_t *in, const uint32_t *fr, size_t m)
 {
-	size_t n = *nhash ? 2 * *nhash : 1024;
-	uint32_t *h = calloc(n, sizeof *h);
-	if (!h)
-		return -1;
-	for (size_t id = 1; id < t->n; id++) {
-		size_t j = node_slot(n, t->nodes[id].parent, t->nodes[id].frame);
-		while (h[j])
-			j = (j + 1) & (n - 1);
-		h[j] = (uint32_t)id;
+	uint32_t first = (uint32_t)t->n;
+	int64_t self = 0;
+	t->nodes[id].child = first;
+	for (size_t k = 0; k < m; k++) {
+		uint32_t f = fr[k];
+		if (f == UINT32_MAX) {
+			self = sat_add(self, ss->samples[in[k]].value);
+			t->leaf[in[k]] = id;
+			continue;
+		}
+		if (!sp->slot[f]) {
+			if (t->n >= UINT32_MAX ||
+			    cp_array_grow((void **)&t->nodes, &sp->cap, t->n + 1, sizeof *t->nodes, 1024))
+				return -1;
+			sp->slot[f] = (uint32_t)t->n;
+			t->nodes[t->n++] = (struct cnode){ .frame = f };
+		}
+		t->nodes[sp->slot[f]].self++;
 	}
-	free(*hash);
-	*hash = h;
-	*nhash = n;
+	t->nodes[id].self = self;
+	for (uint32_t c = first; c < t->n; c++) {
+		sp->at[t->nodes[c].frame] = (uint32_t)sp->nout;
+		sp->nout += (size_t)t->nodes[c].self;
+		sp->slot[t->nodes[c].frame] = 0;
+	}
+	for (size_t k = 0; k < m; k++)
+		if (fr[k] != UINT32_MAX)
+			sp->out[sp->at[fr[k]]++] = in[k];
 	return 0;
 }
 
 int calltree_build(struct calltree *t, const struct stackset *ss)
 {
-	/* The nodes and their hash grow with the tree, which is as big as
-	 * the frames of all stacks only when no two share a prefix. */
-	size_t cap = 1024, nhash = 0;
-	uint32_t *hash = NULL;
+	/* The tree is as big as the frames of all stacks only when no two
+	 * share a prefix: the nodes grow with it. */
+	size_t ns = ss->nsamples ? ss->nsamples : 1;
+	struct split sp = { .cap = 1024 };
+	int rc = -1;
 	t->n = 1;
-	t->nodes = calloc(cap, sizeof *t->nodes);
-	t->leaf = calloc(ss->nsamples ? ss->nsamples : 1, sizeof *t->leaf);
-	if (!t->nodes || !t->leaf || node_rehash(t, &hash, &nhash) < 0) {
-		calltree_free(t);
-		return -1;
-	}
-	for (size_t s = 0; s < ss->nsamples; s++) {
-		const struct stack_sample *smp = &ss->samples[s];
-		uint32_t cur = 0;
-		for (uint32_t k = 0; k < smp->n; k++) {
-			uint32_t fr = ss->stack_frames[smp->off + k];
-			size_t j = node_slot(nhash, cur, fr);
-			for (; hash[j]; j = (j + 1) & (nhash - 1)) {
-				const struct cnode *c = &t->nodes[hash[j]];
-				if (c->parent == cur && c->frame == fr)
-					break;
-			}
-			if (!hash[j]) {
-				if (t->n >= UINT32_MAX ||
-				    cp_array_grow((void **)&t->nodes, &cap, t->n + 1, sizeof *t->nodes, 1024) ||
-				    (2 * (t->n + 1) > nhash && node_rehash(t, &hash, &nhash) < 0)) {
-					free(hash);
-					calltree_free(t);
-					return -1;
-				}
-				/* After a rehash: where it goes now. */
-				for (j = node_slot(nhash, cur, fr); hash[j]; j = (j + 1) & (nhash - 1))
-					;
-				uint32_t id = (uint32_t)t->n++;
-				struct cnode *c = &t->nodes[id];
-				*c = (struct cnode){ .frame = fr, .parent = cur, .depth = t->nodes[cur].depth + 1,
-						     .next = t->nodes[cur].child };
-				t->nodes[cur].child = id;
-				hash[j] = id;
-			}
-			cur = hash[j];
+	t->nodes = calloc(sp.cap, sizeof *t->nodes);
+	t->leaf = calloc(ns, sizeof *t->leaf);
+	sp.in = malloc(ns * sizeof *sp.in);
+	sp.out = malloc(ns * sizeof *sp.out);
+	sp.fr = malloc(ns * sizeof *sp.fr);
+	sp.slot = calloc(ss->nframes + 1, sizeof *sp.slot);
+	sp.at = malloc((ss->nframes + 1) * sizeof *sp.at);
+	if (!t->nodes || !t->leaf || !sp.in || !sp.out || !sp.fr || !sp.slot || !sp.at || ss->nsamples >= UINT32_MAX)
+		goto out;
+	for (size_t i = 0; i < ss->nsamples; i++)
+		sp.in[i] = (uint32_t)i;
+	t->nodes[0].self = (int64_t)ss->nsamples;
+	/* Level by level: nodes [lo, hi) are those at depth `depth`. */
+	for (size_t lo = 0, hi = 1, depth = 0; lo < hi; lo = hi, hi = t->n, depth++) {
+		size_t pos = 0;
+		level_frames(ss, sp.in, depth ? sp.nout : ss->nsamples, (uint32_t)depth, sp.fr);
+		sp.nout = 0;
+		for (size_t id = lo; id < hi; id++) {
+			size_t m = (size_t)t->nodes[id].self;
+			if (split_node(t, &sp, ss, (uint32_t)id, sp.in + pos, sp.fr + pos, m) < 0)
+				goto out;
+			pos += m;
 		}
-		t->nodes[cur].self = sat_add(t->nodes[cur].self, smp->value);
-		t->leaf[s] = cur;
+		uint32_t *swap = sp.in;
+		sp.in = sp.out;
+		sp.out = swap;
 	}
-	free(hash);
-	/* Children are made after their parents: add totals bottom-up. */
+	rc = 0;
+out:
+	free(sp.in);
+	free(sp.out);
+	free(sp.fr);
+	free(sp.slot);
+	free(sp.at);
+	if (rc < 0)
+		calltree_free(t);
+	return rc;
+}
+
+void calltree_totals(const struct calltree *t, int64_t *total)
+{
+	/* Children come after their parents: bottom-up, each node's
+	 * children added last first. */
 	for (size_t i = t->n; i-- > 0;) {
-		struct cnode *c = &t->nodes[i];
-		c->total = sat_add(c->total, c->self);
-		if (i > 0)
-			t->nodes[c->parent].total =
-				sat_add(t->nodes[c->parent].total, c->total);
+		total[i] = t->nodes[i].self;
+		for (uint32_t k = calltree_child_end(t, (uint32_t)i); k-- > calltree_child(t, (uint32_t)i);)
+			total[i] = sat_add(total[i], total[k]);
 	}
-	return 0;
 }
 
 void calltree_free(struct calltree *t)
@@ -552,18 +593,17 @@ void calltree_free(struct calltree *t)
 static long children(const struct calltree *t, uint32_t node, int (*cmp)(const void *, const void *, void *),
 		     void *arg, uint32_t **out)
 {
-	size_t n = 0;
+	uint32_t first = calltree_child(t, node), end = calltree_child_end(t, node);
+	size_t n = end - first;
 	*out = NULL;
-	for (uint32_t c = t->nodes[node].child; c; c = t->nodes[c].next)
-		n++;
 	if (n == 0)
 		return 0;
 	uint32_t *a = malloc(n * sizeof *a);
 	if (!a)
 		return -1;
-	n = 0;
-	for (uint32_t c = t->nodes[node].child; c; c = t->nodes[c].next)
-		a[n++] = c;
+	/* The last made first: cmp's ties keep the order they always had. */
+	for (size_t k = 0; k < n; k++)
+		a[k] = end - 1 - (uint32_t)k;
 	if (n > 1)
 		qsort_r(a, n, sizeof *a, cmp, arg);
 	*out = a;

@@ -132,15 +132,15 @@ int stackset_build(struct stackset *ss, struct profile *const *p,
 void stackset_free(struct stackset *ss);
 
 /* A node of the call tree; node 0 is the root, above every stack's
- * first frame.  Indexes, 0 meaning none (for child and next). */
+ * first frame.  Nodes are made level by level (breadth first): a node's
+ * children come after it, together, in the order the samples first pass
+ * to them, and before the children of the nodes after it; so node i's
+ * children are [calltree_child(t, i), calltree_child_end(t, i)). */
 struct cnode {
-	uint32_t frame;  /* into stackset.frames (unused for the root) */
-	uint32_t parent; /* 0 for the root's children (and the root) */
-	uint32_t child;  /* the first child, 0 if none */
-	uint32_t next;   /* the next sibling, 0 if none */
-	uint32_t depth;  /* 0 for the root */
-	int64_t self;    /* value of the samples whose stack ends here */
-	int64_t total;   /* value of the samples whose stack passes here */
+	int64_t self;   /* value of the samples whose stack ends here (their
+			   total: calltree_totals()) */
+	uint32_t frame; /* into stackset.frames (unused for the root) */
+	uint32_t child; /* the first child: see calltree_child() */
 };
 
 struct calltree {
@@ -150,9 +150,25 @@ struct calltree {
 			   ends at (0, the root, for an empty stack) */
 };
 
-/* Builds the call tree of ss into t; -1 if out of memory.  Nodes are made
+/* The first child of node i (t->n if none: then end is the same). */
+static inline uint32_t calltree_child(const struct calltree *t, uint32_t i)
+{
+	return t->nodes[i].child;
+}
+
+/* One past the last child of node i. */
+static inline uint32_t calltree_child_end(const struct calltree *t, uint32_t i)
+{
+	return i + 1 < t->n ? t->nodes[i + 1].child : (uint32_t)t->n;
+}
+
+/* Builds the call tree of ss into t; -1 if out of memory.  Siblings are
  * in the order of the samples, whatever their values. */
 int calltree_build(struct calltree *t, const struct stackset *ss);
+
+/* Each node's total, the value of the samples whose stack passes through
+ * it, into total[] (t->n of them): kept apart, as few formats need it. */
+void calltree_totals(const struct calltree *t, int64_t *total);
 
 void calltree_free(struct calltree *t);
 

@@ -8,6 +8,7 @@
  * stacks may be very deep.
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "format.h"
@@ -18,6 +19,7 @@
 
 struct tree_ctx {
 	const struct calltree *t;
+	const int64_t *total; /* per node (calltree_totals()) */
 	const struct stackset *ss;
 	FILE *out;
 	double threshold;
@@ -28,11 +30,10 @@ struct tree_ctx {
 static int by_total(const void *a, const void *b, void *arg)
 {
 	const struct tree_ctx *c = arg;
-	const struct cnode *x = &c->t->nodes[*(const uint32_t *)a];
-	const struct cnode *y = &c->t->nodes[*(const uint32_t *)b];
-	if (x->total != y->total)
-		return x->total > y->total ? -1 : 1;
-	return strcmp(c->ss->frames[x->frame].label, c->ss->frames[y->frame].label);
+	uint32_t i = *(const uint32_t *)a, j = *(const uint32_t *)b;
+	if (c->total[i] != c->total[j])
+		return c->total[i] > c->total[j] ? -1 : 1;
+	return strcmp(c->ss->frames[c->t->nodes[i].frame].label, c->ss->frames[c->t->nodes[j].frame].label);
 }
 
 /* Prints the value and share columns and the indentation for depth. */
@@ -57,11 +58,11 @@ static void columns(FILE *out, const struct stackset *ss, int64_t total,
 static int below(const uint32_t *kids, long n, size_t depth, void *arg)
 {
 	const struct tree_ctx *c = arg;
-	if ((double)c->t->nodes[kids[0]].total >= c->threshold)
+	if ((double)c->total[kids[0]] >= c->threshold)
 		return 0;
 	int64_t sum = 0, self = 0;
 	for (long i = 0; i < n; i++) {
-		sum = sat_add(sum, c->t->nodes[kids[i]].total);
+		sum = sat_add(sum, c->total[kids[i]]);
 		self = sat_add(self, c->t->nodes[kids[i]].self);
 	}
 	columns(c->out, c->ss, sum, self, (uint32_t)depth);
@@ -73,8 +74,9 @@ static int below(const uint32_t *kids, long n, size_t depth, void *arg)
 static void line(const uint32_t *path, size_t depth, void *arg)
 {
 	const struct tree_ctx *c = arg;
-	const struct cnode *nd = &c->t->nodes[path[depth - 1]];
-	columns(c->out, c->ss, nd->total, nd->self, nd->depth);
+	uint32_t id = path[depth - 1];
+	const struct cnode *nd = &c->t->nodes[id];
+	columns(c->out, c->ss, c->total[id], nd->self, (uint32_t)depth);
 	put_name(c->out, c->ss->frames[nd->frame].label, NULL);
 	fputc('\n', c->out);
 }
@@ -89,6 +91,12 @@ int tree_write(FILE *out, const struct report_input *in,
 	struct calltree t;
 	if (calltree_build(&t, ss) < 0)
 		return -1;
+	int64_t *total = malloc(t.n * sizeof *total);
+	if (!total) {
+		calltree_free(&t);
+		return -1;
+	}
+	calltree_totals(&t, total);
 	header_print(out, in, ss);
 	char ms[32];
 	snprintf(ms, sizeof ms, "%g%%", min_share);
@@ -96,8 +104,9 @@ int tree_write(FILE *out, const struct report_input *in,
 		"below %s of the total summarised\n", ms);
 	fprintf(out, "%10s %7s %10s %7s  %s\n", "total", "total%", "self",
 		"self%", "name");
-	struct tree_ctx c = { &t, ss, out, min_share / 100.0 * (double)ss->total, ms };
+	struct tree_ctx c = { &t, total, ss, out, min_share / 100.0 * (double)ss->total, ms };
 	int rc = calltree_walk(&t, by_total, below, line, &c);
 	calltree_free(&t);
+	free(total);
 	return rc;
 }

@@ -222,6 +222,13 @@ async function checkDiff(b, file, grown, shrunk, same, png) {
 	const tip = await p.eval("document.getElementById('tip').style.display === 'block' ? document.getElementById('tip').textContent : ''");
 	check(tip.startsWith(grown + "\n") && /NEW: +total .*95% interval/.test(tip) && /BASE: total .*95% interval/.test(tip) &&
 		/grew beyond the noise/.test(tip), "hovering " + grown + " shows both shares and the verdict: " + JSON.stringify(tip));
+	// A path that changed beyond the noise has its Holm's p-value, at
+	// most alpha (0.01), not the 1 of paths never tested.
+	const hp = /, p (\S+) \(Holm\)/.exec(tip);
+	check(hp && parseFloat(hp[1]) <= 0.01, "hovering " + grown + " shows its Holm's p-value, at most alpha: " + JSON.stringify(tip));
+	// BASE's share of it: grow_me's 40%, drawn from samples (within 35-45%).
+	const bs = /BASE: total [^(]*\(([0-9.]+)%/.exec(tip);
+	check(bs && parseFloat(bs[1]) > 35 && parseFloat(bs[1]) < 45, "hovering " + grown + " shows BASE's share, about 40%: " + JSON.stringify(tip));
 	const header = await p.eval("document.getElementById('changes').textContent");
 	check(header.includes("grew:   " + grown + " (flat)") && header.includes("shrank: " + shrunk + " (flat)"),
 		"the header lists the functions that changed: " + JSON.stringify(header));
