@@ -11,6 +11,7 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,20 +19,17 @@
 #include "report/format.h"
 
 struct folded_ctx {
-	const struct diff *d;
+	struct folded_lines fl;
 	const double *a, *b; /* per node: BASE's and NEW's own value */
 	double scale;        /* NEW's total over BASE's */
 	FILE *out;
+	bool failed;
 };
 
-/* qsort_r order of nodes: by label. */
+/* qsort_r order of nodes, for calltree_walk's context. */
 static int by_label(const void *x, const void *y, void *arg)
 {
-	const struct folded_ctx *c = arg;
-	const struct calltree *t = &c->d->t;
-	const struct frame *f = c->d->ss->frames;
-	return strcmp(f[t->nodes[*(const uint32_t *)x].frame].label,
-		      f[t->nodes[*(const uint32_t *)y].frame].label);
+	return folded_by_label(x, y, &((struct folded_ctx *)arg)->fl);
 }
 
 /* A value written as an integer. */
@@ -44,17 +42,18 @@ static int64_t whole(double v)
  * has samples that end there. */
 static void line(const uint32_t *path, size_t depth, void *arg)
 {
-	const struct folded_ctx *c = arg;
-	const struct calltree *t = &c->d->t;
+	struct folded_ctx *c = arg;
 	uint32_t id = path[depth - 1];
 	int64_t a = whole(c->a[id] * c->scale), b = whole(c->b[id]);
-	if (c->a[id] <= 0 && c->b[id] <= 0)
+	size_t len;
+	const char *s;
+	if ((c->a[id] <= 0 && c->b[id] <= 0) || c->failed)
 		return;
-	for (size_t i = 0; i < depth; i++) {
-		if (i)
-			fputc(';', c->out);
-		put_frame_folded(c->out, &c->d->ss->frames[t->nodes[path[i]].frame]);
+	if (!(s = folded_line(&c->fl, path, depth, &len))) {
+		c->failed = true;
+		return;
 	}
+	fwrite(s, 1, len, c->out);
 	fprintf(c->out, " %" PRId64 " %" PRId64 "\n", a, b);
 }
 
@@ -63,16 +62,19 @@ int diff_folded_write(FILE *out, const struct diff *d)
 	const struct calltree *t = &d->t;
 	const struct stackset *ss = d->ss;
 	double *a = calloc(t->n, sizeof *a), *b = calloc(t->n, sizeof *b);
+	struct folded_ctx c = { .fl = { .ss = ss }, .a = a, .b = b,
+				.scale = d->a.w > 0 ? d->b.w / d->a.w : 0, .out = out };
 	int rc = -1;
-	if (!a || !b)
-		goto out;
-	for (size_t i = 0; i < ss->nsamples; i++) {
-		double v = ss->samples[i].value > 0 ? (double)ss->samples[i].value : 0;
-		(i < d->nbase ? a : b)[t->leaf[i]] += v;
+	if (a && b && folded_lines_init(&c.fl, ss, t) == 0) {
+		for (size_t i = 0; i < ss->nsamples; i++) {
+			double v = ss->samples[i].value > 0 ? (double)ss->samples[i].value : 0;
+			(i < d->nbase ? a : b)[t->leaf[i]] += v;
+		}
+		rc = calltree_walk(t, by_label, NULL, line, &c);
 	}
-	struct folded_ctx c = { d, a, b, d->a.w > 0 ? d->b.w / d->a.w : 0, out };
-	rc = calltree_walk(t, by_label, NULL, line, &c);
-out:
+	if (c.failed)
+		rc = -1;
+	folded_lines_free(&c.fl);
 	free(a);
 	free(b);
 	return rc;

@@ -53,6 +53,29 @@ int tree_write(FILE *out, const struct report_input *in,
  * with a non-zero value, in name order. */
 int folded_write(FILE *out, const struct stackset *ss);
 
+/* Folded stacks' lines, "root;...;leaf", of call tree paths (folded.c):
+ * each frame's text made once, and each line keeping the prefix it shares
+ * with the line before, as the paths of a walk share theirs. */
+struct folded_lines {
+	const struct stackset *ss;
+	const struct calltree *t;
+	char **text;     /* per frame, made on first use */
+	size_t *textlen;
+	char *line;      /* the frames of nodes[0..have), ending at end[] */
+	size_t capline;
+	uint32_t *nodes;
+	size_t *end, have, capnodes, capend;
+};
+/* 0, or -1 out of memory (fl is then still to be freed). */
+int folded_lines_init(struct folded_lines *fl, const struct stackset *ss, const struct calltree *t);
+void folded_lines_free(struct folded_lines *fl);
+/* The line of path[0..depth) (t's nodes, depth > 0) in *len bytes, not
+ * terminated; NULL if out of memory. */
+const char *folded_line(struct folded_lines *fl, const uint32_t *path, size_t depth, size_t *len);
+/* qsort_r order of t's nodes by their frames' names, arg a folded_lines:
+ * the order of folded stacks' lines. */
+int folded_by_label(const void *a, const void *b, void *arg);
+
 /* `--format speedscope`: speedscope's JSON file, a profile per thread of
  * its samples in time order (speedscope.c).  ss's stacks must have the
  * grouping frames of GROUP_THREAD at their root. */

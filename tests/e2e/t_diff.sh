@@ -178,6 +178,13 @@ printf 'type samples count\ntype cpu nanoseconds\nfunction 1 main\nfunction 2 a\
 dif 0 --format folded f1.pb f2.pb
 printf 'main;a 600 400\nmain;b 200 300\nmain;c 0 100\n' >want
 cmp -s out want || { diff want out; fail "folded"; }
+# Lines that part above their leaf (main;a;x, then main;b;y): each names
+# its own frames, not the line before's.
+printf 'type samples count\ntype cpu nanoseconds\nfunction 1 main\nfunction 2 a\nfunction 3 b\nfunction 5 x\nfunction 6 y\nlocation 1 0 0 1\nlocation 2 0 0 2\nlocation 3 0 0 3\nlocation 5 0 0 5\nlocation 6 0 0 6\nsample 2 200 : 5 2 1\nsample 2 200 : 6 3 1\n' |
+	$EMU "$MK" f3.pb || fail "tool_mkprof"
+dif 0 --format folded f3.pb f3.pb
+printf 'main;a;x 200 200\nmain;b;y 200 200\n' >want
+cmp -s out want || { diff want out; fail "folded: a line with the frames of the line before"; }
 
 # --- 7. what cannot be compared: exit 2 with a message ---
 printf 'type samples count\nfunction 1 main\nlocation 1 0 0 1\nsample 5 : 1\n' | $EMU "$MK" count.pb

@@ -10,8 +10,8 @@
 # copy: equal, not just as long), each thread's folded line as worked out
 # here; a stack 3,000 frames deep is whole in speedscope's export
 # (written through a buffer of a fixed size) and in folded stacks; and
-# folded stacks, sorted rather than walked in a call tree where no two
-# frames have one name, come in the call tree's order where two do.
+# folded stacks come in the call tree's order where two sibling frames
+# have one name.
 B=${B:-build}
 CP=$B/cpuprof
 MK=$B/tests/tool_mkprof
@@ -100,8 +100,8 @@ echo "ok: a stack of 3001 frames whole in speedscope and folded"
 
 # --- folded: two frames of one name, siblings (the call tree's order) ---
 # A function named "f (inlined)" and f inlined into main: the call tree
-# keeps them apart and walks the later made first; folded stacks, sorted
-# where names are unique, must give the same lines as it.
+# keeps them apart and walks the later made first; folded stacks must
+# give the lines in that order.
 printf 'type samples count\ntype cpu nanoseconds\nfunction 1 main\nfunction 2 f\nfunction 4 f%%20(inlined)\nlocation 1 0 0 1:1\nlocation 10 0 0 4:1\nlocation 12 0 0 2:1 1:1\nsample 1 1 : 10 1\nsample 1 2 : 12\nsample 1 4 : 1\n' |
 	mk tie.pb || fail "tool_mkprof tie.pb"
 rep tie.folded --format folded tie.pb
