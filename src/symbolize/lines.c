@@ -493,6 +493,34 @@ static uint64_t section_size(Elf *e, const char *name)
 	return 0;
 }
 
+/* Whether [p, p + n) is in one mapping of a file that this process
+ * cannot write (/proc/self/maps): the only memory give_back() may drop.
+ * elf_open says which files it had mapped read-only (elf_rawfile() of
+ * the others would read them whole into the heap); this checks it, as
+ * libelf reads a file it fails to map (a tight ulimit -v) into the heap
+ * instead. */
+static int file_mapped_ro(const void *p, size_t n)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[4352], perms[8];
+	unsigned long lo, hi, ino;
+	uintptr_t a = (uintptr_t)p;
+	int ok = 0, whole = 1;
+	while (f && fgets(line, sizeof line, f)) {
+		/* A line's first part only (a long path is split). */
+		int first = whole;
+		whole = strchr(line, '\n') != NULL;
+		if (first && sscanf(line, "%lx-%lx %7s %*s %*s %lu", &lo, &hi, perms, &ino) == 4 && a >= lo &&
+		    a < hi) {
+			ok = perms[1] == '-' && ino != 0 && n <= hi - a;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	return ok;
+}
+
 /* Gives back the pages of the mapped file libdw reads that it has read so
  * far (the mapping is read-only: they hold nothing of this process's own,
  * stay in the page cache and come back at the next touch).  Indexing the
@@ -704,8 +732,9 @@ int cp_lines_open(const char *path, const char *build_id,
 		cp_lines_close(d);
 		return -ENOMEM;
 	}
-	if (use == d->elf ? d->ro : d->dro)
-		d->back = dw.elf_rawfile(use, &d->back_size);
+	if ((use == d->elf ? d->ro : d->dro) && (d->back = dw.elf_rawfile(use, &d->back_size)) &&
+	    !file_mapped_ro(d->back, d->back_size))
+		d->back = NULL;
 	d->dbg = dw.dwarf_begin_elf(use, DWARF_C_READ, NULL);
 	if (!d->dbg) {
 		cp_why(why, len, "libdw: %s", dw.dwarf_errmsg(-1));
