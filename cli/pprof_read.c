@@ -566,6 +566,8 @@ static int gunzip(struct ctx *c, const uint8_t *in, size_t inlen,
 	size_t cap = first_room(in, inlen, limit);
 	size_t n = 0;
 	uint8_t *buf = malloc(cap);
+	if (!buf && cap > (64u << 10)) /* the hint too large for now (a lying trailer): grow instead */
+		buf = malloc(cap = 64u << 10);
 	if (!buf) {
 		inflateEnd(&zs);
 		return pprof_fail(c, "out of memory");

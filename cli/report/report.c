@@ -219,8 +219,8 @@ int report_output(const char *path, const char *cmd,
 		}
 	}
 	int rc = fn(out, arg);
-	bool werr = fflush(out) != 0 || ferror(out);
-	if (out != stdout && fclose(out) != 0)
+	bool werr = fflush(out) != 0 || ferror(out), named = out != stdout;
+	if (named && fclose(out) != 0)
 		werr = true;
 	int status = 0;
 	if (rc < 0) {
@@ -228,7 +228,7 @@ int report_output(const char *path, const char *cmd,
 		status = EXIT_USAGE;
 	} else if (werr) {
 		fprintf(stderr, "cpuprof %s: writing %s: %m\n", cmd,
-			out != stdout ? path : "the report");
+			named ? path : "the report");
 		status = EXIT_USAGE;
 	} else if (tmp && rename(tmp, path) != 0) {
 		fprintf(stderr, "cpuprof %s: cannot write %s: %m\n", cmd, path);

@@ -6,8 +6,8 @@
  * Each stack is a struct with its encoded pcs in the flexible array: a
  * sample's stack is encoded first (into the table's scratch), then hashed
  * and compared as those bytes.  The stacks are packed one after the other
- * in blocks mapped for them, 4 KiB first, each twice the last up to 256
- * KiB: not a malloc each (issue 32: 16 bytes of the allocator's and the
+ * in blocks, 512 bytes first, each twice the last up to 256 KiB (mapped
+ * from 64 KiB): not a malloc each (issue 32: 16 bytes of the allocator's and the
  * rounding up per stack, and a heap that freeing gives back to the system
  * only in part, where an unmapped block is gone at once).
  */
@@ -22,11 +22,17 @@
 /* A block of stacks: this header, then the stacks. */
 struct cp_stack_block {
 	struct cp_stack_block *next;
-	size_t size; /* bytes mapped, the header's included */
+	size_t size; /* bytes it has, the header's included */
 	size_t used; /* bytes given out, the header's included */
+	int mapped;  /* mapped (else malloc'd) */
 };
 
-#define BLOCK_FIRST 4096u
+/* The first block, 512 bytes, is malloc'd, as are the next while they are
+ * smaller than BLOCK_MAP: a table of a few stacks (record keeps one for
+ * each process it saw, a build's thousands) takes what they need, not a
+ * page. */
+#define BLOCK_FIRST 512u
+#define BLOCK_MAP (64u << 10)
 #define BLOCK_MAX (256u << 10)
 
 void cp_stacktab_init(struct cp_stacktab *t)
@@ -51,11 +57,13 @@ static struct cp_stack *stack_alloc(struct cp_stacktab *t, size_t bytes)
 			size = BLOCK_MAX;
 		if (size < bytes + sizeof *b)
 			size = (bytes + sizeof *b + 4095) & ~(size_t)4095;
-		void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p == MAP_FAILED)
+		int mapped = size >= BLOCK_MAP;
+		void *p = mapped ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+				 : malloc(size);
+		if (p == (mapped ? MAP_FAILED : NULL))
 			return NULL;
 		b = p;
-		*b = (struct cp_stack_block){ NULL, size, sizeof *b };
+		*b = (struct cp_stack_block){ NULL, size, sizeof *b, mapped };
 		if (last)
 			last->next = b;
 		else
@@ -103,7 +111,10 @@ void cp_stacktab_free(struct cp_stacktab *t)
 	cp_stacktab_clear(t);
 	for (struct cp_stack_block *b = t->blocks, *next; b; b = next) {
 		next = b->next;
-		munmap(b, b->size);
+		if (b->mapped)
+			munmap(b, b->size);
+		else
+			free(b);
 	}
 	free(t->items);
 	free(t->index);

@@ -62,8 +62,8 @@ struct cp_stacktab {
 	uint64_t total_runnable_ns;             /* ... of them CP_STACK_RUNNABLE */
 	uint8_t *scratch;                       /* a stack being encoded */
 	size_t capscratch;
-	/* The stacks' memory: blocks mapped for it (stacktab.c), in the
-	 * order they were mapped, and the one stacks are put in now. */
+	/* The stacks' memory: blocks for them (stacktab.c), in the
+	 * order they were made, and the one stacks are put in now. */
 	struct cp_stack_block *blocks, *block;
 };
 

@@ -211,9 +211,10 @@ static int has_debug_info(Elf *e)
 	return 0;
 }
 
-/* 1 if e has a compressed .debug_ section (SHF_COMPRESSED, zlib: the
- * zstd ones are inflated before, by elf_open). */
-static int compressed_debug(Elf *e)
+/* 1 if e has compressed DWARF sections: with `gnu`, GNU's (.zdebug_*),
+ * else ELF's (SHF_COMPRESSED .debug_*; zlib: the zstd ones are inflated
+ * before, by elf_open). */
+static int compressed_debug(Elf *e, int gnu)
 {
 	size_t shstrndx;
 	if (dw.elf_getshdrstrndx(e, &shstrndx) != 0)
@@ -221,8 +222,9 @@ static int compressed_debug(Elf *e)
 	for (Elf_Scn *s = NULL; (s = dw.elf_nextscn(e, s));) {
 		GElf_Shdr sh;
 		const char *name;
-		if (dw.gelf_getshdr(s, &sh) && sh.sh_type != SHT_NOBITS && (sh.sh_flags & SHF_COMPRESSED) &&
-		    (name = dw.elf_strptr(e, shstrndx, sh.sh_name)) && !strncmp(name, ".debug_", 7))
+		if (dw.gelf_getshdr(s, &sh) && sh.sh_type != SHT_NOBITS && (gnu || (sh.sh_flags & SHF_COMPRESSED)) &&
+		    (name = dw.elf_strptr(e, shstrndx, sh.sh_name)) &&
+		    !strncmp(name, gnu ? ".zdebug_" : ".debug_", gnu ? 8 : 7))
 			return 1;
 	}
 	return 0;
@@ -320,7 +322,17 @@ static int elf_open(const char *path, int keep, int *fd, Elf **e, void **image, 
 	}
 	*e = z ? dw.elf_memory(*image, isize) : dw.elf_begin(*fd, ELF_C_READ_MMAP, NULL);
 	mapped = z ? mapped : 1; /* ELF_C_READ_MMAP maps it read-only */
-	if (!z && *e && dw.elf_kind(*e) == ELF_K_ELF && compressed_debug(*e)) {
+	if (z && mapped && *e && compressed_debug(*e, 1)) {
+		/* libelf rewrites the headers of the sections libdw inflates
+		 * in an image (elf_memory): the copy's own, if it has GNU's
+		 * .zdebug ones, which are not inflated into it. */
+		if (mprotect(*image, isize, PROT_READ | PROT_WRITE) != 0) {
+			dw.elf_end(*e);
+			*e = NULL;
+		}
+		mapped = 0;
+	}
+	if (!z && *e && dw.elf_kind(*e) == ELF_K_ELF && compressed_debug(*e, 0)) {
 		dw.elf_end(*e);
 		if ((*e = dw.elf_begin(*fd, ELF_C_READ, NULL)))
 			hide_unread(*e);
