@@ -36,7 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/array.h"
 #include "profile/protobuf.h"
 #include "report.h"
 
@@ -88,84 +87,6 @@ static struct lane_key lane_of(const struct profile_sample *s)
 		.process = (l = profile_label(s, "process")) ? l->str : "",
 		.thread = (l = profile_label(s, "thread")) ? l->str : "",
 	};
-}
-
-/* A hash of Sample s's thread that is the same for the Samples of one
- * thread (profile_thread_cmp() 0): of its pid, else process name, and its
- * tid, else thread name. */
-static uint64_t thread_hash(const struct profile_sample *s)
-{
-	static const char *const keys[2][2] = { { "pid", "process" }, { "tid", "thread" } };
-	uint64_t h = 1469598103934665603ull;
-	for (int k = 0; k < 2; k++) {
-		bool has;
-		int64_t n = profile_label_num(s, keys[k][0], &has);
-		if (has)
-			h = (h ^ (uint64_t)n) * 1099511628211ull;
-		else
-			for (const char *c = profile_label_str(s, keys[k][1]); *c; c++)
-				h = (h ^ (unsigned char)*c) * 1099511628211ull;
-		h = (h ^ (has ? 1u : 2u)) * 1099511628211ull;
-	}
-	return h ^ (h >> 31);
-}
-
-/* The distinct threads of the Samples with times, each by its first
- * Sample: first[0..n) (malloc'd); each such Sample's thread's index into
- * ids[].  Each Sample's thread is found once, by a hash: not compared
- * again and again by a sort.  How many, or -1 if out of memory. */
-static long thread_ids(const struct profile *p, uint32_t *ids, size_t **first)
-{
-	size_t n = 0, cap = 0, nhash = 0, *h = NULL;
-	*first = NULL;
-	for (size_t i = 0; i < p->nsamples; i++) {
-		const struct profile_sample *s = &p->samples[i];
-		if (!s->ntimes)
-			continue;
-		if (2 * (n + 1) > nhash) {
-			size_t nh = nhash ? 2 * nhash : 64, *g = calloc(nh, sizeof *g);
-			if (!g)
-				goto fail;
-			for (size_t k = 0; k < n; k++) {
-				size_t j = thread_hash(&p->samples[(*first)[k]]) & (nh - 1);
-				while (g[j])
-					j = (j + 1) & (nh - 1);
-				g[j] = k + 1;
-			}
-			free(h);
-			h = g;
-			nhash = nh;
-		}
-		size_t j = thread_hash(s) & (nhash - 1);
-		for (; h[j]; j = (j + 1) & (nhash - 1))
-			if (profile_thread_cmp(&p->samples[(*first)[h[j] - 1]], s) == 0)
-				break;
-		if (!h[j]) {
-			if (cp_array_grow((void **)first, &cap, n + 1, sizeof **first, 16))
-				goto fail;
-			(*first)[n] = i;
-			h[j] = ++n;
-		}
-		ids[i] = (uint32_t)(h[j] - 1);
-	}
-	free(h);
-	return (long)n;
-fail:
-	free(h);
-	free(*first);
-	*first = NULL;
-	return -1;
-}
-
-/* qsort_r order of threads by their first Samples' indexes: by thread
- * (profile_thread_cmp: a thread renamed as it ran is one lane, as in
- * speedscope's export); distinct threads never compare equal. */
-static int by_lane(const void *x, const void *y, void *arg)
-{
-	const struct profile *p = arg;
-	size_t a = *(const size_t *)x, b = *(const size_t *)y;
-	int r = profile_thread_cmp(&p->samples[a], &p->samples[b]);
-	return r ? r : (a > b) - (a < b);
 }
 
 static int int64_cmp(const void *a, const void *b)
@@ -254,41 +175,42 @@ out:
 }
 
 /* Each Sample's lane into lanes[] (p->nsamples), and the lanes' labels
- * into the member's "lanes" array: a lane per thread, by thread, each
- * labelled as its first Sample is. */
+ * into the member's "lanes" array: a lane per thread of the Samples with
+ * times, in profile_thread_cmp's order (a thread renamed as it ran is one
+ * lane, as in speedscope's export), each labelled as its first Sample
+ * is. */
 static int put_lanes(FILE *out, const struct profile *p, uint32_t *lanes)
 {
-	size_t *first;
-	long n = thread_ids(p, lanes, &first);
-	if (n < 0)
-		return -1;
-	uint32_t *rank = malloc((n ? (size_t)n : 1) * sizeof *rank);
-	size_t *order = malloc((n ? (size_t)n : 1) * sizeof *order);
-	if (!rank || !order) {
-		free(rank);
-		free(order);
-		free(first);
-		return -1;
+	size_t m = p->nsamples ? p->nsamples : 1, n = 0, nt = SIZE_MAX;
+	const struct profile_sample **s = malloc(m * sizeof *s);
+	uint32_t *idx = malloc(m * sizeof *idx), *thread = malloc(m * sizeof *thread),
+		 *first = malloc(m * sizeof *first);
+	if (s && idx && thread && first) {
+		for (size_t i = 0; i < p->nsamples; i++)
+			if (p->samples[i].ntimes) {
+				idx[n] = (uint32_t)i;
+				s[n++] = &p->samples[i];
+			}
+		nt = profile_thread_order(s, n, thread, first);
 	}
-	memcpy(order, first, (size_t)n * sizeof *order);
-	qsort_r(order, (size_t)n, sizeof *order, by_lane, (void *)p);
-	fputs(",\"lanes\":[", out);
-	for (long j = 0; j < n; j++) {
-		rank[lanes[order[j]]] = (uint32_t)j;
-		struct lane_key l = lane_of(&p->samples[order[j]]);
-		fprintf(out, "%s%" PRId64 ",", j ? "," : "", l.pid);
-		flame_json_string(out, l.process);
-		fprintf(out, ",%" PRId64 ",", l.tid);
-		flame_json_string(out, l.thread);
+	if (nt != SIZE_MAX) {
+		fputs(",\"lanes\":[", out);
+		for (size_t t = 0; t < nt; t++) {
+			struct lane_key l = lane_of(s[first[t]]);
+			fprintf(out, "%s%" PRId64 ",", t ? "," : "", l.pid);
+			flame_json_string(out, l.process);
+			fprintf(out, ",%" PRId64 ",", l.tid);
+			flame_json_string(out, l.thread);
+		}
+		fputc(']', out);
+		for (size_t k = 0; k < n; k++)
+			lanes[idx[k]] = thread[k];
 	}
-	fputc(']', out);
-	for (size_t i = 0; i < p->nsamples; i++)
-		if (p->samples[i].ntimes)
-			lanes[i] = rank[lanes[i]];
-	free(rank);
-	free(order);
+	free(s);
+	free(idx);
+	free(thread);
 	free(first);
-	return 0;
+	return nt == SIZE_MAX ? -1 : 0;
 }
 
 int timeline_write(FILE *out, const struct report_input *in, const struct stackset *ss, const struct calltree *t,
