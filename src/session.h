@@ -101,7 +101,7 @@ void cp_session_facts_locked(struct cp_facts *f);
 int cp_session_write_locked(int spend);
 /* Writes tab and the facts f to the profile's path (session_write.c): 0,
  * or a negative errno with the calling thread's reason, said on stderr.
- * `spend` as above: tab is emptied by the write. */
+ * `spend` as above: tab may be emptied by the write, whatever it returns. */
 int cp_session_write_profile(struct cp_stacktab *tab, const struct cp_facts *f, int spend);
 /* Frees what start allocated, unless a handler was stuck in it when
  * sampling stopped: then what a handler may read stays mapped. */
