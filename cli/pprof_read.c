@@ -848,12 +848,28 @@ int profile_read_protobuf(const char *path, uint8_t **out, size_t *len, char *er
 	return rc;
 }
 
+void profile_drop_samples(struct profile *p)
+{
+	free(p->samples);
+	free(p->priv_.locptrs);
+	free(p->priv_.values);
+	free(p->priv_.labels);
+	free(p->priv_.times);
+	free(p->priv_.sel_values);
+	free(p->priv_.sel_times);
+	p->samples = NULL;
+	p->nsamples = 0;
+	p->nframes = 0;
+	p->priv_.locptrs = p->priv_.values = p->priv_.labels = p->priv_.times = NULL;
+	p->priv_.sel_values = p->priv_.sel_times = NULL;
+}
+
 void profile_free(struct profile *p)
 {
 	if (!p)
 		return;
+	profile_drop_samples(p);
 	free(p->sample_types);
-	free(p->samples);
 	free(p->mappings);
 	free(p->locations);
 	free(p->functions);
@@ -861,12 +877,6 @@ void profile_free(struct profile *p)
 	free(p->comments);
 	free(p->priv_.text);
 	free(p->priv_.lines);
-	free(p->priv_.locptrs);
-	free(p->priv_.values);
-	free(p->priv_.labels);
-	free(p->priv_.times);
-	free(p->priv_.sel_values);
-	free(p->priv_.sel_times);
 	free(p->priv_.sel_comment);
 	free(p);
 }

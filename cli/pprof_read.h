@@ -166,6 +166,13 @@ int profile_parse(const void *data, size_t len, struct profile **out,
  * allowed. */
 void profile_free(struct profile *p);
 
+/* Frees p's samples (their locations, values, labels and times) and
+ * leaves it none, keeping the rest: types, mappings, locations,
+ * functions, strings, comments.  For a command that is done with them
+ * once it has read them into a stackset (report/stacks.h) and goes on to
+ * read more. */
+void profile_drop_samples(struct profile *p);
+
 /* Returns the value of the first comment of the form "key=value" in `p`, or
  * NULL if there is none.  The pointer is into p and lives as long as p. */
 const char *profile_comment(const struct profile *p, const char *key);

@@ -170,19 +170,16 @@ static const char *program_of(const struct profile *p)
 	return slash ? slash + 1 : f;
 }
 
-/* Whether the profiles are of one program (by their main files' names: a
- * new build of it has another build ID and is what diff is for); says
- * which differ if not. */
-static bool same_program(struct profile *const *p, const char *const *files, size_t n)
+/* Whether profile b is of a's program (by their main files' names: a new
+ * build of it has another build ID and is what diff is for); says so if
+ * not. */
+static bool same_program(const struct profile *a, const char *afile, const struct profile *b, const char *bfile)
 {
-	for (size_t i = 1; i < n; i++) {
-		const char *a = program_of(p[0]), *b = program_of(p[i]);
-		if (*a && *b && strcmp(a, b) != 0) {
-			fprintf(stderr, "cpuprof diff: %s is a profile of %s, %s of %s: other programs, whose functions "
-				"are not the same code (--other-programs compares them anyway)\n", files[0], a, files[i],
-				b);
-			return false;
-		}
+	const char *pa = program_of(a), *pb = program_of(b);
+	if (*pa && *pb && strcmp(pa, pb) != 0) {
+		fprintf(stderr, "cpuprof diff: %s is a profile of %s, %s of %s: other programs, whose functions "
+			"are not the same code (--other-programs compares them anyway)\n", afile, pa, bfile, pb);
+		return false;
 	}
 	return true;
 }
@@ -238,7 +235,10 @@ int cmd_diff(int argc, char **argv)
 		goto out;
 	}
 	char err[512], none[2][1024] = { "", "" };
-	size_t empty[2] = { 0, 0 };
+	size_t empty[2] = { 0, 0 }, nbase = 0;
+	struct stack_options so = { .lines = da.lines, .value = da.value, .verb = "compare" };
+	/* One profile at a time, each's samples freed once in the stackset:
+	 * two big profiles are never held whole at once. */
 	for (size_t i = 0; i < da.nfiles; i++) {
 		int side = i >= da.nbase, sel = -1;
 		if (profile_read_file(da.files[i], &p[i], err, sizeof err) < 0 ||
@@ -250,25 +250,26 @@ int cmd_diff(int argc, char **argv)
 		 * files at least. */
 		if (sel == 1 && empty[side]++ == 0)
 			snprintf(none[side], sizeof none[side], "%s (%s): %s", da.files[i], side ? "NEW" : "BASE", err);
+		if (!da.other_programs && !same_program(p[0], da.files[0], p[i], da.files[i]))
+			goto out;
+		/* CPU by default, also where the profiles' own default is
+		 * wall (profiles of off-CPU time). */
+		if (i == 0 && !so.value && profile_find_sample_type(p[0], "cpu", "nanoseconds") >= 0)
+			so.value = "cpu";
+		if ((i == 0 && stackset_start(&ss, p[0], da.files[0], &so, err, sizeof err) < 0) ||
+		    stackset_add(&ss, p[i], da.files[i], err, sizeof err) < 0) {
+			fprintf(stderr, "cpuprof diff: %s\n", err);
+			goto out;
+		}
+		profile_drop_samples(p[i]);
+		if (i + 1 == da.nbase)
+			nbase = ss.nsamples;
 	}
 	for (int side = 0; side < 2; side++)
 		if (empty[side] == (side ? da.nfiles - da.nbase : da.nbase)) {
 			fprintf(stderr, "cpuprof diff: %s\n", none[side]);
 			goto out;
 		}
-	if (!da.other_programs && !same_program(p, da.files, da.nfiles))
-		goto out;
-	/* CPU by default, also where the profiles' own default is wall
-	 * (profiles of off-CPU time). */
-	const char *value = da.value;
-	if (!value && profile_find_sample_type(p[0], "cpu", "nanoseconds") >= 0)
-		value = "cpu";
-	struct stack_options so = { .lines = da.lines, .value = value,
-				    .verb = "compare" };
-	if (stackset_build(&ss, p, da.files, da.nfiles, &so, err, sizeof err) < 0) {
-		fprintf(stderr, "cpuprof diff: %s\n", err);
-		goto out;
-	}
 	/* Off-CPU time is measured at every switch, not sampled: there is
 	 * no noise of sampling to test a change against. */
 	if (ss.what && (strcmp(ss.value_type, "off_cpu") == 0 || strcmp(ss.value_type, "wall") == 0)) {
@@ -283,9 +284,6 @@ int cmd_diff(int argc, char **argv)
 			"types (and so no values)\n", da.files[0]);
 		goto out;
 	}
-	size_t nbase = 0;
-	for (size_t i = 0; i < da.nbase; i++)
-		nbase += p[i]->nsamples;
 	struct diff_options o = { .threshold = da.threshold / 100, .alpha = da.alpha,
 				  .tree = da.format != FORMAT_TEXT,
 				  .paths = da.format == FORMAT_HTML };

@@ -20,7 +20,7 @@
 
 struct folded_ctx {
 	struct folded_lines fl;
-	const double *a, *b; /* per node: BASE's and NEW's own value */
+	const double *a, *b; /* per leaf: BASE's and NEW's own value */
 	double scale;        /* NEW's total over BASE's */
 	FILE *out;
 	bool failed;
@@ -43,12 +43,12 @@ static int64_t whole(double v)
 static void line(const uint32_t *path, size_t depth, void *arg)
 {
 	struct folded_ctx *c = arg;
-	uint32_t id = path[depth - 1];
-	int64_t a = whole(c->a[id] * c->scale), b = whole(c->b[id]);
+	long l = calltree_leaf_index(c->fl.t, path[depth - 1]);
+	if (l < 0 || (c->a[l] <= 0 && c->b[l] <= 0) || c->failed)
+		return;
+	int64_t a = whole(c->a[l] * c->scale), b = whole(c->b[l]);
 	size_t len;
 	const char *s;
-	if ((c->a[id] <= 0 && c->b[id] <= 0) || c->failed)
-		return;
 	if (!(s = folded_line(&c->fl, path, depth, &len))) {
 		c->failed = true;
 		return;
@@ -61,14 +61,14 @@ int diff_folded_write(FILE *out, const struct diff *d)
 {
 	const struct calltree *t = &d->t;
 	const struct stackset *ss = d->ss;
-	double *a = calloc(t->n, sizeof *a), *b = calloc(t->n, sizeof *b);
+	double *a = calloc(t->nleaves + 1, sizeof *a), *b = calloc(t->nleaves + 1, sizeof *b);
 	struct folded_ctx c = { .fl = { .ss = ss }, .a = a, .b = b,
 				.scale = d->a.w > 0 ? d->b.w / d->a.w : 0, .out = out };
 	int rc = -1;
 	if (a && b && folded_lines_init(&c.fl, ss, t) == 0) {
 		for (size_t i = 0; i < ss->nsamples; i++) {
 			double v = ss->samples[i].value > 0 ? (double)ss->samples[i].value : 0;
-			(i < d->nbase ? a : b)[t->leaf[i]] += v;
+			(i < d->nbase ? a : b)[calltree_leaf_index(t, t->leaf[i])] += v;
 		}
 		rc = calltree_walk(t, by_label, NULL, line, &c);
 	}

@@ -95,30 +95,25 @@ static void meta(FILE *out, void *arg)
 	fputc('}', out);
 }
 
-/* A node's entries of the "extra" array. */
-static void node(FILE *out, uint32_t id, void *arg)
+/* A node's entries of the "extra" array at p (flame_tree's node()):
+ * status (one of -1, 0, 1, 2), BASE's total and e, Holm's p. */
+static char *node(char *p, uint32_t id, void *arg)
 {
 	const struct page_ctx *c = arg;
 	double w, q;
 	diff_node_base(c->d, id, &w, &q);
 	int status = c->d->status[id];
 	double padj = status == 2 ? 1 : diff_node_padj(c->d, id);
-	/* One write a node: status (one of -1, 0, 1, 2), BASE's total and
-	 * e, Holm's p. */
-	char buf[3 + 2 * (FLAME_NUMBER_MAX + 1) + 32], *p = buf;
 	const char *st = status < 0 ? "-1," : status == 0 ? "0," : status == 1 ? "1," : "2,";
 	size_t n = strlen(st);
 	memcpy(p, st, n);
 	p = flame_number(p + n, w);
 	*p++ = ',';
 	p = flame_number(p, c->base_msq > 0 ? q / c->base_msq : 0);
-	if (padj < 1) {
-		p += snprintf(p, 32, ",%.3g", padj);
-	} else {
-		memcpy(p, ",1", 2);
-		p += 2;
-	}
-	fwrite(buf, 1, (size_t)(p - buf), out);
+	if (padj < 1)
+		return p + snprintf(p, 32, ",%.3g", padj);
+	memcpy(p, ",1", 2);
+	return p + 2;
 }
 
 int diff_page_write(FILE *out, const struct diff_input *in,
@@ -126,7 +121,7 @@ int diff_page_write(FILE *out, const struct diff_input *in,
 {
 	const struct calltree *t = &d->t;
 	const struct stackset *ss = d->ss;
-	size_t n = t->n ? t->n : 1;
+	size_t n = t->nleaves + 1;
 	double *q = calloc(n, sizeof *q);
 	int64_t *self = calloc(n, sizeof *self);
 	char *title = NULL;
@@ -137,7 +132,8 @@ int diff_page_write(FILE *out, const struct diff_input *in,
 	int64_t total = 0;
 	for (size_t i = d->nbase; i < ss->nsamples; i++) {
 		int64_t v = ss->samples[i].value > 0 ? ss->samples[i].value : 0;
-		self[t->leaf[i]] = sat_add(self[t->leaf[i]], v);
+		long l = calltree_leaf_index(t, t->leaf[i]);
+		self[l] = sat_add(self[l], v);
 		total = sat_add(total, v);
 	}
 	if (asprintf(&title, "cpuprof diff: %s%s \u2192 %s%s", in->base.names[0],

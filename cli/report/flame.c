@@ -267,7 +267,9 @@ char *flame_number(char *p, double v)
 /* Node i's own value as ft draws it. */
 static int64_t self_of(const struct flame_tree *ft, size_t i)
 {
-	int64_t v = ft->self ? ft->self[i] : ft->t->nodes[i].self;
+	long l;
+	int64_t v = !ft->self ? ft->t->nodes[i].self
+		    : (l = calltree_leaf_index(ft->t, (uint32_t)i)) >= 0 ? ft->self[l] : 0;
 	return v > 0 ? v : 0;
 }
 
@@ -279,19 +281,39 @@ static void mark_kept(const struct flame_tree *ft, uint8_t *keep)
 	const struct calltree *t = ft->t;
 	for (size_t i = t->n; i-- > 1;) {
 		uint8_t k = self_of(ft, i) > 0;
-		for (size_t a = 0; a < ft->nalt && !k; a++)
-			k = ft->alt[a].self[i] > 0;
+		long l = calltree_leaf_index(t, (uint32_t)i);
+		for (size_t a = 0; a < ft->nalt && !k && l >= 0; a++)
+			k = ft->alt[a].self[l] > 0;
 		for (uint32_t c = calltree_child(t, (uint32_t)i); c < calltree_child_end(t, (uint32_t)i) && !k; c++)
 			k = keep[c];
 		keep[i] = k;
 	}
 }
 
-/* Node id's entry of the page's array `pass` (0: nodes, 1: alt or the
- * caller's extra); msq is the mean squared weight its noise is over. */
-static void put_node(FILE *out, const struct flame_tree *ft, uint32_t id, size_t depth, int pass, double msq)
+/* What put_tree writes through: the page's nodes are millions of short
+ * entries, each put here and written out 64 KiB at a time. */
+struct page_buf {
+	FILE *out;
+	size_t len;
+	char b[1 << 16];
+};
+
+/* Room for n more bytes at the buffer's end, which it returns. */
+static char *page_room(struct page_buf *pb, size_t n)
 {
-	char buf[128], *p = buf;
+	if (pb->len + n > sizeof pb->b) {
+		fwrite(pb->b, 1, pb->len, pb->out);
+		pb->len = 0;
+	}
+	return pb->b + pb->len;
+}
+
+/* Node id's entry of the page's array `pass` (0: nodes, 1: alt or the
+ * caller's extra) at p; returns its end.  msq is the mean squared
+ * weight its noise is over. */
+static char *put_node(char *p, const struct flame_tree *ft, uint32_t id, size_t depth, int pass, double msq)
+{
+	long l = calltree_leaf_index(ft->t, id);
 	if (pass == 0) {
 		p = put_i64(p, ft->t->nodes[id].frame);
 		*p++ = ',';
@@ -299,23 +321,20 @@ static void put_node(FILE *out, const struct flame_tree *ft, uint32_t id, size_t
 		*p++ = ',';
 		p = put_i64(p, self_of(ft, id));
 		*p++ = ',';
-		p = put_number(p, msq > 0 ? ft->q[id] / msq : 0);
-		fwrite(buf, 1, (size_t)(p - buf), out);
-	} else if (ft->nalt) {
-		for (size_t a = 0; a < ft->nalt; a++) {
-			const struct flame_alt *v = &ft->alt[a];
-			double m = v->base.n > 0 ? v->base.q / v->base.n : 0;
-			p = buf;
-			if (a)
-				*p++ = ',';
-			p = put_i64(p, v->self[id] > 0 ? v->self[id] : 0);
-			*p++ = ',';
-			p = put_number(p, m > 0 ? v->q[id] / m : 0);
-			fwrite(buf, 1, (size_t)(p - buf), out);
-		}
-	} else {
-		ft->node(out, id, ft->arg);
+		return put_number(p, msq > 0 && l >= 0 ? ft->q[l] / msq : 0);
 	}
+	if (!ft->nalt)
+		return ft->node(p, id, ft->arg);
+	for (size_t a = 0; a < ft->nalt; a++) {
+		const struct flame_alt *v = &ft->alt[a];
+		double m = v->base.n > 0 ? v->base.q / v->base.n : 0;
+		if (a)
+			*p++ = ',';
+		p = put_i64(p, l >= 0 && v->self[l] > 0 ? v->self[l] : 0);
+		*p++ = ',';
+		p = put_number(p, m > 0 && l >= 0 ? v->q[l] / m : 0);
+	}
+	return p;
 }
 
 /* One level of put_tree's walk: the children of a node not yet seen. */
@@ -333,10 +352,19 @@ static int put_tree(FILE *out, const struct flame_tree *ft, const uint8_t *keep,
 	const struct calltree *t = ft->t;
 	double msq = ft->base->n > 0 ? ft->base->q / ft->base->n : 0;
 	int passes = ft->node || ft->nalt ? 2 : 1;
+	/* The most an entry takes: 4 numbers, or 2 per alt value, or the
+	 * caller's, and a comma. */
+	size_t most = 1 + (ft->nalt ? ft->nalt * (2 * FLAME_NUMBER_MAX + 2) : 4 * FLAME_NUMBER_MAX + 4);
+	if (ft->node && most < 1 + FLAME_NODE_MAX)
+		most = 1 + FLAME_NODE_MAX;
 	size_t cap = 64;
 	struct put_level *st = malloc(cap * sizeof *st);
-	if (!st)
-		return -1;
+	struct page_buf *pb = malloc(sizeof *pb);
+	int rc = -1;
+	if (!st || !pb)
+		goto out;
+	pb->out = out;
+	pb->len = 0;
 	for (int pass = 0; pass < passes; pass++) {
 		fputs(pass ? (ft->nalt ? "],\n\"alt\":[" : "],\n\"extra\":[") : "],\n\"nodes\":[", out);
 		size_t depth = 1;
@@ -351,26 +379,30 @@ static int put_tree(FILE *out, const struct flame_tree *ft, const uint8_t *keep,
 			uint32_t id = lv->next++;
 			if (!keep[id])
 				continue;
+			char *p = page_room(pb, most);
 			if (written)
-				fputc(',', out);
+				*p++ = ',';
 			if (pindex)
 				pindex[id] = written + 1;
 			written++;
-			put_node(out, ft, id, depth, pass, msq);
+			pb->len = (size_t)(put_node(p, ft, id, depth, pass, msq) - pb->b);
 			if (depth == cap) {
 				struct put_level *ns = realloc(st, 2 * cap * sizeof *st);
-				if (!ns) {
-					free(st);
-					return -1;
-				}
+				if (!ns)
+					goto out;
 				st = ns;
 				cap *= 2;
 			}
 			st[depth++] = (struct put_level){ calltree_child(t, id), calltree_child_end(t, id) };
 		}
+		fwrite(pb->b, 1, pb->len, out);
+		pb->len = 0;
 	}
+	rc = 0;
+out:
 	free(st);
-	return 0;
+	free(pb);
+	return rc;
 }
 
 int flame_page(FILE *out, const struct report_input *in,
@@ -463,8 +495,8 @@ static long alt_values(const struct report_input *in, const struct stackset *ss,
 		struct flame_alt *v = &a[n++];
 		v->name = names[k];
 		v->unit = "nanoseconds";
-		v->self = calloc(t->n, sizeof *v->self);
-		v->q = calloc(t->n, sizeof *v->q);
+		v->self = calloc(t->nleaves + 1, sizeof *v->self);
+		v->q = calloc(t->nleaves + 1, sizeof *v->q);
 		if (!v->self || !v->q)
 			goto fail;
 		/* ss's samples are the profiles' Samples in order: the same
@@ -477,7 +509,8 @@ static long alt_values(const struct report_input *in, const struct stackset *ss,
 				smp[i] = ss->samples[i];
 				smp[i].value = in->profiles[f]->samples[s].values[vi];
 				other.total = sat_add(other.total, smp[i].value);
-				v->self[t->leaf[i]] = sat_add(v->self[t->leaf[i]], smp[i].value);
+				long l = calltree_leaf_index(t, t->leaf[i]);
+				v->self[l] = sat_add(v->self[l], smp[i].value);
 			}
 		other.samples = smp;
 		v->total = other.total;
@@ -505,7 +538,7 @@ int flame_write(FILE *out, const struct report_input *in,
 	int rc = -1;
 	if (calltree_build(&t, ss) < 0)
 		goto out;
-	if (!(q = calloc(t.n, sizeof *q)))
+	if (!(q = calloc(t.nleaves + 1, sizeof *q)))
 		goto out;
 	share_nodes_self_q(&t, ss, 0, ss->nsamples, q);
 	struct share_base b;

@@ -90,9 +90,10 @@ int flame_write(FILE *out, const struct report_input *in,
  * intervals (shares.h). */
 struct flame_tree {
 	const struct calltree *t;
-	const int64_t *self;           /* per node: its own value drawn
-					  (NULL: the tree's self) */
-	const double *q;               /* per node: its own samples' sum of
+	const int64_t *self;           /* per leaf (calltree_leaf_index()):
+					  its own value drawn (NULL: the
+					  tree's self) */
+	const double *q;               /* per leaf: its own samples' sum of
 					  w^2 (share_nodes_self_q()) */
 	const struct share_base *base; /* the drawn samples' totals */
 	int64_t total;                 /* the drawn samples' value */
@@ -100,9 +101,10 @@ struct flame_tree {
 	/* If not NULL: meta writes members of its own into the data's
 	 * header, each preceded by ','; node writes, for each node written,
 	 * its entries of the data's "extra" array (after a ',' but for the
-	 * first node), in the order of the nodes. */
+	 * first node), in the order of the nodes, at p (at most
+	 * FLAME_NODE_MAX bytes), returning their end. */
 	void (*meta)(FILE *out, void *arg);
-	void (*node)(FILE *out, uint32_t node, void *arg);
+	char *(*node)(char *p, uint32_t node, void *arg);
 	void *arg;
 	/* The other values the page's menu offers (profiles of off-CPU
 	 * time: cpu, off_cpu, wall), nalt of them, each with what the fields
@@ -113,8 +115,8 @@ struct flame_tree {
 		const char *name, *unit;
 		int64_t total;
 		struct share_base base;
-		int64_t *self; /* per node */
-		double *q;     /* per node */
+		int64_t *self; /* per leaf */
+		double *q;     /* per leaf */
 	} *alt;
 	/* Whether the page has a timeline of the samples' times (report's
 	 * page; diff's has none). */
@@ -141,6 +143,8 @@ void flame_json_string(FILE *out, const char *s);
 void flame_put_number(FILE *out, double v);
 /* The same text at p (at most FLAME_NUMBER_MAX bytes); returns its end. */
 #define FLAME_NUMBER_MAX 32
+/* The most a flame_tree's node() writes for a node. */
+#define FLAME_NODE_MAX 128
 char *flame_number(char *p, double v);
 
 /* `--list REGEX`: the source of every function whose name matches, each

@@ -72,87 +72,90 @@ int share_frames(const struct stackset *ss, size_t first, size_t end,
 	return 0;
 }
 
-/* One level of share_walk(): a node, the next of its children to add
- * (they are added last first, as they always were), and its sums so
- * far, BASE's and NEW's. */
-struct share_level {
-	uint32_t id, next;
-	struct share_sum s[2];
-};
-
-/* Starts the level of node id: its own samples' sums, in their order
- * (by[from..to) are their indexes). */
-static void share_enter(struct share_level *lv, const struct calltree *t, const struct stackset *ss,
-			size_t nbase, uint32_t id, const uint32_t *by, uint32_t from, uint32_t to)
-{
-	memset(lv, 0, sizeof *lv);
-	lv->id = id;
-	lv->next = calltree_child_end(t, id);
-	for (uint32_t j = from; j < to; j++) {
-		double w, k;
-		weigh(&ss->samples[by[j]], &w, &k);
-		add(&lv->s[by[j] >= nbase], w, k);
-	}
-}
-
 int share_walk(const struct calltree *t, const struct stackset *ss, size_t nbase,
 	       void (*visit)(uint32_t id, const struct share_sum s[2], void *arg), void *arg)
 {
-	/* Each node's own samples, in their order: by[end[id - 1]..end[id])
-	 * (from 0 for the root). */
-	uint32_t *end = calloc(t->n + 1, sizeof *end), *by = malloc((ss->nsamples ? ss->nsamples : 1) * sizeof *by);
-	size_t cap = 64, depth = 1;
-	struct share_level *st = malloc(cap * sizeof *st);
+	/* Each leaf's own samples, in their order: by[end[l]..end[l + 1])
+	 * (calltree_leaf_index()). */
+	size_t nl = t->nleaves, nlev = 0, caplev = 64, wide = 1;
+	uint32_t *end = calloc(nl + 2, sizeof *end), *by = malloc((ss->nsamples ? ss->nsamples : 1) * sizeof *by);
+	uint32_t *lev = malloc(caplev * sizeof *lev);
+	struct share_sum(*below)[2] = NULL, (*cur)[2] = NULL;
 	int rc = -1;
-	if (!end || !by || !st)
+	if (!end || !by || !lev)
 		goto out;
 	for (size_t i = 0; i < ss->nsamples; i++)
-		end[t->leaf[i] + 1]++;
-	for (size_t id = 0; id < t->n; id++)
-		end[id + 1] += end[id];
+		end[calltree_leaf_index(t, t->leaf[i]) + 2]++;
+	for (size_t l = 0; l < nl; l++)
+		end[l + 2] += end[l + 1];
 	for (size_t i = 0; i < ss->nsamples; i++)
-		by[end[t->leaf[i]]++] = (uint32_t)i;
-	share_enter(&st[0], t, ss, nbase, 0, by, 0, end[0]);
-	while (depth > 0) {
-		struct share_level *lv = &st[depth - 1];
-		if (lv->next > calltree_child(t, lv->id)) {
-			uint32_t c = --lv->next;
-			if (depth == cap) {
-				struct share_level *ns = realloc(st, 2 * cap * sizeof *st);
-				if (!ns)
-					goto out;
-				st = ns;
-				cap *= 2;
-			}
-			share_enter(&st[depth++], t, ss, nbase, c, by, end[c - 1], end[c]);
-			continue;
+		by[end[calltree_leaf_index(t, t->leaf[i]) + 1]++] = (uint32_t)i;
+	/* The levels: nodes are made level by level, so the nodes at depth
+	 * d are [lev[d], lev[d + 1]), and a level's children are the next
+	 * level, in the order of their parents. */
+	lev[nlev++] = 0;
+	for (uint32_t lo = 0, hi = t->n ? 1 : 0; lo < hi;) {
+		if (nlev + 1 >= caplev) {
+			uint32_t *g = realloc(lev, 2 * caplev * sizeof *lev);
+			if (!g)
+				goto out;
+			lev = g;
+			caplev *= 2;
 		}
-		visit(lv->id, lv->s, arg);
-		if (--depth > 0)
-			for (int k = 0; k < 2; k++) {
-				struct share_sum *p = &st[depth - 1].s[k];
-				p->w += lv->s[k].w;
-				p->q += lv->s[k].q;
-				p->n += lv->s[k].n;
+		lev[nlev++] = hi;
+		wide = hi - lo > wide ? hi - lo : wide;
+		uint32_t next = calltree_child_end(t, hi - 1);
+		lo = hi;
+		hi = next > hi ? next : hi;
+	}
+	below = calloc(wide, sizeof *below);
+	cur = calloc(wide, sizeof *cur);
+	if (!below || !cur)
+		goto out;
+	/* Bottom-up, a level at a time: each node's own samples, then its
+	 * children's sums, the last child first. */
+	for (size_t d = nlev - 1; d-- > 0;) {
+		uint32_t lo = lev[d], hi = lev[d + 1], blo = lev[d + 1];
+		for (uint32_t id = lo; id < hi; id++) {
+			struct share_sum *s = cur[id - lo];
+			memset(s, 0, 2 * sizeof *s);
+			long l = calltree_leaf_index(t, id);
+			for (uint32_t j = l >= 0 ? end[l] : 0; l >= 0 && j < end[l + 1]; j++) {
+				double w, k;
+				weigh(&ss->samples[by[j]], &w, &k);
+				add(&s[by[j] >= nbase], w, k);
 			}
+			for (uint32_t c = calltree_child_end(t, id); c-- > calltree_child(t, id);)
+				for (int k = 0; k < 2; k++) {
+					s[k].w += below[c - blo][k].w;
+					s[k].q += below[c - blo][k].q;
+					s[k].n += below[c - blo][k].n;
+				}
+			visit(id, s, arg);
+		}
+		struct share_sum(*swap)[2] = below;
+		below = cur;
+		cur = swap;
 	}
 	rc = 0;
 out:
 	free(end);
 	free(by);
-	free(st);
+	free(lev);
+	free(below);
+	free(cur);
 	return rc;
 }
 
 void share_nodes_self_q(const struct calltree *t, const struct stackset *ss,
 			size_t first, size_t end, double *q)
 {
-	memset(q, 0, t->n * sizeof *q);
+	memset(q, 0, t->nleaves * sizeof *q);
 	for (size_t i = first; i < end && i < ss->nsamples; i++) {
 		double w, k;
 		weigh(&ss->samples[i], &w, &k);
 		if (k > 0)
-			q[t->leaf[i]] += w * w / k;
+			q[calltree_leaf_index(t, t->leaf[i])] += w * w / k;
 	}
 }
 

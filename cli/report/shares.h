@@ -92,8 +92,9 @@ int share_walk(const struct calltree *t, const struct stackset *ss, size_t nbase
 	       void (*visit)(uint32_t id, const struct share_sum s[2], void *arg), void *arg);
 
 /* Each node's own samples' (those whose stack ends there) sum of w^2
- * over the draws, over samples [first, end), into q[] (t->n, zeroed
- * here): what the flame graph's page needs for its intervals. */
+ * over the draws, over samples [first, end), into q[] by leaf
+ * (t->nleaves, zeroed here: calltree_leaf_index()): what the flame
+ * graph's page needs for its intervals. */
 void share_nodes_self_q(const struct calltree *t, const struct stackset *ss,
 			size_t first, size_t end, double *q);
 

@@ -258,35 +258,31 @@ static void describe_types(const struct profile *p, char *buf, size_t len)
 		snprintf(buf, len, "none");
 }
 
-/* Fails unless every profile has p[0]'s sample types and period type;
- * the message says they cannot be `verb`ed. */
-static int check_compatible(struct profile *const *p, const char *const *names,
-			    size_t n, const char *verb, char *err, size_t errlen)
+/* Fails unless p has the sample types and period type of `first`, the
+ * stackset's first profile; the message says they cannot be `verb`ed. */
+static int check_compatible(const struct profile *first, const char *first_name, const struct profile *p,
+			    const char *name, const char *verb, char *err, size_t errlen)
 {
-	for (size_t i = 1; i < n; i++) {
-		bool same = p[i]->nsample_types == p[0]->nsample_types;
-		for (size_t k = 0; same && k < p[0]->nsample_types; k++)
-			same = strcmp(p[i]->sample_types[k].type,
-				      p[0]->sample_types[k].type) == 0 &&
-			       strcmp(p[i]->sample_types[k].unit,
-				      p[0]->sample_types[k].unit) == 0;
-		if (!same) {
-			char a[256], b[256];
-			describe_types(p[0], a, sizeof a);
-			describe_types(p[i], b, sizeof b);
-			return cp_why(err, errlen, "cannot %s %s and %s: their "
-				    "sample types differ (%s; %s)", verb, names[0],
-				    names[i], a, b);
-		}
-		if (strcmp(p[i]->period_type.type, p[0]->period_type.type) ||
-		    strcmp(p[i]->period_type.unit, p[0]->period_type.unit))
-			return cp_why(err, errlen, "cannot %s %s and %s: their "
-				    "period types differ (%s/%s; %s/%s)",
-				    verb, names[0], names[i], p[0]->period_type.type,
-				    p[0]->period_type.unit,
-				    p[i]->period_type.type,
-				    p[i]->period_type.unit);
+	bool same = p->nsample_types == first->nsample_types;
+	for (size_t k = 0; same && k < first->nsample_types; k++)
+		same = strcmp(p->sample_types[k].type, first->sample_types[k].type) == 0 &&
+		       strcmp(p->sample_types[k].unit, first->sample_types[k].unit) == 0;
+	if (!same) {
+		char a[256], b[256];
+		describe_types(first, a, sizeof a);
+		describe_types(p, b, sizeof b);
+		return cp_why(err, errlen, "cannot %s %s and %s: their "
+			    "sample types differ (%s; %s)", verb, first_name,
+			    name, a, b);
 	}
+	if (strcmp(p->period_type.type, first->period_type.type) ||
+	    strcmp(p->period_type.unit, first->period_type.unit))
+		return cp_why(err, errlen, "cannot %s %s and %s: their "
+			    "period types differ (%s/%s; %s/%s)",
+			    verb, first_name, name, first->period_type.type,
+			    first->period_type.unit,
+			    p->period_type.type,
+			    p->period_type.unit);
 	return 0;
 }
 
@@ -325,6 +321,11 @@ static int push_location(struct stackset *ss, const struct profile *p, const str
 static int add_profile(struct stackset *ss, const struct profile *p,
 		       size_t vi, int ci, const struct stack_options *o)
 {
+	size_t need = ss->nsamples + p->nsamples;
+	struct stack_sample *grown = realloc(ss->samples, (need ? need : 1) * sizeof *grown);
+	if (!grown)
+		return -1;
+	ss->samples = grown;
 	/* Without it (out of memory) each location is made each time. */
 	size_t *memo = calloc(p->nlocations ? p->nlocations : 1, sizeof *memo);
 	int rc = -1;
@@ -362,6 +363,83 @@ done:
 	return rc;
 }
 
+int stackset_start(struct stackset *ss, const struct profile *p, const char *name,
+		   const struct stack_options *o, char *err, size_t errlen)
+{
+	memset(ss, 0, sizeof *ss);
+	ss->value_type = "";
+	ss->unit = "";
+	ss->priv_.o = *o;
+	ss->priv_.first = p;
+	ss->priv_.first_name = name;
+	ss->priv_.vi = -1;
+	if (p->nsample_types == 0)
+		return 0; /* nothing to count; the formats say so */
+	int vi = -1;
+	/* "off-cpu", as the command line spells it, is off_cpu. */
+	const char *value = o->value && strcmp(o->value, "off-cpu") == 0 ? "off_cpu" : o->value;
+	if (value) {
+		for (size_t k = 0; k < p->nsample_types && vi < 0; k++)
+			if (strcmp(p->sample_types[k].type, value) == 0)
+				vi = (int)k;
+		if (vi < 0) {
+			char a[256];
+			describe_types(p, a, sizeof a);
+			/* A profile that was asked for off-CPU time and has
+			 * none says why in its comments. */
+			const char *why = profile_comment(p, "off_cpu");
+			bool off = strcmp(value, "off_cpu") == 0 || strcmp(value, "wall") == 0;
+			if (off)
+				return cp_why(err, errlen, "no sample type '%s' in %s (it has %s): %s", value,
+					    name, a, why ? why : "it was not recorded with off-CPU time "
+								"(cpuprof record --off-cpu, CPUPROF_OFF_CPU=1)");
+			return cp_why(err, errlen, "no sample type '%s' in %s (it "
+				    "has %s)", value, name, a);
+		}
+	} else {
+		/* The profile's default, where it names one (wall in
+		 * profiles of off-CPU time), else CPU, else the last. */
+		const char *def = p->default_sample_type;
+		for (size_t k = 0; def && *def && k < p->nsample_types && vi < 0; k++)
+			if (strcmp(p->sample_types[k].type, def) == 0)
+				vi = (int)k;
+		if (vi < 0)
+			vi = profile_find_sample_type(p, "cpu", "nanoseconds");
+		if (vi < 0)
+			vi = (int)p->nsample_types - 1;
+	}
+	ss->value_type = p->sample_types[vi].type;
+	ss->unit = p->sample_types[vi].unit;
+	ss->is_cpu = strcmp(ss->value_type, "cpu") == 0 &&
+		     strcmp(ss->unit, "nanoseconds") == 0;
+	ss->has_cpu = profile_find_sample_type(p, "cpu", "nanoseconds") >= 0;
+	ss->what = ss->is_cpu ? "CPU" : strcmp(ss->value_type, "off_cpu") == 0 ? "off-CPU"
+					 : strcmp(ss->value_type, "wall") == 0 ? "wall" : NULL;
+	/* The sample types are the same in every profile. */
+	ss->priv_.ci = profile_find_sample_type(p, "samples", "count");
+	ss->has_count = ss->priv_.ci >= 0;
+	ss->priv_.vi = vi;
+	return 0;
+}
+
+int stackset_add(struct stackset *ss, const struct profile *p, const char *name, char *err, size_t errlen)
+{
+	const struct stack_options *o = &ss->priv_.o;
+	if (check_compatible(ss->priv_.first, ss->priv_.first_name, p, name, o->verb ? o->verb : "merge", err,
+			     errlen) < 0)
+		return -1;
+	for (size_t s = 0; s < p->nsamples && !ss->has_groups; s++) {
+		const struct profile_sample *smp = &p->samples[s];
+		ss->has_groups = profile_label(smp, "pid") || profile_label(smp, "tid") ||
+				 profile_label(smp, "process") || profile_label(smp, "thread");
+	}
+	if (ss->priv_.vi < 0)
+		return 0; /* no sample types: nothing to count */
+	if (add_profile(ss, p, (size_t)ss->priv_.vi, ss->priv_.ci, o) < 0)
+		return cp_why(err, errlen, "out of memory");
+	return 0;
+}
+
 int stackset_build(struct stackset *ss, struct profile *const *p,
 		   const char *const *names, size_t n,
 		   const struct stack_options *o, char *err, size_t errlen)
@@ -369,71 +447,18 @@ int stackset_build(struct stackset *ss, struct profile *const *p,
 	memset(ss, 0, sizeof *ss);
 	ss->value_type = "";
 	ss->unit = "";
-	if (n == 0 || check_compatible(p, names, n, o->verb ? o->verb : "merge",
-					err, errlen) < 0)
+	if (n == 0)
 		return -1;
-	size_t nsamples = 0;
-	for (size_t i = 0; i < n; i++) {
-		nsamples += p[i]->nsamples;
-		for (size_t s = 0; s < p[i]->nsamples && !ss->has_groups; s++) {
-			const struct profile_sample *smp = &p[i]->samples[s];
-			ss->has_groups = profile_label(smp, "pid") ||
-					 profile_label(smp, "tid") ||
-					 profile_label(smp, "process") ||
-					 profile_label(smp, "thread");
-		}
-	}
-	if (p[0]->nsample_types == 0)
-		return 0; /* nothing to count; the formats say so */
-	int vi = -1;
-	/* "off-cpu", as the command line spells it, is off_cpu. */
-	const char *value = o->value && strcmp(o->value, "off-cpu") == 0 ? "off_cpu" : o->value;
-	if (value) {
-		for (size_t k = 0; k < p[0]->nsample_types && vi < 0; k++)
-			if (strcmp(p[0]->sample_types[k].type, value) == 0)
-				vi = (int)k;
-		if (vi < 0) {
-			char a[256];
-			describe_types(p[0], a, sizeof a);
-			/* A profile that was asked for off-CPU time and has
-			 * none says why in its comments. */
-			const char *why = profile_comment(p[0], "off_cpu");
-			bool off = strcmp(value, "off_cpu") == 0 || strcmp(value, "wall") == 0;
-			if (off)
-				return cp_why(err, errlen, "no sample type '%s' in %s (it has %s): %s", value,
-					    names[0], a, why ? why : "it was not recorded with off-CPU time "
-								    "(cpuprof record --off-cpu, CPUPROF_OFF_CPU=1)");
-			return cp_why(err, errlen, "no sample type '%s' in %s (it "
-				    "has %s)", value, names[0], a);
-		}
-	} else {
-		/* The profile's default, where it names one (wall in
-		 * profiles of off-CPU time), else CPU, else the last. */
-		const char *def = p[0]->default_sample_type;
-		for (size_t k = 0; def && *def && k < p[0]->nsample_types && vi < 0; k++)
-			if (strcmp(p[0]->sample_types[k].type, def) == 0)
-				vi = (int)k;
-		if (vi < 0)
-			vi = profile_find_sample_type(p[0], "cpu", "nanoseconds");
-		if (vi < 0)
-			vi = (int)p[0]->nsample_types - 1;
-	}
-	ss->value_type = p[0]->sample_types[vi].type;
-	ss->unit = p[0]->sample_types[vi].unit;
-	ss->is_cpu = strcmp(ss->value_type, "cpu") == 0 &&
-		     strcmp(ss->unit, "nanoseconds") == 0;
-	ss->has_cpu = profile_find_sample_type(p[0], "cpu", "nanoseconds") >= 0;
-	ss->what = ss->is_cpu ? "CPU" : strcmp(ss->value_type, "off_cpu") == 0 ? "off-CPU"
-					 : strcmp(ss->value_type, "wall") == 0 ? "wall" : NULL;
-	/* The sample types are the same in every profile. */
-	int ci = profile_find_sample_type(p[0], "samples", "count");
-	ss->has_count = ci >= 0;
-	ss->samples = calloc(nsamples ? nsamples : 1, sizeof *ss->samples);
-	if (!ss->samples)
-		return cp_why(err, errlen, "out of memory");
+	/* Every profile's types are checked before p[0]'s value is looked
+	 * for: profiles that cannot be merged say so first. */
+	for (size_t i = 1; i < n; i++)
+		if (check_compatible(p[0], names[0], p[i], names[i], o->verb ? o->verb : "merge", err, errlen) < 0)
+			return -1;
+	if (stackset_start(ss, p[0], names[0], o, err, errlen) < 0)
+		return -1;
 	for (size_t i = 0; i < n; i++)
-		if (add_profile(ss, p[i], (size_t)vi, ci, o) < 0)
-			return cp_why(err, errlen, "out of memory");
+		if (stackset_add(ss, p[i], names[i], err, errlen) < 0)
+			return -1;
 	return 0;
 }
 
@@ -527,6 +552,7 @@ int calltree_build(struct calltree *t, const struct stackset *ss)
 	size_t ns = ss->nsamples ? ss->nsamples : 1;
 	struct split sp = { .cap = 1024 };
 	int rc = -1;
+	memset(t, 0, sizeof *t);
 	t->n = 1;
 	t->nodes = calloc(sp.cap, sizeof *t->nodes);
 	t->leaf = calloc(ns, sizeof *t->leaf);
@@ -555,6 +581,17 @@ int calltree_build(struct calltree *t, const struct stackset *ss)
 		sp.in = sp.out;
 		sp.out = swap;
 	}
+	size_t words = t->n / 64 + 1;
+	t->leafbits = calloc(words, sizeof *t->leafbits);
+	t->leafrank = malloc(words * sizeof *t->leafrank);
+	if (!t->leafbits || !t->leafrank)
+		goto out;
+	for (size_t i = 0; i < ss->nsamples; i++)
+		t->leafbits[t->leaf[i] / 64] |= 1ull << (t->leaf[i] % 64);
+	for (size_t w = 0; w < words; w++) {
+		t->leafrank[w] = (uint32_t)t->nleaves;
+		t->nleaves += (size_t)__builtin_popcountll(t->leafbits[w]);
+	}
 	rc = 0;
 out:
 	free(sp.in);
@@ -582,9 +619,9 @@ void calltree_free(struct calltree *t)
 {
 	free(t->nodes);
 	free(t->leaf);
-	t->nodes = NULL;
-	t->leaf = NULL;
-	t->n = 0;
+	free(t->leafbits);
+	free(t->leafrank);
+	memset(t, 0, sizeof *t);
 }
 
 /* The children of node `node` into a new array *out (its length is the

@@ -117,6 +117,10 @@ struct stackset {
 		size_t *hash, nhash;
 		char **owned;
 		size_t nowned, capowned;
+		struct stack_options o;
+		const struct profile *first; /* its types are every profile's */
+		const char *first_name;
+		int vi, ci; /* the sample types counted, -1 none */
 	} priv_;
 };
 
@@ -127,6 +131,17 @@ struct stackset {
 int stackset_build(struct stackset *ss, struct profile *const *p,
 		   const char *const *names, size_t n,
 		   const struct stack_options *o, char *err, size_t errlen);
+
+/* stackset_build() in steps, for a command that reads one profile at a
+ * time and frees its samples once added (profile_drop_samples()):
+ * stackset_start() picks the value counted from p's sample types (p and
+ * its name must outlive ss; p's samples are not added), and
+ * stackset_add() appends the samples of each profile in turn, p first,
+ * failing if its sample types or period type are not p's.  Each returns
+ * 0, or -1 with a one-line reason in err. */
+int stackset_start(struct stackset *ss, const struct profile *p, const char *name,
+		   const struct stack_options *o, char *err, size_t errlen);
+int stackset_add(struct stackset *ss, const struct profile *p, const char *name, char *err, size_t errlen);
 
 /* Frees what stackset_build() made (also after it failed). */
 void stackset_free(struct stackset *ss);
@@ -148,7 +163,23 @@ struct calltree {
 	size_t n;
 	uint32_t *leaf; /* per sample of the stackset: the node its stack
 			   ends at (0, the root, for an empty stack) */
+	/* The nodes some sample's stack ends at ("leaves", though one may
+	 * have children), numbered 0..nleaves-1 in node order: what a
+	 * format sums per node from the samples ending there is 0 elsewhere,
+	 * and a tree of millions of nodes has at most as many leaves as
+	 * samples, so such sums are kept per leaf (calltree_leaf_index()).
+	 * A bit per node, and the leaves before each 64 nodes. */
+	uint64_t *leafbits;
+	uint32_t *leafrank;
+	size_t nleaves;
 };
+
+/* Node id's index among the leaves, -1 if no sample's stack ends there. */
+static inline long calltree_leaf_index(const struct calltree *t, uint32_t id)
+{
+	uint64_t w = t->leafbits[id / 64], bit = 1ull << (id % 64);
+	return w & bit ? (long)(t->leafrank[id / 64] + (uint32_t)__builtin_popcountll(w & (bit - 1))) : -1;
+}
 
 /* The first child of node i (t->n if none: then end is the same). */
 static inline uint32_t calltree_child(const struct calltree *t, uint32_t i)

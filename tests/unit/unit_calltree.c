@@ -5,7 +5,8 @@
  * stacks made by hand and on random ones checked against a plain count:
  * a node per distinct path, siblings in the order the samples first pass
  * to them, each node's children after it and together, every sample's
- * leaf, self and total; calltree_walk's order and depths; share_walk's
+ * leaf, self and total, and the leaves' numbers (calltree_leaf_index);
+ * calltree_walk's order and depths; share_walk's
  * sums of each side and its order (children before their parent).
  */
 #include <stdlib.h>
@@ -119,6 +120,18 @@ static void check_tree(const struct calltree *t, const struct stackset *ss)
 		CHECK(totals[id] == total, "node %u: total %lld, not %lld", id, (long long)totals[id],
 		      (long long)total);
 	}
+	/* The leaves (nodes some stack ends at) are numbered in node
+	 * order; other nodes have no number. */
+	size_t leaves = 0;
+	for (uint32_t id = 0; id < t->n; id++) {
+		int ends = 0;
+		for (size_t s = 0; s < ss->nsamples && !ends; s++)
+			ends = t->leaf[s] == id;
+		long want = ends ? (long)leaves++ : -1;
+		CHECK(calltree_leaf_index(t, id) == want, "node %u: leaf index %ld, not %ld", id,
+		      calltree_leaf_index(t, id), want);
+	}
+	CHECK_EQ(t->nleaves, leaves);
 	/* Each sample's leaf is the node of its whole stack. */
 	for (size_t s = 0; s < ss->nsamples; s++) {
 		uint32_t d = 0;
