@@ -650,7 +650,7 @@ def scale(cfg, runner, ps, work):
 
 
 def bigreport(cfg, runner, work):
-    """`cpuprof report --format top`, `--format html` and `cpuprof diff`
+    """`cpuprof report` (every format) and `cpuprof diff` (every format)
     over profiles of SAMPLES samples and STACKS distinct stacks with times
     (bench/bigprof.py, seeds 1 and 2), in rounds, each command once per
     round in a rotating order: wall, CPU (user + system) and peak RSS."""
@@ -660,17 +660,18 @@ def bigreport(cfg, runner, work):
         subprocess.run([sys.executable, os.path.join(ROOT, "bench", "bigprof.py"), path, str(samples), str(stacks),
                         str(seed)], check=True)
     cli = os.path.join(B, "cpuprof")
-    html = os.path.join(work, "big.html")
-    cmds = [("report --format top", [cli, "report", "--format", "top", a]),
-            ("report --format html", [cli, "report", "--format", "html", "-o", html, a]),
-            ("diff", [cli, "diff", a, b])]
+    out = os.path.join(work, "big.out")
+    cmds = [("report --format %s" % f, [cli, "report", "--format", f, "-o", out, a])
+            for f in ("top", "folded", "tree", "html", "speedscope")]
+    cmds += [("diff" + (" --format %s" % f if f != "top" else ""), [cli, "diff", "--format", f, "-o", out, a, b])
+             for f in ("top", "folded", "html")]
     per = {name: [] for name, _ in cmds}
     for k in range(rounds):
         for name, argv in cmds[k % len(cmds):] + cmds[:k % len(cmds)]:
             try:
                 r = runner.run(argv, {}, 600)
             except RuntimeError as e:
-                if name != "diff" or "exited 1:" not in str(e):  # 1: diff's verdict "changed"
+                if not name.startswith("diff") or "exited 1:" not in str(e):  # 1: diff's verdict "changed"
                     log("[bigreport] %s: FAILED: %s" % (name, e))
                     per[name].append(None)
                     continue
@@ -678,7 +679,7 @@ def bigreport(cfg, runner, work):
             per[name].append((r["wall_ns"] / 1e9, r["cpu_ns"] / 1e9, r["maxrss_kb"]))
             log("[bigreport] %-22s wall %.2f s, CPU %.2f s, RSS %d KiB, load %s" % (
                 (name,) + per[name][-1] + (open("/proc/loadavg").read().split()[0],)))
-    for f in (a, b, html):
+    for f in (a, b, out):
         if os.path.exists(f):
             os.unlink(f)
     rows = []
@@ -697,7 +698,7 @@ def md_bigreport(res, w):
     rows = res.get("bigreport") or []
     w("## Big profiles: report and diff")
     w("")
-    w("`cpuprof report --format top`, `--format html` and `cpuprof diff` (the first profile against a second "
+    w("`cpuprof report` and `cpuprof diff` in each of their formats (diff: the first profile against a second "
       "of the same shape) over profiles written by `bench/bigprof.py OUT SAMPLES STACKS SEED` (seeds 1 and 2): "
       "random walks of 8-40 frames down a random call graph of 5,000 functions, 8 threads, each Sample with "
       "its times; so few stacks share more than their first frames that the call tree has about as many "
@@ -1721,7 +1722,24 @@ def judge(res):
         most = max(sc, key=lambda r: r.get("stacks") or 0, default=None)
         out.append(("100k stacks written ≤ 1 s", "this run wrote at most %s distinct stacks (%s s)" % (
             most.get("stacks") if most else "no", fmt(most.get("exit_s")) if most else "–"), "not measured"))
+    out.append(judge_bigreport(res.get("bigreport") or []))
     return out + judge_21_22(res) + judge_34(res) + judge_31(res)
+
+
+def judge_bigreport(rows):
+    """Issue 32's target for report and diff at scale: each format within
+    2 s of CPU and 256 MiB, the worst of its runs, on 1M samples."""
+    name = "`report` and `diff`, every format, 1M samples, 200k stacks: ≤ 2 s of CPU and ≤ 256 MiB each"
+    ok = [r for r in rows if "error" not in r and r["samples"] >= 1000000]
+    if not ok:
+        return (name, "not run at that size", "not measured")
+    cpu = max(ok, key=lambda r: r["cpu_s"][2])
+    rss = max(ok, key=lambda r: r["rss_kb"][2])
+    failed = [r["command"] for r in rows if "error" in r]
+    met = cpu["cpu_s"][2] <= 2.0 and rss["rss_kb"][2] <= 256 * 1024 and not failed
+    return (name, "%d commands, the worst of %d runs each: CPU %.2f s (%s), peak RSS %.0f MiB (%s)%s" % (
+        len(ok), min(r["runs"] for r in ok), cpu["cpu_s"][2], cpu["command"], rss["rss_kb"][2] / 1024,
+        rss["command"], "; failed: " + ", ".join(failed) if failed else ""), "met" if met else "not met")
 
 
 def kernel_cell(r):
