@@ -464,7 +464,7 @@ bench: bench-build
 # `make fuzz-report [FUZZ_SECONDS=300]`.  The corpus starts from profiles
 # the tests make; crashes are written to build-fuzz/.
 FUZZ_SECONDS ?= 300
-FUZZ_SRCS := tests/fuzz/report.c src/profile/times.c src/profile/protobuf.c src/profile/options.c src/base/error.c \
+FUZZ_SRCS := tests/fuzz/report.c src/profile/times.c src/profile/protobuf.c src/profile/options.c src/base/error.c src/base/outfile.c \
 	$(filter-out cli/main.c,$(wildcard cli/*.c)) $(wildcard cli/report/*.c cli/diff/*.c)
 build-fuzz/report: $(FUZZ_SRCS) $(wildcard cli/*.h cli/*/*.h) cli/report/flame.html
 	@mkdir -p build-fuzz

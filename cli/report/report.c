@@ -7,6 +7,7 @@
  * dispatches; the output goes to stdout, or with -o to a file that appears
  * only once it is complete.
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/outfile.h"
 #include "commands.h"
 #include "flags.h"
 #include "pprof_read.h"
@@ -198,45 +200,38 @@ int report_output(const char *path, const char *cmd,
 		  int (*fn)(FILE *out, void *arg), void *arg)
 {
 	FILE *out = stdout;
-	char *tmp = NULL;
-	struct stat st;
-	if (path && strcmp(path, "-") != 0 && stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
-		/* Not a regular file (/dev/null, a FIFO): written into, as the
-		 * profile writer does, since renaming over it would replace it. */
-		if (!(out = fopen(path, "w"))) {
-			fprintf(stderr, "cpuprof %s: cannot write %s: %m\n", cmd, path);
-			return EXIT_USAGE;
-		}
-	} else if (path && strcmp(path, "-") != 0) {
-		if (asprintf(&tmp, "%s.tmp%ld", path, (long)getpid()) < 0) {
-			fprintf(stderr, "cpuprof %s: out of memory\n", cmd);
-			return EXIT_USAGE;
-		}
-		if (!(out = fopen(tmp, "w"))) {
-			fprintf(stderr, "cpuprof %s: cannot write %s: %m\n", cmd, path);
-			free(tmp);
+	struct cp_outfile of = { .fd = -1 };
+	char why[512];
+	bool named = path && strcmp(path, "-") != 0;
+	if (named) {
+		/* Written whole, or into a path that is not a regular file
+		 * (outfile.h). */
+		if (cp_outfile_open(&of, path, why, sizeof why) < 0 || !(out = fdopen(of.fd, "w"))) {
+			fprintf(stderr, "cpuprof %s: cannot write %s: %s\n", cmd, path, of.fd < 0 ? why : strerror(errno));
+			cp_outfile_abandon(&of);
 			return EXIT_USAGE;
 		}
 	}
 	int rc = fn(out, arg);
-	bool werr = fflush(out) != 0 || ferror(out), named = out != stdout;
-	if (named && fclose(out) != 0)
-		werr = true;
+	bool werr = fflush(out) != 0 || ferror(out);
+	if (named) {
+		if (fclose(out) != 0)
+			werr = true;
+		of.fd = -1;
+	}
 	int status = 0;
 	if (rc < 0) {
 		fprintf(stderr, "cpuprof %s: out of memory\n", cmd);
 		status = EXIT_USAGE;
 	} else if (werr) {
-		fprintf(stderr, "cpuprof %s: writing %s: %m\n", cmd,
-			named ? path : "the report");
+		fprintf(stderr, "cpuprof %s: writing %s: %m\n", cmd, named ? path : "the report");
 		status = EXIT_USAGE;
-	} else if (tmp && rename(tmp, path) != 0) {
-		fprintf(stderr, "cpuprof %s: cannot write %s: %m\n", cmd, path);
+	} else if (named && cp_outfile_commit(&of, why, sizeof why) < 0) {
+		fprintf(stderr, "cpuprof %s: cannot write %s: %s\n", cmd, path, why);
 		status = EXIT_USAGE;
 	}
-	if (tmp && status != 0)
-		unlink(tmp);
-	free(tmp);
+	if (status != 0)
+		cp_outfile_abandon(&of);
 	return status;
 }
 

@@ -154,9 +154,10 @@ char *flame_number(char *p, double v);
 int list_write(FILE *out, const struct report_input *in,
 	       const struct stackset *ss, const char *regex);
 
-/* Runs fn(out, arg) with out a temporary file beside `path` that is
- * renamed to path once complete (or with out stdout if path is NULL or
- * "-"), so that a failed report leaves no partial file.  `cmd` names the
+/* Runs fn(out, arg) with out the file `path`, written whole (base/outfile.h:
+ * a temporary file beside it renamed over it once complete, or into it if
+ * it is not a regular file), or with out stdout if path is NULL or "-",
+ * so that a failed report leaves no partial file.  `cmd` names the
  * command in messages ("report").  Returns 0, or EXIT_USAGE after a
  * message if fn returned -1 (out of memory) or the output could not
  * be written. */

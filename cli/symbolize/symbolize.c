@@ -36,11 +36,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "base/elf.h"
+#include "base/outfile.h"
 #include "commands.h"
 #include "flags.h"
 #include "pprof_read.h"
@@ -520,22 +520,21 @@ static int rewrite(const struct out *o, const uint8_t *in, size_t len, const cha
 	return b->err ? -1 : 0;
 }
 
-/* Writes data[0..n) gzipped to path, through a temporary file beside it
- * renamed over it; into it if it is not a regular file (/dev/null, a
- * FIFO), which renaming would replace. */
+/* Writes data[0..n) gzipped to path, whole (base/outfile.h: a temporary
+ * file beside it renamed over it, or into it if it is not a regular
+ * file). */
 static int write_gz(const char *path, const void *data, size_t n, char *why, size_t len)
 {
-	char tmp[4096];
-	struct stat st;
-	int special = stat(path, &st) == 0 && !S_ISREG(st.st_mode);
-	snprintf(tmp, sizeof tmp, "%s", path);
-	if (!special)
-		snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-	gzFile g = gzopen(tmp, "wb");
+	struct cp_outfile of;
+	if (cp_outfile_open(&of, path, why, len) < 0)
+		return -1;
+	gzFile g = gzdopen(of.fd, "wb");
 	if (!g) {
-		snprintf(why, len, "%.200s: %s", tmp, strerror(errno ? errno : ENOMEM));
+		snprintf(why, len, "%s: %s", cp_outfile_name(&of), strerror(ENOMEM));
+		cp_outfile_abandon(&of);
 		return -1;
 	}
+	of.fd = -1; /* gzclose closes it */
 	const uint8_t *p = data;
 	int ok = 1;
 	while (n && ok) {
@@ -544,14 +543,13 @@ static int write_gz(const char *path, const void *data, size_t n, char *why, siz
 		p += chunk;
 		n -= chunk;
 	}
-	ok &= gzclose(g) == Z_OK;
-	if (!ok || (!special && rename(tmp, path) != 0)) {
-		snprintf(why, len, "%s", strerror(errno ? errno : EIO));
-		if (!special)
-			unlink(tmp);
+	errno = 0;
+	if (!(gzclose(g) == Z_OK && ok)) {
+		snprintf(why, len, "%s: %s", cp_outfile_name(&of), strerror(errno ? errno : EIO));
+		cp_outfile_abandon(&of);
 		return -1;
 	}
-	return 0;
+	return cp_outfile_commit(&of, why, len) < 0 ? -1 : 0;
 }
 
 /* ---- The command ------------------------------------------------------------ */

@@ -19,17 +19,16 @@
  * context and touches nothing a sampling signal handler uses.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "base/array.h"
 #include "base/error.h"
+#include "base/outfile.h"
 #include "symbolize/lines.h"
 #include "pprof_build.h"
 #include "pprof_write.h"
@@ -822,39 +821,13 @@ static void builder_free(struct builder *b)
 	free(b->comments);
 }
 
-/* Creates a new temporary file beside path; returns its fd and name (in
- * *tmp, malloc'd) or a negative errno. */
-static int open_temp(const char *path, char **tmp)
-{
-	static unsigned seq;
-	size_t n = strlen(path) + 48;
-	char *name = malloc(n);
-	if (!name)
-		return -ENOMEM;
-	for (int tries = 0; tries < 100; tries++) {
-		snprintf(name, n, "%s.tmp.%ld.%u", path, (long)getpid(),
-			 __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
-		int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-			      0666);
-		if (fd >= 0) {
-			*tmp = name;
-			return fd;
-		}
-		if (errno != EEXIST)
-			break;
-	}
-	int rc = -errno;
-	free(name);
-	return rc;
-}
-
 int cp_pprof_write_parts(const char *path, const struct cp_profile_part *parts, size_t nparts,
 		      const struct cp_profile_meta *meta, char *err, size_t errlen)
 {
 	static const struct cp_profile_meta no_meta;
 	struct builder b;
-	char *tmp = NULL;
-	int rc, fd = -1;
+	struct cp_outfile out;
+	int rc;
 
 	if (!meta)
 		meta = &no_meta;
@@ -877,65 +850,25 @@ int cp_pprof_write_parts(const char *path, const struct cp_profile_part *parts, 
 		goto out;
 	}
 	b.nstrs = 1;
-	/* A path that names something other than a regular file (/dev/null,
-	 * a FIFO) is written into: renaming over it would replace it.  A
-	 * regular file is written beside it and renamed over it whole. */
-	struct stat st;
-	int exists = stat(path, &st) == 0, special = exists && !S_ISREG(st.st_mode);
-	const char *target = path;
-	if (special) {
-		if ((fd = open(path, O_WRONLY | O_CLOEXEC)) < 0) {
-			rc = -errno;
-			cp_why(err, errlen, "pprof: open %s: %s", path, strerror(-rc));
-			goto out;
-		}
-	} else {
-		if ((fd = open_temp(path, &tmp)) < 0) {
-			rc = fd;
-			cp_why(err, errlen, "pprof: create %s.tmp.*: %s", path, strerror(-rc));
-			goto out;
-		}
-		target = tmp;
-		/* A file replaced keeps its permissions (the temporary file
-		 * has the umask's). */
-		if (exists && fchmod(fd, st.st_mode & 0777) != 0) {
-			rc = -errno;
-			cp_why(err, errlen, "pprof: chmod %s: %s", tmp, strerror(-rc));
-			goto out;
-		}
+	/* Written whole, or into a path that is not a regular file
+	 * (outfile.h). */
+	char why[512];
+	if ((rc = cp_outfile_open(&out, path, why, sizeof why)) < 0) {
+		cp_why(err, errlen, "pprof: %s", why);
+		goto out;
 	}
-	b.fd = fd;
+	b.fd = out.fd;
 	if ((rc = build(&b, meta)) != 0 || (rc = gz_finish(&b)) != 0) {
 		if (rc == -ENOMEM && !b.werr)
 			cp_why(err, errlen, "pprof: out of memory");
 		else
-			cp_why(err, errlen, "pprof: write %s: %s", target, strerror(-rc));
+			cp_why(err, errlen, "pprof: write %s: %s", cp_outfile_name(&out), strerror(-rc));
+		cp_outfile_abandon(&out);
 		goto out;
 	}
-	if (special)
-		goto out;
-	if (close(fd) != 0) {
-		fd = -1;
-		rc = -errno;
-		cp_why(err, errlen, "pprof: close %s: %s", tmp, strerror(-rc));
-		goto out;
-	}
-	fd = -1;
-	if (rename(tmp, path) != 0) {
-		rc = -errno;
-		cp_why(err, errlen, "pprof: rename %s to %s: %s", tmp, path,
-			 strerror(-rc));
-		goto out;
-	}
-	free(tmp);
-	tmp = NULL;
+	if ((rc = cp_outfile_commit(&out, why, sizeof why)) < 0)
+		cp_why(err, errlen, "pprof: %s", why);
 out:
-	if (fd >= 0)
-		close(fd);
-	if (tmp) {
-		unlink(tmp);
-		free(tmp);
-	}
 	builder_free(&b);
 	return rc;
 }

@@ -203,6 +203,15 @@ for cmd in "report --format folded" "diff" "symbolize"; do
 	[ -s fifo.out ] || fail "$cmd -o FIFO: nothing came through"
 done
 ls | grep -q '\.tmp' && fail "-o FIFO: a temporary file was left"
+# A regular file written over keeps its permissions (the temporary file
+# it is replaced by is made with the umask's), and is replaced whole.
+for cmd in "report --format folded" "diff" "symbolize"; do
+	case $cmd in diff) args="inl.pb inl.pb" ;; *) args=inl.pb ;; esac
+	echo old >kept && chmod 600 kept || fail "chmod"
+	(umask 022 && $EMU "$CP" $cmd -o kept $args 2>err) || { cat err; fail "$cmd -o kept: exit $?"; }
+	[ "$(stat -c %a kept)" = 600 ] || fail "$cmd -o FILE: its mode became $(stat -c %a kept), not 600"
+	[ "$(cat kept)" != old ] || fail "$cmd -o FILE: not written"
+done
 
 # --- hostile shapes: refused, within 1 GiB of address space ---
 # (not under qemu-user, which needs more address space of its own)
