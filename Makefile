@@ -316,6 +316,14 @@ $(B)/tests/unit_calltree: tests/unit/unit_calltree.c tests/check.h $(CALLTREE_OB
 	$(CC) $(CFLAGS) $(BASE) -Icli -o $@ tests/unit/unit_calltree.c $(CALLTREE_OBJS) $(B)/libcpuprof-internal.a \
 		$(LDLIBS) -lm
 
+# record's names of threads (cli/record/kernel_tables.c, proctree.c),
+# with what kernel_tables.c links of the CLI.
+THREADNAME_OBJS := $(addprefix $(B)/cli/record/,kernel_tables.o proctree.o kernel_jit.o)
+$(B)/tests/unit_thread_names: tests/unit/unit_thread_names.c tests/check.h $(THREADNAME_OBJS) $(B)/libcpuprof-internal.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(BASE) -Icli -o $@ tests/unit/unit_thread_names.c $(THREADNAME_OBJS) \
+		$(B)/libcpuprof-internal.a $(LDLIBS) -lm
+
 $(B)/tests/%: tests/work/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) $(BASE) -o $@ $< -pthread -lm -ldl

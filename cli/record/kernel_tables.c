@@ -411,13 +411,17 @@ struct kthread *kc_thread_get(struct cp_kcollector *k, pid_t tid, pid_t pid)
 	return t;
 }
 
-/* Names thread tid of image m. */
+/* Names thread tid of image m.  name may be one of m's own names (a new
+ * thread takes its creator's: cp_image_thread_name), which growing m's
+ * names may move: it is copied first. */
 void kc_name_thread(struct cp_image *m, pid_t tid, const char *name)
 {
+	char copy[sizeof m->names[0].name];
+	snprintf(copy, sizeof copy, "%s", name);
 	if (cp_array_grow((void **)&m->names, &m->capnames, m->nnames + 1, sizeof *m->names, 16))
 		return;
 	m->names[m->nnames].tid = tid;
-	snprintf(m->names[m->nnames].name, sizeof m->names[m->nnames].name, "%s", name);
+	memcpy(m->names[m->nnames].name, copy, sizeof copy);
 	m->nnames++;
 }
 
