@@ -65,8 +65,11 @@ env LD_PRELOAD="$ROOT/$B/libcpuprof.so" CPUPROF="$tmp/tim.pb.gz" CPUPROF_ENGINE=
 	>out 2>err || { cat err; fail "LD_PRELOAD, timer: status $?"; }
 phases tim.pb.gz "LD_PRELOAD, timer"
 
-# record -p: the range counts from when record attached.
-"$WORK" 1 3000 0 phases >/dev/null &
+# record -p: the range counts from when record attached.  hot_leaf runs
+# for the first 3 s of wall time, so that record's attach, slow on a
+# loaded machine, still finds it leading the range (with 1.5 s, a
+# fresh-clone run beside a busy CPU once attached too late).
+"$WORK" 1 6000 0 phases >/dev/null &
 bg=$!
 "$CP" record -p $bg -d 1 -o att.pb.gz >out 2>err || { cat err; fail "record -p: status $?"; }
 [ "$(share att.pb.gz hot_leaf --from 0.1 --to 0.9)" -ge 80 ] || fail "record -p: hot_leaf does not lead its range"
